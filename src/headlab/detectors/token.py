@@ -1,0 +1,72 @@
+"""``token``: attention mass on a target token set (default: every token containing ``/``).
+
+Per query: the sum of its attention on target keys. Per sample (``queries="can-see"``, default): the mean
+over the queries that can see at least one target: in a decoder a query at i sees keys 0..i, so queries
+before the first target are left out (they cannot attend to it); in an encoder every query sees every key.
+``queries="all"`` averages over every real query instead. Samples without a target score NaN and do not
+count. ``bare=True`` narrows the target to the plain ``/`` token (see ``LoadedModel.ids_containing``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+
+from ..errors import HeadlabError
+from .base import Batch, Detector, register
+
+
+@register
+class TokenDetector(Detector):
+    name = "token"
+    summary = "attention mass on a target token set (default '/')"
+
+    def __init__(self, target: str = "/", bare: bool = False, queries: Literal["can-see", "all"] = "can-see"):
+        if not target:
+            raise HeadlabError("the token detector needs a non-empty --target")
+        if queries not in ("can-see", "all"):
+            raise HeadlabError(f"queries must be 'can-see' or 'all', not {queries!r}")
+        self.target, self.bare, self.queries = target, bare, queries
+        self.target_ids: frozenset[int] = frozenset()
+
+    def bind(self, loaded: Any) -> None:
+        self.target_ids = loaded.ids_containing(self.target, bare=self.bare)
+        if not self.target_ids:
+            raise HeadlabError(f"no token of {loaded.name}'s vocabulary contains {self.target!r}")
+
+    def settings(self) -> dict[str, Any]:
+        return {"target": self.target, "bare": self.bare, "queries": self.queries,
+                "n_target_ids": len(self.target_ids)}
+
+    def target_mask(self, batch: Batch) -> torch.Tensor:
+        return batch.id_mask(self._key, self.target_ids)  # (B, T)
+
+    @property
+    def _key(self) -> str:
+        return f"token:{self.target}:{self.bare}"
+
+    @property
+    def _name(self) -> str:
+        return f"{self._key}:{self.queries}"
+
+    def prepare(self, batch: Batch) -> None:
+        tgt = self.target_mask(batch)  # (B, T)
+        q = self._queries(tgt, batch)  # (B, T)
+        batch.cache[f"{self._name}:n"] = q.sum(-1)
+        batch.cache[f"{self._name}:has"] = tgt.sum(-1) > 0
+        batch.add_pair_weights(self._name, q[:, :, None] * tgt[:, None, :])  # query i counted, key j a target
+
+    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+        n = batch.cache[f"{self._name}:n"]
+        out = batch.pair_mass(self._name) / n.clamp_min(1)[:, None]  # mean over counted queries
+        ok = batch.cache[f"{self._name}:has"] & (n > 0)
+        return torch.where(ok[:, None], out, float("nan"))
+
+    def _queries(self, tgt: torch.Tensor, batch: Batch) -> torch.Tensor:
+        q = batch.query_mask
+        if self.queries == "all":
+            return q
+        if batch.causal:
+            return q * (tgt.cumsum(-1) > 0).to(q.dtype)
+        return q * (tgt.sum(-1, keepdim=True) > 0).to(q.dtype)

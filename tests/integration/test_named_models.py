@@ -1,0 +1,54 @@
+"""Packaged real models: facts, target vocabularies, and capture parity with output_attentions=True."""
+
+import pytest
+import torch
+
+from headlab.capture import capture
+
+from .conftest import SLASH_TEXTS, named
+
+EXPECTED = {  # name: (layers, heads, kv heads, causal, position encoding)
+    "minilm-l6": (6, 12, 12, False, "learned"),
+    "smollm2-135m": (30, 9, 3, True, "rope"),
+    "mpnet-base": (12, 12, 12, False, "relative"),
+    "gemma3-270m": (18, 4, 1, True, "rope"),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_facts(name):
+    lm = named(name)
+    f = lm.facts
+    assert (f.n_layers, f.n_heads, f.n_kv_heads, f.causal, f.position_encoding) == EXPECTED[name]
+    assert f.max_length >= 512
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_capture_parity_on_padded_batch(name):
+    """The probabilities reducers see equal output_attentions=True within 1e-5 (padding included)."""
+    lm = named(name)
+    enc = lm.tokenizer(SLASH_TEXTS[:3] + ["short"], return_tensors="pt", padding=True)
+    seen = {}
+    with torch.inference_mode():
+        ref = lm.model(**enc, output_attentions=True).attentions
+        with capture(lm.model, lambda layer, p: seen.__setitem__(layer, p.clone())):
+            lm.model(**enc)
+    assert len(seen) == len(ref) == lm.facts.n_layers
+    for layer, r in enumerate(ref):
+        assert (seen[layer] - r).abs().max().item() <= 1e-5
+
+
+@pytest.mark.integration
+def test_slash_vocabularies():
+    bert = named("minilm-l6")
+    slash = bert.ids_containing("/")
+    assert bert.tokenizer.convert_ids_to_tokens(sorted(slash)) == ["/", "##/"]
+    smol = named("smollm2-135m")
+    ids = smol.ids_containing("/")
+    toks = set(smol.tokenizer.convert_ids_to_tokens(sorted(ids)))
+    assert {"/", "://", "//", "</"} <= toks and len(ids) > 20
+    bare = set(smol.tokenizer.convert_ids_to_tokens(sorted(smol.ids_containing("/", bare=True))))
+    assert "/" in bare and "://" not in bare
+    assert not (ids & smol.special_ids)

@@ -1,0 +1,85 @@
+"""headlab.scan and the CLI on a real packaged model (minilm-l6, a few seconds)."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from headlab import scan
+from headlab.cli import main
+
+from .conftest import PLAIN_TEXTS, SLASH_TEXTS, named
+
+pytestmark = pytest.mark.integration
+
+
+def test_scan_result_schema_and_sdh_rule():
+    lm = named("minilm-l6")
+    r = scan(lm, SLASH_TEXTS * 3, max_samples=None, progress=False)
+    assert r.n_samples == 18 and r.n_samples_with_target == 18
+    j = r.to_json()
+    assert {"model", "n_layers", "n_heads", "n_samples", "n_tokens", "settings", "sdh_share", "heads"} <= set(j)
+    assert len(j["heads"]) == 72
+    h = j["heads"][0]
+    assert {"token", "token_std", "token_frac_above", "offset", "offset_delta", "previous_token",
+            "duplicate_token", "induction", "sink"} <= set(h["scores"])
+    # the SDH flag is exactly "max run of samples above θ reaches k"
+    for head in j["heads"]:
+        assert head["sdh"] == (head["scores"]["token_max_run"] >= 3)
+    assert r.sdh_share == pytest.approx(sum(x["sdh"] for x in j["heads"]) / 72)
+    # a stricter θ can only remove heads
+    strict = scan(lm, SLASH_TEXTS * 3, max_samples=None, threshold=0.9, progress=False)
+    assert not (strict.sdh & ~r.sdh).any()
+
+
+def test_no_slash_in_data_is_a_documented_fallback():
+    lm = named("minilm-l6")
+    with pytest.warns(UserWarning, match="no sample contains"):
+        r = scan(lm, PLAIN_TEXTS, progress=False)
+    assert r.sdh_share is None and not r.sdh.any()
+    assert np.isnan(r.means["token"]).all()
+    assert not np.isnan(r.means["previous-token"]).any()
+
+
+def test_long_text_is_windowed_not_truncated():
+    lm = named("minilm-l6")
+    long_text = " ".join(SLASH_TEXTS * 20)
+    n_tok = len(lm.tokenizer(long_text, add_special_tokens=False)["input_ids"])
+    r = scan(lm, [long_text], max_length=64, max_samples=None, progress=False)
+    assert r.n_samples == -(-n_tok // 62)  # ceil over 62-token bodies ([CLS] ... [SEP])
+    assert r.n_tokens == n_tok + 2 * r.n_samples
+
+
+def test_cli_scan_writes_json_and_csv(tmp_path, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"text": t}) for t in SLASH_TEXTS * 2))
+    out = tmp_path / "out"
+    rc = main(["scan", "minilm-l6", "--corpus", str(corpus), "--max-samples", "10", "--no-progress",
+               "--detectors", "token", "offset", "--out", str(out)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "SDH (token '/' > 0.5 in 3 consecutive samples)" in printed and "offset" in printed
+    j = json.loads((out / "scan.json").read_text())
+    assert j["n_samples"] == 10 and j["settings"]["detectors"]["offset"]["max_offset"] == 8
+    rows = list(csv.DictReader((out / "heads.csv").open()))
+    assert len(rows) == 72 and {"layer", "head", "token", "offset", "offset_delta", "sdh"} <= set(rows[0])
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["scan", "no-such-model-xyz"], "unknown model"),
+    (["scan", "minilm-l6", "--corpus", "/nonexistent/corpus"], "neither a named source"),
+    (["scan", "minilm-l6", "--max-length", "2"], "no room"),
+    (["models", "install", "nope"], "unknown model"),
+])
+def test_cli_errors_are_one_line(argv, message, capsys):
+    rc = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_binary_and_empty_corpus(tmp_path, capsys):
+    (tmp_path / "bin.txt").write_bytes(b"\x00\x01\x02")
+    rc = main(["scan", "minilm-l6", "--corpus", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "empty" in err.splitlines()[-1]

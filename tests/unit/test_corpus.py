@@ -1,0 +1,90 @@
+import gzip
+import json
+
+import pytest
+
+from headlab.corpus import Document, Sampler, documents, windows
+from headlab.corpus.files import file_documents
+from headlab.errors import HeadlabError
+
+
+class CharTokenizer:
+    """A tokenizer with the call signature Sampler uses: one id per character, [CLS]=1 ... [SEP]=2."""
+
+    def __call__(self, text, add_special_tokens=True, **_):
+        def enc(t):
+            body = [ord(c) for c in t]
+            return [1] + body + [2] if add_special_tokens else body
+        if isinstance(text, list):
+            return {"input_ids": [enc(t) for t in text]}
+        return {"input_ids": enc(text)}
+
+
+@pytest.mark.parametrize("n,body,stride", [(10, 4, 4), (10, 4, 3), (4, 4, 4), (1, 5, 5), (13, 5, 2)])
+def test_windows_cover_every_token(n, body, stride):
+    ids = list(range(n))
+    ws = list(windows(ids, body, stride))
+    assert all(1 <= len(w) <= body for w in ws)
+    assert sorted(set(t for w in ws for t in w)) == ids   # nothing dropped
+    assert ws[-1][-1] == ids[-1]
+    if stride == body:
+        assert sum(len(w) for w in ws) == n                # non-overlapping: each token once
+
+
+def test_windows_reject_skipping_strides():
+    with pytest.raises(HeadlabError, match="skipped"):
+        list(windows([1, 2, 3], 2, 3))
+
+
+def test_sampler_windows_long_texts_and_adds_special_tokens():
+    s = Sampler(CharTokenizer(), length=6, seed=0)
+    assert s.special.prefix == (1,) and s.special.suffix == (2,)
+    out = list(s.samples([Document("d", lambda: ["abcdefghij"])]))
+    assert [x.input_ids for x in out if x.window == 0][0] == (1, 97, 98, 99, 100, 2)
+    bodies = sorted((x.window, x.input_ids[1:-1]) for x in out)
+    assert "".join(chr(i) for _, b in bodies for i in b) == "abcdefghij"  # never truncated
+
+
+def test_sampler_is_seeded_and_filters_targets():
+    docs = [Document(f"d{i}", lambda i=i: [f"text {i} a/b" if i % 3 == 0 else f"text {i}"]) for i in range(60)]
+    a = [x.input_ids for x in Sampler(CharTokenizer(), 32, seed=1).samples(docs)]
+    b = [x.input_ids for x in Sampler(CharTokenizer(), 32, seed=1).samples(docs)]
+    c = [x.input_ids for x in Sampler(CharTokenizer(), 32, seed=2).samples(docs)]
+    assert a == b and a != c and sorted(a) == sorted(c)
+    slash = ord("/")
+    with_t = list(Sampler(CharTokenizer(), 32, seed=1, target_ids={slash}, target_filter="with-target").samples(docs))
+    without = list(Sampler(CharTokenizer(), 32, seed=1, target_ids={slash}, target_filter="without-target").samples(docs))
+    assert len(with_t) == 20 and all(slash in x.input_ids for x in with_t)
+    assert len(without) == 40 and all(slash not in x.input_ids for x in without)
+    assert len(list(Sampler(CharTokenizer(), 32, seed=1).samples(docs, max_samples=7))) == 7
+
+
+def test_file_corpus_reads_text_jsonl_gz_and_skips_binary(tmp_path):
+    (tmp_path / "a.txt").write_text("plain text a/b")
+    (tmp_path / "b.md").write_text("")  # empty: no text
+    (tmp_path / "c.jsonl").write_text(json.dumps({"text": "json one"}) + "\n" + "not json\n"
+                                      + json.dumps({"text": "json two"}) + "\n")
+    with gzip.open(tmp_path / "d.rst.gz", "wt") as fh:
+        fh.write("gzipped rst")
+    (tmp_path / "e.txt").write_bytes(b"\x00\x01binary\xff")
+    (tmp_path / "f.bin").write_bytes(b"ignored")
+    with pytest.warns(UserWarning):
+        texts = [t for d in file_documents(str(tmp_path)) for t in d.load()]
+    assert sorted(texts) == ["gzipped rst", "json one", "json two", "plain text a/b"]
+
+
+def test_corpus_errors(tmp_path):
+    with pytest.raises(HeadlabError, match="neither a named source"):
+        documents([str(tmp_path / "missing")])
+    with pytest.raises(HeadlabError, match="empty"):
+        documents([str(tmp_path)])  # a folder with nothing readable
+    (tmp_path / "x.pdf").write_bytes(b"%PDF")
+    with pytest.raises(HeadlabError, match="not .txt"):
+        documents([str(tmp_path / "x.pdf")])
+
+
+def test_pydoc_source_reads_stdlib_docstrings_without_importing():
+    docs = documents(["pydoc"])
+    assert len(docs) > 300
+    texts = [t for d in docs[:40] for t in d.load()]
+    assert texts and all(len(t.split()) >= 5 for t in texts)

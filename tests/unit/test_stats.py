@@ -1,0 +1,36 @@
+import numpy as np
+import pytest
+
+from headlab.stats import ConsecutiveRule, RunningMoments
+
+
+def test_running_moments_match_numpy_in_blocks_with_nan():
+    rng = np.random.default_rng(0)
+    data = rng.random((50, 2, 3))
+    data[rng.random(data.shape) < 0.2] = np.nan
+    m = RunningMoments((2, 3), threshold=0.5)
+    for s in range(0, 50, 7):
+        m.update(data[s:s + 7])
+    np.testing.assert_allclose(m.mean, np.nanmean(data, 0))
+    np.testing.assert_allclose(m.std, np.nanstd(data, 0), atol=1e-12)
+    np.testing.assert_allclose(m.frac_above, np.nansum(data > 0.5, 0) / (~np.isnan(data)).sum(0))
+
+
+def test_moments_undefined_when_no_sample():
+    m = RunningMoments((1,))
+    m.update(np.array([[np.nan]]))
+    assert np.isnan(m.mean[0]) and np.isnan(m.std[0])
+
+
+@pytest.mark.parametrize("seq,k,passed", [
+    ([0.6, 0.7, 0.8], 3, True),
+    ([0.6, 0.7, 0.4, 0.8, 0.9], 3, False),           # a defined sample below θ breaks the run
+    ([0.6, np.nan, 0.7, np.nan, 0.8], 3, True),      # samples without '/' do not break it
+    ([0.5, 0.5, 0.5], 3, False),                     # strictly more than θ
+    ([0.9, 0.1, 0.9, 0.9, 0.9, 0.1], 3, True),
+])
+def test_consecutive_rule(seq, k, passed):
+    r = ConsecutiveRule((1,), 0.5, k)
+    r.update(np.array(seq)[:, None][:2])
+    r.update(np.array(seq)[:, None][2:])  # split across blocks: the run carries over
+    assert bool(r.passed[0]) is passed
