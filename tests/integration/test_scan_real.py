@@ -83,3 +83,33 @@ def test_binary_and_empty_corpus(tmp_path, capsys):
     rc = main(["scan", "minilm-l6", "--corpus", str(tmp_path), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and "empty" in err.splitlines()[-1]
+
+
+def test_interrupted_scan_keeps_partial_statistics_and_cleans_up():
+    from headlab.detectors.sink import SinkDetector
+
+    class Interrupting(SinkDetector):
+        """A sink detector whose user presses Ctrl-C during the third batch."""
+
+        calls = 0
+
+        def score(self, attn, batch):
+            Interrupting.calls += 1
+            if Interrupting.calls == 2 * 6 + 1:
+                raise KeyboardInterrupt
+            return super().score(attn, batch)
+
+    lm = named("minilm-l6")
+    impl = lm.model.config._attn_implementation
+    import headlab.engine as engine
+
+    old = engine.CHUNK_BATCHES
+    engine.CHUNK_BATCHES = 1  # one batch per chunk, so two chunks complete before the interrupt
+    try:
+        r = scan(lm, SLASH_TEXTS * 4, detectors=["token", Interrupting()], batch_size=4, max_samples=None,
+                 progress=False)
+    finally:
+        engine.CHUNK_BATCHES = old
+    assert r.interrupted and r.n_samples == 8
+    assert "INTERRUPTED" in r.table()
+    assert lm.model.config._attn_implementation == impl

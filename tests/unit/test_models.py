@@ -1,0 +1,53 @@
+import json
+
+import pytest
+
+from headlab.cli import main
+from headlab.errors import HeadlabError
+from headlab.models import NAMED_MODELS, load
+
+
+def test_models_list_shows_every_named_model(capsys):
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in NAMED_MODELS:
+        assert name in out
+    assert "installed" in out.splitlines()[0]
+
+
+def test_broken_model_directory_is_one_clear_error(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(HeadlabError, match="cannot load model"):
+        load(str(tmp_path))
+
+
+def test_directory_without_config(tmp_path):
+    with pytest.raises(HeadlabError, match="no config.json"):
+        load(str(tmp_path))
+
+
+def test_unknown_model_install_is_an_error():
+    with pytest.raises(HeadlabError, match="unknown model"):
+        from headlab.models import install
+
+        install("nope")
+
+
+def test_tiny_saved_model_loads_from_a_directory(tmp_path):
+    """Any HF model directory loads, with its facts (a tiny GQA Llama saved here, tokenizer from minilm)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    LlamaForCausalLM(cfg).save_pretrained(tmp_path)
+    tok_src = NAMED_MODELS["minilm-l6"]
+    if not tok_src.installed():
+        pytest.skip("needs minilm-l6's tokenizer files")
+    import shutil
+
+    for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(tok_src.locate() / f, tmp_path / f)
+    lm = load(str(tmp_path))
+    f = lm.facts
+    assert (f.n_layers, f.n_heads, f.n_kv_heads, f.causal, f.position_encoding) == (2, 4, 2, True, "rope")
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "llama"
