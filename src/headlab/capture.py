@@ -84,10 +84,6 @@ def _register() -> None:
     _REGISTERED = True
 
 
-def _uses_interface(model: nn.Module) -> bool:
-    return "ALL_ATTENTION_FUNCTIONS" in _module_source(type(model).__module__)
-
-
 def _interface_modules(model: nn.Module) -> list[nn.Module]:
     """Self-attention modules in layer order: those with a ``layer_idx`` that are not cross-attention."""
     return [m for m in model.modules() if hasattr(m, "layer_idx") and "Cross" not in type(m).__name__
@@ -106,13 +102,6 @@ def _forward_source(cls: type) -> str:
     except (OSError, TypeError):
         return ""
 
-
-@functools.lru_cache(maxsize=None)
-def _module_source(module_name: str) -> str:
-    try:
-        return inspect.getsource(sys.modules[module_name])
-    except (OSError, TypeError, KeyError):
-        return ""
 
 
 _INLINE_DROPOUT = re.compile(r"self\.dropout\(\s*(attention_probs|attn_probs|attn_weights|probs)\b")
@@ -133,7 +122,7 @@ def _dropout_modules(model: nn.Module) -> list[nn.Module]:
 
 def route(model: nn.Module) -> str:
     """Which capture route a model takes: ``"interface"`` or ``"dropout-hook"``."""
-    if _uses_interface(model) and _interface_modules(model):
+    if _interface_modules(model):
         return "interface"
     if _dropout_modules(model):
         return "dropout-hook"

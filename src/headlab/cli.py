@@ -43,6 +43,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
     p.add_argument("--top", type=int, default=5, help="heads shown per detector (default 5)")
     p.add_argument("--out", default=None, help="output folder (default runs/scan-MODEL)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_scan)
 
@@ -53,7 +54,8 @@ def _cmd_scan(a: argparse.Namespace) -> int:
     r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
              max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
              max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
-             stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress)
+             stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
+             device=a.device)
     out = a.out or os.path.join("runs", "scan-" + os.path.basename(str(a.model).rstrip("/")))
     r.write(out)
     print(r.table(a.top))

@@ -123,7 +123,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
          detectors: Sequence[str | Detector] = DEFAULT_DETECTORS, target: str = "/", bare: bool = False,
          queries: str = "can-see", max_offset: int = 8, threshold: float = 0.5, consecutive: int = 3,
          max_samples: int | None = 512, batch_size: int = 8, max_length: int = 128, stride: int | None = None,
-         seed: int = 0, target_filter: str = "any", progress: bool = True) -> ScanResult:
+         seed: int = 0, target_filter: str = "any", progress: bool = True, device: str = "cpu") -> ScanResult:
     """Score every attention head of ``model`` over a corpus, streaming.
 
     Args:
@@ -137,9 +137,10 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
             longer texts are split into windows ``stride`` tokens apart (default: non-overlapping).
         seed: fixes the sample order, hence the consecutive rule.
         target_filter: ``any``, ``with-target`` or ``without-target`` samples.
+        device: where a model given by name is loaded (``cpu``, ``cuda``, ``auto``).
     A Ctrl-C stops the scan early and returns the statistics so far, marked ``interrupted``.
     """
-    loaded = model if isinstance(model, LoadedModel) else load(model)
+    loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
     dets = [_make(d, target=target, bare=bare, queries=queries, max_offset=max_offset) for d in detectors]
     if not dets:
         raise HeadlabError("no detector selected")

@@ -51,3 +51,16 @@ def test_tiny_saved_model_loads_from_a_directory(tmp_path):
     f = lm.facts
     assert (f.n_layers, f.n_heads, f.n_kv_heads, f.causal, f.position_encoding) == (2, 4, 2, True, "rope")
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "llama"
+
+
+def test_device_errors_are_clear():
+    from headlab.models.loader import _device
+
+    with pytest.raises(HeadlabError, match="unknown device"):
+        _device("tpu-ish")
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(HeadlabError, match="no CUDA"):
+            _device("cuda")
+    assert str(_device("auto")) in ("cpu", "cuda")

@@ -12,7 +12,8 @@ from .loaded import LoadedModel, read_facts
 from .registry import NAMED_MODELS, file_digest
 
 
-def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None) -> LoadedModel:
+def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
+         device: str = "cpu") -> LoadedModel:
     """Load a model for attention analysis.
 
     Args:
@@ -21,6 +22,7 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
         lm_head: load the language-modelling head as well (``AutoModelForCausalLM`` / ``AutoModelForMaskedLM``).
             Attention analyses do not need it; for Gemma3 it triples the forward time.
         dtype: torch dtype of the weights; default float32.
+        device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"``, ... or ``"auto"`` (CUDA when available).
 
     The model is in eval mode with eager attention, so attention probabilities exist.
     """
@@ -49,7 +51,7 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
                 f"and not loadable as a hub id ({first})"
             ) from exc
         raise HeadlabError(f"cannot load model from {path}: {first}") from exc
-    model.eval()
+    model.to(_device(device)).eval()
     facts = read_facts(model, tokenizer)
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path))
 
@@ -84,3 +86,17 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return model, tokenizer
+
+
+def _device(spec: str) -> Any:
+    import torch
+
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(spec)
+    except RuntimeError as exc:
+        raise HeadlabError(f"unknown device {spec!r} (cpu, cuda, cuda:N or auto)") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise HeadlabError(f"device {spec!r} requested but this torch build sees no CUDA device")
+    return dev
