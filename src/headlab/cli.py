@@ -90,12 +90,40 @@ def _cmd_models_install(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_stimuli(sub: argparse._SubParsersAction) -> None:
+    from .stimuli import SUITES
+
+    p = sub.add_parser("stimuli", help="write a constructed stimulus suite as JSONL",
+                       description="Write a seeded stimulus suite (texts with target character spans) to a "
+                                   "JSONL file, to inspect or reuse.")
+    p.add_argument("suite", choices=sorted(SUITES))
+    p.add_argument("--n", type=int, default=20, help="number of base items (default 20)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
+    p.add_argument("--out", required=True, help="output .jsonl file")
+    p.set_defaults(func=_cmd_stimuli)
+
+
+def _cmd_stimuli(a: argparse.Namespace) -> int:
+    from .stimuli import make_suite, write_jsonl
+
+    opts = {}
+    if a.suite == "contexts" and a.model:
+        from .models import load
+
+        opts["tokenizer"] = load(a.model).tokenizer
+    n = write_jsonl(make_suite(a.suite, a.n, a.seed, **opts), a.out)
+    print(f"wrote {n} stimuli to {a.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
     _add_scan(sub)
     _add_models(sub)
+    _add_stimuli(sub)
     return p
 
 

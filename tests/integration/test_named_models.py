@@ -52,3 +52,20 @@ def test_slash_vocabularies():
     bare = set(smol.tokenizer.convert_ids_to_tokens(sorted(smol.ids_containing("/", bare=True))))
     assert "/" in bare and "://" not in bare
     assert not (ids & smol.special_ids)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["minilm-l6", "smollm2-135m"])
+def test_stimulus_spans_map_to_slash_tokens(name):
+    """Every target span of the slash and position suites lands on a token that contains '/'."""
+    from headlab.stimuli import contexts, positions, slash, target_token_positions
+
+    lm = named(name)
+    slash_ids = lm.ids_containing("/")
+    items = slash(28, seed=0) + positions(1, seed=0, words=8)
+    for s in items:
+        ids, pos = target_token_positions(lm.tokenizer, s.text, s.spans)
+        assert pos, s.text
+        assert all(ids[p] in slash_ids for p in pos), (s.text, [ids[p] for p in pos])
+    rnd = [s for s in contexts(3, seed=0, tokenizer=lm.tokenizer) if s.meta["context"] == "random"]
+    assert len(rnd) == 3 and all(s.symbols == ["/"] for s in rnd)
