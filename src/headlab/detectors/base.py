@@ -74,15 +74,20 @@ class Batch:
 
     def _fuse(self) -> tuple[torch.Tensor, torch.Tensor]:
         B, T = self.input_ids.shape
-        W = torch.stack([w.reshape(B, T * T) for w in self._weights.values()], -1)  # (B, T*T, P)
-        nz = W.ne(0).any(-1)  # (B, T*T): pairs any detector needs
-        n = int(nz.sum(-1).max()) if nz.numel() else 0
-        # per-sample sorted indices of the needed pairs, padded with index 0 at weight 0
-        idx = torch.sort(torch.where(nz, torch.arange(T * T, device=nz.device), T * T), -1).values[:, :max(n, 1)]
-        pad = idx == T * T
-        idx = idx.masked_fill(pad, 0)
-        weights = W.gather(1, idx[:, :, None].expand(-1, -1, W.shape[-1])).masked_fill(pad[:, :, None], 0.0)
-        return idx, weights  # (B, N), (B, N, P)
+        flat = [w.reshape(B, T * T) for w in self._weights.values()]
+        nz = flat[0] != 0
+        for w in flat[1:]:
+            nz |= w != 0  # (B, T*T): pairs any detector needs
+        counts = nz.sum(-1)  # (B,)
+        n = max(int(counts.max()), 1)
+        # compact each sample's needed pair indices to the left, padded with index 0 at weight 0
+        rows, cols = nz.nonzero(as_tuple=True)  # sorted by sample, then pair index
+        slot = torch.arange(rows.numel(), device=rows.device) - (torch.cumsum(counts, 0) - counts)[rows]
+        idx = torch.zeros(B, n, dtype=torch.long, device=nz.device)
+        idx[rows, slot] = cols
+        valid = torch.arange(n, device=nz.device)[None, :] < counts[:, None]  # (B, N)
+        weights = torch.stack([w.gather(1, idx) for w in flat], -1) * valid[:, :, None]  # (B, N, P)
+        return idx, weights
 
     def begin_layer(self, attn: torch.Tensor) -> None:
         """Compute every declared pair sum of this layer's ``attn`` (B, H, T, T): one gather, one bmm."""
