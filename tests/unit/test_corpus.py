@@ -88,3 +88,17 @@ def test_pydoc_source_reads_stdlib_docstrings_without_importing():
     assert len(docs) > 300
     texts = [t for d in docs[:40] for t in d.load()]
     assert texts and all(len(t.split()) >= 5 for t in texts)
+
+
+@pytest.mark.parametrize("name,path", [("foldoc", "/usr/share/dictd/foldoc.dict.dz"),
+                                       ("linux-doc", "/usr/share/doc/linux-doc-6.1"),
+                                       ("python-doc", "/usr/share/doc/python3.11/html/_sources")])
+def test_debian_sources_say_how_to_install_when_missing(name, path):
+    import os
+
+    if os.path.exists(path):
+        docs = documents([name])
+        assert docs and any(t.strip() for d in docs[:20] for t in d.load())
+    else:
+        with pytest.raises(HeadlabError, match="apt-get install"):
+            documents([name])
