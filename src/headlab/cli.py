@@ -117,6 +117,36 @@ def _cmd_stimuli(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_characterize(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("characterize", help="characterize every head with constructed stimuli",
+                       description="Specificity, position sensitivity, context independence and layer profile "
+                                   "of every head, with bootstrap 95%% intervals. Writes DIR/characterize.json "
+                                   "and DIR/characterize.md.")
+    p.add_argument("model")
+    p.add_argument("--n", type=int, default=40, help="base items per suite (default 40)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threshold", type=float, default=0.5, help="SDH rule θ (default 0.5)")
+    p.add_argument("--consecutive", type=int, default=3, help="SDH rule k (default 3)")
+    p.add_argument("--top", type=int, default=10, help="heads in the summary table (default 10)")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default=None, help="output folder (default runs/characterize-MODEL)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_characterize)
+
+
+def _cmd_characterize(a: argparse.Namespace) -> int:
+    from .analysis import characterize
+
+    r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
+                     batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+    out = a.out or os.path.join("runs", "characterize-" + os.path.basename(str(a.model).rstrip("/")))
+    r.write(out)
+    print(r.markdown())
+    print(f"wrote {out}/characterize.json and {out}/characterize.md")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -124,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scan(sub)
     _add_models(sub)
     _add_stimuli(sub)
+    _add_characterize(sub)
     return p
 
 

@@ -30,10 +30,15 @@ def collate(samples: Sequence[Sample], pad_id: int, causal: bool, device: torch.
     T = max(len(s.input_ids) for s in samples)
     ids = torch.full((len(samples), T), pad_id, dtype=torch.long)
     mask = torch.zeros((len(samples), T), dtype=torch.bool)
+    marked = torch.zeros((len(samples), T), dtype=torch.float32)
     for i, s in enumerate(samples):
         ids[i, : len(s.input_ids)] = torch.tensor(s.input_ids, dtype=torch.long)
         mask[i, : len(s.input_ids)] = True
-    return Batch(ids.to(device), mask.to(device), causal)
+        if s.targets:
+            marked[i, list(s.targets)] = 1.0
+    batch = Batch(ids.to(device), mask.to(device), causal)
+    batch.cache["marked"] = marked.to(device)  # (B, T): marked target positions of constructed stimuli
+    return batch
 
 
 def forward(loaded: LoadedModel, batch: Batch) -> None:

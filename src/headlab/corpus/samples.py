@@ -34,6 +34,7 @@ class Sample:
     doc_id: str
     window: int  # window number within its text
     input_ids: tuple[int, ...]
+    targets: tuple[int, ...] = ()  # token positions of marked targets (constructed stimuli), if any
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..errors import HeadlabError
 from ..io import write_text_atomic
+
+if TYPE_CHECKING:
+    from ..corpus import Sample
 
 
 @dataclass(frozen=True)
@@ -85,3 +88,19 @@ def read_jsonl(path: str | Path) -> list[Stimulus]:
                 if line.strip()]
     except (OSError, json.JSONDecodeError, KeyError) as exc:
         raise HeadlabError(f"cannot read stimuli from {path}: {exc}") from exc
+
+
+def to_samples(stimuli: Sequence[Stimulus], tokenizer: Any, max_length: int) -> list["Sample"]:
+    """Tokenize stimuli (with the model's special tokens) into samples whose ``targets`` are the token
+    positions of the marked spans. A stimulus longer than ``max_length`` tokens is an error, not truncated."""
+    from ..corpus import Sample
+
+    out = []
+    for i, s in enumerate(stimuli):
+        ids, pos = target_token_positions(tokenizer, s.text, s.spans)
+        if len(ids) > max_length:
+            raise HeadlabError(f"stimulus {i} has {len(ids)} tokens, more than the window ({max_length})")
+        if s.spans and not pos:
+            raise HeadlabError(f"stimulus {i}: its marked characters map to no token ({s.text[:60]!r})")
+        out.append(Sample(i, f"{s.suite}:{s.template}", 0, tuple(int(x) for x in ids), tuple(pos)))
+    return out

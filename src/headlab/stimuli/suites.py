@@ -86,10 +86,11 @@ def positions(n: int, seed: int = 0, words: int = 24) -> list[Stimulus]:
     return out
 
 
-def contexts(n: int, seed: int = 0, tokenizer: Any = None, length: int = 24) -> list[Stimulus]:
+def contexts(n: int, seed: int = 0, tokenizer: Any = None) -> list[Stimulus]:
     """Per item: ``natural`` (a slash sentence), ``shuffled`` (its words shuffled, the `/` kept),
-    ``random`` (``length`` uniformly random vocabulary tokens around one `/`; needs ``tokenizer``) and
-    ``no-slash`` (natural filler without `/`)."""
+    ``random`` (uniformly random vocabulary tokens around one `/`, as many as the natural sentence has
+    tokens, so attention mass is not diluted by length; needs ``tokenizer``) and ``no-slash`` (natural
+    filler without `/`)."""
     rng = random.Random(seed)
     base = slash(n, seed, ("en",))
     pool = FILLER.split()
@@ -102,6 +103,7 @@ def contexts(n: int, seed: int = 0, tokenizer: Any = None, length: int = 24) -> 
         out.append(Stimulus("contexts", shuffled, spans_of(shuffled, "/"), s.template,
                             {**s.meta, "context": "shuffled"}))
         if tokenizer is not None:
+            length = max(2, len(tokenizer(s.text, add_special_tokens=False)["input_ids"]) - 1)
             out.append(_random_tokens(tokenizer, rng, length, s.template, s.meta))
         start = rng.randrange(0, len(pool) - 12)
         plain = " ".join(pool[start:start + 12])

@@ -1,0 +1,46 @@
+"""``marked``: attention mass on the marked target positions of constructed stimuli.
+
+Like ``token``, but the keys are the token positions a stimulus marks (``Sample.targets``, from character
+spans), not a vocabulary set: a control stimulus that swaps `/` for `-` marks the `-`, so `/` and its control
+are measured in the same template slot. Same query rule as ``token`` (``can-see`` by default). Samples
+without a marked target score NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+
+from ..errors import HeadlabError
+from .base import Batch, Detector, register
+
+
+@register
+class MarkedDetector(Detector):
+    name = "marked"
+    summary = "attention mass on the marked target positions of constructed stimuli"
+
+    def __init__(self, queries: Literal["can-see", "all"] = "can-see"):
+        if queries not in ("can-see", "all"):
+            raise HeadlabError(f"queries must be 'can-see' or 'all', not {queries!r}")
+        self.queries = queries
+
+    def settings(self) -> dict[str, Any]:
+        return {"queries": self.queries}
+
+    def prepare(self, batch: Batch) -> None:
+        tgt = batch.cache.get("marked")
+        if tgt is None:
+            tgt = torch.zeros_like(batch.query_mask)
+        tgt = tgt * batch.query_mask
+        q = batch.query_mask
+        if self.queries == "can-see":
+            q = q * ((tgt.cumsum(-1) > 0) if batch.causal else (tgt.sum(-1, keepdim=True) > 0)).to(q.dtype)
+        batch.cache["marked:n"] = q.sum(-1)
+        batch.add_pair_weights("marked", q[:, :, None] * tgt[:, None, :])
+
+    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+        n = batch.cache["marked:n"]
+        out = batch.pair_mass("marked") / n.clamp_min(1)[:, None]
+        return torch.where((n > 0)[:, None], out, float("nan"))

@@ -1,0 +1,42 @@
+"""headlab characterize on minilm-l6 with a few items (seconds)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from headlab.analysis import characterize
+from headlab.cli import main
+
+from .conftest import named
+
+pytestmark = pytest.mark.integration
+
+
+def test_characterize_minilm_shapes_intervals_and_outputs(tmp_path):
+    lm = named("minilm-l6")
+    r = characterize(lm, n=4, seed=1, progress=False, top=5)
+    L, H = 6, 12
+    assert r.slash_mass["value"].shape == (L, H) and r.position_curve.shape == (23, L, H)
+    for t in [r.slash_mass, r.position_cv, *r.specificity.values(), *r.context.values()]:
+        v, lo, hi = t["value"], t["lo"], t["hi"]
+        ok = ~np.isnan(lo)
+        assert (lo[ok] <= hi[ok]).all()
+    # the marked mass on '/' is a probability mass
+    assert ((r.slash_mass["value"] >= 0) & (r.slash_mass["value"] <= 1)).all()
+    # top heads are sorted by '/' mass
+    top = [r.slash_mass["value"][l, h] for l, h in r.top]
+    assert top == sorted(top, reverse=True)
+    prof = r.depth_profile()
+    assert sum(p["layers"] for p in prof.values()) == L and sum(p["top"] for p in prof.values()) == 5
+    r.write(tmp_path)
+    j = json.loads((tmp_path / "characterize.json").read_text())
+    assert len(j["heads"]) == L * H and set(j["heads"][0]["specificity"]) >= {"-", "|", "pooled"}
+    assert "| head |" in (tmp_path / "characterize.md").read_text()
+
+
+def test_characterize_cli(tmp_path, capsys):
+    rc = main(["characterize", "minilm-l6", "--n", "2", "--no-progress", "--out", str(tmp_path)])
+    assert rc == 0 and (tmp_path / "characterize.json").exists()
+    assert "Characterization of minilm-l6" in capsys.readouterr().out
+    assert main(["characterize", "minilm-l6", "--n", "1", "--no-progress", "--out", str(tmp_path)]) == 2
