@@ -128,6 +128,8 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="SDH rule θ (default 0.5)")
     p.add_argument("--consecutive", type=int, default=3, help="SDH rule k (default 3)")
     p.add_argument("--top", type=int, default=10, help="heads in the summary table (default 10)")
+    p.add_argument("--kappa", type=float, default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
+    p.add_argument("--rope-samples", type=int, default=64, help="natural and random prompts for the RoPE analysis")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default=None, help="output folder (default runs/characterize-MODEL)")
@@ -139,11 +141,41 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
     from .analysis import characterize
 
     r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
-                     batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+                     batch_size=a.batch_size, progress=not a.no_progress, device=a.device, kappa=a.kappa,
+                     rope_samples=a.rope_samples)
     out = a.out or os.path.join("runs", "characterize-" + os.path.basename(str(a.model).rstrip("/")))
     r.write(out)
     print(r.markdown())
     print(f"wrote {out}/characterize.json and {out}/characterize.md")
+    return 0
+
+
+def _add_claims(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("claims", help="measure each claim of the slash-dominance write-up on one or more models",
+                       description="One row per claim, one column per model: the measured value with its 95%% "
+                                   "interval and a verdict by the rule printed with the table. Writes "
+                                   "DIR/claims.md and DIR/claims.json.")
+    p.add_argument("models", nargs="+")
+    p.add_argument("--n", type=int, default=40, help="base items per stimulus suite (default 40)")
+    p.add_argument("--scan-samples", type=int, default=512, help="corpus samples per model (default 512)")
+    p.add_argument("--kappa", type=float, default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_claims)
+
+
+def _cmd_claims(a: argparse.Namespace) -> int:
+    from .analysis.claims import claims
+
+    r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
+               progress=not a.no_progress, device=a.device,
+               on_model=lambda m: print(f"measuring {m}", file=sys.stderr))
+    r.write(a.out)
+    print(r.markdown())
+    print(f"wrote {a.out}/claims.md and {a.out}/claims.json")
     return 0
 
 
@@ -155,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(sub)
     _add_stimuli(sub)
     _add_characterize(sub)
+    _add_claims(sub)
     return p
 
 

@@ -40,3 +40,17 @@ def test_characterize_cli(tmp_path, capsys):
     assert rc == 0 and (tmp_path / "characterize.json").exists()
     assert "Characterization of minilm-l6" in capsys.readouterr().out
     assert main(["characterize", "minilm-l6", "--n", "1", "--no-progress", "--out", str(tmp_path)]) == 2
+
+
+def test_claims_table_on_one_model(tmp_path):
+    from headlab.analysis.claims import claims
+
+    r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False)
+    r.write(tmp_path)
+    md = (tmp_path / "claims.md").read_text()
+    assert md.count("\n| ") >= 8 and "15-20%" in md and "Rules:" in md
+    j = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in j["claims"]] == list(range(1, 8))
+    assert j["claims"][6]["cross_model"]["verdict"] == "inconclusive"  # one architecture kind only
+    for c in j["claims"][:6]:
+        assert c["per_model"]["minilm-l6"]["verdict"].split(" (")[0] in ("supported", "not supported", "inconclusive")

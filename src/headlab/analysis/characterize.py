@@ -28,6 +28,7 @@ from ..stats import ConsecutiveRule
 from ..stimuli import contexts, controls, positions, slash, to_samples
 from ..stimuli.templates import CONTROL_SYMBOLS
 from .bootstrap import curve_cv_ci, mean_ci, ratio_ci
+from .rope import RopeResult, rope_analysis
 
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 
@@ -58,6 +59,7 @@ class CharacterizeResult:
     context: dict[str, dict[str, np.ndarray]]              # "random"/"shuffled" relative to natural
     sdh: np.ndarray                                        # (L, H) bool, SDH rule on the slash suite
     top: list[tuple[int, int]] = field(default_factory=list)
+    rope: RopeResult | None = None                         # the slash-pattern analysis, RoPE models only
 
     def depth_profile(self) -> dict[str, dict[str, int]]:
         rel = (np.arange(self.n_layers) + 0.5) / self.n_layers
@@ -88,7 +90,8 @@ class CharacterizeResult:
                 "n_sdh": int(self.sdh.sum()), "sdh_share": float(self.sdh.mean()),
                 "depth_profile": self.depth_profile(), "top": [f"{l}.{h}" for l, h in self.top],
                 "intervals": "[value, lower, upper]: percentile bootstrap 95% over items",
-                "heads": [self.head(l, h) for l in range(self.n_layers) for h in range(self.n_heads)]}
+                "heads": [self.head(l, h) for l in range(self.n_layers) for h in range(self.n_heads)],
+                "rope": self.rope.to_json() if self.rope is not None else None}
 
     def markdown(self) -> str:
         s = self.settings
@@ -109,6 +112,8 @@ class CharacterizeResult:
             lines.append(f"| {h['name']}{' (SDH)' if h['sdh'] else ''} | {fmt(h['slash_mass'])} | "
                          f"{fmt(h['specificity']['pooled'])} | {fmt(h['position_cv'])} | "
                          f"{fmt(h['context']['random'])} | {fmt(h['context']['shuffled'])} |")
+        if self.rope is not None:
+            lines += ["", *rope_markdown(self.rope)]
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: str | Path) -> Path:
@@ -121,7 +126,7 @@ class CharacterizeResult:
 def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_size: int = 8,
                  threshold: float = 0.5, consecutive: int = 3, top: int = 10, words: int = 24,
                  symbols: Sequence[str] = CONTROL_SYMBOLS, progress: bool = True,
-                 device: str = "cpu") -> CharacterizeResult:
+                 device: str = "cpu", kappa: float = 0.5, rope_samples: int = 64) -> CharacterizeResult:
     """Characterize every head of ``model`` with the constructed suites (``n`` base items each)."""
     loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
     if n < 2:
@@ -132,9 +137,12 @@ def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_
         "positions": positions(n, seed, words),
         "contexts": [s for s in contexts(n, seed, loaded.tokenizer) if s.meta["context"] != "no-slash"],
     }
-    bar = _bar(sum(len(v) for v in suites.values()), loaded.name, progress)
+    is_rope = loaded.facts.position_encoding == "rope"
+    bar = _bar(sum(len(v) for v in suites.values()) + (2 * rope_samples if is_rope else 0), loaded.name, progress)
     try:
         mass = {k: marked_mass(loaded, v, batch_size, bar) for k, v in suites.items()}
+        rope = rope_analysis(loaded, n=rope_samples, kappa=kappa, seed=seed, batch_size=batch_size,
+                             progress=bar) if is_rope else None
     finally:
         if bar is not None:
             bar.close()
@@ -160,10 +168,31 @@ def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_
     return CharacterizeResult(
         model=loaded.name, n_layers=L, n_heads=H,
         settings={"n": n, "seed": seed, "threshold": threshold, "consecutive": consecutive, "words": words,
-                  "symbols": list(symbols), "detector": "marked (can-see queries)", "batch_size": batch_size},
+                  "symbols": list(symbols), "detector": "marked (can-see queries)", "batch_size": batch_size,
+                  "kappa": kappa, "rope_samples": rope_samples if is_rope else 0},
         slash_mass=_triple(*mean_ci(slash_m, seed=seed)), specificity=spec,
         position_curve=curve, position_gaps=[k / words for k in range(1, words)], position_cv=cv,
-        context=context, sdh=rule.passed, top=[(int(i // H), int(i % H)) for i in order])
+        context=context, sdh=rule.passed, top=[(int(i // H), int(i % H)) for i in order], rope=rope)
+
+
+def rope_markdown(r: RopeResult, top: int = 8) -> list[str]:
+    best = np.nan_to_num(r.slash_natural, nan=-1)
+    L, H, K1 = best.shape
+    flat = best.max(-1).ravel()
+    kv = r.rank1_k.shape[1]
+    lines = [f"## Slash pattern (SlashScore(Δ), Cheng et al. 2026; κ = {r.kappa}, ours)", "",
+             f"(κ, Δ)-slash-dominant heads on {r.n_natural} natural / {r.n_random} random-token prompts: "
+             + ", ".join(f"Δ={d}: {int(r.slash_dominant('natural')[..., d].sum())}/"
+                         f"{int(r.slash_dominant('random')[..., d].sum())}" for d in range(K1)), "",
+             "| head | best Δ | SlashScore natural | random | rank-1 share q | rank-1 share k | q energy high/med/low |",
+             "|---|---|---|---|---|---|---|"]
+    for i in np.argsort(-flat, kind="stable")[:top]:
+        l, h = divmod(int(i), H)
+        d = int(best[l, h].argmax())
+        b = r.bands_q[l, h]
+        lines.append(f"| {l}.{h} | {d} | {r.slash_natural[l, h, d]:.3f} | {r.slash_random[l, h, d]:.3f} | "
+                     f"{r.rank1_q[l, h]:.3f} | {r.rank1_k[l, h * kv // H]:.3f} | {b[0]:.2f}/{b[1]:.2f}/{b[2]:.2f} |")
+    return lines
 
 
 def _bar(total: int, name: str, enabled: bool) -> Any:

@@ -1,0 +1,222 @@
+"""The claims table (``headlab claims``): each claim of the slash-dominance write-up, measured per model.
+
+The claims are hypotheses. Each row holds the claim's own number (the only place it appears in code), the
+measured value with its 95% interval, and a verdict from a rule printed with the table:
+
+* a claimed *range* [a, b] is ``supported`` when the estimate lies in it, ``not supported`` when the whole
+  interval lies outside it, else ``inconclusive``;
+* a claimed *bound* (ours where the write-up gives none, labelled so) is ``supported`` when the whole interval
+  is on the claimed side, ``not supported`` when the whole interval is on the other side, else ``inconclusive``.
+Claims 3-6 describe SDHs; a model without SDHs gets ``inconclusive (no SDH)``, with values measured on its
+top heads by mass on `/` shown for information.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..io import write_json_atomic, write_text_atomic
+from ..models import LoadedModel, load
+from ..scan import ScanResult, scan
+from .characterize import DEPTH_BINS, CharacterizeResult, characterize
+
+Interval = tuple[float, float, float]  # value, lower, upper
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: int
+    text: str
+    claimed: str                         # the write-up's words
+    kind: str                            # "range", "at-least", "at-most", "exists", "all-models"
+    bounds: tuple[float, float] | float | None
+    bound_source: str = "the write-up"
+
+
+CLAIMS = (
+    Claim(1, "SDHs exist (≥1 head passes the strict rule)", "present in all tested Transformers", "exists", None),
+    Claim(2, "SDHs are 15-20% of all heads", "15-20%", "range", (0.15, 0.20)),
+    Claim(3, "specificity for `/` over other symbols", "5-8x", "range", (5.0, 8.0)),
+    Claim(4, "position-insensitive", "insensitive to where `/` appears", "at-most", 0.25,
+          "ours: CV of the position curve below 0.25"),
+    Claim(5, "context-independent (random-token prompts keep the score)", "little affected by context",
+          "at-least", 0.8, "ours: random/natural ratio at least 0.8"),
+    Claim(6, "concentrated in middle layers (relative depth 1/3 to 2/3)", "middle layers (4-8 of 12)", "at-least",
+          None, "ours: share in the middle third above that third's share of layers"),
+    Claim(7, "consistent across architectures (encoder and decoder)", "observed across architectures",
+          "all-models", None),
+)
+
+
+def verdict_range(iv: Interval, lo: float, hi: float) -> str:
+    v, a, b = iv
+    if any(map(math.isnan, iv)):
+        return "inconclusive"
+    if lo <= v <= hi:
+        return "supported"
+    return "not supported" if (b < lo or a > hi) else "inconclusive"
+
+
+def verdict_bound(iv: Interval, bound: float, at_least: bool) -> str:
+    v, a, b = iv
+    if any(map(math.isnan, iv)):
+        return "inconclusive"
+    if at_least:
+        return "supported" if a >= bound else ("not supported" if b < bound else "inconclusive")
+    return "supported" if b <= bound else ("not supported" if a > bound else "inconclusive")
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> Interval:
+    """Share k/n with its Wilson score 95% interval."""
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (p, max(0.0, mid - half), min(1.0, mid + half))
+
+
+def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
+    if not heads:
+        return (math.nan, math.nan, math.nan)
+    pick = lambda a: float(np.nanmedian([a[l, h] for l, h in heads]))  # noqa: E731
+    return (pick(t["value"]), pick(t["lo"]), pick(t["hi"]))
+
+
+@dataclass
+class ModelClaims:
+    model: str
+    kind: str
+    rows: dict[int, dict[str, Any]]
+
+
+def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float) -> ModelClaims:
+    """The seven rows for one model from its scan (corpus) and characterization (stimuli)."""
+    L, H = sc.n_layers, sc.n_heads
+    sdh_corpus = {(int(l), int(h)) for l, h in zip(*np.nonzero(sc.sdh))}
+    sdh_stim = {(int(l), int(h)) for l, h in zip(*np.nonzero(ch.sdh))}
+    sdhs = sorted(sdh_corpus | sdh_stim)
+    offset = sc.means.get("offset")
+    n_diag = int((np.nan_to_num(offset, nan=-1).max(-1) >= kappa).sum()) if offset is not None else 0
+    heads = sdhs or ch.top
+    basis = f"{len(sdhs)} SDHs" if sdhs else f"no SDH; top {len(ch.top)} heads by `/` mass"
+    rows: dict[int, dict[str, Any]] = {}
+    rows[1] = {"value": len(sdhs), "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
+               f"({sc.n_samples_with_target} samples with `/`), {len(sdh_stim)} on the slash suite; slash-pattern "
+               f"meaning: {n_diag} heads with SlashScore(Δ) ≥ κ={kappa} (ours) on the corpus",
+               "verdict": "supported" if sdhs else "not supported"}
+    share = wilson(len(sdh_corpus), L * H)
+    rows[2] = {"interval": share, "detail": f"{len(sdh_corpus)} of {L * H} heads on the corpus (Wilson 95%)",
+               "verdict": verdict_range(share, *CLAIMS[1].bounds)}  # type: ignore[misc]
+    spec = _median_cell(ch.specificity["pooled"], heads)
+    pos = _median_cell(ch.position_cv, heads)
+    ctx = _median_cell(ch.context["random"], heads)
+    rel = (np.arange(L) + 0.5) / L
+    middle = [(l, h) for l, h in heads if DEPTH_BINS[1][1] <= rel[l] < DEPTH_BINS[1][2]]
+    mid_share = wilson(len(middle), len(heads))
+    mid_layers = float(((rel >= DEPTH_BINS[1][1]) & (rel < DEPTH_BINS[1][2])).mean())
+    for cid, iv, verdict, detail in (
+        (3, spec, verdict_range(spec, *CLAIMS[2].bounds), "median over heads of the pooled ratio"),  # type: ignore[misc]
+        (4, pos, verdict_bound(pos, CLAIMS[3].bounds, at_least=False), "median position CV"),  # type: ignore[arg-type]
+        (5, ctx, verdict_bound(ctx, CLAIMS[4].bounds, at_least=True), "median random/natural ratio"),  # type: ignore[arg-type]
+        (6, mid_share, verdict_bound(mid_share, mid_layers, at_least=True),
+         f"{len(middle)} of {len(heads)} in the middle third (which holds {mid_layers:.0%} of layers)"),
+    ):
+        rows[cid] = {"interval": iv, "detail": f"{detail}; {basis}",
+                     "verdict": verdict if sdhs else "inconclusive (no SDH)"}
+    return ModelClaims(sc.model, kind, rows)
+
+
+def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
+    kinds = {m.kind for m in models}
+    found = {m.model: m.rows[1]["verdict"] == "supported" for m in models}
+    if len(kinds) < 2:
+        verdict = "inconclusive"
+    else:
+        verdict = "supported" if all(found.values()) else "not supported"
+    return {"value": sum(found.values()), "detail": f"SDHs found in {sum(found.values())} of {len(models)} models "
+            f"({', '.join(f'{k}: {v}' for k, v in found.items())}); kinds measured: {sorted(kinds)}",
+            "verdict": verdict}
+
+
+@dataclass
+class ClaimsResult:
+    models: list[ModelClaims]
+    cross: dict[str, Any]
+    settings: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.settings, "rules": __doc__,
+                "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "bound_source": c.bound_source,
+                            "per_model": {m.model: _json_row(m.rows.get(c.id)) for m in self.models}
+                            if c.id != 7 else None,
+                            "cross_model": self.cross if c.id == 7 else None} for c in CLAIMS]}
+
+    def markdown(self) -> str:
+        names = [m.model for m in self.models]
+        lines = ["# Claims table", "", "| claim | claimed | " + " | ".join(names) + " |",
+                 "|---|---|" + "---|" * len(names)]
+        for c in CLAIMS:
+            if c.id == 7:
+                cells = [f"{self.cross['verdict']}"] + [""] * (len(names) - 1)
+            else:
+                cells = [_cell(m.rows[c.id]) for m in self.models]
+            lines.append(f"| {c.id}. {c.text} | {c.claimed} | " + " | ".join(cells) + " |")
+        lines += ["", "Details:", ""]
+        for c in CLAIMS:
+            src = "" if c.bound_source == "the write-up" else f" (bound: {c.bound_source})"
+            if c.id == 7:
+                lines.append(f"- {c.id}{src}: {self.cross['detail']}")
+            for m in self.models if c.id != 7 else []:
+                lines.append(f"- {c.id} {m.model}{src}: {m.rows[c.id]['detail']}")
+        lines += ["", "Rules: a claimed range is supported when the estimate lies in it, not supported when the "
+                  "whole 95% interval lies outside it, else inconclusive; a bound is supported when the whole "
+                  "interval is on the claimed side, not supported when it is wholly on the other side, else "
+                  "inconclusive. Claims 3-6 are about SDHs: without SDHs they are inconclusive."]
+        return "\n".join(lines) + "\n"
+
+    def write(self, out_dir: str | Path) -> Path:
+        out = Path(out_dir)
+        write_json_atomic(out / "claims.json", self.to_json())
+        write_text_atomic(out / "claims.md", self.markdown())
+        return out
+
+
+def _cell(row: dict[str, Any]) -> str:
+    if "interval" in row:
+        v, a, b = row["interval"]
+        num = "n/a" if math.isnan(v) else (f"{v:.3g} [{a:.3g}, {b:.3g}]")
+    else:
+        num = str(row["value"])
+    return f"{num}: {row['verdict']}"
+
+
+def _json_row(row: dict[str, Any] | None) -> Any:
+    if row is None:
+        return None
+    out = dict(row)
+    if "interval" in out:
+        out["value"], out["lower"], out["upper"] = out.pop("interval")
+    return out
+
+
+def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512, kappa: float = 0.5,
+           seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
+           on_model: Callable[[str], None] | None = None) -> ClaimsResult:
+    """Measure every claim on every model: a corpus scan plus a characterization per model."""
+    out = []
+    for m in models:
+        lm = m if isinstance(m, LoadedModel) else load(m, device=device)
+        if on_model:
+            on_model(lm.name)
+        sc = scan(lm, max_samples=scan_samples, seed=seed, batch_size=batch_size, progress=progress)
+        ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
+        out.append(measure(sc, ch, lm.facts.kind, kappa))
+    return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
+                                                "seed": seed, "corpus": "wiki pydoc (default)"})

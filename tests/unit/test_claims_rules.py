@@ -1,0 +1,44 @@
+import math
+
+import pytest
+
+from headlab.analysis.claims import CLAIMS, verdict_bound, verdict_range, wilson
+
+
+@pytest.mark.parametrize("iv,expected", [
+    ((0.17, 0.12, 0.22), "supported"),
+    ((0.02, 0.01, 0.05), "not supported"),
+    ((0.10, 0.05, 0.16), "inconclusive"),
+    ((0.30, 0.25, 0.40), "not supported"),
+    ((math.nan, 0, 1), "inconclusive"),
+])
+def test_range_rule(iv, expected):
+    assert verdict_range(iv, 0.15, 0.20) == expected
+
+
+def test_bound_rule_both_directions():
+    assert verdict_bound((0.9, 0.85, 0.95), 0.8, at_least=True) == "supported"
+    assert verdict_bound((0.5, 0.4, 0.7), 0.8, at_least=True) == "not supported"
+    assert verdict_bound((0.8, 0.7, 0.9), 0.8, at_least=True) == "inconclusive"
+    assert verdict_bound((0.1, 0.05, 0.2), 0.25, at_least=False) == "supported"
+    assert verdict_bound((0.4, 0.3, 0.5), 0.25, at_least=False) == "not supported"
+
+
+def test_wilson_interval():
+    p, lo, hi = wilson(0, 72)
+    assert p == 0 and lo == 0 and 0.04 < hi < 0.06
+    p, lo, hi = wilson(36, 72)
+    assert p == 0.5 and lo < 0.5 < hi
+    assert all(math.isnan(x) for x in wilson(0, 0))
+
+
+def test_claim_numbers_live_only_in_the_claim_definitions():
+    """The write-up's numbers are the claims under test; the rules read them from CLAIMS."""
+    assert CLAIMS[1].bounds == (0.15, 0.20) and CLAIMS[2].bounds == (5.0, 8.0)
+    import inspect
+
+    import headlab.analysis.claims as mod
+
+    body = inspect.getsource(mod.measure) + inspect.getsource(mod.cross_model)
+    for number in ("0.15", "0.2", "5.0", "8.0", "15", "20"):
+        assert number not in body
