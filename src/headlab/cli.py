@@ -10,6 +10,7 @@ import os
 import sys
 import traceback
 import warnings
+from pathlib import Path
 from typing import Sequence
 
 from .errors import HeadlabError
@@ -172,10 +173,27 @@ def _cmd_claims(a: argparse.Namespace) -> int:
 
     r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
                progress=not a.no_progress, device=a.device,
-               on_model=lambda m: print(f"measuring {m}", file=sys.stderr))
+               on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=a.out)
     r.write(a.out)
     print(r.markdown())
-    print(f"wrote {a.out}/claims.md and {a.out}/claims.json")
+    print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
+    return 0
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
+    p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
+    p.add_argument("--kappa", type=float, default=0.5, help="SlashScore threshold for the slash-pattern share")
+    p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
+    p.set_defaults(func=_cmd_compare)
+
+
+def _cmd_compare(a: argparse.Namespace) -> int:
+    from .analysis.compare import compare
+
+    compare(a.runs, a.out, a.kappa)
+    print((Path(a.out) / "compare.md").read_text())
+    print(f"wrote {a.out}/compare.md, compare.json and compare.png")
     return 0
 
 
@@ -188,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stimuli(sub)
     _add_characterize(sub)
     _add_claims(sub)
+    _add_compare(sub)
     return p
 
 

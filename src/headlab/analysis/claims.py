@@ -79,7 +79,8 @@ def wilson(k: int, n: int, z: float = 1.96) -> Interval:
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (p, max(0.0, mid - half), min(1.0, mid + half))
+    lo, hi = mid - half, mid + half
+    return (p, 0.0 if lo < 1e-12 else lo, 1.0 if hi > 1 - 1e-12 else hi)
 
 
 def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
@@ -164,10 +165,13 @@ class ClaimsResult:
                  "|---|---|" + "---|" * len(names)]
         for c in CLAIMS:
             if c.id == 7:
-                cells = [f"{self.cross['verdict']}"] + [""] * (len(names) - 1)
+                cells = [f"{m.kind}, SDHs {'found' if m.rows[1]['verdict'] == 'supported' else 'none'}"
+                         for m in self.models]
+                label = f"{c.id}. {c.text}: **{self.cross['verdict']}**"
             else:
                 cells = [_cell(m.rows[c.id]) for m in self.models]
-            lines.append(f"| {c.id}. {c.text} | {c.claimed} | " + " | ".join(cells) + " |")
+                label = f"{c.id}. {c.text}"
+            lines.append(f"| {label} | {c.claimed} | " + " | ".join(cells) + " |")
         lines += ["", "Details:", ""]
         for c in CLAIMS:
             src = "" if c.bound_source == "the write-up" else f" (bound: {c.bound_source})"
@@ -208,8 +212,11 @@ def _json_row(row: dict[str, Any] | None) -> Any:
 
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512, kappa: float = 0.5,
            seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
-           on_model: Callable[[str], None] | None = None) -> ClaimsResult:
-    """Measure every claim on every model: a corpus scan plus a characterization per model."""
+           on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None) -> ClaimsResult:
+    """Measure every claim on every model: a corpus scan plus a characterization per model.
+
+    With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
+    finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them)."""
     out = []
     for m in models:
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
@@ -217,6 +224,10 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             on_model(lm.name)
         sc = scan(lm, max_samples=scan_samples, seed=seed, batch_size=batch_size, progress=progress)
         ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
+        if save_dir is not None:
+            folder = Path(save_dir) / Path(str(lm.name).rstrip("/")).name
+            sc.write(folder)
+            ch.write(folder)
         out.append(measure(sc, ch, lm.facts.kind, kappa))
     return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
                                                 "seed": seed, "corpus": "wiki pydoc (default)"})

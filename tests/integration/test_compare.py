@@ -1,0 +1,25 @@
+import json
+
+import pytest
+
+from headlab import scan
+from headlab.analysis.compare import compare
+from headlab.cli import main
+
+from .conftest import SLASH_TEXTS, named
+
+pytestmark = pytest.mark.integration
+
+
+def test_compare_scan_runs_writes_table_json_and_png(tmp_path):
+    lm = named("minilm-l6")
+    a, b = tmp_path / "a", tmp_path / "b"
+    scan(lm, SLASH_TEXTS, max_samples=None, progress=False).write(a)
+    scan(lm, SLASH_TEXTS[:3], max_samples=None, progress=False).write(b)
+    sums = compare([a, b], tmp_path / "cmp")
+    assert [s.model for s in sums] == ["minilm-l6", "minilm-l6"]
+    assert sums[0].token_by_layer.shape == (6,) and 0 < sums[0].depth[0] < sums[0].depth[-1] < 1
+    j = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert "sdh_share_corpus" in j[0]["measures"]
+    assert (tmp_path / "cmp" / "compare.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["compare", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "x")]) == 2
