@@ -216,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.debug:
         warnings.simplefilter("ignore", FutureWarning)
         _quiet_transformers()
+    previous_format = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
     try:
         return int(args.func(args) or 0)
@@ -233,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"headlab: internal error: {type(exc).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
         return 1
+    finally:
+        warnings.formatwarning = previous_format
 
 
 def _quiet_transformers() -> None:

@@ -86,17 +86,18 @@ def test_token_errors():
         make("slashiness")
 
 
-def test_offset_recovers_a_planted_diagonal():
-    T, d = 7, 2
+@pytest.mark.parametrize("d", [2, 3])
+def test_offset_recovers_a_planted_diagonal(d):
+    T = 7
     attn = torch.zeros(1, 1, T, T)
     for i in range(T):
         attn[0, 0, i, max(i - d, 0)] = 1.0
     s = run(make("offset", max_offset=4), attn, batch([list(range(T))]))
     assert s.shape == (1, 1, 5)
-    assert s[0, 0, 2] == pytest.approx(1.0)
-    assert s[0, 0, 0] == pytest.approx(1 / 7)  # only row 0 attends to itself
-    assert s[0, 0, 1] == pytest.approx(1 / 6)  # row 1 -> 0
-    assert s[0, 0, 3] == pytest.approx(0.0)
+    assert s[0, 0, d] == pytest.approx(1.0)     # every query i >= d hits i - d
+    assert s[0, 0, 0] == pytest.approx(1 / 7)   # only row 0 attends to itself
+    assert s[0, 0, 1] == pytest.approx(1 / 6)   # row 1 -> 0 (rows below d attend to position 0)
+    assert s[0, 0, 4] == pytest.approx(0.0)
 
 
 def test_offset_nan_when_sequence_too_short():
