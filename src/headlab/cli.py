@@ -197,6 +197,39 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_ablate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ablate", help="ablate a set of heads against matched random controls",
+                       description="Ablate heads together (at the output projection's input) and --draws sets of "
+                                   "random heads matched by layer; report the effect on slash and no-slash text.")
+    p.add_argument("model")
+    p.add_argument("--heads", required=True, help="comma-separated L.H list, e.g. 0.7,16.0")
+    p.add_argument("--mode", choices=["zero", "mean"], default="zero")
+    p.add_argument("--draws", type=int, default=20)
+    p.add_argument("--samples", type=int, default=48, help="half with '/', half without (default 48)")
+    p.add_argument("--window", type=int, default=64, help="tokens per sample (default 64)")
+    p.add_argument("--corpus", nargs="+", default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default=None, help="output folder (default runs/ablate-MODEL)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_ablate)
+
+
+def _cmd_ablate(a: argparse.Namespace) -> int:
+    from .ablation import ablate_experiment, format_report
+    from .ablation.experiment import write_report
+
+    r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
+                          corpus=a.corpus, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress,
+                          device=a.device)
+    out = a.out or os.path.join("runs", "ablate-" + os.path.basename(str(a.model).rstrip("/")))
+    write_report(r, out)
+    print(format_report(r))
+    print(f"wrote {out}/ablate.json")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -207,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_characterize(sub)
     _add_claims(sub)
     _add_compare(sub)
+    _add_ablate(sub)
     return p
 
 

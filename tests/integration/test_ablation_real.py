@@ -34,3 +34,20 @@ def test_real_model_ablation_is_exact_and_leaves_no_hooks(name, layer, head):
     torch.testing.assert_close(outs[2], outs[0] - term, atol=1e-4, rtol=1e-5)
     assert (ablated - plain).abs().max() > 0
     assert not any(m._forward_pre_hooks for m in lm.model.modules())
+
+
+def test_ablate_experiment_report_on_an_encoder(tmp_path):
+    import json
+
+    from headlab.cli import main
+
+    rc = main(["ablate", "minilm-l6", "--heads", "0.2,3.1", "--draws", "3", "--samples", "8", "--no-progress",
+               "--out", str(tmp_path)])
+    assert rc == 0
+    r = json.loads((tmp_path / "ablate.json").read_text())
+    assert r["heads"] == ["0.2", "3.1"] and r["metric"] == "cosine_distance"
+    assert {"base", "ablated", "delta"} <= set(r["slash"]["cosine_distance"])
+    c = r["control"]
+    assert c["draws"] == 3 and 1 / 4 <= c["p_value"] <= 1 and c["interval"][0] <= c["interval"][1]
+    assert r["slash"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
+    assert main(["ablate", "minilm-l6", "--heads", "9.0", "--no-progress", "--out", str(tmp_path)]) == 2

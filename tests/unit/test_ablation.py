@@ -112,3 +112,32 @@ def test_hooks_are_removed_after_an_exception_and_errors_are_clear():
         parse_heads("5.0", 2, 4)
     with pytest.raises(HeadlabError, match="L.H"):
         parse_heads("x", 2, 4)
+
+
+def test_matched_control_keeps_layer_counts_and_avoids_targets():
+    import random
+
+    from headlab.ablation.experiment import matched_control
+
+    target = {0: [1, 2], 3: [0]}
+    for seed in range(5):
+        c = matched_control(target, 4, random.Random(seed))
+        assert {l: len(h) for l, h in c.items()} == {0: 2, 3: 1}
+        assert not set(c[0]) & {1, 2} and 0 not in c[3]
+    with pytest.raises(HeadlabError, match="matched control"):
+        matched_control({0: [0, 1, 2]}, 4, random.Random(0))
+
+
+def test_slash_token_masks():
+    from headlab.ablation.experiment import _masks
+    from headlab.detectors import Batch
+
+    ids = torch.tensor([[5, 7, 6, 6, 6, 6], [5, 6, 6, 0, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], dtype=torch.bool)
+    b = Batch(ids, mask, causal=True)
+    slash, plain = _masks(b, frozenset({7}), causal=True, k=2)
+    assert slash[0].tolist() == [False, False, True, True, False, False]  # the 2 targets after the '/'
+    assert not slash[1].any() and plain[1].tolist() == [True, True, True, False, False, False]
+    assert not plain[0].any()
+    enc_slash, _ = _masks(Batch(ids, mask, causal=False), frozenset({7}), causal=False, k=2)
+    assert enc_slash[0].tolist() == [False, True, False, False, False, False]

@@ -1,5 +1,6 @@
 """Head ablation at the attention output projection's input (issue 4: metrics, importance, pruning to come)."""
 
+from .experiment import ablate_experiment, format_report
 from .heads import ablate, output_projections, parse_heads, record_head_inputs
 
-__all__ = ["ablate", "output_projections", "parse_heads", "record_head_inputs"]
+__all__ = ["ablate", "ablate_experiment", "format_report", "output_projections", "parse_heads", "record_head_inputs"]
