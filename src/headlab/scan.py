@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from .engine import score_samples
 from .errors import HeadlabError
 from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
+from .progress import bar as progress_bar
 from .stats import ConsecutiveRule, RunningMoments
 
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
@@ -159,7 +159,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     rule = ConsecutiveRule((L, H), threshold, consecutive)
     n_samples = n_tokens = n_with = 0
     interrupted = False
-    bar = _progress(max_samples, loaded.name, progress)
+    bar = progress_bar(max_samples, f"scan {loaded.name}", "sample", progress)
     try:
         for chunk, scores in score_samples(loaded, dets, sampler.samples(docs, max_samples), batch_size, bar):
             for name, block in scores.items():
@@ -222,11 +222,3 @@ def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None) -> lis
     if not docs:
         raise HeadlabError("no non-empty text to scan")
     return docs
-
-
-def _progress(total: int | None, name: str, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=f"scan {name}", unit="sample", file=sys.stderr, dynamic_ncols=True)

@@ -14,7 +14,6 @@ slash tokens is at least the target set's, (1 + count) / (1 + draws).
 from __future__ import annotations
 
 import random
-import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -27,6 +26,7 @@ from ..errors import HeadlabError
 from ..io import write_json_atomic
 from ..models import LoadedModel, load
 from ..models.loaded import device_of
+from ..progress import bar as progress_bar
 from .heads import HeadSet, ablate, parse_heads, record_head_inputs
 
 
@@ -159,10 +159,7 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, m
     rng = random.Random(seed)
     conds = [("base", {}), ("target", target)] + [(f"control{i}", matched_control(target, f.n_heads, rng))
                                                    for i in range(draws)]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(conds), desc=f"ablate {loaded.name}", unit="condition", file=sys.stderr)
+    bar = progress_bar(len(conds), f"ablate {loaded.name}", "condition", progress)
     res = {}
     for name, hs in conds:
         res[name] = run_condition(loaded, batches, hs, mode, means, slash_ids, k, base_hidden)

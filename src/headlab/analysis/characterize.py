@@ -12,7 +12,6 @@ All masses use the ``marked`` detector (keys = the marked target tokens, queries
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,6 +23,7 @@ from ..engine import score_samples
 from ..errors import HeadlabError
 from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
+from ..progress import bar as progress_bar
 from ..stats import ConsecutiveRule
 from ..stimuli import contexts, controls, positions, slash, to_samples
 from ..stimuli.templates import CONTROL_SYMBOLS
@@ -138,7 +138,8 @@ def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_
         "contexts": [s for s in contexts(n, seed, loaded.tokenizer) if s.meta["context"] != "no-slash"],
     }
     is_rope = loaded.facts.position_encoding == "rope"
-    bar = _bar(sum(len(v) for v in suites.values()) + (2 * rope_samples if is_rope else 0), loaded.name, progress)
+    bar = progress_bar(sum(len(v) for v in suites.values()) + (2 * rope_samples if is_rope else 0),
+                       f"characterize {loaded.name}", "stimulus", progress)
     try:
         mass = {k: marked_mass(loaded, v, batch_size, bar) for k, v in suites.items()}
         rope = rope_analysis(loaded, n=rope_samples, kappa=kappa, seed=seed, batch_size=batch_size,
@@ -195,9 +196,3 @@ def rope_markdown(r: RopeResult, top: int = 8) -> list[str]:
     return lines
 
 
-def _bar(total: int, name: str, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=f"characterize {name}", unit="stimulus", file=sys.stderr, dynamic_ncols=True)

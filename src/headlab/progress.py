@@ -1,0 +1,15 @@
+"""Progress bars on stderr for long work (tqdm), or nothing when disabled."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def bar(total: int | None, desc: str, unit: str, enabled: bool = True) -> Any:
+    """A tqdm bar on stderr, or None when ``enabled`` is False (callers check for None)."""
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
