@@ -230,6 +230,33 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_importance(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("importance", help="exact and gradient importance of every head")
+    p.add_argument("model")
+    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--window", type=int, default=64)
+    p.add_argument("--corpus", nargs="+", default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default=None, help="output folder (default runs/importance-MODEL)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_importance)
+
+
+def _cmd_importance(a: argparse.Namespace) -> int:
+    from .ablation.importance import format_importance, importance
+    from .io import write_json_atomic
+
+    r = importance(a.model, samples=a.samples, window=a.window, corpus=a.corpus, seed=a.seed,
+                   batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+    out = a.out or os.path.join("runs", "importance-" + os.path.basename(str(a.model).rstrip("/")))
+    write_json_atomic(os.path.join(out, "importance.json"), r)
+    print(format_importance(r))
+    print(f"wrote {out}/importance.json")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -241,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_claims(sub)
     _add_compare(sub)
     _add_ablate(sub)
+    _add_importance(sub)
     return p
 
 

@@ -51,3 +51,14 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
     assert c["draws"] == 3 and 1 / 4 <= c["p_value"] <= 1 and c["interval"][0] <= c["interval"][1]
     assert r["slash"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
     assert main(["ablate", "minilm-l6", "--heads", "9.0", "--no-progress", "--out", str(tmp_path)]) == 2
+
+
+def test_importance_cli_on_an_encoder(tmp_path):
+    import json
+
+    from headlab.cli import main
+
+    assert main(["importance", "minilm-l6", "--samples", "8", "--no-progress", "--out", str(tmp_path)]) == 0
+    r = json.loads((tmp_path / "importance.json").read_text())
+    assert len(r["heads"]) == 72 and r["spearman_exact_vs_gradient"] is None
+    assert all(h["exact_delta"] > 0 for h in r["heads"])  # every head moves the final states a little

@@ -97,6 +97,19 @@ def run_condition(loaded: LoadedModel, batches: list[Any], heads: HeadSet, mode:
     return Condition(cat(slash), cat(plain))
 
 
+def load_for_metric(model: str | LoadedModel, device: str = "cpu") -> LoadedModel:
+    """Decoders need their language-model head for the loss; encoders are measured on hidden states."""
+    if isinstance(model, LoadedModel):
+        loaded = model
+    else:
+        loaded = load(model, device=device)
+        if loaded.facts.causal:
+            loaded = load(model, lm_head=True, device=device)
+    if loaded.facts.causal and getattr(loaded.model, "get_output_embeddings", lambda: None)() is None:
+        raise HeadlabError(f"{loaded.name}: decoder metrics need a model loaded with lm_head=True")
+    return loaded
+
+
 def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[int, list[int]]:
     out = {}
     for layer, hs in heads.items():
@@ -111,14 +124,7 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, m
                       samples: int = 48, window: int = 64, k: int = 3, corpus: Sequence[str] | None = None,
                       seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu") -> dict[str, Any]:
     """Ablate ``heads`` together and ``draws`` matched random sets; return the ``ablate.json`` record."""
-    if isinstance(model, LoadedModel):
-        loaded = model
-    else:  # decoders need their language-model head for the loss; encoders are measured on hidden states
-        loaded = load(model, device=device)
-        if loaded.facts.causal:
-            loaded = load(model, lm_head=True, device=device)
-    if loaded.facts.causal and not hasattr(loaded.model, "lm_head") and not hasattr(loaded.model, "get_output_embeddings"):
-        raise HeadlabError(f"{loaded.name}: decoder ablation needs a model loaded with lm_head=True")
+    loaded = load_for_metric(model, device)
     f = loaded.facts
     target = parse_heads(heads, f.n_layers, f.n_heads)
     if not target:

@@ -1,0 +1,62 @@
+"""Gradient gates (Michel et al.) on a tiny causal LM: the gate gradient equals a finite difference."""
+
+import numpy as np
+import torch
+
+from headlab.ablation.importance import _gates, spearman
+from headlab.detectors import Batch
+from headlab.models.loaded import LoadedModel, read_facts
+
+
+def tiny_lm():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    m = LlamaForCausalLM(cfg)
+    m.set_attn_implementation("eager")
+    m.eval()
+    return LoadedModel("tiny-lm", m, None, read_facts(m), "random init")
+
+
+def _loss(lm, ids, gates):
+    with _gates(lm.model, 2, 4, gates):
+        logits = lm.model(input_ids=ids, use_cache=False).logits[:, :-1]
+    return torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:])
+
+
+def test_gate_gradient_matches_finite_difference_and_gates_of_one_change_nothing():
+    lm = tiny_lm()
+    ids = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        plain = torch.nn.functional.cross_entropy(lm.model(input_ids=ids).logits[:, :-1].transpose(1, 2), ids[:, 1:])
+        assert torch.allclose(_loss(lm, ids, torch.ones(2, 4)), plain, atol=1e-6)
+    gates = torch.ones(2, 4, dtype=torch.float64, requires_grad=True)
+    lm.model.double()
+    (grad,) = torch.autograd.grad(_loss(lm, ids.clone(), gates), gates)
+    eps = 1e-2  # central difference; eager softmax runs in float32 even for a float64 model
+    for layer, head in [(0, 1), (1, 3)]:
+        up, down = torch.ones(2, 4, dtype=torch.float64), torch.ones(2, 4, dtype=torch.float64)
+        up[layer, head] += eps
+        down[layer, head] -= eps
+        with torch.no_grad():
+            fd = (_loss(lm, ids, up) - _loss(lm, ids, down)) / (2 * eps)
+        assert abs(fd.item() - grad[layer, head].item()) < 0.02 * abs(grad[layer, head].item()) + 1e-5
+    assert not any(m._forward_pre_hooks for m in lm.model.modules())
+
+
+def test_gradient_importance_is_layer_normalised():
+    from headlab.ablation.importance import gradient_importance
+
+    lm = tiny_lm()
+    ids = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(2))
+    b = Batch(ids, torch.ones_like(ids, dtype=torch.bool), True)
+    imp = gradient_importance(lm, [b])
+    np.testing.assert_allclose(np.linalg.norm(imp, axis=1), 1.0, atol=1e-6)
+    assert all(p.requires_grad for p in lm.model.parameters())  # restored
+
+
+def test_spearman():
+    a = np.array([1.0, 2, 3, 4])
+    assert spearman(a, a * 10) == 1.0 and spearman(a, -a) == -1.0
