@@ -257,6 +257,35 @@ def _cmd_importance(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_prune(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("prune", help="pruning curves: metric vs fraction of heads removed, by several orders")
+    p.add_argument("model")
+    p.add_argument("--keep", default="", help="specialized heads never removed in the keep order, L.H,...")
+    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--window", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default=None, help="output folder (default runs/prune-MODEL)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_prune)
+
+
+def _cmd_prune(a: argparse.Namespace) -> int:
+    from .ablation.prune import prune_curves, write_prune
+
+    keep = [k.strip() for k in a.keep.split(",") if k.strip()]
+    r = prune_curves(a.model, samples=a.samples, window=a.window, keep=keep, seed=a.seed,
+                     batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+    out = a.out or os.path.join("runs", "prune-" + os.path.basename(str(a.model).rstrip("/")))
+    write_prune(r, out)
+    for name, ys in r["curves"].items():
+        print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))
+    print(f"fractions removed: {' '.join(f'{x:.1f}' for x in r['fractions'])}  ({r['metric']})")
+    print(f"wrote {out}/prune.json and {out}/prune.png")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -269,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_ablate(sub)
     _add_importance(sub)
+    _add_prune(sub)
     return p
 
 

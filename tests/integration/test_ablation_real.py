@@ -62,3 +62,18 @@ def test_importance_cli_on_an_encoder(tmp_path):
     r = json.loads((tmp_path / "importance.json").read_text())
     assert len(r["heads"]) == 72 and r["spearman_exact_vs_gradient"] is None
     assert all(h["exact_delta"] > 0 for h in r["heads"])  # every head moves the final states a little
+
+
+def test_prune_curves_start_at_zero_and_end_equal(tmp_path):
+    import json
+
+    from headlab.cli import main
+
+    assert main(["prune", "minilm-l6", "--keep", "0.2", "--samples", "8", "--no-progress", "--out", str(tmp_path)]) == 0
+    r = json.loads((tmp_path / "prune.json").read_text())
+    c = r["curves"]
+    assert set(c) == {"exact", "random", "exact-keep-specialized"} and r["fractions"][-1] == 1.0
+    assert abs(c["exact"][0]) < 1e-6 and c["exact"][-1] == c["random"][-1] > 0  # all heads gone: same model
+    assert c["exact-keep-specialized"][-1] is None  # one head is kept, so 100% is unreachable
+    assert c["exact"][1] <= c["random"][1]  # removing the least important 10% hurts less than random
+    assert (tmp_path / "prune.png").read_bytes()[:4] == b"\x89PNG"

@@ -110,6 +110,18 @@ def load_for_metric(model: str | LoadedModel, device: str = "cpu") -> LoadedMode
     return loaded
 
 
+def metric_batches(loaded: LoadedModel, samples: int, window: int, seed: int, batch_size: int,
+                   corpus: Sequence[str] | None = None) -> list[Any]:
+    """Padded batches of ``samples`` seeded corpus windows, for the metrics of importance and pruning."""
+    f = loaded.facts
+    picked = list(Sampler(loaded.tokenizer, min(window, f.max_length), seed=seed).samples(
+        documents(list(corpus) if corpus else None), samples))
+    if not picked:
+        raise HeadlabError("the corpus produced no samples")
+    dev = device_of(loaded.model)
+    return [collate(picked[i:i + batch_size], loaded.pad_id, f.causal, dev) for i in range(0, len(picked), batch_size)]
+
+
 def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[int, list[int]]:
     out = {}
     for layer, hs in heads.items():

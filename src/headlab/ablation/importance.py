@@ -17,13 +17,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from ..corpus import Sampler, documents
-from ..engine import collate
-from ..errors import HeadlabError
 from ..models import LoadedModel
 from ..models.loaded import device_of
 from ..progress import bar as progress_bar
-from .experiment import _token_metric, load_for_metric
+from .experiment import _token_metric, load_for_metric, metric_batches
 from .heads import output_projections
 
 
@@ -92,12 +89,7 @@ def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64,
     """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record."""
     loaded = load_for_metric(model, device)
     f = loaded.facts
-    picked = list(Sampler(loaded.tokenizer, min(window, f.max_length), seed=seed).samples(
-        documents(list(corpus) if corpus else None), samples))
-    if not picked:
-        raise HeadlabError("the corpus produced no samples")
-    dev = device_of(loaded.model)
-    batches = [collate(picked[i:i + batch_size], loaded.pad_id, f.causal, dev) for i in range(0, len(picked), batch_size)]
+    batches = metric_batches(loaded, samples, window, seed, batch_size, corpus)
     from .heads import ablate
 
     with torch.inference_mode():
@@ -118,7 +110,7 @@ def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64,
     grad = gradient_importance(loaded, batches) if f.causal else None
     metric = "next-token loss (nats)" if f.causal else "cosine distance of final hidden states"
     return {
-        "model": loaded.name, "metric": metric, "base": base, "n_samples": len(picked),
+        "model": loaded.name, "metric": metric, "base": base, "n_samples": sum(len(b.input_ids) for b in batches),
         "n_tokens": int(sum(int(b.attention_mask.sum()) for b in batches)),
         "gradient": "Michel et al. 2019, |dL/dgate| averaged over batches, L2-normalised per layer"
                     if grad is not None else "not computed: encoder without a language-model head",
