@@ -16,6 +16,21 @@ from typing import Sequence
 from .errors import HeadlabError
 
 
+def _common(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True) -> None:
+    """Options every analysis command shares."""
+    if seed:
+        p.add_argument("--seed", type=int, default=0)
+    if batch:
+        p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _out(a: argparse.Namespace, kind: str) -> str:
+    return a.out or os.path.join("runs", f"{kind}-" + os.path.basename(str(a.model).rstrip("/")))
+
+
 def _add_scan(sub: argparse._SubParsersAction) -> None:
     from .detectors import DEFAULT_DETECTORS, DETECTORS
 
@@ -43,9 +58,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                    default="any", help="keep samples with or without the target (default any)")
     p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
     p.add_argument("--top", type=int, default=5, help="heads shown per detector (default 5)")
-    p.add_argument("--out", default=None, help="output folder (default runs/scan-MODEL)")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    p.add_argument("--no-progress", action="store_true")
+    _common(p, "scan", seed=False, batch=False)
     p.set_defaults(func=_cmd_scan)
 
 
@@ -57,7 +70,7 @@ def _cmd_scan(a: argparse.Namespace) -> int:
              max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
              stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
              device=a.device)
-    out = a.out or os.path.join("runs", "scan-" + os.path.basename(str(a.model).rstrip("/")))
+    out = _out(a, "scan")
     r.write(out)
     print(r.table(a.top))
     print(f"wrote {out}/scan.json and {out}/heads.csv")
@@ -131,10 +144,7 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=10, help="heads in the summary table (default 10)")
     p.add_argument("--kappa", type=float, default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
     p.add_argument("--rope-samples", type=int, default=64, help="natural and random prompts for the RoPE analysis")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default=None, help="output folder (default runs/characterize-MODEL)")
-    p.add_argument("--no-progress", action="store_true")
+    _common(p, "characterize", seed=False)
     p.set_defaults(func=_cmd_characterize)
 
 
@@ -144,7 +154,7 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
     r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
                      batch_size=a.batch_size, progress=not a.no_progress, device=a.device, kappa=a.kappa,
                      rope_samples=a.rope_samples)
-    out = a.out or os.path.join("runs", "characterize-" + os.path.basename(str(a.model).rstrip("/")))
+    out = _out(a, "characterize")
     r.write(out)
     print(r.markdown())
     print(f"wrote {out}/characterize.json and {out}/characterize.md")
@@ -208,11 +218,7 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=48, help="half with '/', half without (default 48)")
     p.add_argument("--window", type=int, default=64, help="tokens per sample (default 64)")
     p.add_argument("--corpus", nargs="+", default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default=None, help="output folder (default runs/ablate-MODEL)")
-    p.add_argument("--no-progress", action="store_true")
+    _common(p, "ablate")
     p.set_defaults(func=_cmd_ablate)
 
 
@@ -223,7 +229,7 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
                           corpus=a.corpus, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress,
                           device=a.device)
-    out = a.out or os.path.join("runs", "ablate-" + os.path.basename(str(a.model).rstrip("/")))
+    out = _out(a, "ablate")
     write_report(r, out)
     print(format_report(r))
     print(f"wrote {out}/ablate.json")
@@ -236,11 +242,7 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=32)
     p.add_argument("--window", type=int, default=64)
     p.add_argument("--corpus", nargs="+", default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default=None, help="output folder (default runs/importance-MODEL)")
-    p.add_argument("--no-progress", action="store_true")
+    _common(p, "importance")
     p.set_defaults(func=_cmd_importance)
 
 
@@ -250,7 +252,7 @@ def _cmd_importance(a: argparse.Namespace) -> int:
 
     r = importance(a.model, samples=a.samples, window=a.window, corpus=a.corpus, seed=a.seed,
                    batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
-    out = a.out or os.path.join("runs", "importance-" + os.path.basename(str(a.model).rstrip("/")))
+    out = _out(a, "importance")
     write_json_atomic(os.path.join(out, "importance.json"), r)
     print(format_importance(r))
     print(f"wrote {out}/importance.json")
@@ -263,11 +265,7 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", default="", help="specialized heads never removed in the keep order, L.H,...")
     p.add_argument("--samples", type=int, default=32)
     p.add_argument("--window", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default=None, help="output folder (default runs/prune-MODEL)")
-    p.add_argument("--no-progress", action="store_true")
+    _common(p, "prune")
     p.set_defaults(func=_cmd_prune)
 
 
@@ -277,7 +275,7 @@ def _cmd_prune(a: argparse.Namespace) -> int:
     keep = [k.strip() for k in a.keep.split(",") if k.strip()]
     r = prune_curves(a.model, samples=a.samples, window=a.window, keep=keep, seed=a.seed,
                      batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
-    out = a.out or os.path.join("runs", "prune-" + os.path.basename(str(a.model).rstrip("/")))
+    out = _out(a, "prune")
     write_prune(r, out)
     for name, ys in r["curves"].items():
         print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))

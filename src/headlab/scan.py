@@ -70,18 +70,18 @@ class ScanResult:
         return [{"layer": l, "head": h, "name": f"{l}.{h}", "scores": self.head_scores(l, h), "sdh": bool(self.sdh[l, h])}
                 for l in range(self.n_layers) for h in range(self.n_heads)]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, heads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "n_samples": self.n_samples, "n_samples_with_target": self.n_samples_with_target,
                 "n_tokens": self.n_tokens, "settings": self.settings, "sdh_share": self.sdh_share,
                 "n_sdh": int(self.sdh.sum()), "interrupted": self.interrupted, "warnings": self.warnings,
-                "heads": self.heads()}
+                "heads": heads if heads is not None else self.heads()}
 
     def write(self, out_dir: str | Path) -> Path:
         """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""
         out = Path(out_dir)
         heads = self.heads()
-        write_json_atomic(out / "scan.json", self.to_json())
+        write_json_atomic(out / "scan.json", self.to_json(heads))
         keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
         write_csv_atomic(out / "heads.csv", ["layer", "head", *keys, "sdh"],
                          ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads))

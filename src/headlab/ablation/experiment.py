@@ -122,6 +122,15 @@ def metric_batches(loaded: LoadedModel, samples: int, window: int, seed: int, ba
     return [collate(picked[i:i + batch_size], loaded.pad_id, f.causal, dev) for i in range(0, len(picked), batch_size)]
 
 
+def reference_hidden(loaded: LoadedModel, batches: list[Any]) -> list[torch.Tensor] | None:
+    """Plain final hidden states per batch (the reference of the encoder metric); None for decoders."""
+    if loaded.facts.causal:
+        return None
+    with torch.inference_mode():
+        return [loaded.model(input_ids=b.input_ids, attention_mask=b.attention_mask.long()).last_hidden_state.float()
+                for b in batches]
+
+
 def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[int, list[int]]:
     out = {}
     for layer, hs in heads.items():
@@ -169,11 +178,7 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, m
                     sums[layer] = sums.get(layer, 0) + (z * m).sum((0, 1))
                 count += int(b.attention_mask.sum())
         means = {layer: s / count for layer, s in sums.items()}
-    base_hidden = None
-    if not f.causal:
-        with torch.inference_mode():
-            base_hidden = [loaded.model(input_ids=b.input_ids, attention_mask=b.attention_mask.long()
-                                        ).last_hidden_state.float() for b in batches]
+    base_hidden = reference_hidden(loaded, batches)
     rng = random.Random(seed)
     conds = [("base", {}), ("target", target)] + [(f"control{i}", matched_control(target, f.n_heads, rng))
                                                    for i in range(draws)]

@@ -20,7 +20,7 @@ import torch
 from ..models import LoadedModel
 from ..models.loaded import device_of
 from ..progress import bar as progress_bar
-from .experiment import _token_metric, load_for_metric, metric_batches
+from .experiment import _token_metric, load_for_metric, metric_batches, reference_hidden
 from .heads import output_projections
 
 
@@ -85,17 +85,21 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
-               seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu") -> dict[str, Any]:
-    """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record."""
+               seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
+               batches: list[Any] | None = None, base_hidden: list[torch.Tensor] | None = None) -> dict[str, Any]:
+    """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record.
+
+    ``batches`` (and, for encoders, their ``base_hidden``) let a caller that measures more on the same data
+    (pruning) build them once."""
     loaded = load_for_metric(model, device)
     f = loaded.facts
-    batches = metric_batches(loaded, samples, window, seed, batch_size, corpus)
+    if batches is None:
+        batches = metric_batches(loaded, samples, window, seed, batch_size, corpus)
+    if base_hidden is None:
+        base_hidden = reference_hidden(loaded, batches)
     from .heads import ablate
 
     with torch.inference_mode():
-        base_hidden = None if f.causal else [
-            loaded.model(input_ids=b.input_ids, attention_mask=b.attention_mask.long()).last_hidden_state.float()
-            for b in batches]
         base = _metric(loaded, batches, base_hidden) if f.causal else 0.0
         exact = np.zeros((f.n_layers, f.n_heads))
         bar = progress_bar(f.n_layers * f.n_heads, f"importance {loaded.name}", "head", progress)

@@ -15,7 +15,7 @@ import torch
 
 from ..io import write_json_atomic
 from ..progress import bar as progress_bar
-from .experiment import load_for_metric, metric_batches
+from .experiment import load_for_metric, metric_batches, reference_hidden
 from .heads import ablate
 from .importance import _metric, importance
 
@@ -32,8 +32,9 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
     """Curves of the metric (importance's) for each order; ``keep`` names the specialized heads (``L.H``)."""
     loaded = load_for_metric(model, device)
     f = loaded.facts
-    imp = importance(loaded, samples=samples, window=window, seed=seed, batch_size=batch_size, progress=progress)
     batches = metric_batches(loaded, samples, window, seed, batch_size)
+    base_hidden = reference_hidden(loaded, batches)
+    imp = importance(loaded, batches=batches, base_hidden=base_hidden, progress=progress)
     heads = [(h["layer"], h["head"]) for h in imp["heads"]]
     exact = {(h["layer"], h["head"]): h["exact_delta"] for h in imp["heads"]}
     orders = {"exact": sorted(heads, key=lambda x: exact[x]),
@@ -47,11 +48,7 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
     steps = [round(0.1 * i, 1) for i in range(11)]
     total = len(heads)
     curves: dict[str, list[float | None]] = {}
-    base_hidden = None
     with torch.inference_mode():
-        if not f.causal:
-            base_hidden = [loaded.model(input_ids=b.input_ids, attention_mask=b.attention_mask.long()
-                                        ).last_hidden_state.float() for b in batches]
         bar = progress_bar(len(orders) * len(steps), f"prune {loaded.name}", "point", progress)
         for name, order in orders.items():
             curve: list[float | None] = []

