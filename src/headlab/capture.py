@@ -11,6 +11,8 @@ Two routes, chosen per model:
   the model's *own* ``eager_attention_forward`` (so scaling, soft-capping, GQA and sliding windows are the
   model's), passes the probabilities to the callback and returns no weights. The model is switched to it
   for the duration of the context and switched back on exit, exceptions included.
+* ``native`` — headlab's own :class:`headlab.nn.Transformer`: each attention module has a ``probs_hook``
+  attribute that, when set, makes it compute the probabilities explicitly instead of the fused kernel.
 * ``dropout-hook`` — older modules that compute ``softmax`` inline and pass the probabilities through an
   ``nn.Dropout`` (MPNet): a forward hook on that dropout sees them. Hooks are removed on exit.
 """
@@ -121,7 +123,9 @@ def _dropout_modules(model: nn.Module) -> list[nn.Module]:
 
 
 def route(model: nn.Module) -> str:
-    """Which capture route a model takes: ``"interface"`` or ``"dropout-hook"``."""
+    """Which capture route a model takes: ``"native"``, ``"interface"`` or ``"dropout-hook"``."""
+    if getattr(model, "headlab_native", False):
+        return "native"
     if _interface_modules(model):
         return "interface"
     if _dropout_modules(model):
@@ -140,7 +144,13 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
     how = route(model)
     handles: list[Any] = []
     previous = None
-    if how == "interface":
+    native: list[nn.Module] = []
+    if how == "native":
+        session = _Session(callback, {})
+        native = [m for m in model.modules() if hasattr(m, "probs_hook")]
+        for m in native:
+            m.probs_hook = session.emit_layer
+    elif how == "interface":
         _register()
         mods = _interface_modules(model)
         session = _Session(callback, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)})
@@ -157,6 +167,8 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
         yield session
     finally:
         _ACTIVE.reset(token)
+        for m in native:
+            m.probs_hook = None
         for h in handles:
             h.remove()
         if previous is not None:

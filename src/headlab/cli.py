@@ -170,6 +170,9 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=int, default=40, help="base items per stimulus suite (default 40)")
     p.add_argument("--scan-samples", type=int, default=512, help="corpus samples per model (default 512)")
     p.add_argument("--kappa", type=float, default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
+    p.add_argument("--ablate", type=int, default=0, metavar="DRAWS",
+                   help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
+                        "sets (default 0: not measured)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")
@@ -183,7 +186,8 @@ def _cmd_claims(a: argparse.Namespace) -> int:
 
     r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
                progress=not a.no_progress, device=a.device,
-               on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=a.out)
+               on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=a.out,
+               ablation_draws=a.ablate)
     r.write(a.out)
     print(r.markdown())
     print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
@@ -213,8 +217,13 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
                                    "random heads matched by layer; report the effect on slash and no-slash text.")
     p.add_argument("model")
     p.add_argument("--heads", required=True, help="comma-separated L.H list, e.g. 0.7,16.0")
-    p.add_argument("--mode", choices=["zero", "mean"], default="zero")
+    p.add_argument("--mode", choices=["zero", "mean", "resample"], default="zero",
+                   help="zero; mean (each head's mean output over the corpus samples); resample (the head's output "
+                        "on the next sample of the batch)")
     p.add_argument("--draws", type=int, default=20)
+    p.add_argument("--suites", default="", help="also measure on these stimulus suites, e.g. slash,controls,"
+                                                "positions,contexts (default: none)")
+    p.add_argument("--suite-n", type=int, default=16, help="items per stimulus suite (default 16)")
     p.add_argument("--samples", type=int, default=48, help="half with '/', half without (default 48)")
     p.add_argument("--window", type=int, default=64, help="tokens per sample (default 64)")
     p.add_argument("--corpus", nargs="+", default=None)
@@ -226,8 +235,9 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     from .ablation import ablate_experiment, format_report
     from .ablation.experiment import write_report
 
+    suites = [x.strip() for x in a.suites.split(",") if x.strip()]
     r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
-                          corpus=a.corpus, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress,
+                          corpus=a.corpus, suites=suites, suite_n=a.suite_n, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress,
                           device=a.device)
     out = _out(a, "ablate")
     write_report(r, out)
@@ -297,6 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ablate(sub)
     _add_importance(sub)
     _add_prune(sub)
+    from . import cli_formation, cli_retrieval
+
+    cli_formation.register(sub)
+    cli_retrieval.register(sub)
     return p
 
 

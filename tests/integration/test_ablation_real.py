@@ -50,6 +50,25 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
     c = r["control"]
     assert c["draws"] == 3 and 1 / 4 <= c["p_value"] <= 1 and c["interval"][0] <= c["interval"][1]
     assert r["slash"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
+    pooled = r["slash"]["pooled_cosine_distance"]
+    assert 0 < pooled["delta"] < 1 and pooled["control_delta_mean"] > 0
+
+
+def test_ablate_resample_mode_and_stimulus_suites(tmp_path):
+    import json
+
+    from headlab.cli import main
+
+    rc = main(["ablate", "minilm-l6", "--heads", "2.3", "--mode", "resample", "--draws", "2", "--samples", "8",
+               "--suites", "slash,controls", "--suite-n", "6", "--no-progress", "--out", str(tmp_path)])
+    assert rc == 0
+    r = json.loads((tmp_path / "ablate.json").read_text())
+    assert r["mode"] == "resample" and set(r["suites"]) == {"slash", "controls"}
+    for suite in r["suites"].values():
+        assert suite["n_items"] >= 6
+        assert suite["near"]["cosine_distance"]["delta"] > 0 and suite["away"]["cosine_distance"]["delta"] > 0
+    assert main(["ablate", "minilm-l6", "--heads", "2.3", "--suites", "nope", "--no-progress",
+                 "--out", str(tmp_path)]) == 2
     assert main(["ablate", "minilm-l6", "--heads", "9.0", "--no-progress", "--out", str(tmp_path)]) == 2
 
 

@@ -129,8 +129,11 @@ def test_matched_control_keeps_layer_counts_and_avoids_targets():
 
 
 def test_slash_token_masks():
-    from headlab.ablation.experiment import _masks
+    from headlab.ablation.metrics import symbol_mask, token_sets
     from headlab.detectors import Batch
+
+    def _masks(b, ids, causal, k):
+        return token_sets(b, symbol_mask(b, ids), causal, k, stimuli=False)
 
     ids = torch.tensor([[5, 7, 6, 6, 6, 6], [5, 6, 6, 0, 0, 0]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], dtype=torch.bool)

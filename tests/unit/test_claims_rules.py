@@ -42,3 +42,25 @@ def test_claim_numbers_live_only_in_the_claim_definitions():
     body = inspect.getsource(mod.measure) + inspect.getsource(mod.cross_model)
     for number in ("0.15", "0.2", "5.0", "8.0", "15", "20"):
         assert number not in body
+
+
+def test_claim_8_reads_the_accuracy_drop_and_its_interval():
+    import inspect
+
+    import headlab.analysis.claims as mod
+    from headlab.analysis.claims import ablation_row
+
+    assert CLAIMS[7].bounds == (2.0, 3.0)
+    assert "2.0" not in inspect.getsource(ablation_row) and "3.0" not in inspect.getsource(ablation_row)
+    rec = {"heads": ["0.7"], "slash": {"accuracy": {"delta_points": -2.5, "interval_points": [-3.9, -1.2],
+                                                    "control_delta_mean": -0.004}},
+           "no_slash": {"accuracy": {"delta_points": -1.0}},
+           "control": {"draws": 5, "difference": 0.3, "p_value": 0.17}}
+    row = ablation_row(rec, sdhs=True, causal=True)
+    assert row["interval"] == (2.5, 1.2, 3.9) and row["verdict"] == "supported"
+    rec["slash"]["accuracy"].update(delta_points=-7.6, interval_points=[-9.0, -6.0])
+    assert ablation_row(rec, sdhs=True, causal=True)["verdict"] == "not supported"
+    assert ablation_row(rec, sdhs=False, causal=True)["verdict"] == "inconclusive (no SDH)"
+    assert ablation_row(rec, sdhs=True, causal=False)["verdict"] == "n/a"
+    assert ablation_row(None, sdhs=True, causal=True)["verdict"] == "not measured"
+    assert mod.CLAIMS[-1].id == 8

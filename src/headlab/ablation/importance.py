@@ -1,7 +1,8 @@
 """Importance of every head (``headlab importance``): exact single-head ablation and gradient gates.
 
 * exact: the metric change when each head alone is zero-ablated (decoders: mean next-token loss in nats;
-  encoders: mean cosine distance of the final hidden states to the plain model's), one pass per head;
+  encoders: mean cosine distance of the final hidden states to the plain model's), computed by
+  :func:`headlab.ablation.sweep.exact_sweep`, which reuses the plain pass below each ablated layer;
 * gradient (decoders): Michel et al. (2019), I_h = E_batches |∂L/∂g_h| for a gate g_h = 1 multiplying the
   head's slice of the output projection's input, then L2-normalised within each layer as in their paper;
   one forward and backward per batch. Encoders without a language-model head have no loss to differentiate:
@@ -19,15 +20,20 @@ import torch
 
 from ..models import LoadedModel
 from ..models.loaded import device_of
-from ..progress import bar as progress_bar
-from .experiment import _token_metric, load_for_metric, metric_batches, reference_hidden
+from .metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
 from .heads import output_projections
+from .sweep import exact_sweep
+
+
+def primary_metric(loaded: LoadedModel, batch: Any, base_hidden: torch.Tensor | None) -> np.ndarray:
+    """Per-token (B, T) primary metric: next-token loss (decoders) or cosine distance to ``base_hidden``."""
+    return token_metrics(loaded, batch, base_hidden)[0]
 
 
 def _metric(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None) -> float:
     vals = []
     for i, b in enumerate(batches):
-        v = _token_metric(loaded, b, base_hidden[i] if base_hidden else None)[0]
+        v = primary_metric(loaded, b, base_hidden[i] if base_hidden else None)
         vals.append(v[~np.isnan(v)])
     return float(np.concatenate(vals).mean())
 
@@ -97,20 +103,9 @@ def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64,
         batches = metric_batches(loaded, samples, window, seed, batch_size, corpus)
     if base_hidden is None:
         base_hidden = reference_hidden(loaded, batches)
-    from .heads import ablate
-
     with torch.inference_mode():
         base = _metric(loaded, batches, base_hidden) if f.causal else 0.0
-        exact = np.zeros((f.n_layers, f.n_heads))
-        bar = progress_bar(f.n_layers * f.n_heads, f"importance {loaded.name}", "head", progress)
-        for layer in range(f.n_layers):
-            for head in range(f.n_heads):
-                with ablate(loaded.model, f.n_layers, f.n_heads, {layer: [head]}):
-                    exact[layer, head] = _metric(loaded, batches, base_hidden) - base
-                if bar is not None:
-                    bar.update(1)
-        if bar is not None:
-            bar.close()
+    exact = exact_sweep(loaded, batches, base_hidden, primary_metric, progress=progress) - base
     grad = gradient_importance(loaded, batches) if f.causal else None
     metric = "next-token loss (nats)" if f.causal else "cosine distance of final hidden states"
     return {

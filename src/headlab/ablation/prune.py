@@ -15,7 +15,7 @@ import torch
 
 from ..io import write_json_atomic
 from ..progress import bar as progress_bar
-from .experiment import load_for_metric, metric_batches, reference_hidden
+from .metrics import load_for_metric, metric_batches, reference_hidden
 from .heads import ablate
 from .importance import _metric, importance
 

@@ -7,8 +7,10 @@ measured value with its 95% interval, and a verdict from a rule printed with the
   interval lies outside it, else ``inconclusive``;
 * a claimed *bound* (ours where the write-up gives none, labelled so) is ``supported`` when the whole interval
   is on the claimed side, ``not supported`` when the whole interval is on the other side, else ``inconclusive``.
-Claims 3-6 describe SDHs; a model without SDHs gets ``inconclusive (no SDH)``, with values measured on its
-top heads by mass on `/` shown for information.
+Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive (no SDH)``, with values measured on its
+top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
+:func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the drop of next-token
+accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ CLAIMS = (
           None, "ours: share in the middle third above that third's share of layers"),
     Claim(7, "consistent across architectures (encoder and decoder)", "observed across architectures",
           "all-models", None),
+    Claim(8, "ablating the SDHs costs 2-3 accuracy points on text with `/`", "2-3 points", "range", (2.0, 3.0)),
 )
 
 
@@ -97,8 +100,30 @@ class ModelClaims:
     rows: dict[int, dict[str, Any]]
 
 
-def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float) -> ModelClaims:
-    """The seven rows for one model from its scan (corpus) and characterization (stimuli)."""
+def ablation_row(ablation: dict[str, Any] | None, sdhs: bool, causal: bool) -> dict[str, Any]:
+    """Claim 8 from an ``ablate.json`` record: the accuracy drop (points) on slash text, with its interval."""
+    if not causal:
+        return {"value": "n/a", "detail": "encoder without a language-model head: no accuracy to lose",
+                "verdict": "n/a"}
+    if ablation is None:
+        return {"value": "not measured", "detail": "run with --ablate", "verdict": "not measured"}
+    acc = ablation["slash"]["accuracy"]
+    lo, hi = acc["interval_points"]
+    drop = (-acc["delta_points"], -hi, -lo)
+    ctrl = -100 * acc["control_delta_mean"]
+    c = ablation["control"]
+    detail = (f"heads {', '.join(ablation['heads'])}; drop on no-slash text "
+              f"{-ablation['no_slash']['accuracy']['delta_points']:.2f} points; {c['draws']} matched random sets "
+              f"drop {ctrl:.2f} points on slash text; loss target minus control {c['difference']:+.3f} nats, "
+              f"p = {c['p_value']:.3f}")
+    return {"interval": drop, "detail": detail,
+            "verdict": verdict_range(drop, *CLAIMS[7].bounds) if sdhs else "inconclusive (no SDH)"}  # type: ignore[misc]
+
+
+def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
+            ablation: dict[str, Any] | None = None) -> ModelClaims:
+    """The rows for one model from its scan (corpus), characterization (stimuli) and, optionally, the
+    ablation of its SDHs (or top heads)."""
     L, H = sc.n_layers, sc.n_heads
     sdh_corpus = {(int(l), int(h)) for l, h in zip(*np.nonzero(sc.sdh))}
     sdh_stim = {(int(l), int(h)) for l, h in zip(*np.nonzero(ch.sdh))}
@@ -131,7 +156,16 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float) -> 
     ):
         rows[cid] = {"interval": iv, "detail": f"{detail}; {basis}",
                      "verdict": verdict if sdhs else "inconclusive (no SDH)"}
+    rows[8] = ablation_row(ablation, bool(sdhs), kind == "decoder")
+    if "interval" in rows[8]:
+        rows[8]["detail"] += f"; {basis}"
     return ModelClaims(sc.model, kind, rows)
+
+
+def claim_heads(sc: ScanResult, ch: CharacterizeResult) -> list[str]:
+    """The heads claims 3-6 and 8 are measured on: the SDHs, or the top heads by `/` mass."""
+    sdh = {(int(l), int(h)) for a in (sc.sdh, ch.sdh) for l, h in zip(*np.nonzero(a))}
+    return [f"{l}.{h}" for l, h in sorted(sdh or set(map(tuple, ch.top)))]
 
 
 def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
@@ -182,7 +216,7 @@ class ClaimsResult:
         lines += ["", "Rules: a claimed range is supported when the estimate lies in it, not supported when the "
                   "whole 95% interval lies outside it, else inconclusive; a bound is supported when the whole "
                   "interval is on the claimed side, not supported when it is wholly on the other side, else "
-                  "inconclusive. Claims 3-6 are about SDHs: without SDHs they are inconclusive."]
+                  "inconclusive. Claims 3-6 and 8 are about SDHs: without SDHs they are inconclusive."]
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: str | Path) -> Path:
@@ -212,11 +246,14 @@ def _json_row(row: dict[str, Any] | None) -> Any:
 
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512, kappa: float = 0.5,
            seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
-           on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None) -> ClaimsResult:
+           on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
+           ablation_draws: int = 0, ablation_samples: int = 48) -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
     With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
-    finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them)."""
+    finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them).
+    ``ablation_draws`` > 0 measures claim 8 on decoders (``ablation_samples`` corpus windows, that many control
+    draws); it loads the model again with its language-model head."""
     out = []
     for m in models:
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
@@ -228,6 +265,17 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             folder = Path(save_dir) / Path(str(lm.name).rstrip("/")).name
             sc.write(folder)
             ch.write(folder)
-        out.append(measure(sc, ch, lm.facts.kind, kappa))
+        ablation = None
+        if ablation_draws > 0 and lm.facts.causal:
+            from ..ablation import ablate_experiment
+            from ..ablation.experiment import write_report
+
+            ablation = ablate_experiment(m if isinstance(m, str) else lm, claim_heads(sc, ch), draws=ablation_draws,
+                                         samples=ablation_samples, seed=seed, batch_size=batch_size,
+                                         progress=progress, device=device)
+            if save_dir is not None:
+                write_report(ablation, str(folder))
+        out.append(measure(sc, ch, lm.facts.kind, kappa, ablation))
     return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
-                                                "seed": seed, "corpus": "wiki pydoc (default)"})
+                                                "seed": seed, "corpus": "wiki pydoc (default)",
+                                                "ablation_draws": ablation_draws})

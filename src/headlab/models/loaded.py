@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import torch
 
-PositionEncoding = Literal["learned", "rope", "relative", "alibi", "none", "unknown"]
+PositionEncoding = Literal["learned", "sinusoidal", "rope", "relative", "alibi", "none", "unknown"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,109 @@
+"""CLI of the formation work: ``headlab train``, ``headlab track``, ``headlab predict``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from .errors import HeadlabError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _add_train(sub)
+    _add_track(sub)
+    _add_predict(sub)
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a small Transformer from scratch on real text, with checkpoints",
+                       description="Train CONFIG.toml (see configs/ and docs/training.md) into the run folder "
+                                   "--out. Also runs under torchrun --nproc_per_node=N.")
+    p.add_argument("config", help="TOML config, e.g. configs/smoke.toml")
+    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--resume", action="store_true", help="continue from the last good checkpoint in --out")
+    p.add_argument("--seed", type=int, default=None, help="override optim.seed (one run per seed)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_train)
+
+
+def _cmd_train(a: argparse.Namespace) -> int:
+    from .train import load_config, train
+
+    cfg = load_config(a.config)
+    if a.seed is not None:
+        cfg.optim.seed = a.seed
+    t = train(cfg, a.out, resume=a.resume, progress=not a.no_progress, device=a.device)
+    if t.main:
+        print(f"trained {t.cfg.optim.steps} steps ({t.tokens_per_s:.0f} tokens/s); run folder {a.out}")
+    return 0
+
+
+def _add_track(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("track", help="score every head at every checkpoint of a training run; phases and plots")
+    p.add_argument("run", help="run folder written by headlab train")
+    p.add_argument("--out", default=None, help="output folder (default RUN/track)")
+    p.add_argument("--n", type=int, default=24, help="slash stimuli in the probe set (default 24)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_track)
+
+
+def _cmd_track(a: argparse.Namespace) -> int:
+    from .track.report import write_track_report
+    from .track.scores import track
+
+    out = Path(a.out or os.path.join(a.run, "track"))
+    t = track(a.run, n_stimuli=a.n, seed=a.seed, progress=not a.no_progress)
+    t.write(out)
+    write_track_report(t, Path(a.run), out)
+    print((out / "track.md").read_text())
+    print(f"wrote {out}/track.json, track.csv, phases.json, track.md and plots")
+    return 0
+
+
+def _add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="predict from early training which heads specialize (over several seeds)")
+    p.add_argument("runs", nargs="+", help="tracked run folders, one per seed (headlab track first)")
+    p.add_argument("--metric", default="previous-token", help="score to predict (default previous-token)")
+    p.add_argument("--threshold", type=float, default=None, help="final score that counts as specialized "
+                   "(default: the tracker's threshold for the metric)")
+    p.add_argument("--early", type=float, default=0.1, help="share of training the features come from")
+    p.add_argument("--out", default=None, help="write predict.json here")
+    p.set_defaults(func=_cmd_predict)
+
+
+def _cmd_predict(a: argparse.Namespace) -> int:
+    import json
+
+    from .io import write_json_atomic
+    from .train.config import load_config
+    from .track.predict import RunData, early_prediction
+    from .track.report import THRESHOLDS
+    from .track.scores import TrackResult, read_signals
+
+    runs = []
+    for r in a.runs:
+        path = Path(r) / "track" / "track.json"
+        if not path.exists():
+            raise HeadlabError(f"{r} has not been tracked: run headlab track {r} first")
+        t = TrackResult.from_json(json.loads(path.read_text()))
+        if a.metric not in t.scores:
+            raise HeadlabError(f"unknown metric {a.metric!r}; tracked: {', '.join(t.scores)}")
+        steps, sig = read_signals(r)
+        runs.append(RunData(str(r), t, steps, sig, load_config(Path(r) / "config.toml").optim.steps))
+    thr = a.threshold if a.threshold is not None else THRESHOLDS.get(a.metric, 0.5)
+    try:
+        res = early_prediction(runs, a.metric, thr, a.early)
+    except ValueError as exc:
+        raise HeadlabError(str(exc)) from None
+    if a.out:
+        write_json_atomic(Path(a.out) / "predict.json", res)
+    print(f"{a.metric} >= {thr} at the end; features from the first {a.early:.0%}; {len(runs)} runs, "
+          f"{res['n_heads']} heads, {res['n_positive']} specialized ({res['evaluation']})")
+    for k in ("early_model", "early_score_alone"):
+        v = res[k]
+        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        print(f"  {k:<18} precision {fmt(v['precision'])}  recall {fmt(v['recall'])}  ROC AUC {fmt(v['roc_auc'])}")
+    return 0

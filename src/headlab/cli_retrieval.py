@@ -1,0 +1,146 @@
+"""CLI of the retrieval work: ``headlab retrieval generate|train|sweep|eval-llm``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from .errors import HeadlabError
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise HeadlabError(f"expected comma-separated integers, not {text!r}") from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("retrieval", help="the retrieval problem: generate, train, sweep, evaluate LLMs")
+    rs = p.add_subparsers(dest="retrieval_cmd", required=True)
+
+    g = rs.add_parser("generate", help="write seeded examples, one JSON a line (each checked by the solver)")
+    g.add_argument("--form", required=True, help="minimal, assign, relatives, assign-mc, relatives-mc")
+    g.add_argument("--depth", type=int, required=True)
+    g.add_argument("--n", type=int, default=100)
+    g.add_argument("--distractors", type=int, default=2, help="distractor chains (default 2)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True, help="FILE.jsonl")
+    g.set_defaults(func=_cmd_generate)
+
+    t = rs.add_parser("train", help="train one decoder on the minimal form")
+    t.add_argument("--depth", type=int, required=True)
+    t.add_argument("--curriculum", default="chain", help="none, mixed or chain (default chain, the paper-like one)")
+    _model_args(t)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=_cmd_train)
+
+    s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
+    s.add_argument("--layers", default="1,2", help="comma-separated (default 1,2)")
+    s.add_argument("--depths", default="1,2", help="comma-separated (default 1,2)")
+    s.add_argument("--curricula", default="none,chain")
+    s.add_argument("--seeds", default="0,1,2")
+    _model_args(s)
+    s.add_argument("--jobs", type=int, default=1, help="runs trained at once, one torch thread each (default 1)")
+    s.add_argument("--out", default="runs/retrieval-sweep")
+    s.set_defaults(func=_cmd_sweep)
+
+    an = rs.add_parser("analyze", help="label heads from attention maps, check by ablation, emergence order")
+    an.add_argument("run", help="a run of headlab retrieval train (or a sweep cell)")
+    an.add_argument("--n", type=int, default=64, help="probe examples (default 64)")
+    an.add_argument("--draws", type=int, default=10)
+    an.add_argument("--min-mass", type=float, default=0.3)
+    an.add_argument("--out", default=None, help="default RUN/analyze")
+    an.set_defaults(func=_cmd_analyze)
+
+    e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
+    e.add_argument("model")
+    e.add_argument("--depths", default="1,2,3,4")
+    e.add_argument("--n", type=int, default=500, help="questions per cell (default 500)")
+    e.add_argument("--shots", type=int, default=0, help="solved examples in the prompt (default 0)")
+    e.add_argument("--forms", default="assign,assign-mc,relatives,relatives-mc")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--batch-size", type=int, default=8)
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--out", default=None)
+    e.add_argument("--no-progress", action="store_true")
+    e.set_defaults(func=_cmd_eval_llm)
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--layers-n", dest="n_layers", type=int, default=2, help="(train) layers (default 2)")
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--d-model", type=int, default=64)
+    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--distractors", type=int, default=2)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _cmd_generate(a: argparse.Namespace) -> int:
+    from .io import write_text_atomic
+    from .tasks.retrieval import generate
+
+    rows = [json.dumps({k: v for k, v in ex.items() if k != "chain"})
+            for ex in generate(a.form, a.depth, a.n, a.seed, n_distractors=a.distractors)]
+    write_text_atomic(a.out, "\n".join(rows) + "\n")
+    print(f"wrote {len(rows)} {a.form} examples of depth {a.depth} to {a.out} (all checked by the solver)")
+    return 0
+
+
+def _cmd_train(a: argparse.Namespace) -> int:
+    from .tasks.training import RetrievalTask, train_retrieval
+
+    r = train_retrieval(RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors), a.out,
+                        n_layers=a.n_layers, n_heads=a.heads, d_model=a.d_model, steps=a.steps,
+                        batch_size=a.batch_size, lr=a.lr, seed=a.seed, eval_every=a.eval_every,
+                        progress=not a.no_progress)
+    print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
+    return 0
+
+
+def _cmd_sweep(a: argparse.Namespace) -> int:
+    from .tasks.sweep import sweep
+
+    r = sweep(a.out, layers=_ints(a.layers), depths=_ints(a.depths),
+              curricula=[c.strip() for c in a.curricula.split(",") if c.strip()], seeds=_ints(a.seeds),
+              steps=a.steps, d_model=a.d_model, n_heads=a.heads, batch_size=a.batch_size, lr=a.lr,
+              n_distractors=a.distractors, eval_every=a.eval_every, progress=not a.no_progress, jobs=a.jobs)
+    for k, v in r["cells"].items():
+        print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
+    for c, v in r["by_curriculum"].items():
+        print(f"  curriculum {c}: {v['successes']}/{v['runs']} runs succeeded")
+    print(f"wrote {a.out}/sweep.json, success_map.png, learning_curves.png")
+    return 0
+
+
+def _cmd_analyze(a: argparse.Namespace) -> int:
+    from .tasks.analyze import analyze, write_analysis
+
+    r = analyze(a.run, n=a.n, draws=a.draws, min_mass=a.min_mass)
+    out = Path(a.out or os.path.join(a.run, "analyze"))
+    write_analysis(r, out)
+    print((out / "analyze.md").read_text())
+    print(f"wrote {out}/analyze.json, analyze.md and circuit.png")
+    return 0
+
+
+def _cmd_eval_llm(a: argparse.Namespace) -> int:
+    from .io import write_json_atomic
+    from .tasks.llm_eval import eval_llm, plot_eval
+
+    r = eval_llm(a.model, depths=_ints(a.depths), n=a.n, forms=[f.strip() for f in a.forms.split(",") if f.strip()],
+                 shots=a.shots, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+    out = Path(a.out or os.path.join("runs", "eval-llm-" + os.path.basename(str(a.model).rstrip("/"))))
+    write_json_atomic(out / "eval_llm.json", r)
+    plot_eval(r, out / "eval_llm.png")
+    for c in r["cells"]:
+        print(f"  {c['form']:<13} depth {c['depth']}: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
+              f"{c['interval'][1]:.3f}] (n={c['n']}, chance {c['chance']:.2f})")
+    print(f"wrote {out}/eval_llm.json and eval_llm.png")
+    return 0

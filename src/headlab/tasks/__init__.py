@@ -1,0 +1,1 @@
+"""Synthetic tasks (the retrieval problem)."""

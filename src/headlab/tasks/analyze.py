@@ -1,0 +1,214 @@
+"""``headlab retrieval analyze RUN``: label each head by what it attends to, check by ablation, emergence order.
+
+On probe examples at full depth (minimal form), each head's attention is read from three kinds of *reader*
+positions and summed over kinds of *key* positions (ours, automatic from the attention maps):
+
+* readers: ``query`` — the queried variable and, under the ``chain`` curriculum, every emitted chain variable
+  (each has to find what it refers to); ``ref`` — the reference token of each (variable, reference) pair;
+  ``var`` — the variable token of each pair;
+* keys, for a reader holding variable or reference token X: ``def-var`` — the position where X is *defined*
+  (X as a pair's variable); ``def-ref`` — the reference right after that definition (the induction-like hop:
+  find X earlier, read the token after it); ``prev`` — the previous token; ``bos`` — the first token.
+
+A head's label is ``reader→key`` for its largest mean mass, if that mass is at least ``min_mass`` (0.3),
+else ``-``. The circuit is the table of labelled heads by layer. The ablation check zero-ablates the labelled
+heads and, over ``draws`` draws, as many random unlabelled heads per layer, and compares full-depth accuracy.
+Emergence: over the run's checkpoints, the first step from which each labelled head's label mass stays at or
+above ``min_mass``; the order of emergence is the heads sorted by that step.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..capture import capture
+from ..errors import HeadlabError
+from ..nn import Transformer
+from ..train import checkpoint as ckpt
+from ..train.config import load_config
+from ..track.phases import emergence_step
+from .training import RetrievalTask, accuracy, eval_set
+
+READERS = ("query", "ref", "var")
+KEYS = ("def-var", "def-ref", "prev", "bos")
+
+
+def load_run(run: Path, folder: Path | None = None) -> tuple[Transformer, RetrievalTask]:
+    if not (run / "task.json").exists():
+        raise HeadlabError(f"{run} is not a retrieval run (no task.json)")
+    task = RetrievalTask(**json.loads((run / "task.json").read_text()))
+    model = Transformer(load_config(run / "config.toml").model)
+    if folder is None:
+        from safetensors.torch import load_file
+
+        model.load_state_dict(load_file(str(run / "final.safetensors")), strict=False)
+    else:
+        ckpt.load_weights(folder, model)
+    return model.eval(), task
+
+
+def _positions(task: RetrievalTask, ex: dict[str, Any]) -> tuple[list[int], dict[str, list[tuple[int, dict[str, int]]]]]:
+    """The input sequence and, per reader kind, (reader position, {key kind: key position})."""
+    seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
+    n_pairs = (len(ex["tokens"]) - 3) // 2
+    defined = {ex["tokens"][1 + 2 * j]: 1 + 2 * j for j in range(n_pairs)}  # variable token -> its position
+    readers: dict[str, list[tuple[int, dict[str, int]]]] = {r: [] for r in READERS}
+
+    def keys(pos: int, tok: int) -> dict[str, int]:
+        k = {"prev": pos - 1, "bos": 0}
+        if tok in defined and defined[tok] < pos - 1:
+            k["def-var"], k["def-ref"] = defined[tok], defined[tok] + 1
+        return k
+
+    for j in range(n_pairs):
+        pv, pr = 1 + 2 * j, 2 + 2 * j
+        readers["var"].append((pv, keys(pv, seq[pv])))
+        readers["ref"].append((pr, keys(pr, seq[pr])))
+    for pos in range(len(ex["tokens"]) - 1, len(seq)):
+        readers["query"].append((pos, keys(pos, seq[pos])))
+    return seq, readers
+
+
+@torch.no_grad()
+def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]]) -> np.ndarray:
+    """(L, H, readers, keys) mean attention mass."""
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    tot = np.zeros((L, H, len(READERS), len(KEYS)))
+    cnt = np.zeros((len(READERS), len(KEYS)))
+    for ex in examples:
+        seq, readers = _positions(task, ex)
+        probs: dict[int, torch.Tensor] = {}
+        with capture(model, lambda layer, p: probs.__setitem__(layer, p[0].clone())):
+            model(torch.tensor([seq]))
+        for ri, r in enumerate(READERS):
+            for pos, keys in readers[r]:
+                for ki, k in enumerate(KEYS):
+                    if k in keys and keys[k] >= 0:
+                        for layer in range(L):
+                            tot[layer, :, ri, ki] += probs[layer][:, pos, keys[k]].numpy()
+                        cnt[ri, ki] += 1
+    return tot / np.maximum(cnt, 1)
+
+
+def labels_of(profile: np.ndarray, min_mass: float = 0.3) -> list[list[str]]:
+    L, H = profile.shape[:2]
+    out = []
+    for layer in range(L):
+        row = []
+        for h in range(H):
+            p = profile[layer, h].copy()
+            p[:, KEYS.index("bos")] = 0  # a sink is not a retrieval role
+            ri, ki = np.unravel_index(np.argmax(p), p.shape)
+            row.append(f"{READERS[ri]}→{KEYS[ki]}" if p[ri, ki] >= min_mass else "-")
+        out.append(row)
+    return out
+
+
+def _ablated_accuracy(model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> float:
+    from ..ablation.heads import ablate
+
+    with ablate(model, model.cfg.n_layers, model.cfg.n_heads, heads):
+        return accuracy(model, task, exs)
+
+
+def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, seed: int = 0) -> dict[str, Any]:
+    run = Path(run)
+    model, task = load_run(run)
+    probes = eval_set(task, n, seed + 2 * 10**6, task.depth)
+    prof = head_profile(model, task, probes)
+    labels = labels_of(prof, min_mass)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    labelled = {l: [h for h in range(H) if labels[l][h] != "-"] for l in range(L)}
+    labelled = {l: hs for l, hs in labelled.items() if hs}
+    test = eval_set(task, 256, seed + 3 * 10**6, task.depth)
+    base = accuracy(model, task, test)
+    abl = _ablated_accuracy(model, task, labelled, test) if labelled else base
+    rng = random.Random(seed)
+    ctrl = []
+    for _ in range(draws if labelled else 0):
+        pick = {}
+        for l, hs in labelled.items():
+            pool = [h for h in range(H) if h not in hs]
+            if len(pool) < len(hs):
+                pick = None
+                break
+            pick[l] = rng.sample(pool, len(hs))
+        if pick is None:
+            break
+        ctrl.append(_ablated_accuracy(model, task, pick, test))
+    circuit = [{"head": f"{l}.{h}", "layer": l, "label": labels[l][h],
+                "mass": float(prof[l, h][READERS.index(labels[l][h].split("→")[0]),
+                                         KEYS.index(labels[l][h].split("→")[1])])}
+               for l in range(L) for h in range(H) if labels[l][h] != "-"]
+    return {"run": str(run), "task": task.to_json(), "labels": labels, "circuit": circuit,
+            "profile": {"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
+            "ablation": {"accuracy_base": base, "accuracy_labelled_ablated": abl,
+                         "control_draws": len(ctrl), "accuracy_control_mean": float(np.mean(ctrl)) if ctrl else None,
+                         "control_note": None if ctrl or not labelled else
+                         "no matched control: a layer has fewer unlabelled than labelled heads"},
+            "emergence": emergence(run, model, task, labels, probes[:16], min_mass)}
+
+
+def emergence(run: Path, model: Transformer, task: RetrievalTask, labels: list[list[str]],
+              probes: list[dict[str, Any]], min_mass: float) -> dict[str, Any]:
+    steps, masses = [], []
+    for step, folder in ckpt.checkpoints(run):
+        try:
+            m, _ = load_run(run, folder)
+        except HeadlabError:
+            continue
+        prof = head_profile(m, task, probes)
+        row = {}
+        for l, hs in enumerate(labels):
+            for h, lab in enumerate(hs):
+                if lab != "-":
+                    r, k = lab.split("→")
+                    row[f"{l}.{h}"] = float(prof[l, h, READERS.index(r), KEYS.index(k)])
+        steps.append(step)
+        masses.append(row)
+    heads = sorted(masses[-1]) if masses else []
+    when = {k: emergence_step(steps, [m[k] for m in masses], min_mass) for k in heads}
+    order = sorted((s, k) for k, s in when.items() if s is not None)
+    return {"steps": steps, "mass": {k: [m[k] for m in masses] for k in heads}, "emerged_at": when,
+            "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order]}
+
+
+def write_analysis(r: dict[str, Any], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io import write_json_atomic, write_text_atomic
+
+    write_json_atomic(out / "analyze.json", r)
+    L = len(r["labels"])
+    lines = ["# Retrieval circuit", "", f"Run {r['run']}, task {r['task']}", "",
+             "| layer | " + " | ".join(f"head {h}" for h in range(len(r["labels"][0]))) + " |",
+             "|---|" + "---|" * len(r["labels"][0])]
+    for l in range(L):
+        lines.append(f"| {l} | " + " | ".join(r["labels"][l]) + " |")
+    a = r["ablation"]
+    lines += ["", f"Ablation: full-depth accuracy {a['accuracy_base']:.3f}; labelled heads ablated "
+              f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
+              f"{a['accuracy_control_mean'] if a['accuracy_control_mean'] is None else round(a['accuracy_control_mean'], 3)}.",
+              "", "Emergence order: " + (", ".join(r["emergence"]["order"]) or "none emerged")]
+    write_text_atomic(out / "analyze.md", "\n".join(lines) + "\n")
+    fig, ax = plt.subplots(figsize=(1.6 * len(r["labels"][0]) + 1, 1.1 * L + 1))
+    for l in range(L):
+        for h, lab in enumerate(r["labels"][l]):
+            ax.add_patch(plt.Rectangle((h, l), 0.9, 0.9, color="#9ecae1" if lab != "-" else "#eeeeee"))
+            ax.text(h + 0.45, l + 0.45, lab, ha="center", va="center", fontsize=7)
+    ax.set(xlim=(0, len(r["labels"][0])), ylim=(0, L), xlabel="head", ylabel="layer",
+           title="retrieval circuit: reader→key label per head")
+    ax.set_xticks([h + 0.45 for h in range(len(r["labels"][0]))], range(len(r["labels"][0])))
+    ax.set_yticks([l + 0.45 for l in range(L)], range(L))
+    fig.tight_layout()
+    fig.savefig(out / "circuit.png", dpi=110)
+    plt.close(fig)

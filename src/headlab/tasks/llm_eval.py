@@ -1,0 +1,129 @@
+"""``headlab retrieval eval-llm MODEL``: can a pretrained causal LM solve the retrieval problem from a prompt?
+
+Forms: ``assign`` and ``relatives``, free-form and multiple-choice (``-mc``, 4 options, chance 25%), at each
+depth; ``n`` questions per cell (default 500), seeded; optional ``shots`` solved examples of the same form and
+depth in front (from another seed). Scoring (ours):
+
+* multiple choice: the prompt ends in ``"Answer:"``; the model's choice is the option letter (`` A``..`` D``)
+  with the highest next-token logit;
+* free form: the prompt gets ``" Answer:"`` appended and the greedy next token must be the first token of
+  ``" " + answer``. Values are single digits and the places have distinct first tokens under the model's
+  tokenizer (checked; otherwise the cell is refused), so the first token decides the answer.
+
+Each cell reports accuracy with a Wilson 95% interval; ``chance`` is 0.25 for multiple choice and
+1 / (number of chains) for free form (the answer is one of the chains' ends).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+from ..errors import HeadlabError
+from ..models import LoadedModel
+from ..progress import bar as progress_bar
+from .retrieval import PLACES, generate
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (mid - half, mid + half)
+
+
+def _first_token(tok: Any, text: str) -> int:
+    return int(tok(" " + text, add_special_tokens=False)["input_ids"][0])
+
+
+@torch.no_grad()
+def _next_logits(loaded: LoadedModel, prompts: list[str], batch_size: int) -> torch.Tensor:
+    """(N, V) next-token logits after each prompt (right padding; the last real position is read)."""
+    tok = loaded.tokenizer
+    out = []
+    for i in range(0, len(prompts), batch_size):
+        enc = [tok(p)["input_ids"] for p in prompts[i:i + batch_size]]
+        T = max(map(len, enc))
+        if T > loaded.facts.max_length:
+            raise HeadlabError(f"a prompt of {T} tokens exceeds {loaded.name}'s window ({loaded.facts.max_length})")
+        ids = torch.full((len(enc), T), loaded.pad_id)
+        mask = torch.zeros((len(enc), T), dtype=torch.long)
+        for j, e in enumerate(enc):
+            ids[j, : len(e)] = torch.tensor(e)
+            mask[j, : len(e)] = 1
+        logits = loaded.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        out.append(logits[torch.arange(len(enc)), mask.sum(1) - 1].float())
+    return torch.cat(out)
+
+
+def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3, 4), n: int = 500,
+             forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
+             n_distractors: int = 2, seed: int = 0, batch_size: int = 8, progress: bool = True,
+             device: str = "cpu") -> dict[str, Any]:
+    from ..ablation.metrics import load_for_metric
+
+    loaded = load_for_metric(model, device)
+    if not loaded.facts.causal:
+        raise HeadlabError(f"{loaded.name} is not a causal language model")
+    tok = loaded.tokenizer
+    firsts = {p: _first_token(tok, p) for p in PLACES}
+    if "relatives" in forms and len(set(firsts.values())) < len(PLACES):
+        raise HeadlabError(f"{loaded.name}'s tokenizer gives two places the same first token; free-form scoring "
+                           "of relatives would be ambiguous")
+    letters = [_first_token(tok, x) for x in "ABCD"]
+    cells = []
+    bar = progress_bar(len(forms) * len(depths) * n, f"eval-llm {loaded.name}", "question", progress)
+    for form in forms:
+        for d in depths:
+            exs = list(generate(form, d, n, seed, n_distractors=n_distractors))
+            demo = ""
+            if shots:
+                demo = " ".join(f"{e['prompt']}{'' if form.endswith('-mc') else ' Answer:'} {e['answer']}."
+                                for e in generate(form, d, shots, seed + 10**6, n_distractors=n_distractors)) + "\n"
+            prompts = [demo + e["prompt"] + ("" if form.endswith("-mc") else " Answer:") for e in exs]
+            logits = _next_logits(loaded, prompts, batch_size)
+            if form.endswith("-mc"):
+                pick = logits[:, letters].argmax(-1)
+                right = sum(int("ABCD"[int(p)] == e["answer"]) for p, e in zip(pick, exs))
+                chance = 0.25
+            else:
+                pred = logits.argmax(-1)
+                right = sum(int(int(p) == _first_token(tok, e["answer"])) for p, e in zip(pred, exs))
+                chance = 1 / (1 + n_distractors)
+            lo, hi = _wilson(right, n)
+            cells.append({"form": form, "depth": d, "n": n, "correct": right, "accuracy": right / n,
+                          "interval": [lo, hi], "chance": chance})
+            if bar is not None:
+                bar.update(n)
+    if bar is not None:
+        bar.close()
+    return {"model": loaded.name, "shots": shots, "n_distractors": n_distractors, "seed": seed, "cells": cells,
+            "scoring": __doc__.split("Scoring (ours):")[1].split("Each cell")[0].strip()}
+
+
+def plot_eval(result: dict[str, Any], path: Any) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    forms = list(dict.fromkeys(c["form"] for c in result["cells"]))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for f in forms:
+        cs = [c for c in result["cells"] if c["form"] == f]
+        d = [c["depth"] for c in cs]
+        acc = [c["accuracy"] for c in cs]
+        err = [[a - c["interval"][0] for a, c in zip(acc, cs)], [c["interval"][1] - a for a, c in zip(acc, cs)]]
+        ax.errorbar(d, acc, yerr=err, marker="o", capsize=3, label=f)
+    ax.axhline(0.25, color="grey", ls="--", lw=0.8, label="chance (multiple choice)")
+    ax.set(xlabel="chain depth D", ylabel="accuracy (95% Wilson interval)", ylim=(0, 1),
+           title=f"retrieval problem from a prompt — {result['model']} ({result['shots']}-shot)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

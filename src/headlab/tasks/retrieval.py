@@ -1,0 +1,217 @@
+"""The retrieval problem (Musat, ICLR 2025): follow a chain of references hidden among distractor chains.
+
+A *chain* of depth D is D links ending in a value: x_1 = v, x_2 = x_1, ..., x_D = x_{D-1}; the question asks
+for x_D and the answer is v (D lookups). ``n_distractors`` more chains of the same depth use other variables
+and other values. The paper's exact formats are not public; these are ours:
+
+* ``minimal`` — tokens: ``<bos>`` then the 2·D·(1+n_distractors) link tokens as (variable, reference) pairs,
+  pairs shuffled, then ``<query>`` x_D; the answer is the value token. Token ids (:class:`MinimalVocab`):
+  0 ``<pad>``, 1 ``<bos>``, 2 ``<query>``, 3 ``<sep>``, then ``n_vars`` variables, then ``n_values`` values.
+* ``assign`` — text: ``"A = 7. B = A. ... What is the value of D?"``, answer ``"7"``.
+* ``relatives`` — the conditional text form: ``"Ann lives in Paris. Bob's mother is Ann. Bob is a wizard.
+  ... Wizards live with their mothers. Pirates live on ships. Where does Eve live?"``; each hop needs the
+  mother link *and* the wizard fact; distractor people are wizards too (their chains end elsewhere), plus
+  pirates whose facts are irrelevant.
+* ``assign-mc`` / ``relatives-mc`` — the same with 4 options (the answer and 3 other chains' values, shuffled;
+  25% chance): the prompt ends with ``"Options: A) 7 B) 3 C) 9 D) 1. Answer:"`` and the answer is a letter.
+
+Every generated example is checked by an independent solver (:func:`solve`) that parses the prompt (or the
+tokens) from scratch and follows the references.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..errors import HeadlabError
+
+FORMS = ("minimal", "assign", "relatives", "assign-mc", "relatives-mc")
+NAMES = ("Ann", "Bob", "Cara", "Dan", "Eve", "Finn", "Gia", "Hal", "Ida", "Jon", "Kim", "Leo", "Mia", "Ned",
+         "Ola", "Pat", "Quin", "Rae", "Sam", "Tia", "Uma", "Vic", "Wes", "Xia", "Yan", "Zoe", "Abe", "Bea", "Cy",
+         "Dee", "Eli", "Fay", "Gus", "Hope", "Ike", "Joy", "Kai", "Liv", "Max", "Nia")
+PLACES = ("Paris", "Oslo", "Lima", "Cairo", "Delhi", "Quito", "Rome", "Seoul", "Tokyo", "Accra", "Bern", "Dakar",
+          "Hanoi", "Kyiv", "Lagos", "Minsk", "Nairobi", "Riga", "Sofia", "Tunis")
+LETTERS = "ABCD"
+
+
+@dataclass(frozen=True)
+class MinimalVocab:
+    n_vars: int = 24
+    n_values: int = 10
+    PAD, BOS, QUERY, SEP = 0, 1, 2, 3
+
+    @property
+    def size(self) -> int:
+        return 4 + self.n_vars + self.n_values
+
+    def var(self, i: int) -> int:
+        return 4 + i
+
+    def value(self, i: int) -> int:
+        return 4 + self.n_vars + i
+
+    def is_var(self, t: int) -> bool:
+        return 4 <= t < 4 + self.n_vars
+
+    def is_value(self, t: int) -> bool:
+        return 4 + self.n_vars <= t < self.size
+
+
+def _chains(depth: int, n_chains: int, n_vars: int, n_values: int, rng: random.Random) -> tuple[list[list[int]], list[int]]:
+    if depth < 1:
+        raise HeadlabError("depth must be at least 1")
+    if depth * n_chains > n_vars:
+        raise HeadlabError(f"{n_chains} chains of depth {depth} need {depth * n_chains} variables; only {n_vars}")
+    if n_chains > n_values:
+        raise HeadlabError(f"{n_chains} chains need {n_chains} distinct values; only {n_values}")
+    vars_ = rng.sample(range(n_vars), depth * n_chains)
+    vals = rng.sample(range(n_values), n_chains)
+    return [vars_[c * depth:(c + 1) * depth] for c in range(n_chains)], vals
+
+
+def _link_order(chains: list[list[int]], shuffle: bool, rng: random.Random) -> list[tuple[int, int]]:
+    """(chain, position) of every link, in prompt order."""
+    order = [(c, k) for c in range(len(chains)) for k in range(len(chains[c]))]
+    if shuffle:
+        rng.shuffle(order)
+    return order
+
+
+def minimal(depth: int, rng: random.Random, *, n_distractors: int = 2, vocab: MinimalVocab = MinimalVocab(),
+            shuffle: bool = True, query_depth: int | None = None) -> dict[str, Any]:
+    """One ``minimal`` example: ``tokens`` (prompt, ending with the queried variable), ``answer`` (value token)
+    and ``chain`` (the tokens from the queried variable's reference to the value: the full-chain target)."""
+    chains, vals = _chains(depth, 1 + n_distractors, vocab.n_vars, vocab.n_values, rng)
+    q = depth if query_depth is None else query_depth
+    toks = [vocab.BOS]
+    for c, k in _link_order(chains, shuffle, rng):
+        ref = vocab.value(vals[c]) if k == 0 else vocab.var(chains[c][k - 1])
+        toks += [vocab.var(chains[c][k]), ref]
+    toks += [vocab.QUERY, vocab.var(chains[0][q - 1])]
+    chain = [vocab.var(chains[0][k]) for k in range(q - 2, -1, -1)] + [vocab.value(vals[0])]
+    return {"form": "minimal", "depth": q, "tokens": toks, "answer": vocab.value(vals[0]), "chain": chain}
+
+
+def _var_names(n: int) -> list[str]:
+    single = list(string.ascii_uppercase)
+    return single + [a + b for a in single for b in single][: max(0, n - 26)]
+
+
+def assign(depth: int, rng: random.Random, *, n_distractors: int = 2, n_vars: int = 26, n_values: int = 10,
+           shuffle: bool = True, choices: bool = False) -> dict[str, Any]:
+    names = _var_names(n_vars)
+    chains, vals = _chains(depth, 1 + n_distractors, n_vars, n_values, rng)
+    facts = []
+    for c, k in _link_order(chains, shuffle, rng):
+        ref = str(vals[c]) if k == 0 else names[chains[c][k - 1]]
+        facts.append(f"{names[chains[c][k]]} = {ref}.")
+    prompt = " ".join(facts) + f" What is the value of {names[chains[0][-1]]}?"
+    return _finish("assign", depth, prompt, str(vals[0]), [str(v) for v in vals[1:]], choices, rng)
+
+
+def relatives(depth: int, rng: random.Random, *, n_distractors: int = 2, shuffle: bool = True,
+              choices: bool = False, n_pirates: int = 2) -> dict[str, Any]:
+    n_chains = 1 + n_distractors
+    if depth * n_chains + n_pirates > len(NAMES):
+        raise HeadlabError(f"relatives: {depth * n_chains + n_pirates} people needed, {len(NAMES)} names available")
+    people = rng.sample(NAMES, depth * n_chains + n_pirates)
+    places = rng.sample(PLACES, n_chains + n_pirates)
+    chains = [people[c * depth:(c + 1) * depth] for c in range(n_chains)]
+    facts = []
+    for c in range(n_chains):
+        facts.append(f"{chains[c][0]} lives in {places[c]}.")
+        for k in range(1, depth):
+            facts.append(f"{chains[c][k]}'s mother is {chains[c][k - 1]}.")
+            facts.append(f"{chains[c][k]} is a wizard.")
+    for i, p in enumerate(people[depth * n_chains:]):
+        facts.append(f"{p} is a pirate.")
+        facts.append(f"{p}'s mother is {chains[i % n_chains][0]}.")  # pirates do not follow the wizard rule
+    if shuffle:
+        rng.shuffle(facts)
+    prompt = " ".join(facts + ["Wizards live with their mothers.", "Pirates live on ships."]) + \
+        f" Where does {chains[0][-1]} live?"
+    return _finish("relatives", depth, prompt, places[0], list(places[1:n_chains]), choices, rng)
+
+
+def _finish(form: str, depth: int, prompt: str, answer: str, others: list[str], choices: bool,
+            rng: random.Random) -> dict[str, Any]:
+    if not choices:
+        return {"form": form, "depth": depth, "prompt": prompt, "answer": answer}
+    pool = list(dict.fromkeys(others))
+    extra = [str(x) for x in range(10)] if form.startswith("assign") else list(PLACES)
+    while len(pool) < 3:
+        cand = rng.choice(extra)
+        if cand != answer and cand not in pool:
+            pool.append(cand)
+    opts = rng.sample(pool, 3) + [answer]
+    rng.shuffle(opts)
+    letter = LETTERS[opts.index(answer)]
+    prompt += " Options: " + " ".join(f"{LETTERS[i]}) {o}" for i, o in enumerate(opts)) + ". Answer:"
+    return {"form": f"{form}-mc", "depth": depth, "prompt": prompt, "answer": letter, "choices": opts}
+
+
+def generate(form: str, depth: int, n: int, seed: int = 0, **options: Any) -> Iterator[dict[str, Any]]:
+    """``n`` seeded examples of ``form``, each checked by :func:`solve` (a mismatch is a bug: raises)."""
+    if form not in FORMS:
+        raise HeadlabError(f"unknown form {form!r}; known: {', '.join(FORMS)}")
+    rng = random.Random(f"{form}:{depth}:{seed}")
+    for _ in range(n):
+        if form == "minimal":
+            ex = minimal(depth, rng, **options)
+        elif form.startswith("assign"):
+            ex = assign(depth, rng, choices=form.endswith("-mc"), **options)
+        else:
+            ex = relatives(depth, rng, choices=form.endswith("-mc"), **options)
+        got = solve(ex, **({"vocab": options["vocab"]} if "vocab" in options else {}))
+        if got != ex["answer"]:
+            raise AssertionError(f"generator/solver disagree on {ex}: solver says {got!r}")
+        yield ex
+
+
+# -- the independent solver ------------------------------------------------------------------------------------
+def _follow(links: dict[str, str], start: str, is_terminal: Any) -> str:
+    seen, cur = set(), start
+    while not is_terminal(cur):
+        if cur in seen or cur not in links:
+            raise HeadlabError(f"reference chain from {start!r} is broken at {cur!r}")
+        seen.add(cur)
+        cur = links[cur]
+    return cur
+
+
+def solve(ex: dict[str, Any], vocab: MinimalVocab = MinimalVocab()) -> Any:
+    """The answer of an example, computed from its prompt or tokens alone."""
+    form = ex["form"]
+    if form == "minimal":
+        toks = ex["tokens"]
+        if toks[-2] != vocab.QUERY:
+            raise HeadlabError("minimal example does not end with <query> VARIABLE")
+        body = toks[1:-2]
+        links = {str(body[i]): str(body[i + 1]) for i in range(0, len(body), 2)}
+        return int(_follow(links, str(toks[-1]), lambda t: vocab.is_value(int(t))))
+    prompt = ex["prompt"]
+    main, _, opts = prompt.partition(" Options: ")
+    if form.startswith("assign"):
+        links = dict(re.findall(r"(\w+) = (\w+)\.", main))
+        target = re.search(r"What is the value of (\w+)\?", main).group(1)  # type: ignore[union-attr]
+        answer = _follow(links, target, lambda t: t.isdigit())
+    else:
+        home = dict(re.findall(r"(\w+) lives in (\w+)\.", main))
+        mother = dict(re.findall(r"(\w+)'s mother is (\w+)\.", main))
+        wizards = set(re.findall(r"(\w+) is a wizard\.", main))
+        target = re.search(r"Where does (\w+) live\?", main).group(1)  # type: ignore[union-attr]
+        cur, seen = target, set()
+        while cur not in home:
+            if cur in seen or cur not in wizards or cur not in mother:
+                raise HeadlabError(f"cannot resolve where {target} lives")
+            seen.add(cur)
+            cur = mother[cur]
+        answer = home[cur]
+    if form.endswith("-mc"):
+        options = re.findall(r"([ABCD])\) (\w+)", opts)
+        return next(letter for letter, text in options if text == answer)
+    return answer

@@ -1,0 +1,107 @@
+"""Phases of a score trajectory, and the document's three-stage claim.
+
+Change-point method (ours): a trajectory y over checkpoint steps s is fitted by a continuous-free piecewise
+linear function with at most two breakpoints (three segments), each segment fitted by least squares against
+log10(step) — checkpoints are log-spaced early, and formation is fast early — choosing the breakpoints (at
+checkpoint indices, segments of at least 2 points) that minimize the total squared error; a breakpoint is kept
+only if it reduces the error by at least ``min_gain`` of the one-segment error. Each segment is labelled by
+its change relative to the trajectory's overall range R = max − min:
+
+* ``flat``: |change| < ``flat_share`` · R, or R < ``min_range`` (nothing forms);
+* ``rising`` / ``falling``: the change is positive / negative beyond that;
+* a ``flat`` segment after a ``rising`` one is called ``stable``.
+
+The document claims three stages of slash-head formation at 0-10k (noise), 10k-100k (slash-related gradients
+grow) and >100k steps (stable). Its run length is not given; we scale the boundaries as fractions of a
+reference run of 1M steps (BERT-base's pre-training length, our assumption): 1% and 10% of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+CLAIM_BOUNDARIES = (10_000, 100_000)  # the document's steps
+CLAIM_REFERENCE_STEPS = 1_000_000     # ours: the run length the claim's steps are scaled from
+
+
+@dataclass
+class Phase:
+    label: str
+    start: int  # step
+    end: int    # step
+    y0: float
+    y1: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "start": self.start, "end": self.end, "from": self.y0, "to": self.y1}
+
+
+def _sse(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 2:
+        return 0.0
+    A = np.stack([x, np.ones_like(x)], 1)
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    return float(((A @ coef - y) ** 2).sum())
+
+
+def _fit(x: np.ndarray, y: np.ndarray, min_gain: float) -> list[tuple[int, int]]:
+    """Segments as (first index, last index) inclusive."""
+    n = len(x)
+    one = _sse(x, y)
+    best: tuple[float, list[tuple[int, int]]] = (one, [(0, n - 1)])
+    if n >= 4:
+        for i in range(2, n - 1):
+            e = _sse(x[:i], y[:i]) + _sse(x[i:], y[i:])
+            if e < best[0] and one - e >= min_gain * one:
+                best = (e, [(0, i - 1), (i, n - 1)])
+    if n >= 6:
+        two = best
+        for i in range(2, n - 3):
+            for j in range(i + 2, n - 1):
+                e = _sse(x[:i], y[:i]) + _sse(x[i:j], y[i:j]) + _sse(x[j:], y[j:])
+                if e < best[0] and two[0] - e >= min_gain * one:
+                    best = (e, [(0, i - 1), (i, j - 1), (j, n - 1)])
+    return best[1]
+
+
+def phases(steps: Sequence[int], y: Sequence[float], *, min_gain: float = 0.1, flat_share: float = 0.2,
+           min_range: float = 0.05) -> list[Phase]:
+    """Split one trajectory into labelled phases (see the module docstring)."""
+    s = np.asarray(steps, dtype=float)
+    v = np.asarray(y, dtype=float)
+    ok = ~np.isnan(v)
+    s, v = s[ok], v[ok]
+    if len(s) == 0:
+        return []
+    R = float(v.max() - v.min())
+    if R < min_range or len(s) < 3:
+        return [Phase("flat", int(s[0]), int(s[-1]), float(v[0]), float(v[-1]))]
+    segs = _fit(np.log10(np.maximum(s, 1)), v, min_gain)
+    out: list[Phase] = []
+    for a, b in segs:
+        change = v[b] - v[a]
+        label = "flat" if abs(change) < flat_share * R else ("rising" if change > 0 else "falling")
+        if label == "flat" and out and out[-1].label in ("rising", "stable"):
+            label = "stable"
+        out.append(Phase(label, int(s[a]), int(s[b]), float(v[a]), float(v[b])))
+    return out
+
+
+def claim_boundaries(total_steps: int) -> tuple[float, float]:
+    """The document's 10k / 100k boundaries scaled to a run of ``total_steps`` (see the module docstring)."""
+    return tuple(b / CLAIM_REFERENCE_STEPS * total_steps for b in CLAIM_BOUNDARIES)  # type: ignore[return-value]
+
+
+def emergence_step(steps: Sequence[int], y: Sequence[float], threshold: float) -> int | None:
+    """First checkpoint step from which the score stays at or above ``threshold`` to the end; None if never."""
+    v = np.asarray(y, dtype=float)
+    above = np.nan_to_num(v, nan=-np.inf) >= threshold
+    if not above[-1]:
+        return None
+    i = len(v) - 1
+    while i > 0 and above[i - 1]:
+        i -= 1
+    return int(steps[i])

@@ -1,0 +1,140 @@
+"""Training configuration: a TOML file with ``[model]``, ``[data]``, ``[optim]``, ``[checkpoints]``, ``[track]``.
+
+Every key has a default (below); a config names only what it changes. Unknown keys are errors, so a typo
+cannot silently fall back to a default. The resolved config (defaults filled in) is written to the run
+folder as ``config.toml``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import HeadlabError
+from ..nn.transformer import ModelConfig
+
+
+@dataclass
+class DataConfig:
+    corpus: list[str] = field(default_factory=lambda: ["wiki", "pydoc"])  # headlab.corpus sources or paths
+    tokenizer: str = "bpe:2048"     # bpe:N (trained on the corpus), a named model, or a tokenizer path
+    tokenizer_chars: int = 3_000_000  # characters of corpus text the BPE is trained on
+    window: int = 64                # tokens per training window, special tokens included
+    n_windows: int = 20000          # size of the window pool (epochs cycle through it)
+    slash_share: float | None = 0.25  # share of windows containing '/'; None = as the corpus has it
+    probe_windows: int = 32         # held-out slash windows for the gradient signals and the tracker
+    mask_prob: float = 0.15         # encoders: share of tokens masked for the masked-LM loss
+
+
+@dataclass
+class OptimConfig:
+    steps: int = 2000
+    batch_size: int = 32            # global batch (split across processes under torchrun)
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1       # cosine decay ends at lr * min_lr_ratio
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    seed: int = 0
+    log_every: int = 10
+    threads: int = 0                # torch threads; 0 = torch's default
+
+
+@dataclass
+class CheckpointConfig:
+    early_points: int = 12          # log-spaced checkpoints over the first early_fraction of training
+    early_fraction: float = 0.1
+    every: int = 200                # then one every `every` steps (and always at the last step)
+
+
+@dataclass
+class TrackConfig:
+    grad_every: int = 50            # gradient signals every N steps (0 = off)
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
+    track: TrackConfig = field(default_factory=TrackConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_SECTIONS = {"model": ModelConfig, "data": DataConfig, "optim": OptimConfig, "checkpoints": CheckpointConfig,
+             "track": TrackConfig}
+
+
+def from_dict(raw: dict[str, Any], where: str = "config") -> TrainConfig:
+    unknown = set(raw) - set(_SECTIONS)
+    if unknown:
+        raise HeadlabError(f"{where}: unknown section(s) {sorted(unknown)}; known: {sorted(_SECTIONS)}")
+    parts = {}
+    for name, cls in _SECTIONS.items():
+        section = dict(raw.get(name, {}))
+        known = {f.name for f in fields(cls)}
+        bad = set(section) - known
+        if bad:
+            raise HeadlabError(f"{where}: unknown key(s) {sorted(bad)} in [{name}]; known: {sorted(known)}")
+        if section.get("slash_share") == "natural":
+            section["slash_share"] = None
+        try:
+            parts[name] = cls(**section)
+        except (TypeError, ValueError) as exc:
+            raise HeadlabError(f"{where}: [{name}] {exc}") from None
+    cfg = TrainConfig(**parts)
+    _check(cfg, where)
+    return cfg
+
+
+def _check(cfg: TrainConfig, where: str) -> None:
+    o, d = cfg.optim, cfg.data
+    if o.steps < 1 or o.batch_size < 1:
+        raise HeadlabError(f"{where}: steps and batch_size must be at least 1")
+    if d.window > cfg.model.max_length:
+        raise HeadlabError(f"{where}: data.window {d.window} exceeds model.max_length {cfg.model.max_length}")
+    if d.slash_share is not None and not 0 <= d.slash_share <= 1:
+        raise HeadlabError(f"{where}: data.slash_share must be in [0, 1] or \"natural\"")
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HeadlabError(f"config file {p} does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise HeadlabError(f"{p} is not valid TOML: {exc}") from None
+    return from_dict(raw, str(p))
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def to_toml(cfg: TrainConfig) -> str:
+    """The resolved config as TOML (``None`` is written as the string ``"natural"`` for slash_share)."""
+    lines = []
+    for name, section in cfg.to_dict().items():
+        lines.append(f"[{name}]")
+        for k, v in section.items():
+            if v is None and k == "slash_share":
+                v = "natural"
+            lines.append(f"{k} = {_toml_value(v)}")
+        lines.append("")
+    return "\n".join(lines)

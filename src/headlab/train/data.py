@@ -1,0 +1,145 @@
+"""Training data: a fixed, seeded pool of token windows from real corpora, stored in the run folder.
+
+The pool is built once (``data.safetensors`` + ``tokenizer/`` in the run folder) and reused on resume, so a
+resumed run sees exactly the data the uninterrupted run would. Batch ``step`` is a pure function of
+``(seed, step)``: epoch ``e`` visits the pool in the permutation drawn from ``seed + e``, so the data position
+of a run is just its step. ``slash_share`` windows (rounded) contain a `/` token; the rest do not. A separate
+set of probe windows with `/` (never trained on) feeds the gradient signals and the tracker.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..corpus import Sampler, documents
+from ..errors import HeadlabError
+from ..nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
+from .config import DataConfig
+
+
+@dataclass
+class WindowPool:
+    """Token windows right-padded to ``window``: ``ids`` (N, T) int64, ``mask`` (N, T) bool."""
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    probe_ids: torch.Tensor
+    probe_mask: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def batch_indices(self, step: int, batch_size: int, seed: int) -> np.ndarray:
+        """Row indices of the global batch of ``step`` (0-based)."""
+        n = len(self.ids)
+        start = step * batch_size
+        out = []
+        while len(out) < batch_size:
+            epoch, offset = divmod(start + len(out), n)
+            perm = np.random.default_rng(seed + epoch).permutation(n)
+            take = min(batch_size - len(out), n - offset)
+            out.extend(perm[offset:offset + take].tolist())
+        return np.asarray(out)
+
+
+def _texts(sources: list[str], max_chars: int) -> list[str]:
+    out, n = [], 0
+    for doc in documents(sources):
+        for t in doc.load():
+            if t.strip():
+                out.append(t)
+                n += len(t)
+        if n >= max_chars:
+            break
+    return out
+
+
+def _pad(rows: list[tuple[int, ...]], T: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = True
+    return ids, mask
+
+
+def slash_ids(tokenizer: Any) -> frozenset[int]:
+    toks = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    special = set(tokenizer.all_special_ids)
+    return frozenset(i for i, t in enumerate(toks) if isinstance(t, str) and "/" in t and i not in special)
+
+
+def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[WindowPool, Any]:
+    """Tokenizer and window pool from the configured corpus (seeded)."""
+    import sys
+    import time
+
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"headlab: {msg} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+
+    if cfg.tokenizer.startswith("bpe:"):
+        try:
+            size = int(cfg.tokenizer.split(":", 1)[1])
+        except ValueError:
+            raise HeadlabError(f"tokenizer {cfg.tokenizer!r}: expected bpe:N") from None
+        texts = _texts(cfg.corpus, cfg.tokenizer_chars)
+        if not texts:
+            raise HeadlabError(f"the corpus {cfg.corpus} has no text")
+        say(f"training a byte-level BPE of {size} tokens on {sum(map(len, texts)):,} characters")
+        tokenizer = train_bpe(texts, size)
+    else:
+        tokenizer = load_tokenizer(cfg.tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    targets = slash_ids(tokenizer)
+    docs = documents(cfg.corpus)
+
+    def take(filt: str, n: int, s: int) -> list[tuple[int, ...]]:
+        sampler = Sampler(tokenizer, cfg.window, seed=s, target_ids=targets, target_filter=filt)  # type: ignore[arg-type]
+        return [x.input_ids for x in itertools.islice(sampler.samples(docs), n)]
+
+    n = cfg.n_windows
+    say(f"drawing {n} windows of {cfg.window} tokens (slash share {cfg.slash_share}) from {', '.join(cfg.corpus)}")
+    probe = take("with-target", cfg.probe_windows, seed + 7919)
+    if cfg.slash_share is None:
+        rows = take("any", n + len(probe), seed)
+    else:
+        k = round(n * cfg.slash_share)
+        rows = take("with-target", k + len(probe), seed) + take("without-target", n - k, seed)
+    probe_set = set(probe)
+    rows = [r for r in rows if r not in probe_set][:n]  # probe windows are held out
+    if len(rows) < n:
+        raise HeadlabError(f"the corpus yields only {len(rows)} windows for n_windows = {n} "
+                           f"(slash_share {cfg.slash_share}); lower n_windows or add text")
+    if not probe:
+        raise HeadlabError("the corpus has no window with '/' for the probe set")
+    say(f"data pool ready: {len(rows)} windows, {len(probe)} probe windows")
+    ids, mask = _pad(rows, cfg.window, pad_id)
+    p_ids, p_mask = _pad(probe, cfg.window, pad_id)
+    return WindowPool(ids, mask, p_ids, p_mask), tokenizer
+
+
+def save_pool(pool: WindowPool, tokenizer: Any, run: Path) -> None:
+    tmp = run / "data.safetensors.tmp"
+    save_file({"ids": pool.ids.to(torch.int32), "mask": pool.mask.to(torch.uint8),
+               "probe_ids": pool.probe_ids.to(torch.int32), "probe_mask": pool.probe_mask.to(torch.uint8)}, str(tmp))
+    save_tokenizer(tokenizer, run / "tokenizer")
+    tmp.replace(run / "data.safetensors")
+
+
+def load_pool(run: Path) -> tuple[WindowPool, Any]:
+    try:
+        t = load_file(str(run / "data.safetensors"))
+    except Exception as exc:  # noqa: BLE001 - safetensors raises several types for a damaged file
+        raise HeadlabError(f"{run / 'data.safetensors'} cannot be read ({exc}); start the run again") from None
+    pool = WindowPool(t["ids"].long(), t["mask"].bool(), t["probe_ids"].long(), t["probe_mask"].bool())
+    return pool, load_tokenizer(run / "tokenizer")

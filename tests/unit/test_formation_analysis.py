@@ -1,0 +1,67 @@
+"""Phases (change points), emergence steps and early prediction, on trajectories with known answers."""
+
+import numpy as np
+import pytest
+
+from headlab.track.phases import claim_boundaries, emergence_step, phases
+from headlab.track.predict import RunData, early_prediction, fit_logistic, predict_proba, roc_auc
+from headlab.track.scores import TrackResult
+
+STEPS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+
+
+def test_flat_rising_stable_trajectory_is_split_at_its_change_points():
+    y = [0.1, 0.1, 0.11, 0.1, 0.1, 0.3, 0.5, 0.7, 0.9, 0.9, 0.91, 0.9]
+    ph = phases(STEPS, y)
+    assert [p.label for p in ph] == ["flat", "rising", "stable"]
+    assert ph[1].start in (16, 32) and ph[2].start in (256, 512)
+
+
+def test_noise_without_a_trend_is_one_flat_phase():
+    rng = np.random.default_rng(0)
+    assert [p.label for p in phases(STEPS, 0.2 + 0.005 * rng.standard_normal(12))] == ["flat"]
+
+
+def test_emergence_step_requires_staying_above():
+    y = [0.1, 0.6, 0.2, 0.3, 0.6, 0.7]
+    assert emergence_step(STEPS[:6], y, 0.5) == 16
+    assert emergence_step(STEPS[:6], [0.1] * 6, 0.5) is None
+
+
+def test_claim_boundaries_scale_with_the_run():
+    assert claim_boundaries(1_000_000) == (10_000, 100_000)
+    assert claim_boundaries(5000) == (50, 500)
+
+
+def test_roc_auc_and_logistic():
+    y = np.array([0, 0, 1, 1])
+    assert roc_auc(y, np.array([0.1, 0.2, 0.3, 0.4])) == 1.0
+    assert roc_auc(y, np.array([0.4, 0.3, 0.2, 0.1])) == 0.0
+    assert roc_auc(np.array([1, 1]), np.array([0.1, 0.2])) is None
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    p = predict_proba(fit_logistic(X, y, l2=0.1), X)
+    assert p[0] < 0.5 < p[3]
+
+
+def _run(seed, n_steps=1000):
+    """Synthetic run: heads whose early gradient share is high end up high; early scores are uninformative."""
+    rng = np.random.default_rng(seed)
+    L, H = 2, 8
+    steps = [1, 10, 50, 100, 500, 1000]
+    fate = rng.random((L, H)) < 0.4
+    scores = np.full((len(steps), L, H), 0.1) + 0.01 * rng.standard_normal((len(steps), L, H))
+    scores[-2:][:, fate] = 0.8
+    sig_steps = [1, 50, 100]
+    share = np.where(fate, 3.0, 1.0) * (1 + 0.1 * rng.random((L, H)))
+    signals = {"logit_slash": np.broadcast_to(share, (3, L, H)).copy(), "logit_other": np.ones((3, L, H))}
+    t = TrackResult(f"s{seed}", steps, L, H, {"slash_mass": scores})
+    return RunData(f"s{seed}", t, sig_steps, signals, n_steps)
+
+
+def test_early_prediction_uses_gradient_signals_and_beats_the_score_baseline():
+    res = early_prediction([_run(s) for s in range(5)], "slash_mass", 0.5, early_fraction=0.1)
+    assert res["n_heads"] == 80 and 0 < res["n_positive"] < 80
+    assert res["early_model"]["roc_auc"] > 0.95
+    assert res["early_score_alone"]["roc_auc"] < 0.8
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        early_prediction([_run(0)], "slash_mass", 0.5)

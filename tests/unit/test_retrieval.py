@@ -1,0 +1,77 @@
+"""The retrieval task generator, its independent solver and the training encoding."""
+
+import json
+import random
+
+import pytest
+
+from headlab.errors import HeadlabError
+from headlab.tasks.retrieval import FORMS, MinimalVocab, generate, minimal, solve
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("depth", [1, 3, 6])
+def test_every_generated_example_is_solved_by_the_independent_solver(form, depth):
+    exs = list(generate(form, depth, 50, seed=3))
+    assert all(solve(e) == e["answer"] for e in exs)
+    assert len({json.dumps(e, sort_keys=True) for e in exs}) > 40  # varied, not one repeated example
+    assert exs == list(generate(form, depth, 50, seed=3))  # seeded
+    if form.endswith("-mc"):
+        letters = [e["answer"] for e in exs]
+        assert set(letters) <= set("ABCD") and len(set(letters)) > 2
+        assert all(len(set(e["choices"])) == 4 for e in exs)
+
+
+def test_solver_catches_a_wrong_answer_and_broken_chains():
+    ex = next(generate("assign", 3, 1, seed=0))
+    other = {**ex, "prompt": ex["prompt"].replace(f"= {ex['answer']}.", "= Q.")}
+    with pytest.raises(HeadlabError, match="broken"):
+        solve(other)
+    v = MinimalVocab()
+    m = minimal(4, random.Random(0), vocab=v)
+    assert len(m["tokens"]) == 1 + 2 * 4 * 3 + 2 and m["tokens"][-2] == v.QUERY
+    assert m["chain"][-1] == m["answer"] and len(m["chain"]) == 4
+    assert all(v.is_var(t) for t in m["chain"][:-1])
+
+
+def test_depth_and_size_errors():
+    with pytest.raises(HeadlabError, match="variables"):
+        list(generate("minimal", 10, 1, vocab=MinimalVocab(n_vars=12)))
+    with pytest.raises(HeadlabError, match="unknown form"):
+        list(generate("nope", 2, 1))
+
+
+def test_curricula_encode_their_targets():
+    from headlab.tasks.training import RetrievalSource, RetrievalTask, encode
+
+    ex = minimal(3, random.Random(1))
+    seq, lab = encode(RetrievalTask(3, "chain"), ex)
+    assert seq[-3:] == ex["chain"] and lab[-3:] == ex["chain"] and len(lab) == len(seq) - 1
+    seq, lab = encode(RetrievalTask(3, "none"), ex)
+    assert seq[-1] == ex["answer"] and [x for x in lab if x != -100] == [ex["answer"]]
+    ids, mask, labels = RetrievalSource(RetrievalTask(4, "mixed")).batch(5, 32, seed=0)
+    assert labels.shape == (32, ids.shape[1] - 1) and ((labels != -100).sum(1) == 1).all()
+    again = RetrievalSource(RetrievalTask(4, "mixed")).batch(5, 32, seed=0)
+    assert all((a == b).all() for a, b in zip((ids, mask, labels), again))
+
+
+def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
+    from headlab.cli import main
+
+    out = tmp_path / "sweep"
+    args = ["retrieval", "sweep", "--layers", "1", "--depths", "1", "--curricula", "none,chain", "--seeds", "0",
+            "--steps", "40", "--batch-size", "16", "--eval-every", "20", "--d-model", "32", "--no-progress",
+            "--out", str(out)]
+    assert main(args) == 0
+    r = json.loads((out / "sweep.json").read_text())
+    assert set(r["cells"]) == {"L1-D1-none", "L1-D1-chain"} and len(r["runs"]) == 2
+    assert (out / "success_map.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
+    rows = [json.loads(x) for x in (out / "L1-D1-chain-s0" / "eval.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in rows] == [20, 40] and 0 <= rows[-1]["accuracy"]["1"] <= 1
+    assert main(args) == 0  # finished cells are reused, not retrained
+    run = out / "L1-D1-chain-s0"
+    assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0
+    a = json.loads((run / "analyze" / "analyze.json").read_text())
+    assert len(a["labels"]) == 1 and len(a["labels"][0]) == 4
+    assert 0 <= a["ablation"]["accuracy_base"] <= 1 and a["emergence"]["steps"]
+    assert main(["retrieval", "analyze", str(tmp_path)]) == 2  # not a retrieval run
