@@ -39,12 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=_cmd_train)
 
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
-    s.add_argument("--layers", default="1,2", help="comma-separated (default 1,2)")
-    s.add_argument("--depths", default="1,2", help="comma-separated (default 1,2)")
+    s.add_argument("--layers", default="1,2,3", help="comma-separated (default 1,2,3)")
+    s.add_argument("--depths", default="2,5", help="comma-separated (default 2,5: the bound log3(2D) asks for 2 "
+                                                   "and 3 layers)")
     s.add_argument("--curricula", default="none,chain")
     s.add_argument("--seeds", default="0,1,2")
     _model_args(s)
-    s.add_argument("--jobs", type=int, default=1, help="runs trained at once, one torch thread each (default 1)")
+    s.add_argument("--jobs", type=int, default=2, help="runs trained at once, one torch thread each (default 2)")
     s.add_argument("--out", default="runs/retrieval-sweep")
     s.set_defaults(func=_cmd_sweep)
 
@@ -55,6 +56,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--min-mass", type=float, default=0.3)
     an.add_argument("--out", default=None, help="default RUN/analyze")
     an.set_defaults(func=_cmd_analyze)
+
+    em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
+    em.add_argument("runs", nargs="+", help="runs already analyzed (headlab retrieval analyze RUN)")
+    em.add_argument("--out", default=None, help="write emergence.json here")
+    em.set_defaults(func=_cmd_emergence)
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
@@ -74,11 +80,11 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers-n", dest="n_layers", type=int, default=2, help="(train) layers (default 2)")
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--steps", type=int, default=2500)
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--distractors", type=int, default=2)
-    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -127,6 +133,26 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     write_analysis(r, out)
     print((out / "analyze.md").read_text())
     print(f"wrote {out}/analyze.json, analyze.md and circuit.png")
+    return 0
+
+
+def _cmd_emergence(a: argparse.Namespace) -> int:
+    from .io import write_json_atomic
+    from .tasks.analyze import emergence_table
+
+    analyses = []
+    for r in a.runs:
+        f = Path(r) / "analyze" / "analyze.json"
+        if not f.exists():
+            raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
+        analyses.append(json.loads(f.read_text()))
+    t = emergence_table(analyses)
+    for o in t["runs"]:
+        print(f"  {o['run']}: " + (" → ".join(o["order"]) or "nothing emerged"))
+    print(f"  the most common order ({' → '.join(t['most_common_order']) or 'none'}) in {t['same_order']} of "
+          f"{t['n_runs']} runs")
+    if a.out:
+        write_json_atomic(Path(a.out) / "emergence.json", t)
     return 0
 
 

@@ -69,3 +69,15 @@ def test_stimulus_spans_map_to_slash_tokens(name):
         assert all(ids[p] in slash_ids for p in pos), (s.text, [ids[p] for p in pos])
     rnd = [s for s in contexts(3, seed=0, tokenizer=lm.tokenizer) if s.meta["context"] == "random"]
     assert len(rnd) == 3 and all(s.symbols == ["/"] for s in rnd)
+
+
+def test_eval_llm_scores_a_packaged_decoder(tmp_path):
+    from headlab.tasks.llm_eval import _free_form_target, eval_llm
+
+    lm = named("smollm2-135m")
+    sfx, target = _free_form_target(lm.tokenizer, "7")
+    assert lm.tokenizer.decode([target]).strip() == "7"  # never the bare space SmolLM2 puts before digits
+    r = eval_llm(lm if lm.model.get_output_embeddings() is not None else "smollm2-135m", depths=(1,), n=4,
+                 forms=("assign", "assign-mc"), progress=False)
+    assert [c["form"] for c in r["cells"]] == ["assign", "assign-mc"]
+    assert all(0 <= c["accuracy"] <= 1 and c["interval"][0] <= c["interval"][1] for c in r["cells"])

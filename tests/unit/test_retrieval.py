@@ -69,6 +69,8 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     rows = [json.loads(x) for x in (out / "L1-D1-chain-s0" / "eval.jsonl").read_text().splitlines()]
     assert [x["step"] for x in rows] == [20, 40] and 0 <= rows[-1]["accuracy"]["1"] <= 1
     assert main(args) == 0  # finished cells are reused, not retrained
+    other = [a if a != "40" else "60" for a in args]
+    assert main(other) == 2  # the same folder with other settings is refused, not mixed
     run = out / "L1-D1-chain-s0"
     assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0
     a = json.loads((run / "analyze" / "analyze.json").read_text())

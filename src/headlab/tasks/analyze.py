@@ -212,3 +212,24 @@ def write_analysis(r: dict[str, Any], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "circuit.png", dpi=110)
     plt.close(fig)
+
+
+def emergence_table(analyses: list[dict[str, Any]]) -> dict[str, Any]:
+    """Across seeds: each run's order of label types (by emergence step) and how often the order is the same.
+
+    Heads are compared by label (``reader→key``) and layer, since head indices are arbitrary across seeds:
+    a run's order is the sequence of ``L<layer>:<label>`` in order of emergence (ties by step kept together)."""
+    orders = []
+    for a in analyses:
+        em = a["emergence"]["emerged_at"]
+        seq = []
+        for k, step in sorted(((k, s) for k, s in em.items() if s is not None), key=lambda kv: kv[1]):
+            layer, head = (int(x) for x in k.split("."))
+            tag = f"L{layer}:{a['labels'][layer][head]}"
+            if tag not in [t for t, _ in seq]:
+                seq.append((tag, step))
+        orders.append({"run": a["run"], "order": [f"{t}@{s}" for t, s in seq], "types": [t for t, _ in seq]})
+    types = [tuple(o["types"]) for o in orders]
+    most = max(set(types), key=types.count) if types else ()
+    return {"runs": orders, "most_common_order": list(most), "same_order": types.count(most) if types else 0,
+            "n_runs": len(orders)}

@@ -7,8 +7,10 @@ depth in front (from another seed). Scoring (ours):
 * multiple choice: the prompt ends in ``"Answer:"``; the model's choice is the option letter (`` A``..`` D``)
   with the highest next-token logit;
 * free form: the prompt gets ``" Answer:"`` appended and the greedy next token must be the first token of
-  ``" " + answer``. Values are single digits and the places have distinct first tokens under the model's
-  tokenizer (checked; otherwise the cell is refused), so the first token decides the answer.
+  ``" " + answer`` (for a tokenizer that splits that into a bare space and the answer, as SmolLM2 does for
+  digits, the prompt ends in ``" Answer: "`` and the target is the answer's first token). Values are single
+  digits and the places have distinct first tokens under the model's tokenizer (checked; otherwise the cell is
+  refused), so the first token decides the answer.
 
 Each cell reports accuracy with a Wilson 95% interval; ``chance`` is 0.25 for multiple choice and
 1 / (number of chains) for free form (the answer is one of the chains' ends).
@@ -39,6 +41,15 @@ def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def _first_token(tok: Any, text: str) -> int:
     return int(tok(" " + text, add_special_tokens=False)["input_ids"][0])
+
+
+def _free_form_target(tok: Any, answer: str) -> tuple[str, int]:
+    """(prompt suffix, token id the greedy next token must be). Tokenizers that split " 7" into a bare space
+    and "7" (SmolLM2's digits) get the space in the prompt and the answer's own first token as the target."""
+    ids = tok(" " + answer, add_special_tokens=False)["input_ids"]
+    if len(ids) > 1 and not tok.decode(ids[:1]).strip():
+        return " Answer: ", int(tok(answer, add_special_tokens=False)["input_ids"][0])
+    return " Answer:", int(ids[0])
 
 
 @torch.no_grad()
@@ -85,7 +96,12 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3, 4), 
             if shots:
                 demo = " ".join(f"{e['prompt']}{'' if form.endswith('-mc') else ' Answer:'} {e['answer']}."
                                 for e in generate(form, d, shots, seed + 10**6, n_distractors=n_distractors)) + "\n"
-            prompts = [demo + e["prompt"] + ("" if form.endswith("-mc") else " Answer:") for e in exs]
+            if form.endswith("-mc"):
+                prompts, targets = [demo + e["prompt"] for e in exs], []
+            else:
+                suffix_target = [_free_form_target(tok, e["answer"]) for e in exs]
+                prompts = [demo + e["prompt"] + sfx for e, (sfx, _) in zip(exs, suffix_target)]
+                targets = [t for _, t in suffix_target]
             logits = _next_logits(loaded, prompts, batch_size)
             if form.endswith("-mc"):
                 pick = logits[:, letters].argmax(-1)
@@ -93,7 +109,7 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3, 4), 
                 chance = 0.25
             else:
                 pred = logits.argmax(-1)
-                right = sum(int(int(p) == _first_token(tok, e["answer"])) for p, e in zip(pred, exs))
+                right = sum(int(int(p) == t) for p, t in zip(pred, targets))
                 chance = 1 / (1 + n_distractors)
             lo, hi = _wilson(right, n)
             cells.append({"form": form, "depth": d, "n": n, "correct": right, "accuracy": right / n,

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..errors import HeadlabError
 from ..io import write_json_atomic
 from .training import RetrievalTask, train_retrieval
 
@@ -22,10 +23,10 @@ def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
     return f"L{layers}-D{depth}-{curriculum}-s{seed}"
 
 
-def sweep(out: str | Path, *, layers: Sequence[int] = (1, 2), depths: Sequence[int] = (1, 2),
-          curricula: Sequence[str] = ("none", "chain"), seeds: Sequence[int] = (0, 1, 2), steps: int = 1500,
-          d_model: int = 64, n_heads: int = 4, batch_size: int = 64, lr: float = 3e-3, n_distractors: int = 2,
-          eval_every: int = 100, progress: bool = True, jobs: int = 1) -> dict[str, Any]:
+def sweep(out: str | Path, *, layers: Sequence[int] = (1, 2, 3), depths: Sequence[int] = (2, 5),
+          curricula: Sequence[str] = ("none", "chain"), seeds: Sequence[int] = (0, 1, 2), steps: int = 2500,
+          d_model: int = 64, n_heads: int = 4, batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2,
+          eval_every: int = 250, progress: bool = True, jobs: int = 2) -> dict[str, Any]:
     """Train every cell (``jobs`` at a time, one torch thread each) and aggregate; see the module docstring."""
     import shutil
     import sys
@@ -37,7 +38,13 @@ def sweep(out: str | Path, *, layers: Sequence[int] = (1, 2), depths: Sequence[i
     todo = []
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
-        if not (run / "summary.json").exists():
+        if (run / "summary.json").exists():
+            old = json.loads((run / "summary.json").read_text())
+            want = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size}
+            if any(old.get(k) != v for k, v in want.items()) or old["task"]["n_distractors"] != n_distractors:
+                raise HeadlabError(f"{run} was trained with other settings ({ {k: old.get(k) for k in want} }); "
+                                   "use another --out")
+        else:
             if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
                 shutil.rmtree(run)
             todo.append(dict(task=RetrievalTask(d, c, n_distractors=n_distractors), run=run, n_layers=l,

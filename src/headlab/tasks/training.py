@@ -140,7 +140,7 @@ class RetrievalEval:
 
 
 def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, n_heads: int = 4,
-                    d_model: int = 64, steps: int = 1500, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
+                    d_model: int = 64, steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
                     eval_every: int = 100, success: float = 0.99, positions: str = "rope", progress: bool = True,
                     resume: bool = False, threads: int = 1) -> dict[str, Any]:
     """Train one decoder on ``task`` into ``run``; returns its summary (also written to ``summary.json``).
@@ -173,7 +173,7 @@ def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, 
     full = str(task.depth)
     hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
     summary = {"task": task.to_json(), "n_layers": n_layers, "n_heads": n_heads, "d_model": d_model, "steps": steps,
-               "seed": seed, "success_threshold": success, "success": hit is not None, "success_step": hit,
+               "seed": seed, "lr": lr, "batch_size": batch_size, "success_threshold": success, "success": hit is not None, "success_step": hit,
                "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None}
     write_json_atomic(run / "summary.json", summary)
     return summary
