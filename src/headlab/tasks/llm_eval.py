@@ -18,25 +18,15 @@ Each cell reports accuracy with a Wilson 95% interval; ``chance`` is 0.25 for mu
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import torch
 
+from ..analysis.claims import wilson
 from ..errors import HeadlabError
 from ..models import LoadedModel
 from ..progress import bar as progress_bar
 from .retrieval import PLACES, generate
-
-
-def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (mid - half, mid + half)
 
 
 def _first_token(tok: Any, text: str) -> int:
@@ -111,7 +101,7 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3, 4), 
                 pred = logits.argmax(-1)
                 right = sum(int(int(p) == t) for p, t in zip(pred, targets))
                 chance = 1 / (1 + n_distractors)
-            lo, hi = _wilson(right, n)
+            _, lo, hi = wilson(right, n)
             cells.append({"form": form, "depth": d, "n": n, "correct": right, "accuracy": right / n,
                           "interval": [lo, hi], "chance": chance})
             if bar is not None:

@@ -100,12 +100,11 @@ def _means(loaded: Any, detectors: Sequence[Any], samples: list[Sample]) -> dict
     for _, scores in score_samples(loaded, detectors, samples, batch_size=16):
         for name, a in scores.items():
             parts.setdefault(name, []).append(a)
-    with np.errstate(all="ignore"):
-        import warnings
+    import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return {k: np.nanmean(np.concatenate(v), axis=0) for k, v in parts.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a head with no scored sample stays NaN
+        return {k: np.nanmean(np.concatenate(v), axis=0) for k, v in parts.items()}
 
 
 def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.ndarray]:
