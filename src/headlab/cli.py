@@ -307,10 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ablate(sub)
     _add_importance(sub)
     _add_prune(sub)
-    from . import cli_formation, cli_retrieval
+    from . import cli_formation, cli_retrieval, cli_view
 
     cli_formation.register(sub)
     cli_retrieval.register(sub)
+    cli_view.register(sub)
     return p
 
 

@@ -39,12 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=_cmd_train)
 
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
-    s.add_argument("--layers", default="1,2,3", help="comma-separated (default 1,2,3)")
-    s.add_argument("--depths", default="2,5", help="comma-separated (default 2,5: the bound log3(2D) asks for 2 "
-                                                   "and 3 layers)")
-    s.add_argument("--curricula", default="none,chain")
+    s.add_argument("--layers", default="1,2", help="comma-separated (default 1,2)")
+    s.add_argument("--depths", default="2,3", help="comma-separated (default 2,3: the bound log3(2D) is 1.26 and "
+                                                   "1.63 layers; depth 5 needs 3 and far more steps)")
+    s.add_argument("--curricula", default="none,mixed,chain")
     s.add_argument("--seeds", default="0,1,2")
     _model_args(s)
+    s.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints (default 50)")
     s.add_argument("--jobs", type=int, default=2, help="runs trained at once, one torch thread each (default 2)")
     s.add_argument("--out", default="runs/retrieval-sweep")
     s.set_defaults(func=_cmd_sweep)
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
-    e.add_argument("--depths", default="1,2,3,4")
+    e.add_argument("--depths", default="1,2,3", help="comma-separated (default 1,2,3)")
     e.add_argument("--n", type=int, default=500, help="questions per cell (default 500)")
     e.add_argument("--shots", type=int, default=0, help="solved examples in the prompt (default 0)")
     e.add_argument("--forms", default="assign,assign-mc,relatives,relatives-mc")
@@ -84,7 +85,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--distractors", type=int, default=2)
-    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--eval-every", type=int, default=100, help="steps between held-out evaluations (default 100)")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -116,7 +117,8 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
     r = sweep(a.out, layers=_ints(a.layers), depths=_ints(a.depths),
               curricula=[c.strip() for c in a.curricula.split(",") if c.strip()], seeds=_ints(a.seeds),
               steps=a.steps, d_model=a.d_model, n_heads=a.heads, batch_size=a.batch_size, lr=a.lr,
-              n_distractors=a.distractors, eval_every=a.eval_every, progress=not a.no_progress, jobs=a.jobs)
+              n_distractors=a.distractors, eval_every=a.eval_every, checkpoint_every=a.checkpoint_every,
+              progress=not a.no_progress, jobs=a.jobs)
     for k, v in r["cells"].items():
         print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
     for c, v in r["by_curriculum"].items():
@@ -147,10 +149,15 @@ def _cmd_emergence(a: argparse.Namespace) -> int:
             raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
         analyses.append(json.loads(f.read_text()))
     t = emergence_table(analyses)
-    for o in t["runs"]:
-        print(f"  {o['run']}: " + (" → ".join(o["order"]) or "nothing emerged"))
-    print(f"  the most common order ({' → '.join(t['most_common_order']) or 'none'}) in {t['same_order']} of "
-          f"{t['n_runs']} runs")
+    for title, tab in (("by layer and label", t), ("by layer and key (reader dropped)", t["by_layer_and_key"])):
+        print(f"{title}:")
+        for o in tab["runs"]:
+            print(f"  {o['run']}: " + (" → ".join(o["order"]) or "nothing emerged"))
+        print(f"  the most common order ({' → '.join(tab['most_common_order']) or 'none'}) in {tab['same_order']} "
+              f"of {tab['n_runs']} runs")
+        for p in tab["pairwise"]:
+            print(f"  {p['a']} before {p['b']} in {p['a_first']} of {p['runs']} runs, after in {p['b_first']}, "
+                  f"same checkpoint in {p['same_step']}")
     if a.out:
         write_json_atomic(Path(a.out) / "emergence.json", t)
     return 0

@@ -81,6 +81,9 @@ def test_importance_cli_on_an_encoder(tmp_path):
     r = json.loads((tmp_path / "importance.json").read_text())
     assert len(r["heads"]) == 72 and r["spearman_exact_vs_gradient"] is None
     assert all(h["exact_delta"] > 0 for h in r["heads"])  # every head moves the final states a little
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0  # the report's section
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Head importance — minilm-l6" in md and any((tmp_path / "report" / "figures").glob("*importance.png"))
 
 
 def test_prune_curves_start_at_zero_and_end_equal(tmp_path):
@@ -96,3 +99,6 @@ def test_prune_curves_start_at_zero_and_end_equal(tmp_path):
     assert c["exact-keep-specialized"][-1] is None  # one head is kept, so 100% is unreachable
     assert c["exact"][1] <= c["random"][1]  # removing the least important 10% hurts less than random
     assert (tmp_path / "prune.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Pruning — minilm-l6" in md and "exact-keep-specialized" in md

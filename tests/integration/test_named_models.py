@@ -81,3 +81,29 @@ def test_eval_llm_scores_a_packaged_decoder(tmp_path):
                  forms=("assign", "assign-mc"), progress=False)
     assert [c["form"] for c in r["cells"]] == ["assign", "assign-mc"]
     assert all(0 <= c["accuracy"] <= 1 and c["interval"][0] <= c["interval"][1] for c in r["cells"])
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m", "gemma3-270m"])
+def test_eval_llm_reads_the_same_logits_as_a_plain_forward(name):
+    """eval-llm batches prompts by length, keeps only the last position's logits and uses SDPA: the scores must
+    equal a plain one-prompt eager forward's."""
+    import torch
+
+    from headlab.ablation.metrics import load_for_metric
+    from headlab.models import NAMED_MODELS
+    from headlab.tasks.llm_eval import _fused_attention, _next_logits
+
+    if not NAMED_MODELS[name].installed():
+        pytest.skip(f"{name} is not installed")
+    lm = load_for_metric(name)
+    prompts = ["A = 7. B = A. C = B. What is the value of C? Answer:", "Ann lives in Paris. Where does Ann live?",
+               "Bob = 3. Answer:"]
+    with _fused_attention(lm.model):
+        got = _next_logits(lm, prompts, batch_size=2)
+    assert lm.model.config._attn_implementation == "eager"  # restored
+    with torch.no_grad():
+        for p, g in zip(prompts, got):
+            ids = lm.tokenizer(p, return_tensors="pt")["input_ids"]
+            ref = lm.model(input_ids=ids, use_cache=False).logits[0, -1].float()
+            assert torch.allclose(g, ref, atol=2e-3, rtol=1e-3), (p, (g - ref).abs().max())
+            assert int(g.argmax()) == int(ref.argmax())

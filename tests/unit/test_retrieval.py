@@ -77,3 +77,21 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert len(a["labels"]) == 1 and len(a["labels"][0]) == 4
     assert 0 <= a["ablation"]["accuracy_base"] <= 1 and a["emergence"]["steps"]
     assert main(["retrieval", "analyze", str(tmp_path)]) == 2  # not a retrieval run
+
+
+def test_emergence_table_counts_orders_pairwise_across_runs():
+    from headlab.tasks.analyze import emergence_table
+
+    def analysis(run, labels, emerged):
+        return {"run": run, "labels": labels, "emergence": {"emerged_at": emerged}}
+
+    lab = [["ref→prev", "-"], ["query→def-ref", "ref→def-ref"]]
+    t = emergence_table([analysis("a", lab, {"0.0": 100, "1.0": 150, "1.1": None}),
+                         analysis("b", lab, {"0.0": 200, "1.0": 200, "1.1": 250}),
+                         analysis("c", lab, {"0.0": 50, "1.0": 300, "1.1": 100})])
+    assert t["n_runs"] == 3 and [o["types"][0] for o in t["runs"]] == ["L0:ref→prev"] * 3
+    pair = {(p["a"], p["b"]): p for p in t["pairwise"]}
+    p = pair[("L0:ref→prev", "L1:query→def-ref")]
+    assert (p["runs"], p["a_first"], p["b_first"], p["same_step"]) == (3, 2, 0, 1)
+    q = pair[("L1:query→def-ref", "L1:ref→def-ref")]  # seen together in runs b and c only
+    assert (q["runs"], q["a_first"], q["b_first"]) == (2, 1, 1)

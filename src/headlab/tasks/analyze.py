@@ -176,7 +176,21 @@ def emergence(run: Path, model: Transformer, task: RetrievalTask, labels: list[l
     when = {k: emergence_step(steps, [m[k] for m in masses], min_mass) for k in heads}
     order = sorted((s, k) for k, s in when.items() if s is not None)
     return {"steps": steps, "mass": {k: [m[k] for m in masses] for k in heads}, "emerged_at": when,
-            "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order]}
+            "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order],
+            "context": {k: training_context(run, s) for k, s in when.items() if s is not None}}
+
+
+def training_context(run: Path, step: int) -> dict[str, Any]:
+    """The training loss and held-out accuracy by depth around ``step``: the loss logged at the last step at or
+    before it, the accuracy of the first evaluation at or after it."""
+    def rows(name: str) -> list[dict[str, Any]]:
+        f = run / name
+        return [json.loads(x) for x in f.read_text().splitlines() if x.strip()] if f.exists() else []
+
+    loss = [r for r in rows("metrics.jsonl") if r["step"] <= step]
+    acc = [r for r in rows("eval.jsonl") if r["step"] >= step]
+    return {"loss": loss[-1]["loss"] if loss else None, "loss_step": loss[-1]["step"] if loss else None,
+            "accuracy": acc[0]["accuracy"] if acc else None, "accuracy_step": acc[0]["step"] if acc else None}
 
 
 def write_analysis(r: dict[str, Any], out: Path) -> None:
@@ -199,6 +213,17 @@ def write_analysis(r: dict[str, Any], out: Path) -> None:
               f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
               f"{a['accuracy_control_mean'] if a['accuracy_control_mean'] is None else round(a['accuracy_control_mean'], 3)}.",
               "", "Emergence order: " + (", ".join(r["emergence"]["order"]) or "none emerged")]
+    ctx = r["emergence"].get("context", {})
+    if ctx:
+        lines += ["", "| head | label | emerged at step | training loss then | held-out accuracy by depth (step) |",
+                  "|---|---|---|---|---|"]
+        for k, step in sorted(((k, v) for k, v in r["emergence"]["emerged_at"].items() if v is not None),
+                              key=lambda kv: kv[1]):
+            c = ctx.get(k, {})
+            lab = r["labels"][int(k.split(".")[0])][int(k.split(".")[1])]
+            acc = ", ".join(f"D{d} {v:.2f}" for d, v in (c.get("accuracy") or {}).items())
+            loss = "n/a" if c.get("loss") is None else f"{c['loss']:.3f}"
+            lines.append(f"| {k} | {lab} | {step} | {loss} | {acc or 'n/a'} ({c.get('accuracy_step')}) |")
     write_text_atomic(out / "analyze.md", "\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(1.6 * len(r["labels"][0]) + 1, 1.1 * L + 1))
     for l in range(L):
@@ -214,22 +239,45 @@ def write_analysis(r: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
-def emergence_table(analyses: list[dict[str, Any]]) -> dict[str, Any]:
+def emergence_table(analyses: list[dict[str, Any]], coarse: bool = False) -> dict[str, Any]:
     """Across seeds: each run's order of label types (by emergence step) and how often the order is the same.
 
     Heads are compared by label (``reader→key``) and layer, since head indices are arbitrary across seeds:
-    a run's order is the sequence of ``L<layer>:<label>`` in order of emergence (ties by step kept together)."""
+    a run's order is the sequence of ``L<layer>:<label>`` in order of emergence (ties by step kept together).
+    ``coarse`` compares ``L<layer>:→<key>`` instead (the reader dropped), so that a hop head read from the query
+    in one seed and from the pairs in another counts as the same role; the full table holds both."""
     orders = []
     for a in analyses:
         em = a["emergence"]["emerged_at"]
         seq = []
         for k, step in sorted(((k, s) for k, s in em.items() if s is not None), key=lambda kv: kv[1]):
             layer, head = (int(x) for x in k.split("."))
-            tag = f"L{layer}:{a['labels'][layer][head]}"
+            label = a["labels"][layer][head]
+            tag = f"L{layer}:→{label.split('→')[1]}" if coarse else f"L{layer}:{label}"
             if tag not in [t for t, _ in seq]:
                 seq.append((tag, step))
         orders.append({"run": a["run"], "order": [f"{t}@{s}" for t, s in seq], "types": [t for t, _ in seq]})
     types = [tuple(o["types"]) for o in orders]
     most = max(set(types), key=types.count) if types else ()
-    return {"runs": orders, "most_common_order": list(most), "same_order": types.count(most) if types else 0,
-            "n_runs": len(orders)}
+    out: dict[str, Any] = {"runs": orders, "most_common_order": list(most),
+                           "same_order": types.count(most) if types else 0, "n_runs": len(orders),
+                           "pairwise": pairwise_order(orders)}
+    if not coarse:
+        out["by_layer_and_key"] = emergence_table(analyses, coarse=True)
+    return out
+
+
+def pairwise_order(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For every two label types that both emerged in at least two runs: in how many runs A came first, B came
+    first, or both at the same checkpoint. Robust to runs that grew different sets of types."""
+    steps = [{o["order"][i].rsplit("@", 1)[0]: int(o["order"][i].rsplit("@", 1)[1]) for i in range(len(o["order"]))}
+             for o in orders]
+    names = sorted({t for s in steps for t in s})
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = [s for s in steps if a in s and b in s]
+            if len(both) >= 2:
+                out.append({"a": a, "b": b, "runs": len(both), "a_first": sum(s[a] < s[b] for s in both),
+                            "b_first": sum(s[b] < s[a] for s in both), "same_step": sum(s[a] == s[b] for s in both)})
+    return out

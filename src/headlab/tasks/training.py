@@ -142,7 +142,7 @@ class RetrievalEval:
 def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, n_heads: int = 4,
                     d_model: int = 64, steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
                     eval_every: int = 100, success: float = 0.99, positions: str = "rope", progress: bool = True,
-                    resume: bool = False, threads: int = 1) -> dict[str, Any]:
+                    resume: bool = False, threads: int = 1, checkpoint_every: int | None = None) -> dict[str, Any]:
     """Train one decoder on ``task`` into ``run``; returns its summary (also written to ``summary.json``).
 
     ``threads``: torch threads (default 1: these models are too small to gain from more, and a sweep can then
@@ -160,7 +160,7 @@ def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, 
                         probe_windows=0),  # unused: the task generates its own batches
         optim=OptimConfig(steps=steps, batch_size=batch_size, lr=lr, warmup_steps=min(100, steps // 10), seed=seed,
                           weight_decay=0.01, log_every=50, threads=threads),
-        checkpoints=CheckpointConfig(early_points=6, early_fraction=0.1, every=max(1, steps // 10)),
+        checkpoints=CheckpointConfig(early_points=6, early_fraction=0.1, every=max(1, checkpoint_every or steps // 10)),
         track=TrackConfig(grad_every=0))
     run.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run / "task.json", task.to_json())
@@ -173,7 +173,8 @@ def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, 
     full = str(task.depth)
     hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
     summary = {"task": task.to_json(), "n_layers": n_layers, "n_heads": n_heads, "d_model": d_model, "steps": steps,
-               "seed": seed, "lr": lr, "batch_size": batch_size, "success_threshold": success, "success": hit is not None, "success_step": hit,
+               "seed": seed, "lr": lr, "batch_size": batch_size, "checkpoint_every": cfg.checkpoints.every,
+               "success_threshold": success, "success": hit is not None, "success_step": hit,
                "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None}
     write_json_atomic(run / "summary.json", summary)
     return summary

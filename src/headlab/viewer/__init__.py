@@ -1,0 +1,43 @@
+"""``headlab view``: one self-contained, offline HTML page to explore a model's or a run's attention heads.
+
+:func:`view` builds the page's data from a model name or path, a scan folder (``scan.json``), a training run
+(checkpoints; ``headlab track`` output when present) or a retrieval run (``task.json``), and writes the file.
+See :mod:`headlab.viewer.page` for the file format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from .data import ViewData, ViewSample
+from ..errors import HeadlabError
+from .page import SCALES, dequantize, quantize, render, write_html
+from .sources import from_model, from_retrieval, from_scan, from_training, kind_of
+
+
+def build(source: str | Path, texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
+          progress: bool = True, scale: str = "sqrt") -> ViewData:
+    """The page's data for ``source``; ``texts`` are ``(name, text)`` pairs shown instead of the defaults
+    (not used for retrieval runs, whose inputs are task examples); ``scale``: map quantization, ``sqrt``
+    (default: diffuse attention stays visible) or ``linear`` (about 5x smaller files on long inputs)."""
+    if scale not in SCALES:
+        raise HeadlabError(f"unknown scale {scale!r}; known: {', '.join(SCALES)}")
+    kind = kind_of(source)
+    if kind == "retrieval":
+        return from_retrieval(Path(source), progress, scale=scale)
+    if kind == "training":
+        return from_training(Path(source), texts, progress, scale)
+    if kind == "scan":
+        return from_scan(Path(source), texts, device, progress, scale)
+    return from_model(str(source), texts, None, device, progress, scale)
+
+
+def view(source: str | Path, out: str | Path, texts: Sequence[tuple[str, str]] | None = None, *,
+         device: str = "cpu", progress: bool = True, scale: str = "sqrt") -> Path:
+    """Write the viewer page for ``source`` to ``out`` and return its path."""
+    return write_html(build(source, texts, device=device, progress=progress, scale=scale), out)
+
+
+__all__ = ["ViewData", "ViewSample", "build", "dequantize", "from_model", "from_retrieval", "from_scan",
+           "from_training", "kind_of", "quantize", "render", "view", "write_html"]

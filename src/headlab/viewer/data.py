@@ -1,0 +1,113 @@
+"""What a viewer page shows: :class:`ViewData`, and the attention maps captured for it.
+
+A page has samples (token strings, with the ``/`` positions marked), one or more checkpoints (a plain model has
+one), per checkpoint a ``(L, H)`` array per score, optionally SDH marks, retrieval labels, the labelled circuit
+and the tracker's phases, and the stored attention maps keyed by ``(checkpoint, sample, layer, head)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..capture import capture
+from ..corpus import Sample
+from ..engine import collate, forward
+from ..errors import HeadlabError
+from ..io import _clean
+from ..models import LoadedModel
+from ..models.loaded import device_of
+
+
+@dataclass
+class ViewSample:
+    name: str
+    ids: list[int]
+    tokens: list[str]  # one display string per token
+    marked: list[int]  # token positions to highlight (the '/' tokens, or the retrieval chain)
+
+
+@dataclass
+class ViewData:
+    title: str
+    subtitle: str
+    kind: str  # "model", "scan", "training" or "retrieval"
+    n_layers: int
+    n_heads: int
+    causal: bool
+    samples: list[ViewSample]
+    steps: list[int | None]  # one entry per checkpoint; [None] for a plain model
+    scores: list[dict[str, np.ndarray]]  # per checkpoint: score name -> (L, H)
+    maps: dict[tuple[int, int, int, int], bytes] = field(default_factory=dict)  # (ck, sample, layer, head)
+    sdh: np.ndarray | None = None  # (L, H) bool
+    labels: list[list[str]] | None = None
+    circuit: list[dict[str, Any]] | None = None
+    phases: dict[str, Any] | None = None  # score -> "l.h" -> [phase dicts]
+    notes: list[str] = field(default_factory=list)
+    scale: str = "sqrt"  # map quantization, see headlab.viewer.page
+
+    def meta(self) -> dict[str, Any]:
+        metrics = list(self.scores[0]) if self.scores else []
+        return _clean({
+            "title": self.title, "subtitle": self.subtitle, "kind": self.kind, "n_layers": self.n_layers,
+            "n_heads": self.n_heads, "causal": self.causal,
+            "samples": [{"name": s.name, "tokens": s.tokens, "marked": s.marked} for s in self.samples],
+            "steps": [s if s is not None else 0 for s in self.steps], "metrics": metrics,
+            "scores": [{m: np.asarray(sc[m], dtype=float).tolist() for m in metrics} for sc in self.scores],
+            "map_checkpoints": sorted({c for c, _, _, _ in self.maps}),
+            "sdh": self.sdh.astype(bool).tolist() if self.sdh is not None else None,
+            "labels": self.labels, "circuit": self.circuit, "phases": self.phases,
+            "scale": self.scale, "notes": self.notes,
+        })
+
+
+def display_tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """One readable string per token (decoded alone, so byte-level BPE shows spaces, not 'Ġ')."""
+    out = []
+    for i in ids:
+        t = tokenizer.decode([int(i)])
+        out.append(t if t.strip() else repr(t)[1:-1] or "␣")
+    return out
+
+
+def text_sample(loaded: LoadedModel, text: str, name: str, marker: str = "/") -> ViewSample:
+    """Tokenize ``text`` with the model's special tokens; longer than the model's window is an error."""
+    if not text.strip():
+        raise HeadlabError(f"{name}: the text is empty")
+    ids = list(loaded.tokenizer(text)["input_ids"])
+    if len(ids) > loaded.facts.max_length:
+        raise HeadlabError(f"{name} is {len(ids)} tokens; {loaded.name}'s window is {loaded.facts.max_length}: "
+                           "shorten the text (headlab does not truncate silently)")
+    slash = loaded.ids_containing(marker)
+    return ViewSample(name, ids, display_tokens(loaded.tokenizer, ids), [i for i, t in enumerate(ids) if t in slash])
+
+
+@torch.no_grad()
+def capture_maps(loaded: LoadedModel, ids: Sequence[int],
+                 sink: Callable[[int, int, np.ndarray], None]) -> None:
+    """Run one sample and hand every head's ``(T, T)`` attention map to ``sink(layer, head, map)`` as the layer
+    is computed, so a long input never holds all layers' maps at once."""
+    def on_layer(layer: int, probs: torch.Tensor) -> None:  # probs (1, H, T, T)
+        p = probs[0].float().cpu().numpy()
+        for h in range(p.shape[0]):
+            sink(layer, h, p[h])
+
+    # one sample, so nothing is padded and the pad id is irrelevant (a retrieval model has no tokenizer)
+    batch = collate([Sample(0, "view", 0, tuple(int(i) for i in ids))], 0, loaded.facts.causal,
+                    device_of(loaded.model))
+    with capture(loaded.model, on_layer):
+        forward(loaded, batch)
+
+
+def store_maps(data: ViewData, loaded: LoadedModel, checkpoint: int) -> None:
+    """Capture and quantize every head's map on every sample of ``data`` for one checkpoint."""
+    from .page import quantize
+
+    for s, sample in enumerate(data.samples):
+        def sink(layer: int, head: int, m: np.ndarray, s: int = s) -> None:
+            data.maps[(checkpoint, s, layer, head)] = quantize(m, loaded.facts.causal, data.scale)
+
+        capture_maps(loaded, sample.ids, sink)

@@ -1,0 +1,237 @@
+"""Build a :class:`ViewData` from what the user points at: a model, a scan folder, a training run or a
+retrieval run. Which one is decided by the files present (see :func:`kind_of`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import HeadlabError
+from ..progress import bar as progress_bar
+from .data import ViewData, ViewSample, display_tokens, store_maps, text_sample
+
+#: grid scores taken from a scan's per-head scores, in this order
+SCAN_SCORES = ("token", "token_frac_above", "offset", "previous_token", "duplicate_token", "induction", "sink")
+
+
+def kind_of(source: str | Path) -> str:
+    p = Path(source)
+    if p.is_dir():
+        if (p / "task.json").exists():
+            return "retrieval"
+        if (p / "config.toml").exists() and (p / "checkpoints").is_dir():
+            return "training"
+        if (p / "scan.json").exists():
+            return "scan"
+    return "model"
+
+
+def default_texts(loaded: Any, n_stimuli: int = 2, seed: int = 0) -> list[tuple[str, str]]:
+    """(name, text): a window of the default corpus that contains '/', then slash stimuli."""
+    from ..corpus import DEFAULT_CORPUS, Sampler, documents
+    from ..stimuli import make_suite
+
+    out: list[tuple[str, str]] = []
+    try:
+        sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), None, seed,
+                          loaded.ids_containing("/"), "with-target")
+        for s in sampler.samples(documents(list(DEFAULT_CORPUS)), 1):
+            out.append(("corpus window with '/'", loaded.tokenizer.decode(s.input_ids, skip_special_tokens=True)))
+    except HeadlabError:
+        pass  # no default corpus installed: the stimuli still show the '/' tokens
+    for k, st in enumerate(make_suite("slash", n_stimuli, seed)):
+        out.append((f"slash stimulus {k} ({st.meta.get('category', st.template)})", st.text))
+    return out
+
+
+def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.ndarray]:
+    out = {}
+    for k in SCAN_SCORES:
+        if k in heads[0]["scores"]:
+            a = np.full((L, H), np.nan)
+            for h in heads:
+                v = h["scores"].get(k)
+                a[h["layer"], h["head"]] = np.nan if v is None else v
+            out[k] = a
+    return out
+
+
+def from_model(source: str, texts: Sequence[tuple[str, str]] | None, scan_json: dict[str, Any] | None = None,
+               device: str = "cpu", progress: bool = True, scale: str = "sqrt") -> ViewData:
+    """A pretrained model: maps on ``texts`` (default: :func:`default_texts`), scores from ``scan_json`` when
+    given (a corpus scan), else from a scan of the shown texts themselves."""
+    from ..models import load
+    from ..scan import scan
+
+    loaded = load(source, device=device)
+    texts = list(texts) if texts else default_texts(loaded)
+    samples = [text_sample(loaded, t, name) for name, t in texts]
+    L, H = loaded.facts.n_layers, loaded.facts.n_heads
+    notes = []
+    if scan_json is not None:
+        scores = _scan_scores(scan_json["heads"], L, H)
+        sdh = np.zeros((L, H), bool)
+        for h in scan_json["heads"]:
+            sdh[h["layer"], h["head"]] = h["sdh"]
+        notes.append(f"Scores: corpus scan of {scan_json['n_samples']} samples ({scan_json['n_samples_with_target']} "
+                     "with '/'); SDH = the strict rule of that scan.")
+    else:
+        r = scan(loaded, texts=[t for _, t in texts], max_samples=None, progress=False,
+                 max_length=loaded.facts.max_length, consecutive=min(3, len(texts)))
+        scores = _scan_scores(r.heads(), L, H)
+        sdh = r.sdh
+        notes.append(f"Scores: the {len(texts)} shown texts only (pass a scan folder for corpus scores); "
+                     f"SDH rule with {min(3, len(texts))} consecutive samples.")
+    data = ViewData(title=f"headlab · {loaded.name}", subtitle=f"{L} layers × {H} heads, {loaded.facts.kind}",
+                    kind="scan" if scan_json is not None else "model", n_layers=L, n_heads=H,
+                    causal=loaded.facts.causal, samples=samples, steps=[None], scores=[scores], sdh=sdh,
+                    notes=notes, scale=scale)
+    bar = progress_bar(1, f"view {loaded.name}: attention maps", "model", progress)
+    store_maps(data, loaded, 0)
+    if bar is not None:
+        bar.update(1)
+        bar.close()
+    return data
+
+
+def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
+              progress: bool = True, scale: str = "sqrt") -> ViewData:
+    scan_json = json.loads((folder / "scan.json").read_text())
+    return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
+
+
+def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: bool = True,
+                  scale: str = "sqrt") -> ViewData:
+    """A headlab training run: a checkpoint slider over the tracked scores (``headlab track`` output when present,
+    else the shown samples), every checkpoint's maps, and the tracker's phases."""
+    from ..track.scores import load_checkpoint_model
+    from ..train import checkpoint as ckpt
+    from ..train.data import load_pool
+
+    cks = ckpt.checkpoints(run)
+    if not cks:
+        raise HeadlabError(f"{run} has no checkpoints")
+    track_file = run / "track" / "track.json"
+    tracked = json.loads(track_file.read_text()) if track_file.exists() else None
+    if tracked is not None:
+        keep = set(tracked["steps"])
+        cks = [(s, f) for s, f in cks if s in keep] or cks
+    first = load_checkpoint_model(run, cks[-1][1])
+    if texts:
+        samples = [text_sample(first, t, name) for name, t in texts]
+    else:
+        pool, _ = load_pool(run)
+        ids = pool.probe_ids[0][pool.probe_mask[0]].tolist()
+        slash = first.ids_containing("/")
+        samples = [ViewSample("probe window 0", ids, display_tokens(first.tokenizer, ids),
+                              [i for i, t in enumerate(ids) if t in slash])]
+        with_slash = [r for r in range(len(pool.probe_ids))
+                      if any(int(t) in slash for t in pool.probe_ids[r][pool.probe_mask[r]])]
+        if with_slash and with_slash[0] != 0:
+            ids = pool.probe_ids[with_slash[0]][pool.probe_mask[with_slash[0]]].tolist()
+            samples.append(ViewSample(f"probe window {with_slash[0]} (with '/')", ids,
+                                      display_tokens(first.tokenizer, ids), [i for i, t in enumerate(ids) if t in slash]))
+    L, H = first.facts.n_layers, first.facts.n_heads
+    data = ViewData(title=f"headlab · training run {run.name}", subtitle=f"{L} layers × {H} heads, {len(cks)} checkpoints",
+                    kind="training", n_layers=L, n_heads=H, causal=first.facts.causal, samples=samples,
+                    steps=[s for s, _ in cks], scores=[], scale=scale)
+    bar = progress_bar(len(cks), f"view {run.name}: checkpoints", "checkpoint", progress)
+    for c, (step, folder) in enumerate(cks):
+        loaded = load_checkpoint_model(run, folder)
+        if tracked is not None and step in tracked["steps"]:
+            k = tracked["steps"].index(step)
+            data.scores.append({m: np.asarray(v[k], dtype=float) for m, v in tracked["scores"].items()
+                                if m != "offset_delta"})
+        else:
+            data.scores.append(_shown_scores(loaded, samples))
+        store_maps(data, loaded, c)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    phases_file = run / "track" / "phases.json"
+    if phases_file.exists():
+        data.phases = {m: {k: v["phases"] for k, v in heads.items()}
+                       for m, heads in json.loads(phases_file.read_text())["scores"].items()}
+    data.notes.append("Scores: " + ("headlab track (probe windows, slash stimuli, repeated tokens)" if tracked
+                                    else "the shown samples (run headlab track RUN for the tracker's probes)") + ".")
+    return data
+
+
+def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
+    from ..corpus import Sample
+    from ..detectors import make
+    from ..engine import score_samples
+
+    dets = [make("token"), make("offset"), make("previous-token"), make("sink")]
+    dets[0].bind(loaded)
+    parts: dict[str, list[np.ndarray]] = {}
+    for _, sc in score_samples(loaded, dets, [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)], 8):
+        for k, a in sc.items():
+            parts.setdefault(k, []).append(a)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = {k: np.nanmean(np.concatenate(v), axis=0) for k, v in parts.items()}
+    out["offset"] = np.nanmax(np.nan_to_num(out["offset"], nan=-1.0), axis=-1)
+    return {"slash_mass" if k == "token" else k: v for k, v in out.items()}
+
+
+def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
+    """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
+    from ..tasks.analyze import KEYS, READERS, head_profile, labels_of, load_run
+    from ..tasks.training import eval_set
+    from ..train import checkpoint as ckpt
+
+    model, task = load_run(run)
+    analysis_file = run / "analyze" / "analyze.json"
+    probes = eval_set(task, n_probes, 2 * 10**6, task.depth)
+    if analysis_file.exists():
+        a = json.loads(analysis_file.read_text())
+        labels, circuit = a["labels"], a["circuit"]
+    else:
+        prof = head_profile(model, task, probes)
+        labels = labels_of(prof)
+        circuit = [{"head": f"{l}.{h}", "layer": l, "label": labels[l][h],
+                    "mass": float(prof[l, h][READERS.index(labels[l][h].split("→")[0]),
+                                             KEYS.index(labels[l][h].split("→")[1])])}
+                   for l in range(len(labels)) for h in range(len(labels[0])) if labels[l][h] != "-"]
+    ex = probes[0]
+    seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
+    v = task.vocab
+    names = {v.PAD: "<pad>", v.BOS: "<bos>", v.QUERY: "<query>", v.SEP: "<sep>"}
+    tokens = [names.get(t) or (f"x{t - 4}" if v.is_var(t) else f"v{t - 4 - v.n_vars}") for t in seq]
+    chain = set(ex["chain"]) | {seq[len(ex["tokens"]) - 1]}
+    marked = [i for i, t in enumerate(seq) if t in chain]
+    answer = f"v{ex['answer'] - 4 - v.n_vars}"
+    sample = ViewSample(f"probe example, depth {task.depth}, answer {answer}", seq, tokens, marked)
+    kinds = sorted({lab for row in labels for lab in row if lab != "-"})
+    cks = ckpt.checkpoints(run)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    data = ViewData(title=f"headlab · retrieval run {run.name}",
+                    subtitle=f"{L} layers × {H} heads, depth {task.depth}, curriculum {task.curriculum}",
+                    kind="retrieval", n_layers=L, n_heads=H, causal=True, samples=[sample],
+                    steps=[s for s, _ in cks] or [None], scores=[], labels=labels, circuit=circuit,
+                    notes=["Scores: attention mass of each reader→key kind on 16 probe examples (headlab retrieval "
+                           "analyze); the chain's tokens are highlighted."], scale=scale)
+    from ..nn import as_loaded
+
+    bar = progress_bar(max(1, len(cks)), f"view {run.name}: checkpoints", "checkpoint", progress)
+    for c, (_, folder) in enumerate(cks or [(None, None)]):
+        m = load_run(run, folder)[0] if folder is not None else model
+        prof = head_profile(m, task, probes)
+        masked = prof.copy()
+        masked[..., KEYS.index("bos")] = 0  # a sink is not a retrieval role (as in labels_of)
+        sc = {"best label mass": masked.reshape(L, H, -1).max(-1)}
+        sc.update({k: prof[:, :, READERS.index(k.split("→")[0]), KEYS.index(k.split("→")[1])] for k in kinds})
+        data.scores.append(sc)
+        store_maps(data, as_loaded(m, None, run.name), c)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return data

@@ -1,0 +1,185 @@
+"""headlab view and headlab report: data, file format, and the page in a real headless Chromium.
+
+The browser tests need Debian's chromium and Playwright (``make test`` installs both). They are skipped on a
+machine without them, except under CI (``CI`` set), where a missing browser is a failure.
+"""
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headlab.cli import main
+from headlab.errors import HeadlabError
+from headlab.viewer import build, dequantize, kind_of, quantize, render
+
+from .test_train import TINY
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "runs" / "browser-tests"
+
+@pytest.fixture(scope="module")
+def tracked_run(tmp_path_factory):
+    from headlab.train import from_dict, train
+
+    run = tmp_path_factory.mktemp("viewer") / "run"
+    train(from_dict(json.loads(json.dumps(TINY))), run, progress=False)
+    assert main(["track", str(run), "--n", "6", "--no-progress"]) == 0
+    return run
+
+
+@pytest.fixture(scope="module")
+def retrieval_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("viewer") / "sweep"
+    assert main(["retrieval", "sweep", "--layers", "2", "--depths", "2", "--curricula", "chain", "--seeds", "0",
+                 "--steps", "40", "--batch-size", "16", "--eval-every", "20", "--checkpoint-every", "20",
+                 "--d-model", "32", "--no-progress", "--jobs", "1", "--out", str(out)]) == 0
+    return out
+
+
+def test_quantization_error_is_bounded_and_causal_maps_keep_the_lower_triangle():
+    rng = np.random.default_rng(0)
+    for causal in (False, True):
+        x = rng.random((50, 50)) ** 8
+        if causal:
+            x = np.tril(x)
+        p = x / x.sum(1, keepdims=True)
+        back = dequantize(quantize(p, causal), 50, causal)
+        assert np.abs(back - p).max() < 0.004
+        assert np.all(back[p == 0] == 0)
+        # the sqrt scale's bound: |error| <= sqrt(p)/255 + (0.5/255)^2, so small weights stay small
+        assert np.all(np.abs(back - p) <= np.sqrt(p) / 255 + 4e-6)
+        lin = dequantize(quantize(p, causal, "linear"), 50, causal, "linear")
+        assert np.abs(lin - p).max() <= 0.5 / 255 + 1e-9
+    assert len(quantize(np.tril(np.ones((64, 64))) / 64, True)) < len(quantize(np.ones((64, 64)) / 64, False))
+
+
+def test_training_run_page_has_every_checkpoint_map_and_nothing_external(tracked_run):
+    assert kind_of(tracked_run) == "training" and kind_of("minilm-l6") == "model"
+    data = build(tracked_run, progress=False)
+    meta = data.meta()
+    track = json.loads((tracked_run / "track" / "track.json").read_text())
+    assert meta["steps"] == track["steps"] and len(meta["scores"]) == len(track["steps"])
+    assert meta["scores"][-1]["previous-token"] == pytest.approx(np.array(track["scores"]["previous-token"][-1]))
+    assert set(meta["phases"]) >= {"previous-token", "slash_mass"}
+    n_maps = len(meta["steps"]) * len(meta["samples"]) * 2 * 2
+    assert len(data.maps) == n_maps and meta["map_checkpoints"] == list(range(len(meta["steps"])))
+    page = render(data)
+    assert page.count('type="text/plain" id="m-') == n_maps
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # no external script, style or link
+    assert "http://" not in page.split('<script type="application/json"')[0]
+    # a stored map decodes back to a row-stochastic lower-triangular matrix
+    key = (len(meta["steps"]) - 1, 0, 1, 0)
+    T = len(meta["samples"][0]["tokens"])
+    m = dequantize(data.maps[key], T, True)
+    assert np.allclose(m.sum(1), 1, atol=0.05) and np.all(np.triu(m, 1) == 0)
+
+
+def test_retrieval_run_page_shows_the_labelled_circuit(retrieval_run):
+    run = retrieval_run / "L2-D2-chain-s0"
+    assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0
+    data = build(run, progress=False)
+    a = json.loads((run / "analyze" / "analyze.json").read_text())
+    assert data.kind == "retrieval" and data.labels == a["labels"] and data.steps[-1] == 40
+    assert "best label mass" in data.scores[0] and data.samples[0].tokens[0] == "<bos>"
+    assert data.samples[0].marked  # the chain's tokens are highlighted
+
+
+def test_view_errors_are_one_line(tmp_path, capsys):
+    assert main(["view", str(tmp_path / "missing-model"), "--out", str(tmp_path / "x.html"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("headlab: error:")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    assert main(["view", "minilm-l6", "--texts-file", str(empty), "--out", str(tmp_path / "y.html")]) == 2
+
+
+def test_report_finds_every_kind_and_draws_labelled_figures(tracked_run, retrieval_run, tmp_path):
+    study = tmp_path / "study"
+    shutil.copytree(tracked_run, study / "training")
+    shutil.copytree(retrieval_run, study / "sweep")
+    assert main(["report", str(study), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Training and formation — training" in md and "## Retrieval sweep — sweep" in md
+    figs = re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", md)
+    assert len(figs) >= 8 and all((tmp_path / "rep" / f).stat().st_size > 1000 for f in figs)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "<table>" in html and "<img" in html and "http" not in html.split("<body>")[0]
+    assert main(["report", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "r2")]) == 2
+    (tmp_path / "emptydir").mkdir()
+    assert main(["report", str(tmp_path / "emptydir")]) == 2
+
+
+# ---- real browser -------------------------------------------------------------------------------------------
+
+def _browser_or_skip():
+    from headlab.viewer.browser import chromium_path
+
+    try:
+        import playwright  # noqa: F401
+        ok = chromium_path() is not None
+    except ImportError:
+        ok = False
+    if not ok:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs chromium and playwright for the browser tests (make test installs them)")
+        pytest.skip("no chromium/playwright on this machine (make test installs them)")
+
+
+@pytest.mark.browser
+def test_viewer_in_headless_chromium(tracked_run, tmp_path):
+    # waits use selectors: string predicates would be eval'd, which the page's Content-Security-Policy forbids
+    _browser_or_skip()
+    from headlab.viewer import view
+    from headlab.viewer.browser import open_page
+
+    page_file = view(tracked_run, tmp_path / "viewer.html", progress=False)
+    with open_page(page_file) as (page, log):
+        page.wait_for_selector("#map[data-head]")  # opens on the top head of the first score
+        page.click("#cell-1-0")
+        page.wait_for_selector("#map[data-head='1.0']")
+        drawn = page.evaluate("""() => { const c = document.getElementById('map');
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let blue = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 2] > d[i] + 40) blue++; return blue; }""")
+        assert drawn > 50  # the map's cells are painted (white → blue)
+        grid_at = lambda: [page.get_attribute(f"#cell-{l}-{h}", "data-value") for l in (0, 1) for h in (0, 1)]
+        last = grid_at()
+        page.fill("#checkpoint", "0")
+        page.dispatch_event("#checkpoint", "input")
+        page.wait_for_selector("#map[data-checkpoint='0']")
+        assert grid_at() != last  # the slider replays the grid at another checkpoint
+        assert "step 1" in page.inner_text("#steplabel")
+        page.hover("#cell-0-1")
+        assert "head 0.1" in page.inner_text("#tip")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "viewer-training-run.png"), full_page=True)
+    assert log["console_errors"] == [] and log["page_errors"] == []
+    assert log["requests"] == []  # nothing but the file itself
+    assert (ARTIFACTS / "viewer-training-run.png").stat().st_size > 10_000
+
+
+@pytest.mark.browser
+@pytest.mark.integration
+def test_viewer_of_a_packaged_model_marks_slash_tokens(tmp_path):
+    _browser_or_skip()
+    from headlab.models import NAMED_MODELS
+    from headlab.viewer import view
+    from headlab.viewer.browser import open_page
+
+    if not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("minilm-l6 is not installed")
+    text = "See https://example.com/docs/api and/or the 2024/05/01 notes in /usr/share/doc."
+    page_file = view("minilm-l6", tmp_path / "minilm.html", [("url text", text)], progress=False)
+    with open_page(page_file) as (page, log):
+        page.click("#cell-2-3")
+        page.wait_for_selector("#map[data-head='2.3']")
+        meta = json.loads(page.inner_text("#hl-meta"))
+        assert len(meta["samples"][0]["marked"]) >= 5 and meta["n_layers"] * meta["n_heads"] == 72
+        assert page.locator("#tokens text.slash").count() >= 10  # '/' tokens highlighted on both sides
+        page.screenshot(path=str(ARTIFACTS / "viewer-minilm.png"), full_page=True)
+    assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []
+    with pytest.raises(HeadlabError, match="window is 512"):
+        view("minilm-l6", tmp_path / "long.html", [("long", "word / " * 400)], progress=False)
