@@ -52,6 +52,9 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
     assert r["slash"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
     pooled = r["slash"]["pooled_cosine_distance"]
     assert 0 < pooled["delta"] < 1 and pooled["control_delta_mean"] > 0
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Ablation — minilm-l6" in md and "| cosine_distance |" in md
 
 
 def test_ablate_resample_mode_and_stimulus_suites(tmp_path):

@@ -45,7 +45,7 @@ def test_characterize_cli(tmp_path, capsys):
 def test_claims_table_on_one_model(tmp_path):
     from headlab.analysis.claims import claims
 
-    r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False)
+    r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, save_dir=str(tmp_path))
     r.write(tmp_path)
     md = (tmp_path / "claims.md").read_text()
     assert md.count("\n| ") >= 8 and "15-20%" in md and "Rules:" in md
@@ -55,3 +55,8 @@ def test_claims_table_on_one_model(tmp_path):
     assert j["claims"][6]["cross_model"]["verdict"] == "inconclusive"  # one architecture kind only
     for c in j["claims"][:6]:
         assert c["per_model"]["minilm-l6"]["verdict"].split(" (")[0] in ("supported", "not supported", "inconclusive")
+    from headlab.report import report  # the report finds the scan, the characterization and the table
+
+    rep = report(tmp_path, tmp_path / "report")
+    assert rep["sections"] == ["Scan — minilm-l6", "Characterization — minilm-l6", "Claims table"]
+    assert rep["figures"] == 4 and "| 8. ablating" in (tmp_path / "report" / "report.md").read_text()
