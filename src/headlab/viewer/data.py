@@ -48,6 +48,7 @@ class ViewData:
     phases: dict[str, Any] | None = None  # score -> "l.h" -> [phase dicts]
     notes: list[str] = field(default_factory=list)
     scale: str = "sqrt"  # map quantization, see headlab.viewer.page
+    marked_label: str = "'/'"  # what the highlighted tokens are
 
     def meta(self) -> dict[str, Any]:
         metrics = list(self.scores[0]) if self.scores else []
@@ -60,7 +61,7 @@ class ViewData:
             "map_checkpoints": sorted({c for c, _, _, _ in self.maps}),
             "sdh": self.sdh.astype(bool).tolist() if self.sdh is not None else None,
             "labels": self.labels, "circuit": self.circuit, "phases": self.phases,
-            "scale": self.scale, "notes": self.notes,
+            "scale": self.scale, "marked_label": self.marked_label, "notes": self.notes,
         })
 
 

@@ -71,7 +71,7 @@ TEMPLATE = """<!DOCTYPE html>
 <div class="controls" id="ckbox"><label>checkpoint <input type="range" id="checkpoint" min="0" value="0" style="width:220px"></label>
 <span id="steplabel"></span></div>
 <div id="grid"></div>
-<div class="legend muted" style="margin-top:6px"><span><span class="swatch" style="border:2px solid #e65100"></span>slash-dominance head</span>
+<div class="legend muted" style="margin-top:6px"><span id="sdhlegend"><span class="swatch" style="border:2px solid #e65100"></span>slash-dominance head</span>
 <span>hover: scores · click: attention map</span></div>
 <div id="trajectory" style="margin-top:8px"></div>
 <div id="circuitbox" style="margin-top:8px"><h2>Labelled circuit</h2><div id="circuit"></div></div>

@@ -217,7 +217,8 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
                     kind="retrieval", n_layers=L, n_heads=H, causal=True, samples=[sample],
                     steps=[s for s, _ in cks] or [None], scores=[], labels=labels, circuit=circuit,
                     notes=["Scores: attention mass of each reader→key kind on 16 probe examples (headlab retrieval "
-                           "analyze); the chain's tokens are highlighted."], scale=scale)
+                           "analyze); the chain's tokens are highlighted."], scale=scale,
+                    marked_label="the chain")
     from ..nn import as_loaded
 
     bar = progress_bar(max(1, len(cks)), f"view {run.name}: checkpoints", "checkpoint", progress)

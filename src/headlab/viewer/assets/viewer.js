@@ -147,7 +147,7 @@
     cv.dataset.head = `${l}.${h}`; cv.dataset.checkpoint = ck; cv.dataset.sample = s;
     cv._geom = { pad, size, T, q };
     $('maptitle').textContent = `head ${l}.${h}` + (meta.steps.length > 1 ? ` at step ${meta.steps[ck]}` : '') +
-      ` — ${meta.samples[s].name} (${T} tokens; rows = queries, columns = keys; orange = '/')`;
+      ` — ${meta.samples[s].name} (${T} tokens; rows = queries, columns = keys; orange = ${meta.marked_label})`;
     drawTokens(q, tokens, marked);
     drawTrajectory();
   }
@@ -277,6 +277,7 @@
       $('circuitbox').style.display = 'none';
     }
     $('notes').textContent = (meta.notes || []).join(' ');
+    if (!meta.sdh) $('sdhlegend').style.display = 'none';
     const best = bestHead();
     if (best) selectHead(best[0], best[1]);
     document.body.dataset.ready = '1';
