@@ -183,3 +183,12 @@ def test_viewer_of_a_packaged_model_marks_slash_tokens(tmp_path):
     assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []
     with pytest.raises(HeadlabError, match="window is 512"):
         view("minilm-l6", tmp_path / "long.html", [("long", "word / " * 400)], progress=False)
+
+
+def test_untracked_training_run_is_scored_on_the_shown_samples(tracked_run, tmp_path):
+    run = tmp_path / "untracked"
+    shutil.copytree(tracked_run, run, ignore=shutil.ignore_patterns("track"))
+    data = build(run, progress=False)
+    assert set(data.scores[0]) == {"slash_mass", "offset", "previous-token", "sink"} and data.phases is None
+    assert all(np.isfinite(sc["previous-token"]).all() for sc in data.scores)
+    assert "shown samples" in " ".join(data.notes)

@@ -95,7 +95,8 @@ def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed:
             "repeat": repeat_probe(tokenizer, max(8, len(pool.probe_ids)), max_length, seed)}
 
 
-def _means(loaded: Any, detectors: Sequence[Any], samples: list[Sample]) -> dict[str, np.ndarray]:
+def mean_scores(loaded: Any, detectors: Sequence[Any], samples: list[Sample]) -> dict[str, np.ndarray]:
+    """Each detector's per-head score averaged over ``samples`` (NaN where a head has no scored sample)."""
     parts: dict[str, list[np.ndarray]] = {}
     for _, scores in score_samples(loaded, detectors, samples, batch_size=16):
         for name, a in scores.items():
@@ -109,14 +110,14 @@ def _means(loaded: Any, detectors: Sequence[Any], samples: list[Sample]) -> dict
 
 def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.ndarray]:
     """(L, H) per metric of :data:`METRICS` for one model."""
-    nat = _means(loaded, [make("token"), make("offset"), make("previous-token"), make("sink")], probes["natural"])
+    nat = mean_scores(loaded, [make("token"), make("offset"), make("previous-token"), make("sink")], probes["natural"])
     out = {"slash_mass": nat["token"], "previous-token": nat["previous-token"], "sink": nat["sink"]}
     off = nat["offset"]  # (L, H, C)
     out["offset"] = np.nanmax(off, axis=-1)
     out["offset_delta"] = np.nanargmax(np.nan_to_num(off, nan=-1.0), axis=-1).astype(float)
-    out["slash_mass_stimuli"] = (_means(loaded, [make("token")], probes["slash"])["token"] if probes["slash"]
+    out["slash_mass_stimuli"] = (mean_scores(loaded, [make("token")], probes["slash"])["token"] if probes["slash"]
                                  else np.full_like(out["slash_mass"], np.nan))
-    out["induction"] = _means(loaded, [make("induction")], probes["repeat"])["induction"]
+    out["induction"] = mean_scores(loaded, [make("induction")], probes["repeat"])["induction"]
     return out
 
 

@@ -164,19 +164,10 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
     from ..corpus import Sample
     from ..detectors import make
-    from ..engine import score_samples
+    from ..track.scores import mean_scores
 
-    dets = [make("token"), make("offset"), make("previous-token"), make("sink")]
-    dets[0].bind(loaded)
-    parts: dict[str, list[np.ndarray]] = {}
-    for _, sc in score_samples(loaded, dets, [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)], 8):
-        for k, a in sc.items():
-            parts.setdefault(k, []).append(a)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out = {k: np.nanmean(np.concatenate(v), axis=0) for k, v in parts.items()}
+    out = mean_scores(loaded, [make("token"), make("offset"), make("previous-token"), make("sink")],
+                      [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)])
     out["offset"] = np.nanmax(np.nan_to_num(out["offset"], nan=-1.0), axis=-1)
     return {"slash_mass" if k == "token" else k: v for k, v in out.items()}
 
