@@ -110,6 +110,13 @@ def labels_of(profile: np.ndarray, min_mass: float = 0.3) -> list[list[str]]:
     return out
 
 
+def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, Any]]:
+    """The labelled heads as rows: head, layer, label and the label's mean mass."""
+    return [{"head": f"{l}.{h}", "layer": l, "label": lab,
+             "mass": float(profile[l, h][READERS.index(lab.split("→")[0]), KEYS.index(lab.split("→")[1])])}
+            for l, row in enumerate(labels) for h, lab in enumerate(row) if lab != "-"]
+
+
 def _ablated_accuracy(model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> float:
     from ..ablation.heads import ablate
 
@@ -142,10 +149,7 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
         if pick is None:
             break
         ctrl.append(_ablated_accuracy(model, task, pick, test))
-    circuit = [{"head": f"{l}.{h}", "layer": l, "label": labels[l][h],
-                "mass": float(prof[l, h][READERS.index(labels[l][h].split("→")[0]),
-                                         KEYS.index(labels[l][h].split("→")[1])])}
-               for l in range(L) for h in range(H) if labels[l][h] != "-"]
+    circuit = circuit_of(prof, labels)
     return {"run": str(run), "task": task.to_json(), "labels": labels, "circuit": circuit,
             "profile": {"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
             "ablation": {"accuracy_base": base, "accuracy_labelled_ablated": abl,

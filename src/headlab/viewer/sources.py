@@ -174,7 +174,7 @@ def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarra
 
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
-    from ..tasks.analyze import KEYS, READERS, head_profile, labels_of, load_run
+    from ..tasks.analyze import KEYS, READERS, circuit_of, head_profile, labels_of, load_run
     from ..tasks.training import eval_set
     from ..train import checkpoint as ckpt
 
@@ -187,10 +187,7 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
     else:
         prof = head_profile(model, task, probes)
         labels = labels_of(prof)
-        circuit = [{"head": f"{l}.{h}", "layer": l, "label": labels[l][h],
-                    "mass": float(prof[l, h][READERS.index(labels[l][h].split("→")[0]),
-                                             KEYS.index(labels[l][h].split("→")[1])])}
-                   for l in range(len(labels)) for h in range(len(labels[0])) if labels[l][h] != "-"]
+        circuit = circuit_of(prof, labels)
     ex = probes[0]
     seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
     v = task.vocab
