@@ -4,7 +4,7 @@ During :func:`capture`, every attention layer hands its post-softmax probabiliti
 callback the moment it computes them; the tensor is then dropped, so at most one layer's probabilities
 exist at a time and nothing is kept unless the callback keeps it.
 
-Two routes, chosen per model:
+How the probabilities are reached, per model:
 
 * ``interface`` — models whose attention goes through Hugging Face's ``AttentionInterface`` (BERT, Llama,
   Gemma3, Qwen, ... in transformers v5). headlab registers one attention function, ``"headlab"``, that runs
@@ -15,6 +15,13 @@ Two routes, chosen per model:
   attribute that, when set, makes it compute the probabilities explicitly instead of the fused kernel.
 * ``dropout-hook`` — older modules that compute ``softmax`` inline and pass the probabilities through an
   ``nn.Dropout`` (MPNet): a forward hook on that dropout sees them. Hooks are removed on exit.
+
+:func:`capture_kernel` is the other half: instead of letting the model compute attention and reading the
+probabilities, it hands each layer's queries, keys, values and rules (:class:`AttentionSpec`) to a handler
+that returns the layer's output, so the fused and chunked routes can compute attention without a (T, T)
+tensor. It serves the ``interface`` models (an attention function ``"headlab-kernel"`` whose mask function
+passes only the 2D padding mask) and the ``native`` model (``kernel_hook``); inline-softmax models have no
+such seam.
 """
 
 from __future__ import annotations
@@ -31,29 +38,41 @@ import torch
 from torch import nn
 
 from .errors import HeadlabError
+from .routes.spec import AttentionSpec
 
 LayerCallback = Callable[[int, torch.Tensor], None]  # (layer, probs (B, H, T, T))
+#: (layer, q (B, H, T, d), k (B, Hkv, T, d), v (B, Hkv, T, dv), spec) -> output (B, H, T, dv)
+KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
 
 _ACTIVE: ContextVar["_Session | None"] = ContextVar("headlab_capture", default=None)
 _REGISTERED = False
 IMPL_NAME = "headlab"
+KERNEL_IMPL = "headlab-kernel"
 
 
 class _Session:
-    def __init__(self, callback: LayerCallback, layer_of: dict[int, int]):
+    def __init__(self, callback: LayerCallback | None, layer_of: dict[int, int], kernel: KernelHandler | None = None):
         self.callback = callback
+        self.kernel = kernel
         self.layer_of = layer_of  # id(attention module) -> layer index
         self.calls = 0
 
-    def emit(self, module: nn.Module, probs: torch.Tensor) -> None:
+    def layer(self, module: nn.Module) -> int:
         layer = self.layer_of.get(id(module))
         if layer is None:
             raise HeadlabError(f"attention module {type(module).__name__} has no known layer index")
-        self.emit_layer(layer, probs)
+        return layer
+
+    def emit(self, module: nn.Module, probs: torch.Tensor) -> None:
+        self.emit_layer(self.layer(module), probs)
 
     def emit_layer(self, layer: int, probs: torch.Tensor) -> None:
         self.calls += 1
-        self.callback(layer, probs)
+        self.callback(layer, probs)  # type: ignore[misc]
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
+        self.calls += 1
+        return self.kernel(layer, q, k, v, spec)  # type: ignore[misc]
 
 
 def _eager_for(module: nn.Module) -> Callable[..., Any]:
@@ -73,6 +92,40 @@ def _headlab_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor
     return out, None
 
 
+def _kernel_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      attention_mask: torch.Tensor | None, scaling: float | None = None,
+                      sliding_window: int | None = None, softcap: float | None = None,
+                      **kwargs: Any) -> tuple[torch.Tensor, None]:
+    session = _ACTIVE.get()
+    if session is None or session.kernel is None:
+        raise HeadlabError("the headlab-kernel attention runs only inside headlab.capture_kernel")
+    if attention_mask is not None and attention_mask.ndim != 2:
+        raise HeadlabError(f"{type(module).__name__} built its own {attention_mask.ndim}-D attention mask, which "
+                           "the fused and chunked routes cannot read; use --route eager")
+    if getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None:
+        raise HeadlabError(f"{type(module).__name__} has learned attention-sink logits; use --route eager")
+    T = key.shape[2]
+    key_mask = None
+    if attention_mask is not None:
+        key_mask = attention_mask[:, -T:].to(torch.bool)
+        key_mask = None if bool(key_mask.all()) else key_mask
+    causal = bool(kwargs.get("is_causal", getattr(module, "is_causal", False)))
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    spec = AttentionSpec(causal=causal, key_mask=key_mask, scale=float(scale), window=sliding_window,
+                         softcap=softcap)
+    out = session.attend(session.layer(module), query, key, value, spec)  # (B, H, T, dv)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _padding_mask(batch_size: int, q_length: int, kv_length: int, q_offset: int = 0, kv_offset: int = 0,
+                  mask_function: Any = None, attention_mask: torch.Tensor | None = None,
+                  **kwargs: Any) -> torch.Tensor | None:
+    """The kernel routes' mask: the 2D padding mask alone (causality and windows are rules, not tensors)."""
+    if attention_mask is None:
+        return None
+    return attention_mask[:, -kv_length:].to(torch.bool)
+
+
 def _register() -> None:
     global _REGISTERED
     if _REGISTERED:
@@ -83,6 +136,8 @@ def _register() -> None:
     AttentionInterface.register(IMPL_NAME, _headlab_attention)
     # Mask creation dispatches on the same name; ours consumes eager (additive float) masks.
     AttentionMaskInterface.register(IMPL_NAME, eager_mask)
+    AttentionInterface.register(KERNEL_IMPL, _kernel_attention)
+    AttentionMaskInterface.register(KERNEL_IMPL, _padding_mask)
     _REGISTERED = True
 
 
@@ -120,6 +175,28 @@ def _dropout_modules(model: nn.Module) -> list[nn.Module]:
         if "softmax" in src and _INLINE_DROPOUT.search(src):
             found.append(drop)
     return found
+
+
+def kernel_supported(model: nn.Module) -> str | None:
+    """None when :func:`capture_kernel` can serve ``model``, else the reason it cannot (one line)."""
+    how = route(model)
+    if how == "dropout-hook":
+        return (f"{type(model).__name__} computes softmax inline (no attention-function seam), so only the eager "
+                "route can read it")
+    return None
+
+
+def fused_unsupported(model: nn.Module) -> str | None:
+    """Why the fused kernel cannot express some layer of ``model`` (soft-capped or sink logits), or None."""
+    reason = kernel_supported(model)
+    if reason is not None:
+        return reason
+    for m in model.modules():
+        if getattr(m, "attn_logit_softcapping", None) is not None and hasattr(m, "layer_idx"):
+            return f"{type(m).__name__} soft-caps its attention logits, which the fused kernel cannot apply"
+        if getattr(m, "sinks", None) is not None and hasattr(m, "layer_idx"):
+            return f"{type(m).__name__} has learned attention-sink logits"
+    return None
 
 
 def route(model: nn.Module) -> str:
@@ -171,5 +248,47 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
             m.probs_hook = None
         for h in handles:
             h.remove()
+        if previous is not None:
+            model.set_attn_implementation(previous)
+
+
+@contextlib.contextmanager
+def capture_kernel(model: nn.Module, handler: KernelHandler) -> Iterator[_Session]:
+    """Let ``handler`` compute every attention layer of ``model`` for the duration of the ``with`` block.
+
+    ``handler(layer, q, k, v, spec)`` gets the layer's queries (B, H, T, d), keys (B, Hkv, T, d) and values
+    (B, Hkv, T, dv) after positional rotation and norms, and its rules (:class:`AttentionSpec`), and returns the
+    attention output (B, H, T, dv) the model continues with. Removed on exit, exceptions included.
+    """
+    reason = kernel_supported(model)
+    if reason is not None:
+        raise HeadlabError(reason)
+    how = route(model)
+    previous = None
+    native: list[nn.Module] = []
+    if how == "native":
+        session = _Session(None, {}, handler)
+        native = [m for m in model.modules() if hasattr(m, "kernel_hook")]
+
+        def hook(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None,
+                 causal: bool, scale: float) -> torch.Tensor:
+            return session.attend(layer, q, k, v, AttentionSpec(causal=causal, key_mask=key_mask, scale=scale))
+
+        for m in native:
+            m.kernel_hook = hook
+    else:
+        _register()
+        mods = _interface_modules(model)
+        session = _Session(None, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)}, handler)
+        previous = model.config._attn_implementation
+    token = _ACTIVE.set(session)
+    try:
+        if how == "interface":
+            model.set_attn_implementation(KERNEL_IMPL)
+        yield session
+    finally:
+        _ACTIVE.reset(token)
+        for m in native:
+            m.kernel_hook = None
         if previous is not None:
             model.set_attn_implementation(previous)

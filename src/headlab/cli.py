@@ -58,6 +58,11 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                    default="any", help="keep samples with or without the target (default any)")
     p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
     p.add_argument("--top", type=int, default=5, help="heads shown per detector (default 5)")
+    p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
+                   help="capture route: auto (default: fused where the detectors and model allow, else chunked, "
+                        "else eager), or force one; the route used is recorded in scan.json")
+    p.add_argument("--chunk-mb", type=float, default=256.0,
+                   help="memory budget of one block of the chunked/fused routes, MB (default 256)")
     _common(p, "scan", seed=False, batch=False)
     p.set_defaults(func=_cmd_scan)
 
@@ -69,7 +74,7 @@ def _cmd_scan(a: argparse.Namespace) -> int:
              max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
              max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
              stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
-             device=a.device)
+             device=a.device, route=a.route, chunk_mb=a.chunk_mb)
     out = _out(a, "scan")
     r.write(out)
     print(r.table(a.top))

@@ -1,8 +1,8 @@
 """Run samples through a model once and score every head with every detector, streaming.
 
-This is the path every analysis shares: samples → padded batches → one forward with :func:`capture` →
-each detector reduces each layer's ``(B, H, T, T)`` probabilities to ``(B, H[, C])`` scores at once →
-per-sample score blocks, returned in the samples' seeded order chunk by chunk. Only scores survive.
+This is the path every analysis shares: samples → padded batches → one forward on a capture route
+(:mod:`headlab.routes`: fused, chunked or eager) → each detector reduces each layer to ``(B, H[, C])`` scores
+at once → per-sample score blocks, returned in the samples' seeded order chunk by chunk. Only scores survive.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .capture import capture
+from .capture import capture, capture_kernel
 from .corpus import Sample
-from .detectors import Batch, Detector, prepare_batch, score_layer
+from .detectors import Batch, Detector, prepare_batch
 from .errors import HeadlabError
 from .models import LoadedModel
 from .models.loaded import device_of
+from .routes import DEFAULT_BLOCK_MB, ROUTES, LayerScorer, choose
+from .routes.spec import AttentionSpec
 
 #: a chunk holds this many batches; samples are sorted by length inside a chunk (less padding) and the
 #: scores put back in seeded order, so results do not depend on the batch size.
@@ -48,28 +50,40 @@ def forward(loaded: LoadedModel, batch: Batch) -> None:
     loaded.model(**kwargs)
 
 
-def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: Iterable[Batch]
-                  ) -> Iterator[dict[str, np.ndarray]]:
-    """Scores of each batch: ``{detector: (B, L, H) or (B, L, H, C)}`` float32.
+def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: Iterable[Batch],
+                  route: str = "eager", block_mb: float = DEFAULT_BLOCK_MB) -> Iterator[dict[str, np.ndarray]]:
+    """Scores of each batch: ``{detector: (B, L, H) or (B, L, H, C)}`` float32, on one capture ``route``
+    (``fused``, ``chunked`` or ``eager``; :func:`headlab.routes.choose` picks one).
 
     Capture is installed once for all the given batches (and removed before this returns, or raises).
     Consume the iterator fully or close it; :func:`score_chunk` does.
     """
+    if route not in ROUTES:
+        raise HeadlabError(f"unknown route {route!r}; choose {', '.join(ROUTES)}")
     L = loaded.facts.n_layers
     current: dict[str, object] = {}
 
-    def on_layer(layer: int, attn: torch.Tensor) -> None:
+    def sink(layer: int, scores: dict[str, torch.Tensor]) -> None:
         per_layer = current["per_layer"]
-        for name, s in score_layer(detectors, attn, current["batch"]).items():  # type: ignore[arg-type]
+        for name, s in scores.items():
             per_layer[name][layer] = s.float().cpu()  # type: ignore[index]
 
-    with torch.inference_mode(), capture(loaded.model, on_layer) as session:
+    def on_probs(layer: int, attn: torch.Tensor) -> None:
+        current["scorer"].from_probs(layer, attn)  # type: ignore[attr-defined]
+
+    def on_kernel(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
+        return current["handler"](layer, q, k, v, spec)  # type: ignore[operator]
+
+    installed = capture(loaded.model, on_probs) if route == "eager" else capture_kernel(loaded.model, on_kernel)
+    with torch.inference_mode(), installed as session:
         for batch in batches:
             prepare_batch(list(detectors), batch)
-            current["batch"] = batch
-            current["per_layer"] = {d.name: [None] * L for d in detectors}
+            scorer = LayerScorer(detectors, batch, sink, block_mb)
+            current.update(batch=batch, scorer=scorer, handler=scorer.kernel(route) if route != "eager" else None,
+                           per_layer={d.name: [None] * L for d in detectors})
             before = session.calls
             forward(loaded, batch)
+            scorer.flush()
             if session.calls - before != L:
                 raise HeadlabError(f"captured {session.calls - before} attention layers, expected {L}: "
                                    "unsupported architecture")
@@ -78,16 +92,18 @@ def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: I
 
 
 def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: Iterable[Sample],
-                  batch_size: int = 8, progress: "object | None" = None
-                  ) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
+                  batch_size: int = 8, progress: "object | None" = None, route: str = "auto",
+                  block_mb: float = DEFAULT_BLOCK_MB) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
     """Yield ``(samples, {detector: (N, L, H[, C])})`` chunk by chunk, samples in seeded order.
 
     Nothing is installed in the model between yields: capture lives only while a chunk is computed.
+    ``route``: ``auto`` (default: :func:`headlab.routes.choose`), ``fused``, ``chunked`` or ``eager``.
     """
     if batch_size < 1:
         raise HeadlabError("batch size must be at least 1")
     for d in detectors:
         d.bind(loaded)
+    route = choose(loaded.model, detectors, route).route
     chunk: list[Sample] = []
     for s in samples:
         if len(s.input_ids) > loaded.facts.max_length:
@@ -95,21 +111,22 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
                                f"({loaded.facts.max_length}); use a smaller --max-length")
         chunk.append(s)
         if len(chunk) == batch_size * CHUNK_BATCHES:
-            yield chunk, score_chunk(loaded, detectors, chunk, batch_size, progress)
+            yield chunk, score_chunk(loaded, detectors, chunk, batch_size, progress, route, block_mb)
             chunk = []
     if chunk:
-        yield chunk, score_chunk(loaded, detectors, chunk, batch_size, progress)
+        yield chunk, score_chunk(loaded, detectors, chunk, batch_size, progress, route, block_mb)
 
 
 def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Sequence[Sample], batch_size: int,
-                progress: "object | None" = None) -> dict[str, np.ndarray]:
+                progress: "object | None" = None, route: str = "eager",
+                block_mb: float = DEFAULT_BLOCK_MB) -> dict[str, np.ndarray]:
     """Scores of ``chunk`` in its own order (batched by length, then put back)."""
     order = sorted(range(len(chunk)), key=lambda i: -len(chunk[i].input_ids))
     groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     device = device_of(loaded.model)
     batches = (collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device) for idx in groups)
     out: dict[str, np.ndarray] = {}
-    with contextlib.closing(score_batches(loaded, detectors, batches)) as results:
+    with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:
         for idx, scores in zip(groups, results):
             for name, block in scores.items():
                 if name not in out:

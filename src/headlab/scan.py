@@ -16,10 +16,11 @@ from .errors import HeadlabError
 from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
 from .progress import bar as progress_bar
+from .routes import DEFAULT_BLOCK_MB, choose
 from .stats import ConsecutiveRule, RunningMoments
 
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
-              "previous_token", "duplicate_token", "induction", "sink")
+              "previous_token", "duplicate_token", "induction", "sink", "entropy")
 
 
 @dataclass
@@ -104,6 +105,8 @@ class ScanResult:
         lines = [f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
                  f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
                  + ("  [INTERRUPTED: partial]" if self.interrupted else "")]
+        if "route" in self.settings:
+            lines.append(f"  route: {self.settings['route']} ({self.settings.get('route_reason', '')})")
         for name in self.means:
             cells = [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)]
             lines.append(f"  {name:<16} " + ("  ".join(cells) if cells else "(undefined)"))
@@ -123,7 +126,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
          detectors: Sequence[str | Detector] = DEFAULT_DETECTORS, target: str = "/", bare: bool = False,
          queries: str = "can-see", max_offset: int = 8, threshold: float = 0.5, consecutive: int = 3,
          max_samples: int | None = 512, batch_size: int = 8, max_length: int = 128, stride: int | None = None,
-         seed: int = 0, target_filter: str = "any", progress: bool = True, device: str = "cpu") -> ScanResult:
+         seed: int = 0, target_filter: str = "any", progress: bool = True, device: str = "cpu",
+         route: str = "auto", chunk_mb: float = DEFAULT_BLOCK_MB) -> ScanResult:
     """Score every attention head of ``model`` over a corpus, streaming.
 
     Args:
@@ -138,12 +142,18 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         seed: fixes the sample order, hence the consecutive rule.
         target_filter: ``any``, ``with-target`` or ``without-target`` samples.
         device: where a model given by name is loaded (``cpu``, ``cuda``, ``auto``).
+        route: capture route (:mod:`headlab.routes`): ``auto`` (default: ``fused`` wherever the model and the
+            detectors allow it, else ``chunked``, else ``eager``), or one of them forced.
+        chunk_mb: memory budget of one block of the chunked and fused routes, in MB.
     A Ctrl-C stops the scan early and returns the statistics so far, marked ``interrupted``.
     """
     loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
     dets = [_make(d, target=target, bare=bare, queries=queries, max_offset=max_offset) for d in detectors]
     if not dets:
         raise HeadlabError("no detector selected")
+    if chunk_mb <= 0:
+        raise HeadlabError(f"--chunk-mb must be positive, not {chunk_mb}")
+    choice = choose(loaded.model, dets, route)
     window = min(max_length, loaded.facts.max_length)
     token = next((d for d in dets if d.name == "token"), None)
     if token is not None:
@@ -161,7 +171,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     interrupted = False
     bar = progress_bar(max_samples, f"scan {loaded.name}", "sample", progress)
     try:
-        for chunk, scores in score_samples(loaded, dets, sampler.samples(docs, max_samples), batch_size, bar):
+        for chunk, scores in score_samples(loaded, dets, sampler.samples(docs, max_samples), batch_size, bar,
+                                           choice.route, chunk_mb):
             for name, block in scores.items():
                 if name not in moments:
                     moments[name] = RunningMoments(block.shape[1:], threshold if name == "token" else None)
@@ -191,7 +202,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
                      "consecutive": consecutive},
         "max_samples": max_samples, "batch_size": batch_size, "window": window,
         "stride": sampler.stride, "special_tokens": sampler.special.count, "seed": seed,
-        "filter": target_filter, "capture": "streaming", "model_facts": loaded.facts.__dict__,
+        "filter": target_filter, "capture": "streaming", **choice.settings(), "chunk_mb": chunk_mb,
+        "model_facts": loaded.facts.__dict__,
     }
     has_token = "token" in moments
     return ScanResult(

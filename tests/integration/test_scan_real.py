@@ -93,11 +93,11 @@ def test_interrupted_scan_keeps_partial_statistics_and_cleans_up():
 
         calls = 0
 
-        def score(self, attn, batch):
+        def score(self, batch):
             Interrupting.calls += 1
             if Interrupting.calls == 2 * 6 + 1:
                 raise KeyboardInterrupt
-            return super().score(attn, batch)
+            return super().score(batch)
 
     lm = named("minilm-l6")
     impl = lm.model.config._attn_implementation

@@ -19,6 +19,21 @@ def tiny(kind: str, seed: int = 0) -> LoadedModel:
         cfg = BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, max_position_embeddings=128)
         model = BertModel(cfg)
+    elif kind == "gemma3":  # sliding-window layers (window 5) between global ones, one KV head, own scaling
+        from transformers import Gemma3TextConfig, Gemma3TextModel
+
+        cfg = Gemma3TextConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=4, num_key_value_heads=1, head_dim=8, sliding_window=5,
+                               layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                               query_pre_attn_scalar=12, max_position_embeddings=128)
+        model = Gemma3TextModel(cfg)
+    elif kind == "gemma2":  # soft-capped attention logits: the fused kernel cannot express them
+        from transformers import Gemma2Config, Gemma2Model
+
+        cfg = Gemma2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=8, sliding_window=6,
+                           attn_logit_softcapping=2.0, max_position_embeddings=128)
+        model = Gemma2Model(cfg)
     elif kind == "mpnet":  # softmax computed inline: the dropout-hook route
         cfg = MPNetConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                           num_attention_heads=4, max_position_embeddings=130)

@@ -1,6 +1,6 @@
 """Head detectors, registered by name. Importing this package registers the built-in ones."""
 
-from . import marked, offset, patterns, sink, token  # noqa: F401  (registration side effect)
+from . import entropy, marked, offset, patterns, sink, token  # noqa: F401  (registration side effect)
 from .base import DETECTORS, Batch, Detector, make, prepare_batch, register, score_layer
 
 DEFAULT_DETECTORS = ("token", "offset", "previous-token", "duplicate-token", "induction", "sink")

@@ -1,8 +1,18 @@
 """The detector contract and registry.
 
-A detector turns one layer's attention probabilities into one score per head per sample:
+A detector turns one layer's attention into one score per head per sample, ``(B, H)`` or ``(B, H, C)`` for
+detectors with C columns (e.g. offsets), without ever seeing a ``(T, T)`` matrix. It says what it needs:
 
-    score(attn (B, H, T, T), batch) -> (B, H)  or  (B, H, C) for detectors with C columns (e.g. offsets)
+* ``needs = "pairs"`` (default): sums of probabilities over sparse (query, key) pairs, declared in
+  :meth:`Detector.prepare` with ``batch.key_mass`` / ``batch.diagonal_mass`` / ``batch.match_mass`` (the
+  three shapes of :mod:`headlab.detectors.needs`) and read back in :meth:`Detector.score` with
+  ``batch.pair_mass(name)``. Every capture route serves these: fused, chunked and eager.
+* ``needs = "rows"``: whole probability rows. :meth:`Detector.reduce_rows` gets blocks of rows and returns
+  partial sums that the engine adds up; ``score`` reads the total with ``batch.row_sum(self.name)``. Served by
+  the chunked and eager routes only.
+
+``score`` must treat the head axis as opaque: a route may stack several layers' heads on it (the fused and
+chunked routes evaluate consecutive layers together), so (B, H) there can be (B, n_layers · H).
 
 NaN marks a sample for which the score is undefined (a ``token`` score on a sample without the target);
 undefined samples are left out of every statistic. Padding positions never contribute: queries are
@@ -16,11 +26,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, Literal, TypeVar
 
 import torch
 
 from ..errors import HeadlabError
+from .needs import Diagonal, Groups, KeySet, Matches, Needs, token_groups
 
 
 @dataclass
@@ -29,22 +40,17 @@ class Batch:
 
     input_ids: (B, T) long; attention_mask: (B, T) bool, False on padding; causal: decoder attention.
     ``cache`` holds per-batch tensors that every layer reuses (built once, by the first layer that asks).
-
-    Shared reductions. Almost every score is a weighted sum of attention over (query, key) pairs,
-    ``Σ_ij A[i, j] · W[i, j]``, with a sparse weight matrix W (a target column times the queries that can see
-    it, a sub-diagonal, the pairs of repeated tokens, ...). Detectors declare their W in
-    :meth:`Detector.prepare`; :meth:`begin_layer` then gathers the union of all their nonzero pairs once and
-    computes every sum in one small matrix product per layer, instead of one pass over ``(B, H, T, T)`` per
-    detector. :func:`score_layer` runs that protocol.
+    ``needs`` collects the pair sums the detectors declared; a route fills ``pair_mass`` layer by layer.
     """
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     causal: bool
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
-    _weights: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
-    _fused: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False)
-    _layer: torch.Tensor | None = field(default=None, repr=False)
+    needs: Needs = field(default_factory=Needs, repr=False)
+    _groups: Groups | None = field(default=None, repr=False)
+    _layer: dict[str, torch.Tensor] | None = field(default=None, repr=False)
+    _rows: dict[str, torch.Tensor] | None = field(default=None, repr=False)
 
     @property
     def query_mask(self) -> torch.Tensor:  # (B, T) float: 1 on real query positions
@@ -65,50 +71,41 @@ class Batch:
             return (table[self.input_ids] & self.attention_mask).to(torch.float32)
         return self.cached(f"ids:{key}", build)
 
-    # --- shared reductions -------------------------------------------------------------------------------
-    def add_pair_weights(self, name: str, weights: torch.Tensor) -> None:
-        """Ask for ``Σ_ij A[b, h, i, j] · weights[b, i, j]`` per sample and head; ``weights`` is (B, T, T)."""
-        if name not in self._weights:
-            self._weights[name] = weights.to(torch.float32)
-            self._fused = None
+    # --- declarations (Detector.prepare) ------------------------------------------------------------------
+    def key_mass(self, name: str, queries: torch.Tensor, keys: torch.Tensor) -> None:
+        """Ask for ``Σ_i queries[b, i] Σ_j p[b, h, i, j] · keys[b, j]``; both (B, T)."""
+        self.needs.keysets.setdefault(name, KeySet(queries.float(), keys.float()))
 
-    def _fuse(self) -> tuple[torch.Tensor, torch.Tensor]:
-        B, T = self.input_ids.shape
-        flat = [w.reshape(B, T * T) for w in self._weights.values()]
-        nz = flat[0] != 0
-        for w in flat[1:]:
-            nz |= w != 0  # (B, T*T): pairs any detector needs
-        counts = nz.sum(-1)  # (B,)
-        n = max(int(counts.max()), 1)
-        # compact each sample's needed pair indices to the left, padded with index 0 at weight 0
-        rows, cols = nz.nonzero(as_tuple=True)  # sorted by sample, then pair index
-        slot = torch.arange(rows.numel(), device=rows.device) - (torch.cumsum(counts, 0) - counts)[rows]
-        idx = torch.zeros(B, n, dtype=torch.long, device=nz.device)
-        idx[rows, slot] = cols
-        valid = torch.arange(n, device=nz.device)[None, :] < counts[:, None]  # (B, N)
-        weights = torch.stack([w.gather(1, idx) for w in flat], -1) * valid[:, :, None]  # (B, N, P)
-        return idx, weights
+    def diagonal_mass(self, name: str, delta: int, queries: torch.Tensor) -> None:
+        """Ask for ``Σ_{i ≥ delta} queries[b, i] · p[b, h, i, i − delta]``."""
+        self.needs.diagonals.setdefault(name, Diagonal(delta, queries.float()))
 
-    def begin_layer(self, attn: torch.Tensor) -> None:
-        """Compute every declared pair sum of this layer's ``attn`` (B, H, T, T): one gather, one bmm."""
-        if not self._weights:
-            self._layer = None
-            return
-        if self._fused is None:
-            self._fused = self._fuse()
-        idx, weights = self._fused
-        B, H, T, _ = attn.shape
-        picked = attn.reshape(B, H, T * T).gather(2, idx[:, None, :].expand(B, H, idx.shape[1]))  # (B, H, N)
-        self._layer = torch.bmm(picked, weights.to(attn.dtype))  # (B, H, P)
+    def match_mass(self, name: str, shift: int, queries: torch.Tensor) -> None:
+        """Ask for ``Σ_i queries[b, i] Σ_{j < i, token[j] = token[i]} p[b, h, i, j + shift]``."""
+        self.needs.matches.setdefault(name, Matches(shift, queries.float()))
 
-    def end_layer(self) -> None:
-        self._layer = None
+    @property
+    def groups(self) -> Groups:
+        """Real positions grouped by token id (built once per batch, for ``match_mass``)."""
+        if self._groups is None:
+            self._groups = token_groups(self.input_ids, self.attention_mask)
+        return self._groups
+
+    # --- per-layer results (set by the route) -------------------------------------------------------------
+    def set_layer(self, sums: dict[str, torch.Tensor] | None, rows: dict[str, torch.Tensor] | None = None) -> None:
+        self._layer, self._rows = sums, rows
 
     def pair_mass(self, name: str) -> torch.Tensor:
-        """(B, H): this layer's ``Σ A ⊙ W`` for the weights declared as ``name``."""
+        """(B, H): this layer's declared sum ``name``."""
         if self._layer is None:
-            raise RuntimeError("pair_mass outside begin_layer/end_layer (use score_layer)")
-        return self._layer[..., list(self._weights).index(name)]
+            raise RuntimeError("pair_mass outside a layer (use score_layer or the engine)")
+        return self._layer[name]
+
+    def row_sum(self, name: str) -> torch.Tensor:
+        """This layer's total of a rows detector's :meth:`Detector.reduce_rows` partial sums."""
+        if self._rows is None:
+            raise RuntimeError("row_sum outside a layer (use score_layer or the engine)")
+        return self._rows[name]
 
 
 class Detector(ABC):
@@ -118,16 +115,23 @@ class Detector(ABC):
     summary: ClassVar[str]
     #: names of the columns when the detector returns (B, H, C); None for one score per head.
     columns: tuple[str, ...] | None = None
+    #: "pairs": sparse pair sums (every route); "rows": whole probability rows (chunked and eager routes).
+    needs: ClassVar[Literal["pairs", "rows"]] = "pairs"
 
     def bind(self, loaded: Any) -> None:
         """Resolve model-specific facts (token ids, special tokens) once, before the first batch."""
 
     def prepare(self, batch: Batch) -> None:
-        """Declare this batch's pair weights (``batch.add_pair_weights``), once per batch."""
+        """Declare this batch's pair sums (``batch.key_mass`` and friends), once per batch."""
+
+    def reduce_rows(self, probs: torch.Tensor, q0: int, k0: int, batch: Batch) -> torch.Tensor:
+        """Rows detectors: probabilities (B, H, C, K) of queries q0.. over keys k0.. → partial sums to add up."""
+        raise NotImplementedError(f"detector {self.name!r} declares needs='pairs'")
 
     @abstractmethod
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
-        """(B, H, T, T) probabilities → (B, H) or (B, H, C) scores; NaN where undefined."""
+    def score(self, batch: Batch) -> torch.Tensor:
+        """This layer's (B, H) or (B, H, C) scores from ``batch.pair_mass`` / ``batch.row_sum``; NaN where
+        undefined."""
 
     def settings(self) -> dict[str, Any]:
         return {}
@@ -163,9 +167,17 @@ def prepare_batch(detectors: "list[Detector] | tuple[Detector, ...]", batch: Bat
 
 def score_layer(detectors: "list[Detector] | tuple[Detector, ...]", attn: torch.Tensor,
                 batch: Batch) -> dict[str, torch.Tensor]:
-    """Scores of one layer: ``{name: (B, H) or (B, H, C)}``. Call :func:`prepare_batch` once per batch first."""
-    batch.begin_layer(attn)
+    """Scores of one layer from its full probabilities ``attn`` (B, H, T, T): the eager route's reference
+    evaluation. Call :func:`prepare_batch` once per batch first."""
+    from ..routes.views import ProbsView
+    from .needs import evaluate, match_plan
+
+    H = attn.shape[1]
+    plan = match_plan(batch.needs, batch.groups, attn.shape[-1], 1 << 24) if batch.needs.matches else None
+    sums = evaluate(batch.needs, ProbsView(attn), plan, H)
+    rows = {d.name: d.reduce_rows(attn, 0, 0, batch) for d in detectors if d.needs == "rows"}
+    batch.set_layer(sums, rows)
     try:
-        return {d.name: d.score(attn, batch) for d in detectors}
+        return {d.name: d.score(batch) for d in detectors}
     finally:
-        batch.end_layer()
+        batch.set_layer(None)

@@ -38,9 +38,9 @@ class MarkedDetector(Detector):
         if self.queries == "can-see":
             q = q * ((tgt.cumsum(-1) > 0) if batch.causal else (tgt.sum(-1, keepdim=True) > 0)).to(q.dtype)
         batch.cache["marked:n"] = q.sum(-1)
-        batch.add_pair_weights("marked", q[:, :, None] * tgt[:, None, :])
+        batch.key_mass("marked", q, tgt)
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         n = batch.cache["marked:n"]
         out = batch.pair_mass("marked") / n.clamp_min(1)[:, None]
         return torch.where((n > 0)[:, None], out, float("nan"))

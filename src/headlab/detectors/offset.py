@@ -14,7 +14,6 @@ import torch
 
 from ..errors import HeadlabError
 from .base import Batch, Detector, register
-from .patterns import sub_diagonal
 
 
 @register
@@ -33,9 +32,9 @@ class OffsetDetector(Detector):
 
     def prepare(self, batch: Batch) -> None:
         for d in range(self.max_offset + 1):
-            batch.add_pair_weights(f"offset:{d}", sub_diagonal(batch, d))
+            batch.diagonal_mass(f"offset:{d}", d, batch.query_mask)
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         T = batch.query_mask.shape[1]
         cols = []
         for d in range(self.max_offset + 1):

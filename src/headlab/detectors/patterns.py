@@ -10,7 +10,8 @@ averages over a list of strings:
 * induction: P[i, j] = 1 for 1 ≤ j ≤ i with token[j−1] == token[i] (the duplicate pattern shifted right).
 
 Patterns are lower-triangular for encoders too (as in TransformerLens), so encoder scores count only
-attention to earlier keys.
+attention to earlier keys. The patterns are declared sparsely (a diagonal; matches of the query's token,
+shifted by 0 or 1), never as a (T, T) matrix.
 """
 
 from __future__ import annotations
@@ -18,36 +19,6 @@ from __future__ import annotations
 import torch
 
 from .base import Batch, Detector, register
-
-
-def _same_token(batch: Batch) -> torch.Tensor:
-    """(B, T, T) bool: token[i] == token[j] on real tokens, shared by both patterns."""
-    def build() -> torch.Tensor:
-        ids, m = batch.input_ids, batch.attention_mask
-        return (ids[:, :, None] == ids[:, None, :]) & m[:, :, None] & m[:, None, :]
-    return batch.cached("same-token", build)
-
-
-def duplicate_pattern(batch: Batch) -> torch.Tensor:
-    """(B, T, T) bool: P[i, j] = token[j] == token[i] and j < i."""
-    return _same_token(batch).tril(-1)
-
-
-def induction_pattern(batch: Batch) -> torch.Tensor:
-    """(B, T, T) bool: P[i, j] = token[j-1] == token[i] and 1 <= j <= i (duplicate shifted right by one)."""
-    same = _same_token(batch)
-    out = torch.zeros_like(same)
-    out[:, :, 1:] = same[:, :, :-1]  # same[i, j-1]
-    return out.tril(0) & batch.attention_mask[:, None, :]
-
-
-def sub_diagonal(batch: Batch, d: int) -> torch.Tensor:
-    """(B, T, T) float: 1 at (i, i-d) for real queries i >= d."""
-    q = batch.query_mask  # (B, T)
-    T = q.shape[1]
-    if d >= T:
-        return q.new_zeros(q.shape[0], T, T)
-    return torch.diag_embed(q[:, d:], offset=-d)
 
 
 def _per_query(total: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -61,9 +32,9 @@ class PreviousTokenDetector(Detector):
     summary = "mass on the previous token (TransformerLens 'mul')"
 
     def prepare(self, batch: Batch) -> None:
-        batch.add_pair_weights("previous", sub_diagonal(batch, 1))
+        batch.diagonal_mass("previous", 1, batch.query_mask)
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         return _per_query(batch.pair_mass("previous"), batch)
 
 
@@ -73,9 +44,9 @@ class DuplicateTokenDetector(Detector):
     summary = "mass on earlier copies of the current token (TransformerLens 'mul')"
 
     def prepare(self, batch: Batch) -> None:
-        batch.add_pair_weights("duplicate", duplicate_pattern(batch))
+        batch.match_mass("duplicate", 0, batch.query_mask)
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         return _per_query(batch.pair_mass("duplicate"), batch)
 
 
@@ -85,7 +56,7 @@ class InductionDetector(Detector):
     summary = "mass on tokens that followed earlier copies of the current token (TransformerLens 'mul')"
 
     def prepare(self, batch: Batch) -> None:
-        batch.add_pair_weights("induction", induction_pattern(batch))
+        batch.match_mass("induction", 1, batch.query_mask)
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         return _per_query(batch.pair_mass("induction"), batch)

@@ -33,8 +33,8 @@ class SinkDetector(Detector):
     def prepare(self, batch: Batch) -> None:
         keys = batch.id_mask("sink-separators", self.separator_ids).clone()
         keys[:, 0] = batch.query_mask[:, 0]
-        batch.add_pair_weights("sink", batch.query_mask[:, :, None] * keys[:, None, :])
+        batch.key_mass("sink", batch.query_mask, keys)
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         n = batch.query_mask.sum(-1)
         return batch.pair_mass("sink") / n.clamp_min(1)[:, None]

@@ -55,9 +55,9 @@ class TokenDetector(Detector):
         q = self._queries(tgt, batch)  # (B, T)
         batch.cache[f"{self._name}:n"] = q.sum(-1)
         batch.cache[f"{self._name}:has"] = tgt.sum(-1) > 0
-        batch.add_pair_weights(self._name, q[:, :, None] * tgt[:, None, :])  # query i counted, key j a target
+        batch.key_mass(self._name, q, tgt)  # query i counted, key j a target
 
-    def score(self, attn: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def score(self, batch: Batch) -> torch.Tensor:
         n = batch.cache[f"{self._name}:n"]
         out = batch.pair_mass(self._name) / n.clamp_min(1)[:, None]  # mean over counted queries
         ok = batch.cache[f"{self._name}:has"] & (n > 0)

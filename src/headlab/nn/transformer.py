@@ -4,7 +4,8 @@ Encoder (masked LM, bidirectional) or decoder (causal LM); pre-norm blocks of at
 sinusoidal or rotary (RoPE) positions. Shapes: B batch, T tokens, D width, H heads, d = D / H head width.
 
 Attention runs the fused kernel (``F.scaled_dot_product_attention``) unless a headlab capture session is
-active: then it computes the probabilities explicitly and hands them to :mod:`headlab.capture`, so the
+active: then it computes the probabilities explicitly and hands them to :mod:`headlab.capture` (or, under
+``capture_kernel``, hands q, k, v to headlab's own fused or chunked attention), so the
 detectors, the scan and the tracker see this model exactly as they see a pretrained one. ``expose_logits``
 does the same for the pre-softmax logits and keeps them for a backward pass (the tracker's gradient signals).
 Module names follow Hugging Face's (``layers.N.attn.o_proj``) so ablation finds the output projections.
@@ -71,6 +72,8 @@ class Output:
 
 # Set by headlab.capture while a session is active: (layer, probs (B, H, T, T)) -> None.
 ProbsHook = Callable[[int, torch.Tensor], None]
+# Set by headlab.capture_kernel: (layer, q, k, v (B, H, T, d), key_mask (B, T) or None, causal, scale) -> (B, H, T, d).
+KernelHook = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, "torch.Tensor | None", bool, float], torch.Tensor]
 
 
 def _rope_tables(T: int, d: int, theta: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,6 +106,7 @@ class Attention(nn.Module):
         self.q_proj, self.k_proj, self.v_proj = (nn.Linear(D, D, bias=False) for _ in range(3))
         self.o_proj = nn.Linear(D, D, bias=False)
         self.probs_hook: ProbsHook | None = None    # set by headlab.capture
+        self.kernel_hook: KernelHook | None = None  # set by headlab.capture_kernel
         self.logits_sink: list[torch.Tensor] | None = None  # set by expose_logits
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None,
@@ -112,6 +116,9 @@ class Attention(nn.Module):
         q, k, v = (p(x).view(B, T, H, d).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))  # (B, H, T, d)
         if rope is not None:
             q, k = _rotate(q, *rope), _rotate(k, *rope)
+        if self.kernel_hook is not None:  # headlab computes this layer's attention (fused or chunked route)
+            z = self.kernel_hook(self.layer_idx, q, k, v, key_mask, self.is_causal, 1.0 / math.sqrt(d))
+            return self.o_proj(z.transpose(1, 2).reshape(B, T, D))
         allowed = None  # (B, 1, T, T) bool: which keys each query may see
         if key_mask is not None:
             allowed = key_mask[:, None, None, :].expand(B, 1, T, T)

@@ -1,0 +1,179 @@
+"""Benchmark: head scores at long context, by capture route, against bare forwards measured in the same run.
+
+One real long document (Python's ``library/stdtypes`` documentation, Debian ``python3.11-doc``), its first T
+tokens, batch 1, the default detectors. Each (configuration, T) runs in a fresh subprocess, so peak memory is
+its own:
+  (a) bare SDPA forward (the floor: what the model costs with a fused kernel and no attention output);
+  (b) bare eager forward;
+  (c) ``output_attentions=True``, then the same scores from the returned (L x (B, H, T, T)) tensors in Python
+      (what peers do); skipped where its tensors alone exceed --max-gb;
+  (d) headlab, ``eager`` route; (e) headlab, ``fused`` route; (f) headlab, ``chunked`` route.
+Prints time (median of repeats) and peak RSS during the forward (sampled every 5 ms; on CUDA the peak
+allocated memory), and the ratios to (a). Targets: (e)/(a) <= 1.10 in time at every T; (e)'s peak within 10%
+of (a)'s; (f)'s peak never above (b)'s by more than its chunk budget.
+
+    .venv/bin/python bench/long_context.py [--model smollm2-135m] [--lengths 128 512 2048 8192] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+CONFIGS = {"a": "bare sdpa", "b": "bare eager", "c": "output_attentions + python", "d": "headlab eager",
+           "e": "headlab fused", "f": "headlab chunked"}
+DOC = "library/stdtypes.rst.txt"
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class PeakRSS(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self._done = rss_mb(), threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, rss_mb())
+            time.sleep(0.005)
+
+    def __enter__(self) -> "PeakRSS":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def document() -> str:
+    roots = sorted(Path("/usr/share/doc").glob("python3*/html/_sources"))
+    if not roots:
+        sys.exit("bench/long_context.py needs Debian's python3.11-doc (make test installs it)")
+    return (roots[-1] / DOC).read_text(encoding="utf-8")
+
+
+def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: float) -> dict:
+    """Runs in the subprocess: time and peak memory of one configuration at one length."""
+    import torch
+
+    from headlab import load
+    from headlab.detectors import DEFAULT_DETECTORS, make, prepare_batch, score_layer
+    from headlab.engine import collate, forward, score_batches
+    from headlab.corpus import Sample
+
+    lm = load(model, device=device)
+    ids = lm.tokenizer(document(), add_special_tokens=False)["input_ids"][:T]
+    if len(ids) < T:
+        sys.exit(f"the document has only {len(ids)} tokens, fewer than T = {T}")
+    dev = torch.device(device)
+    dets = [make(n) for n in DEFAULT_DETECTORS]
+    for d in dets:
+        d.bind(lm)
+
+    def batch():
+        return collate([Sample(0, "doc", 0, tuple(ids))], lm.pad_id, lm.facts.causal, dev)
+
+    def run() -> None:
+        with torch.inference_mode():
+            if config in "ab":
+                lm.model.set_attn_implementation("sdpa" if config == "a" else "eager")
+                forward(lm, batch())
+            elif config == "c":
+                b = batch()
+                out = lm.model(input_ids=b.input_ids, attention_mask=b.attention_mask.long(), output_attentions=True)
+                prepare_batch(dets, b)
+                [score_layer(dets, a, b) for a in out.attentions]
+            else:
+                list(score_batches(lm, dets, [batch()], {"d": "eager", "e": "fused", "f": "chunked"}[config],
+                                   chunk_mb))
+        lm.model.set_attn_implementation("eager")
+
+    if T <= 2048:
+        run()  # warm-up
+    times, peaks = [], []
+    for _ in range(repeats):
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        with PeakRSS() as mem:
+            t0 = time.perf_counter()
+            run()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        peaks.append(torch.cuda.max_memory_allocated() / 2**20 if dev.type == "cuda" else mem.peak)
+    return {"config": config, "T": T, "seconds": statistics.median(times), "peak_mb": max(peaks),
+            "repeats": repeats}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 2048, 8192])
+    ap.add_argument("--configs", default="abcdef")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--chunk-mb", type=float, default=256.0)
+    ap.add_argument("--max-gb", type=float, default=16.0, help="skip (c) where its attention tensors exceed this")
+    ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--_one", nargs=3, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a._one:
+        print(json.dumps(one(a.model, a._one[0], int(a._one[1]), int(a._one[2]), a.device, a.chunk_mb)))
+        return
+    rows = []
+    print(f"{a.model}, batch 1, T tokens of {DOC}, device {a.device}, chunk budget {a.chunk_mb:g} MB")
+    for T in a.lengths:
+        repeats = 5 if T <= 512 else 3 if T <= 2048 else 1
+        got: dict[str, dict] = {}
+        for c in a.configs:
+            if c == "c":
+                facts = _facts(a.model)
+                gb = facts[0] * facts[1] * T * T * 4 / 2**30
+                if gb > a.max_gb:
+                    print(f"  T={T:5d} ({c}) {CONFIGS[c]:<28} skipped: its attention tensors alone are {gb:.1f} GB")
+                    continue
+            cmd = [sys.executable, __file__, "--model", a.model, "--device", a.device, "--chunk-mb", str(a.chunk_mb),
+                   "--_one", c, str(T), str(repeats)]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"  T={T:5d} ({c}) failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+                continue
+            got[c] = json.loads(out.stdout.strip().splitlines()[-1])
+        base = got.get("a")
+        for c, r in got.items():
+            ratio = f"  time {r['seconds'] / base['seconds']:.3f}x  peak {r['peak_mb'] / base['peak_mb']:.3f}x" if base else ""
+            print(f"  T={T:5d} ({c}) {CONFIGS[c]:<28} {r['seconds']:8.3f} s  peak {r['peak_mb']:8.0f} MB{ratio}")
+            rows.append({**r, "model": a.model, "device": a.device, "label": CONFIGS[c]})
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+
+
+def _facts(model: str) -> tuple[int, int]:
+    """(layers, heads) from the model's config without loading weights."""
+    from transformers import AutoConfig
+
+    from headlab.models import NAMED_MODELS
+
+    spec = NAMED_MODELS.get(model)
+    path = spec.locate() if spec is not None else model
+    cfg = AutoConfig.from_pretrained(str(path))
+    cfg = getattr(cfg, "text_config", None) or cfg
+    return cfg.num_hidden_layers, cfg.num_attention_heads
+
+
+if __name__ == "__main__":
+    main()

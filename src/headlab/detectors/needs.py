@@ -1,0 +1,175 @@
+"""What detectors ask of a layer's attention, declared sparsely, and how any capture route answers it.
+
+Every ``pairs`` score headlab ships is a sum of attention probabilities ``p[b, h, i, j]`` over a small set of
+(query, key) pairs, each query carrying a weight ``w[b, i]``. Three shapes of pair set cover them all, and none
+needs a ``(T, T)`` tensor to declare or to evaluate:
+
+* :class:`KeySet` — a fixed key set (the ``/`` tokens, position 0 and separators, marked stimuli):
+  ``Σ_i w_i Σ_j p_ij · keys_j``. The fused route reads ``Σ_j p_ij · keys_j`` from an indicator column of V.
+* :class:`Diagonal` — the Δ-th sub-diagonal (SlashScore(Δ), previous-token): ``Σ_{i≥Δ} w_i · p_{i,i−Δ}``.
+* :class:`Matches` — keys that hold the query's token, shifted by ``shift`` (duplicate-token: 0, induction:
+  1): ``Σ_i w_i Σ_{j<i, tok_j = tok_i} p_{i, j+shift}``. Positions are grouped by token id, so the pairs of
+  one group form a small ``(c, c)`` block and are evaluated as one batched matrix product, never as gathers
+  of single pairs (which would be memory-bound at long context).
+
+A :class:`LayerView` answers three primitive questions (per-query key-set mass, a band of diagonals, blocks
+of pairs);
+:func:`evaluate` turns those answers into ``{name: (B, H)}`` sums. Routes differ only in their view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+
+@dataclass(frozen=True)
+class KeySet:
+    queries: torch.Tensor  # (B, T) float weight of each query
+    keys: torch.Tensor     # (B, T) float 0/1 indicator of the key set
+
+
+@dataclass(frozen=True)
+class Diagonal:
+    delta: int
+    queries: torch.Tensor  # (B, T); only queries i >= delta count
+
+
+@dataclass(frozen=True)
+class Matches:
+    shift: int
+    queries: torch.Tensor  # (B, T)
+
+
+@dataclass
+class Groups:
+    """Real positions grouped by token id, in padded buckets: ``pos[g, a]`` is the a-th position (ascending) of
+    group g as a flat index ``b * T + t``; ``valid`` marks real slots. Buckets have power-of-two widths so the
+    blocks evaluated stay within 2x (in each dimension) of the true group sizes."""
+
+    buckets: list[tuple[torch.Tensor, torch.Tensor]]  # [(pos (G, c) long, valid (G, c) bool)]
+
+
+def token_groups(input_ids: torch.Tensor, real: torch.Tensor) -> Groups:
+    """Group the real positions of every sample by token id (groups of one are dropped: they have no pair)."""
+    B, T = input_ids.shape
+    flat_ids = torch.where(real, input_ids + torch.arange(B, device=input_ids.device)[:, None] * (int(input_ids.max()) + 1),
+                           -1).reshape(-1)  # (B*T,) sample-unique token keys, -1 on padding
+    order = torch.argsort(flat_ids, stable=True)  # positions sorted by (sample, token), then position
+    keys = flat_ids[order]
+    keep = keys >= 0
+    order, keys = order[keep], keys[keep]
+    if order.numel() == 0:
+        return Groups([])
+    _, counts = torch.unique_consecutive(keys, return_counts=True)
+    starts = torch.cumsum(counts, 0) - counts
+    buckets = []
+    width = 2
+    big = counts >= 2
+    while bool(big.any()):
+        sel = big & (counts <= width)
+        if bool(sel.any()):
+            c, s = counts[sel], starts[sel]
+            slot = torch.arange(width, device=order.device)
+            valid = slot[None, :] < c[:, None]  # (G, width)
+            idx = (s[:, None] + slot[None, :]).clamp_max(order.numel() - 1)
+            buckets.append((torch.where(valid, order[idx], 0), valid))
+        big &= counts > width
+        width *= 2
+    return Groups(buckets)
+
+
+class LayerView(Protocol):
+    """One layer's attention as a route exposes it (H query heads, B samples, T positions)."""
+
+    def keyset_mass(self, keys: torch.Tensor) -> torch.Tensor:
+        """keys (B, T, m) 0/1 → (B, H, T, m): each query's probability mass on each key set."""
+
+    def band(self, K: int) -> torch.Tensor:
+        """(B, H, T, K + 1): column delta holds ``p[b, h, i, i − delta]``, 0 where i < delta."""
+
+    def blocks(self, rows: torch.Tensor, cols: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """rows (G, r), cols (G, c): flat positions ``b * T + t``, each row of both in one sample; keep (G, r, c)
+        bool → (G, H, r, c) probabilities ``p[b, h, rows[g, a], cols[g, c]]``, 0 where not ``keep``."""
+
+
+@dataclass
+class Needs:
+    """The union of what a batch's detectors declared, by name."""
+
+    keysets: dict[str, KeySet] = field(default_factory=dict)
+    diagonals: dict[str, Diagonal] = field(default_factory=dict)
+    matches: dict[str, Matches] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        return [*self.keysets, *self.diagonals, *self.matches]
+
+    def key_indicators(self) -> torch.Tensor | None:
+        """(B, T, m) indicators of the declared key sets (m = number of distinct sets), or None."""
+        if not self.keysets:
+            return None
+        return torch.stack([k.keys for k in self.keysets.values()], -1)
+
+
+@dataclass(frozen=True)
+class _Slice:
+    rows: torch.Tensor     # (G, r) flat query positions
+    cols: torch.Tensor     # (G, S * a) flat key positions: for each shift, the group's first a positions + shift
+    keep: torch.Tensor     # (G, r, S * a) bool: key slot earlier than the query slot, both real
+    weights: torch.Tensor  # (G, r, S) query weight of each shift's declaration
+    sample: torch.Tensor   # (G,) the sample each group lies in
+
+
+def match_plan(needs: Needs, groups: Groups, T: int, max_pairs: int) -> list[_Slice]:
+    """The blocks that serve every ``match_mass`` declaration at once (all shifts share the query rows), cut
+    into slices of query slots of at most ``max_pairs`` (group, query, key) triples each: one token that fills
+    half of an 8k-token document would otherwise be one 4k x 4k block per head."""
+    shifts = [m.shift for m in needs.matches.values()]
+    weights = torch.stack([m.queries.reshape(-1) for m in needs.matches.values()], -1)  # (B*T, S)
+    n_flat = weights.shape[0]
+    plan = []
+    for pos, valid in groups.buckets:
+        G, c = pos.shape
+        step = max(1, max_pairs // max(1, G * len(shifts) * c))
+        for a0 in range(1, c, step):  # query slot 0 has no earlier key
+            a1 = min(c, a0 + step)
+            rows = pos[:, a0:a1]
+            cols = torch.cat([(pos[:, :a1] + s).clamp_max(n_flat - 1) for s in shifts], 1)
+            slot = torch.arange(a0, a1, device=pos.device)[:, None]
+            lower = torch.arange(a1, device=pos.device)[None, :] < slot  # (r, a1)
+            keep = lower[None] & valid[:, None, :a1] & valid[:, a0:a1, None]  # (G, r, a1)
+            plan.append(_Slice(rows, cols, keep.repeat(1, 1, len(shifts)),
+                               weights[rows] * valid[:, a0:a1, None], pos[:, 0] // T))
+    return plan
+
+
+def evaluate(needs: Needs, view: LayerView, plan: list[_Slice] | None, n_heads: int,
+             keyset_mass: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Every declared sum of one layer (or of layers stacked along the head axis): ``{name: (B, H)}``.
+
+    ``keyset_mass`` (B, H, T, m), when the route already has it (the fused kernel's indicator columns), is used
+    instead of asking the view. ``plan``: :func:`match_plan` of this batch, when anything declared matches.
+    """
+    out: dict[str, torch.Tensor] = {}
+    if needs.keysets:
+        mass = keyset_mass if keyset_mass is not None else view.keyset_mass(needs.key_indicators())
+        for c, (name, ks) in enumerate(needs.keysets.items()):
+            out[name] = torch.einsum("bht,bt->bh", mass[..., c].float(), ks.queries)
+    if needs.diagonals:
+        band = view.band(max(dg.delta for dg in needs.diagonals.values())).float()  # (B, H, T, K+1)
+        for name, dg in needs.diagonals.items():
+            out[name] = torch.einsum("bhi,bi->bh", band[..., dg.delta], dg.queries)
+    if needs.matches:
+        first = next(iter(needs.matches.values())).queries
+        S = len(needs.matches)
+        total = torch.zeros(first.shape[0], n_heads, S, device=first.device)
+        for sl in plan or []:
+            G, r = sl.rows.shape
+            probs = view.blocks(sl.rows, sl.cols, sl.keep).float()  # (G, H, r, S * a)
+            per_query = probs.reshape(G, n_heads, r, S, -1).sum(-1)  # (G, H, r, S)
+            total.index_add_(0, sl.sample, torch.einsum("ghrs,grs->ghs", per_query, sl.weights))
+        for c, name in enumerate(needs.matches):
+            out[name] = total[..., c]
+    return out
