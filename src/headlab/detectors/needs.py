@@ -20,7 +20,7 @@ of pairs);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 
@@ -120,6 +120,7 @@ class _Slice:
     keep: torch.Tensor     # (G, r, S * a) bool: key slot earlier than the query slot, both real
     weights: torch.Tensor  # (G, r, S) query weight of each shift's declaration
     sample: torch.Tensor   # (G,) the sample each group lies in
+    width: int             # the bucket's group width c
 
 
 def match_plan(needs: Needs, groups: Groups, T: int, max_pairs: int) -> list[_Slice]:
@@ -141,16 +142,18 @@ def match_plan(needs: Needs, groups: Groups, T: int, max_pairs: int) -> list[_Sl
             lower = torch.arange(a1, device=pos.device)[None, :] < slot  # (r, a1)
             keep = lower[None] & valid[:, None, :a1] & valid[:, a0:a1, None]  # (G, r, a1)
             plan.append(_Slice(rows, cols, keep.repeat(1, 1, len(shifts)),
-                               weights[rows] * valid[:, a0:a1, None], pos[:, 0] // T))
+                               weights[rows] * valid[:, a0:a1, None], pos[:, 0] // T, c))
     return plan
 
 
-def evaluate(needs: Needs, view: LayerView, plan: list[_Slice] | None, n_heads: int,
+def evaluate(needs: Needs, view: LayerView, groups: Groups | None, n_heads: int,
+             plan: Callable[[], list[_Slice]] | None = None,
              keyset_mass: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """Every declared sum of one layer (or of layers stacked along the head axis): ``{name: (B, H)}``.
 
     ``keyset_mass`` (B, H, T, m), when the route already has it (the fused kernel's indicator columns), is used
-    instead of asking the view. ``plan``: :func:`match_plan` of this batch, when anything declared matches.
+    instead of asking the view. Matches are read through the view's fused ``match_mass`` where it has one, else
+    through ``plan()`` (:func:`match_plan` of this batch) and explicit blocks.
     """
     out: dict[str, torch.Tensor] = {}
     if needs.keysets:
@@ -161,11 +164,23 @@ def evaluate(needs: Needs, view: LayerView, plan: list[_Slice] | None, n_heads: 
         band = view.band(max(dg.delta for dg in needs.diagonals.values())).float()  # (B, H, T, K+1)
         for name, dg in needs.diagonals.items():
             out[name] = torch.einsum("bhi,bi->bh", band[..., dg.delta], dg.queries)
-    if needs.matches:
+    if needs.matches and groups is not None:
         first = next(iter(needs.matches.values())).queries
         S = len(needs.matches)
         total = torch.zeros(first.shape[0], n_heads, S, device=first.device)
-        for sl in plan or []:
+        weights = torch.stack([m.queries.reshape(-1) for m in needs.matches.values()], -1)  # (B*T, S)
+        shifts = [m.shift for m in needs.matches.values()]
+        T = first.shape[1]
+        fused_from = getattr(view, "KERNEL_GROUP", None) if getattr(view, "fuses_matches", False) else None
+        if fused_from is not None:
+            for pos, valid in groups.buckets:
+                if pos.shape[1] >= fused_from:
+                    mass = view.match_mass(pos, shifts)  # type: ignore[attr-defined]  # (S, G, H, c-1)
+                    w = weights[pos[:, 1:]] * valid[:, 1:, None]  # (G, c-1, S)
+                    total.index_add_(0, pos[:, 0] // T, torch.einsum("sghc,gcs->ghs", mass, w))
+        for sl in (plan() if plan is not None else []):
+            if fused_from is not None and sl.width >= fused_from:
+                continue
             G, r = sl.rows.shape
             probs = view.blocks(sl.rows, sl.cols, sl.keep).float()  # (G, H, r, S * a)
             per_query = probs.reshape(G, n_heads, r, S, -1).sum(-1)  # (G, H, r, S)

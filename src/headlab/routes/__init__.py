@@ -35,8 +35,10 @@ DEFAULT_BLOCK_MB = 256.0
 #: just those keys; a larger one rides the kernel as an indicator column of V (which widens every head a
 #: little, ~4-13% of the kernel's time measured on 2 CPU cores at T = 2048-8192).
 SMALL_SET = 64
-#: kernel routes keep up to this many MB of queries, keys and log-sum-exps to evaluate layers together.
-DEFER_MB = 32.0
+#: kernel routes keep up to this many MB of queries, keys and log-sum-exps to evaluate layers together, and
+#: cut the evaluation's own temporaries (token-match blocks) to about the same size: together they are the
+#: fused route's memory above a bare forward.
+DEFER_MB = 16.0
 
 
 @dataclass(frozen=True)
@@ -111,11 +113,12 @@ class LayerScorer:
         self.indicators = self._indicators(self.big)
         self.pending: list[_Pending] = []
         self._plans: dict[int, list] = {}
+        self.groups = batch.groups if batch.needs.matches else None
 
     def from_probs(self, layer: int, probs: torch.Tensor) -> None:
         """Eager route: the layer's full probabilities (B, H, T, T), evaluated at once (the reference)."""
         H = probs.shape[1]
-        sums = evaluate(self.batch.needs, ProbsView(probs), self._plan(H), H)
+        sums = evaluate(self.batch.needs, ProbsView(probs), self.groups, H, lambda: self._plan(H))
         rows = {d.name: d.reduce_rows(probs, 0, 0, self.batch) for d in self.rows}
         self._emit([layer], H, sums, rows)
 
@@ -152,15 +155,15 @@ class LayerScorer:
                           items[0].spec)
         mass = cat([p.mass for p in items]) if self.big else None
         n = H * len(items)
-        sums = evaluate(self.batch.needs, view, self._plan(n), n, keyset_mass=self._keyset_mass(view, mass))
+        sums = evaluate(self.batch.needs, view, self.groups, n, lambda: self._plan(n),
+                        keyset_mass=self._keyset_mass(view, mass))
         rows = {d.name: cat([p.rows[d.name] for p in items]) for d in self.rows}
         self._emit([p.layer for p in items], H, sums, rows)
 
-    def _plan(self, n_heads: int) -> list | None:
-        if not self.batch.needs.matches:
-            return None
+    def _plan(self, n_heads: int) -> list:
         if n_heads not in self._plans:
-            max_pairs = int(self.block_mb * 2**20 // (4 * 3 * n_heads))  # logits, probabilities, a temporary
+            budget = min(self.block_mb, self.defer_mb) * 2**20
+            max_pairs = int(budget // (4 * 3 * n_heads))  # logits, probabilities, a temporary
             T = self.batch.input_ids.shape[1]
             self._plans[n_heads] = match_plan(self.batch.needs, self.batch.groups, T, max_pairs)
         return self._plans[n_heads]
