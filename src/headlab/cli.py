@@ -13,7 +13,9 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
+from .cli_types import Parser, at_least, real_in
 from .errors import HeadlabError
+from .interrupts import Terminated, exit_code, sigterm_as_interrupt
 
 
 def _common(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True) -> None:
@@ -21,9 +23,10 @@ def _common(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: boo
     if seed:
         p.add_argument("--seed", type=int, default=0)
     if batch:
-        p.add_argument("--batch-size", type=int, default=8)
+        p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -47,39 +50,46 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bare", action="store_true", help="target only the plain token, not merges like '://'")
     p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
                    help="token score averages over queries that can see a target (default) or all queries")
-    p.add_argument("--max-offset", type=int, default=8, help="offset detector: Δ = 0..K (default 8)")
-    p.add_argument("--threshold", type=float, default=0.5, help="SDH rule θ (default 0.5)")
-    p.add_argument("--consecutive", type=int, default=3, help="SDH rule k consecutive samples (default 3)")
-    p.add_argument("--max-samples", type=int, default=512, help="stop after N samples (0: whole corpus)")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--max-length", type=int, default=128, help="window length in tokens (default 128)")
-    p.add_argument("--stride", type=int, default=None, help="window stride in tokens (default: no overlap)")
+    p.add_argument("--max-offset", type=at_least(0), default=8, help="offset detector: Δ = 0..K (default 8)")
+    p.add_argument("--threshold", type=real_in(0, 1), default=0.5, help="SDH rule θ (default 0.5)")
+    p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k consecutive samples (default 3)")
+    p.add_argument("--max-samples", type=at_least(0), default=512, help="stop after N samples (0: whole corpus)")
+    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--max-length", type=at_least(2), default=128, help="window length in tokens (default 128)")
+    p.add_argument("--stride", type=at_least(1), default=None, help="window stride in tokens (default: no overlap)")
     p.add_argument("--filter", dest="target_filter", choices=["any", "with-target", "without-target"],
                    default="any", help="keep samples with or without the target (default any)")
     p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
-    p.add_argument("--top", type=int, default=5, help="heads shown per detector (default 5)")
+    p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector (default 5)")
     p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
                    help="capture route: auto (default: fused where the detectors and model allow, else chunked, "
                         "else eager), or force one; the route used is recorded in scan.json")
-    p.add_argument("--chunk-mb", type=float, default=256.0,
+    p.add_argument("--chunk-mb", type=real_in(0, open_lo=True), default=256.0,
                    help="memory budget of one block of the chunked/fused routes, MB (default 256)")
     _common(p, "scan", seed=False, batch=False)
     p.set_defaults(func=_cmd_scan)
 
 
 def _cmd_scan(a: argparse.Namespace) -> int:
+    from .io import FolderLock, claim_out
     from .scan import scan
 
-    r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
-             max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
-             max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
-             stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
-             device=a.device, route=a.route, chunk_mb=a.chunk_mb)
-    out = _out(a, "scan")
-    r.write(out)
+    out = claim_out(_out(a, "scan"), ["scan.json", "heads.csv"], a.overwrite)
+    with FolderLock(out):  # a second scan into the same folder is refused, not mixed in
+        claim_out(out, ["scan.json", "heads.csv"], a.overwrite)  # again: a writer may have finished meanwhile
+        r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
+                 max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
+                 max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
+                 stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
+                 device=a.device, route=a.route, chunk_mb=a.chunk_mb)
+        r.write(out)
     print(r.table(a.top))
     print(f"wrote {out}/scan.json and {out}/heads.csv")
-    return 130 if r.interrupted else 0
+    if r.interrupted:
+        print(f"headlab: interrupted ({r.interrupted_by}): wrote the statistics of the {r.n_samples} samples whose "
+              "batches finished, marked interrupted", file=sys.stderr)
+        return 143 if r.interrupted_by == "SIGTERM" else 130
+    return 0
 
 
 def _add_models(sub: argparse._SubParsersAction) -> None:
@@ -116,7 +126,7 @@ def _add_stimuli(sub: argparse._SubParsersAction) -> None:
                        description="Write a seeded stimulus suite (texts with target character spans) to a "
                                    "JSONL file, to inspect or reuse.")
     p.add_argument("suite", choices=sorted(SUITES))
-    p.add_argument("--n", type=int, default=20, help="number of base items (default 20)")
+    p.add_argument("--n", type=at_least(1), default=20, help="number of base items (default 20)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
     p.add_argument("--out", required=True, help="output .jsonl file")
@@ -142,24 +152,25 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
                                    "of every head, with bootstrap 95%% intervals. Writes DIR/characterize.json "
                                    "and DIR/characterize.md.")
     p.add_argument("model")
-    p.add_argument("--n", type=int, default=40, help="base items per suite (default 40)")
+    p.add_argument("--n", type=at_least(2), default=40, help="base items per suite (default 40)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threshold", type=float, default=0.5, help="SDH rule θ (default 0.5)")
-    p.add_argument("--consecutive", type=int, default=3, help="SDH rule k (default 3)")
-    p.add_argument("--top", type=int, default=10, help="heads in the summary table (default 10)")
-    p.add_argument("--kappa", type=float, default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
-    p.add_argument("--rope-samples", type=int, default=64, help="natural and random prompts for the RoPE analysis")
+    p.add_argument("--threshold", type=real_in(0, 1), default=0.5, help="SDH rule θ (default 0.5)")
+    p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k (default 3)")
+    p.add_argument("--top", type=at_least(1), default=10, help="heads in the summary table (default 10)")
+    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
+    p.add_argument("--rope-samples", type=at_least(1), default=64, help="natural and random prompts for the RoPE analysis")
     _common(p, "characterize", seed=False)
     p.set_defaults(func=_cmd_characterize)
 
 
 def _cmd_characterize(a: argparse.Namespace) -> int:
     from .analysis import characterize
+    from .io import claim_out
 
+    out = claim_out(_out(a, "characterize"), ["characterize.json", "characterize.md"], a.overwrite)
     r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
                      batch_size=a.batch_size, progress=not a.no_progress, device=a.device, kappa=a.kappa,
                      rope_samples=a.rope_samples)
-    out = _out(a, "characterize")
     r.write(out)
     print(r.markdown())
     print(f"wrote {out}/characterize.json and {out}/characterize.md")
@@ -172,23 +183,26 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
                                    "interval and a verdict by the rule printed with the table. Writes "
                                    "DIR/claims.md and DIR/claims.json.")
     p.add_argument("models", nargs="+")
-    p.add_argument("--n", type=int, default=40, help="base items per stimulus suite (default 40)")
-    p.add_argument("--scan-samples", type=int, default=512, help="corpus samples per model (default 512)")
-    p.add_argument("--kappa", type=float, default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
-    p.add_argument("--ablate", type=int, default=0, metavar="DRAWS",
+    p.add_argument("--n", type=at_least(2), default=40, help="base items per stimulus suite (default 40)")
+    p.add_argument("--scan-samples", type=at_least(1), default=512, help="corpus samples per model (default 512)")
+    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
+    p.add_argument("--ablate", type=at_least(0), default=0, metavar="DRAWS",
                    help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
                         "sets (default 0: not measured)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_claims)
 
 
 def _cmd_claims(a: argparse.Namespace) -> int:
     from .analysis.claims import claims
+    from .io import claim_out
 
+    claim_out(a.out, ["claims.json", "claims.md"], a.overwrite)
     r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
                progress=not a.no_progress, device=a.device,
                on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=a.out,
@@ -202,7 +216,7 @@ def _cmd_claims(a: argparse.Namespace) -> int:
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
-    p.add_argument("--kappa", type=float, default=0.5, help="SlashScore threshold for the slash-pattern share")
+    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="SlashScore threshold for the slash-pattern share")
     p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
     p.set_defaults(func=_cmd_compare)
 
@@ -225,12 +239,12 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=["zero", "mean", "resample"], default="zero",
                    help="zero; mean (each head's mean output over the corpus samples); resample (the head's output "
                         "on the next sample of the batch)")
-    p.add_argument("--draws", type=int, default=20)
+    p.add_argument("--draws", type=at_least(1), default=20)
     p.add_argument("--suites", default="", help="also measure on these stimulus suites, e.g. slash,controls,"
                                                 "positions,contexts (default: none)")
-    p.add_argument("--suite-n", type=int, default=16, help="items per stimulus suite (default 16)")
-    p.add_argument("--samples", type=int, default=48, help="half with '/', half without (default 48)")
-    p.add_argument("--window", type=int, default=64, help="tokens per sample (default 64)")
+    p.add_argument("--suite-n", type=at_least(1), default=16, help="items per stimulus suite (default 16)")
+    p.add_argument("--samples", type=at_least(2), default=48, help="half with '/', half without (default 48)")
+    p.add_argument("--window", type=at_least(4), default=64, help="tokens per sample (default 64)")
     p.add_argument("--corpus", nargs="+", default=None)
     _common(p, "ablate")
     p.set_defaults(func=_cmd_ablate)
@@ -240,12 +254,14 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     from .ablation import ablate_experiment, format_report
     from .ablation.experiment import write_report
 
+    from .io import claim_out
+
+    out = claim_out(_out(a, "ablate"), ["ablate.json"], a.overwrite)
     suites = [x.strip() for x in a.suites.split(",") if x.strip()]
     r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
                           corpus=a.corpus, suites=suites, suite_n=a.suite_n, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress,
                           device=a.device)
-    out = _out(a, "ablate")
-    write_report(r, out)
+    write_report(r, str(out))
     print(format_report(r))
     print(f"wrote {out}/ablate.json")
     return 0
@@ -254,8 +270,8 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
 def _add_importance(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("importance", help="exact and gradient importance of every head")
     p.add_argument("model")
-    p.add_argument("--samples", type=int, default=32)
-    p.add_argument("--window", type=int, default=64)
+    p.add_argument("--samples", type=at_least(2), default=32)
+    p.add_argument("--window", type=at_least(4), default=64)
     p.add_argument("--corpus", nargs="+", default=None)
     _common(p, "importance")
     p.set_defaults(func=_cmd_importance)
@@ -263,12 +279,12 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_importance(a: argparse.Namespace) -> int:
     from .ablation.importance import format_importance, importance
-    from .io import write_json_atomic
+    from .io import claim_out, write_json_atomic
 
+    out = claim_out(_out(a, "importance"), ["importance.json"], a.overwrite)
     r = importance(a.model, samples=a.samples, window=a.window, corpus=a.corpus, seed=a.seed,
                    batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
-    out = _out(a, "importance")
-    write_json_atomic(os.path.join(out, "importance.json"), r)
+    write_json_atomic(out / "importance.json", r)
     print(format_importance(r))
     print(f"wrote {out}/importance.json")
     return 0
@@ -278,8 +294,8 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prune", help="pruning curves: metric vs fraction of heads removed, by several orders")
     p.add_argument("model")
     p.add_argument("--keep", default="", help="specialized heads never removed in the keep order, L.H,...")
-    p.add_argument("--samples", type=int, default=32)
-    p.add_argument("--window", type=int, default=64)
+    p.add_argument("--samples", type=at_least(2), default=32)
+    p.add_argument("--window", type=at_least(4), default=64)
     _common(p, "prune")
     p.set_defaults(func=_cmd_prune)
 
@@ -287,10 +303,12 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
 def _cmd_prune(a: argparse.Namespace) -> int:
     from .ablation.prune import prune_curves, write_prune
 
+    from .io import claim_out
+
+    out = claim_out(_out(a, "prune"), ["prune.json", "prune.png"], a.overwrite)
     keep = [k.strip() for k in a.keep.split(",") if k.strip()]
     r = prune_curves(a.model, samples=a.samples, window=a.window, keep=keep, seed=a.seed,
                      batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
-    out = _out(a, "prune")
     write_prune(r, out)
     for name, ys in r["curves"].items():
         print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))
@@ -300,7 +318,7 @@ def _cmd_prune(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="headlab", description="Find, test and explain specialized attention heads.")
+    p = Parser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
     _add_scan(sub)
@@ -322,22 +340,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (its one line is printed), or --help: a code, not an exit
+        return int(exc.code or 0)
     if not args.debug:
         warnings.simplefilter("ignore", FutureWarning)
         _quiet_transformers()
     previous_format = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():
+            return int(args.func(args) or 0)
     except HeadlabError as exc:
         if args.debug:
             traceback.print_exc()
         print(f"headlab: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("headlab: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        detail = f": {exc}" if str(exc) and not isinstance(exc, Terminated) else ""
+        print(f"headlab: interrupted{' (SIGTERM)' if isinstance(exc, Terminated) else ''}{detail}", file=sys.stderr)
+        return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - the CLI promises one line, --debug shows the rest
         if args.debug:
             traceback.print_exc()

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from .cli_types import at_least, real_in
 from .errors import HeadlabError
 
 
@@ -22,7 +23,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", help="TOML config, e.g. configs/smoke.toml")
     p.add_argument("--out", required=True, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue from the last good checkpoint in --out")
-    p.add_argument("--seed", type=int, default=None, help="override optim.seed (one run per seed)")
+    p.add_argument("--seed", type=at_least(0), default=None, help="override optim.seed (one run per seed)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_train)
@@ -44,7 +45,8 @@ def _add_track(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("track", help="score every head at every checkpoint of a training run; phases and plots")
     p.add_argument("run", help="run folder written by headlab train")
     p.add_argument("--out", default=None, help="output folder (default RUN/track)")
-    p.add_argument("--n", type=int, default=24, help="slash stimuli in the probe set (default 24)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--n", type=at_least(1), default=24, help="slash stimuli in the probe set (default 24)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_track)
@@ -54,7 +56,9 @@ def _cmd_track(a: argparse.Namespace) -> int:
     from .track.report import write_track_report
     from .track.scores import track
 
-    out = Path(a.out or os.path.join(a.run, "track"))
+    from .io import claim_out
+
+    out = claim_out(a.out or os.path.join(a.run, "track"), ["track.json", "track.md"], a.overwrite)
     t = track(a.run, n_stimuli=a.n, seed=a.seed, progress=not a.no_progress)
     t.write(out)
     write_track_report(t, Path(a.run), out)
@@ -69,7 +73,8 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default="previous-token", help="score to predict (default previous-token)")
     p.add_argument("--threshold", type=float, default=None, help="final score that counts as specialized "
                    "(default: the tracker's threshold for the metric)")
-    p.add_argument("--early", type=float, default=0.1, help="share of training the features come from")
+    p.add_argument("--early", type=real_in(0, 1, open_lo=True), default=0.1,
+                   help="share of training the features come from")
     p.add_argument("--out", default=None, help="write predict.json here")
     p.set_defaults(func=_cmd_predict)
 

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from .cli_types import at_least, real_in
 from .errors import HeadlabError
 
 
@@ -23,15 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     g = rs.add_parser("generate", help="write seeded examples, one JSON a line (each checked by the solver)")
     g.add_argument("--form", required=True, help="minimal, assign, relatives, assign-mc, relatives-mc")
-    g.add_argument("--depth", type=int, required=True)
-    g.add_argument("--n", type=int, default=100)
-    g.add_argument("--distractors", type=int, default=2, help="distractor chains (default 2)")
+    g.add_argument("--depth", type=at_least(1), required=True)
+    g.add_argument("--n", type=at_least(1), default=100)
+    g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains (default 2)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True, help="FILE.jsonl")
     g.set_defaults(func=_cmd_generate)
 
     t = rs.add_parser("train", help="train one decoder on the minimal form")
-    t.add_argument("--depth", type=int, required=True)
+    t.add_argument("--depth", type=at_least(1), required=True)
     t.add_argument("--curriculum", default="chain", help="none, mixed or chain (default chain, the paper-like one)")
     _model_args(t)
     t.add_argument("--seed", type=int, default=0)
@@ -45,16 +46,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--curricula", default="none,mixed,chain")
     s.add_argument("--seeds", default="0,1,2")
     _model_args(s)
-    s.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints (default 50)")
-    s.add_argument("--jobs", type=int, default=2, help="runs trained at once, one torch thread each (default 2)")
+    s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
+    s.add_argument("--jobs", type=at_least(1), default=2, help="runs trained at once, one torch thread each (default 2)")
     s.add_argument("--out", default="runs/retrieval-sweep")
     s.set_defaults(func=_cmd_sweep)
 
     an = rs.add_parser("analyze", help="label heads from attention maps, check by ablation, emergence order")
     an.add_argument("run", help="a run of headlab retrieval train (or a sweep cell)")
-    an.add_argument("--n", type=int, default=64, help="probe examples (default 64)")
-    an.add_argument("--draws", type=int, default=10)
-    an.add_argument("--min-mass", type=float, default=0.3)
+    an.add_argument("--n", type=at_least(1), default=64, help="probe examples (default 64)")
+    an.add_argument("--draws", type=at_least(0), default=10)
+    an.add_argument("--min-mass", type=real_in(0, 1), default=0.3)
     an.add_argument("--out", default=None, help="default RUN/analyze")
     an.set_defaults(func=_cmd_analyze)
 
@@ -66,11 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
     e.add_argument("--depths", default="1,2,3", help="comma-separated (default 1,2,3)")
-    e.add_argument("--n", type=int, default=500, help="questions per cell (default 500)")
-    e.add_argument("--shots", type=int, default=0, help="solved examples in the prompt (default 0)")
+    e.add_argument("--n", type=at_least(1), default=500, help="questions per cell (default 500)")
+    e.add_argument("--shots", type=at_least(0), default=0, help="solved examples in the prompt (default 0)")
     e.add_argument("--forms", default="assign,assign-mc,relatives,relatives-mc")
     e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--batch-size", type=int, default=8)
+    e.add_argument("--batch-size", type=at_least(1), default=8)
     e.add_argument("--device", default="cpu")
     e.add_argument("--out", default=None)
     e.add_argument("--no-progress", action="store_true")
@@ -78,14 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--layers-n", dest="n_layers", type=int, default=2, help="(train) layers (default 2)")
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--steps", type=int, default=2500)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--distractors", type=int, default=2)
-    p.add_argument("--eval-every", type=int, default=100, help="steps between held-out evaluations (default 100)")
+    p.add_argument("--layers-n", dest="n_layers", type=at_least(1), default=2, help="(train) layers (default 2)")
+    p.add_argument("--heads", type=at_least(1), default=4)
+    p.add_argument("--d-model", type=at_least(2), default=64)
+    p.add_argument("--steps", type=at_least(1), default=2500)
+    p.add_argument("--batch-size", type=at_least(1), default=64)
+    p.add_argument("--lr", type=real_in(0, open_lo=True), default=1e-3)
+    p.add_argument("--distractors", type=at_least(0), default=2)
+    p.add_argument("--eval-every", type=at_least(1), default=100, help="steps between held-out evaluations (default 100)")
     p.add_argument("--no-progress", action="store_true")
 
 

@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                    "visible) or linear (about 5x smaller files for long inputs)")
     v.add_argument("--check", action="store_true", help="open the page in headless Chromium and report its load "
                                                         "time, console errors and network requests")
+    v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
     v.add_argument("--device", default="cpu")
     v.add_argument("--no-progress", action="store_true")
     v.set_defaults(func=_cmd_view)
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("run", help="a folder of headlab results (searched two levels deep)")
     r.add_argument("--out", default=None, help="output folder (default RUN/report)")
     r.add_argument("--title", default=None)
+    r.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     r.set_defaults(func=_cmd_report)
 
 
@@ -51,7 +53,10 @@ def _texts(a: argparse.Namespace) -> list[tuple[str, str]] | None:
 def _cmd_view(a: argparse.Namespace) -> int:
     from .viewer import view
 
+    from .io import claim_file
+
     out = a.out or os.path.join("runs", "view-" + os.path.basename(str(a.source).rstrip("/")) + ".html")
+    claim_file(out, a.overwrite)
     path = view(a.source, out, _texts(a), device=a.device, progress=not a.no_progress, scale=a.scale)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
     if a.check:
@@ -70,7 +75,10 @@ def _cmd_view(a: argparse.Namespace) -> int:
 def _cmd_report(a: argparse.Namespace) -> int:
     from .report import report
 
+    from .io import claim_out
+
     out = a.out or os.path.join(a.run, "report")
+    claim_out(out, ["report.md", "report.html"], a.overwrite)
     r = report(a.run, out, a.title)
     print(f"report: {len(r['sections'])} sections, {r['figures']} figures")
     for s in r["sections"]:

@@ -111,27 +111,57 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
                                f"({loaded.facts.max_length}); use a smaller --max-length")
         chunk.append(s)
         if len(chunk) == batch_size * CHUNK_BATCHES:
-            yield chunk, score_chunk(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+            yield from _scored(loaded, detectors, chunk, batch_size, progress, route, block_mb)
             chunk = []
     if chunk:
-        yield chunk, score_chunk(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+        yield from _scored(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+
+
+class ChunkInterrupted(KeyboardInterrupt):
+    """An interrupt inside a chunk, carrying the scores of the batches that finished before it."""
+
+    def __init__(self, done: list[int], scores: dict[str, np.ndarray], cause: KeyboardInterrupt):
+        super().__init__(str(cause))
+        self.done, self.scores, self.cause = done, scores, cause
+
+
+def _scored(loaded: LoadedModel, detectors: Sequence[Detector], chunk: list[Sample], batch_size: int,
+            progress: "object | None", route: str, block_mb: float
+            ) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
+    """One chunk's scores; on an interrupt, first the samples whose batches finished, then the interrupt."""
+    try:
+        scores = score_chunk(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+    except ChunkInterrupted as stop:
+        done = sorted(stop.done)  # back in seeded order
+        if done:
+            yield [chunk[i] for i in done], {name: block[done] for name, block in stop.scores.items()}
+        raise stop.cause from None
+    yield chunk, scores
 
 
 def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Sequence[Sample], batch_size: int,
                 progress: "object | None" = None, route: str = "eager",
                 block_mb: float = DEFAULT_BLOCK_MB) -> dict[str, np.ndarray]:
-    """Scores of ``chunk`` in its own order (batched by length, then put back)."""
+    """Scores of ``chunk`` in its own order (batched by length, then put back). An interrupt is re-raised as
+    :class:`ChunkInterrupted` with the scores of the batches that finished."""
     order = sorted(range(len(chunk)), key=lambda i: -len(chunk[i].input_ids))
     groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     device = device_of(loaded.model)
     batches = (collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device) for idx in groups)
     out: dict[str, np.ndarray] = {}
-    with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:
-        for idx, scores in zip(groups, results):
-            for name, block in scores.items():
-                if name not in out:
-                    out[name] = np.full((len(chunk),) + block.shape[1:], np.nan, dtype=np.float32)
-                out[name][idx] = block
-            if progress is not None:
-                progress.update(len(idx))  # type: ignore[attr-defined]
+    done: list[int] = []
+    try:
+        with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:
+            for idx, scores in zip(groups, results):
+                for name, block in scores.items():
+                    if name not in out:
+                        out[name] = np.full((len(chunk),) + block.shape[1:], np.nan, dtype=np.float32)
+                    out[name][idx] = block
+                done.extend(idx)
+                if progress is not None:
+                    progress.update(len(idx))  # type: ignore[attr-defined]
+    except ChunkInterrupted:
+        raise
+    except KeyboardInterrupt as exc:
+        raise ChunkInterrupted(done, out, exc) from None
     return out

@@ -1,4 +1,5 @@
-"""Atomic file output: a result file is either complete or absent, never half-written."""
+"""Atomic file output: a result file is either complete or absent, never half-written; and the check, made
+before any work starts, that an output folder can take a command's result without silently replacing one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,59 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from .errors import HeadlabError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: files are created with the user's umask (tempfile.mkstemp alone would leave them 0600).
+_FILE_MODE = 0o666 & ~_umask()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks (checkpoints and data pools carry it to detect damage)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool = False) -> Path:
+    """Check that folder ``out`` can receive ``files`` (this command's result), before the work starts.
+
+    Refuses, in one line each: an ``out`` that is an existing file; a folder that already holds one of
+    ``files`` (an earlier result) unless ``overwrite``; a path whose nearest existing folder is not writable.
+    """
+    p = Path(out).expanduser()
+    if p.exists() and not p.is_dir():
+        raise HeadlabError(f"--out {p} is an existing file, not a folder; choose a folder path")
+    held = [f for f in files if (p / f).exists()]
+    if held and not overwrite:
+        raise HeadlabError(f"{p} already holds {held[0]} from an earlier run; pass --overwrite to replace it, "
+                           "or choose another --out")
+    base = p
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise HeadlabError(f"cannot write under {base} (for --out {p}); choose a writable --out")
+    return p
+
+
+def claim_file(path: str | os.PathLike[str], overwrite: bool = False) -> Path:
+    """:func:`claim_out` for a single output file."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise HeadlabError(f"--out {p} is a folder; give a file path")
+    claim_out(p.parent, [p.name], overwrite)
+    return p
 
 
 def _clean(obj: Any) -> Any:
@@ -30,11 +84,33 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a JSON-lines log. A torn last line (a process killed while writing it) is dropped with a
+    warning; a damaged line anywhere else is an error naming the file and line."""
+    import warnings
+
+    p = Path(path)
+    lines = p.read_text(encoding="utf-8").splitlines()
+    rows = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            if i == len(lines) - 1:
+                warnings.warn(f"{p}: last line is incomplete (a killed run?); ignored", stacklevel=2)
+                break
+            raise HeadlabError(f"{p}:{i + 1} is not valid JSON; the log is damaged") from None
+    return rows
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
@@ -50,3 +126,52 @@ def write_csv_atomic(path: str | os.PathLike[str], header: Sequence[str], rows: 
     for row in rows:
         writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
     return write_text_atomic(path, buf.getvalue())
+
+
+class FolderLock:
+    """An exclusive lock on a result folder while one process writes it (``DIR/.headlab.lock``, flock).
+
+    A second writer gets a one-line refusal naming the holder's pid instead of mixing its files with the
+    first's. The operating system drops the lock when the holder exits, so a killed run leaves no stale lock.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]):
+        self.folder = Path(folder)
+        self._fh: Any = None
+        self._created = False
+
+    def acquire(self) -> "FolderLock":
+        import fcntl
+
+        self._created = not self.folder.exists()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fh = open(self.folder / ".headlab.lock", "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise HeadlabError(f"{self.folder} is being written by {holder}; wait for it to finish or choose "
+                               "another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"headlab pid {os.getpid()}")
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing the file drops the flock
+            self._fh = None
+            lock = self.folder / ".headlab.lock"
+            if self._created and [p.name for p in self.folder.iterdir()] == [lock.name]:
+                lock.unlink(missing_ok=True)  # a folder made for a run that wrote nothing is not left behind
+                self.folder.rmdir()
+
+    def __enter__(self) -> "FolderLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

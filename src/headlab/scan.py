@@ -13,6 +13,7 @@ from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
 from .detectors import DEFAULT_DETECTORS, Detector, make
 from .engine import score_samples
 from .errors import HeadlabError
+from .interrupts import Terminated
 from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
 from .progress import bar as progress_bar
@@ -41,11 +42,14 @@ class ScanResult:
     sdh: np.ndarray  # (L, H) bool
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    interrupted_by: str | None = None  # "SIGINT" or "SIGTERM" when ``interrupted``
 
     @property
     def sdh_share(self) -> float | None:
-        """Share of all heads that pass the slash-dominance rule; None when no sample holds the target."""
-        if self.token_frac_above is None or self.n_samples_with_target == 0:
+        """Share of all heads that pass the slash-dominance rule; None (undefined) when fewer samples hold the
+        target than the rule's k consecutive samples: no head could pass, so 0 would be a non-result."""
+        k = int(self.settings.get("sdh_rule", {}).get("consecutive", 1))
+        if self.token_frac_above is None or self.n_samples_with_target < max(k, 1):
             return None
         return float(self.sdh.sum()) / (self.n_layers * self.n_heads)
 
@@ -75,7 +79,8 @@ class ScanResult:
         return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "n_samples": self.n_samples, "n_samples_with_target": self.n_samples_with_target,
                 "n_tokens": self.n_tokens, "settings": self.settings, "sdh_share": self.sdh_share,
-                "n_sdh": int(self.sdh.sum()), "interrupted": self.interrupted, "warnings": self.warnings,
+                "n_sdh": int(self.sdh.sum()), "interrupted": self.interrupted,
+                "interrupted_by": self.interrupted_by, "warnings": self.warnings,
                 "heads": heads if heads is not None else self.heads()}
 
     def write(self, out_dir: str | Path) -> Path:
@@ -104,7 +109,8 @@ class ScanResult:
         """A compact human summary: the top heads of each detector and the SDH count."""
         lines = [f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
                  f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
-                 + ("  [INTERRUPTED: partial]" if self.interrupted else "")]
+                 + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
+                    if self.interrupted else "")]
         if "route" in self.settings:
             lines.append(f"  route: {self.settings['route']} ({self.settings.get('route_reason', '')})")
         for name in self.means:
@@ -114,7 +120,8 @@ class ScanResult:
             st = self.settings.get("sdh_rule", {})
             rule = f"token {st.get('target')!r} > {st.get('threshold')} in {st.get('consecutive')} consecutive samples"
             if self.sdh_share is None:
-                lines.append(f"  SDH ({rule}): undefined, no sample contains the target")
+                lines.append(f"  SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "
+                             f"fewer than the rule's k = {st.get('consecutive')}")
             else:
                 names = [f"{l}.{h}" for l, h in zip(*np.nonzero(self.sdh))]
                 lines.append(f"  SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
@@ -145,7 +152,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         route: capture route (:mod:`headlab.routes`): ``auto`` (default: ``fused`` wherever the model and the
             detectors allow it, else ``chunked``, else ``eager``), or one of them forced.
         chunk_mb: memory budget of one block of the chunked and fused routes, in MB.
-    A Ctrl-C stops the scan early and returns the statistics so far, marked ``interrupted``.
+    A Ctrl-C (or SIGTERM, under the CLI) stops the scan early and returns the statistics of every batch that
+    finished, marked ``interrupted``.
     """
     loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
     dets = [_make(d, target=target, bare=bare, queries=queries, max_offset=max_offset) for d in detectors]
@@ -168,7 +176,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     moments: dict[str, RunningMoments] = {}
     rule = ConsecutiveRule((L, H), threshold, consecutive)
     n_samples = n_tokens = n_with = 0
-    interrupted = False
+    interrupted: KeyboardInterrupt | None = None
     bar = progress_bar(max_samples, f"scan {loaded.name}", "sample", progress)
     try:
         for chunk, scores in score_samples(loaded, dets, sampler.samples(docs, max_samples), batch_size, bar,
@@ -182,11 +190,13 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
                 n_with += int((~np.isnan(scores["token"][:, 0, 0])).sum())
             n_samples += len(chunk)
             n_tokens += sum(len(s.input_ids) for s in chunk)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under headlab.interrupts: keep what finished
+        interrupted = exc
     finally:
         if bar is not None:
             bar.close()
+    if n_samples == 0 and interrupted is not None:
+        raise type(interrupted)("interrupted before the first batch finished: nothing to write")
     if n_samples == 0:
         if target_filter != "any":
             raise HeadlabError(f"no sample passes --filter {target_filter} (target {target!r})")
@@ -194,6 +204,10 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     notes = []
     if token is not None and n_with == 0:
         notes.append(f"no sample contains {target!r}: token scores and the SDH rule are undefined")
+        warnings.warn(notes[-1], stacklevel=2)
+    elif token is not None and n_with < consecutive:
+        notes.append(f"only {n_with} sample(s) contain {target!r}, fewer than the rule's k = {consecutive}: "
+                     "the SDH share is undefined (use more samples or --filter with-target)")
         warnings.warn(notes[-1], stacklevel=2)
     settings = {
         "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
@@ -213,7 +227,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         token_frac_above=moments["token"].frac_above if has_token else None,
         token_max_run=rule.best if has_token else None,
         sdh=rule.passed if has_token and n_with else np.zeros((L, H), dtype=bool),
-        interrupted=interrupted, warnings=notes,
+        interrupted=interrupted is not None, warnings=notes,
+        interrupted_by=None if interrupted is None else ("SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"),
     )
 
 

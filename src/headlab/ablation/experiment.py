@@ -147,8 +147,12 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, m
         sampler = Sampler(loaded.tokenizer, min(window, f.max_length), seed=seed, target_ids=slash_ids,
                           target_filter=filt)  # type: ignore[arg-type]
         picked += list(sampler.samples(docs, half))
-    if not any(any(i in slash_ids for i in s.input_ids) for s in picked):
+    has_slash = [any(i in slash_ids for i in s.input_ids) for s in picked]
+    if not any(has_slash):
         raise HeadlabError("the corpus has no sample with '/'; pass --corpus with slash text")
+    if all(has_slash):
+        raise HeadlabError("every sample of the corpus has '/', but the effect is compared with text without '/'; "
+                           "pass --corpus with some text without '/'")
     dev = device_of(loaded.model)
     parts = [Part("corpus", [collate(picked[i:i + batch_size], loaded.pad_id, f.causal, dev)
                              for i in range(0, len(picked), batch_size)], stimuli=False)]

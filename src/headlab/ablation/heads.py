@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
@@ -46,6 +47,9 @@ def parse_heads(spec: str | Sequence[str], n_layers: int, n_heads: int) -> dict[
             raise HeadlabError(f"head {item!r} is not of the form L.H") from None
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
             raise HeadlabError(f"head {item} is outside the model ({n_layers} layers x {n_heads} heads)")
+        if head in out.get(layer, []):
+            warnings.warn(f"head {layer}.{head} is listed more than once; it counts once", stacklevel=2)
+            continue
         out.setdefault(layer, []).append(head)
     return out
 

@@ -254,6 +254,11 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them).
     ``ablation_draws`` > 0 measures claim 8 on decoders (``ablation_samples`` corpus windows, that many control
     draws); it loads the model again with its language-model head."""
+    from ..models.loader import check_source
+
+    for m in models:  # every name is checked before the first model is measured
+        if not isinstance(m, LoadedModel):
+            check_source(m)
     out = []
     for m in models:
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)

@@ -54,7 +54,8 @@ def _load(path: Path) -> list[str]:
         return []
     if _kind(path) == "text":
         return [text] if text.strip() else []
-    out = []
+    out: list[str] = []
+    skipped: list[int] = []  # records that hold no "text" string (empty texts are fine and just yield nothing)
     for i, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
@@ -64,8 +65,14 @@ def _load(path: Path) -> list[str]:
             warnings.warn(f"{path}:{i + 1}: not JSON, line skipped", stacklevel=2)
             continue
         t = rec.get("text") if isinstance(rec, dict) else None
-        if isinstance(t, str) and t.strip():
+        if not isinstance(t, str):
+            skipped.append(i + 1)
+        elif t.strip():
             out.append(t)
+    if skipped:
+        where = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+        warnings.warn(f"{path}: {len(skipped)} record(s) without a string 'text' field skipped (line {where})",
+                      stacklevel=2)
     return out
 
 

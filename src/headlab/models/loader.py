@@ -56,6 +56,28 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path))
 
 
+def check_source(name_or_path: str | os.PathLike[str]) -> None:
+    """The checks :func:`load` makes before reading any weights (a named model is installed, a path exists
+    and is a model): call it for every model of a multi-model command before the first is measured."""
+    name = str(name_or_path)
+    spec = NAMED_MODELS.get(name)
+    if spec is not None:
+        if not spec.installed():
+            raise HeadlabError(f"model '{name}' is not installed; run `headlab models install {name}`")
+        return
+    p = Path(name).expanduser()
+    if p.is_dir() and not (p / "config.json").exists():
+        raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json)")
+    if not p.exists() and (name.startswith((".", "/", "~")) or name.count("/") > 1):
+        raise HeadlabError(f"model path {name} does not exist")
+    if not p.exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            raise HeadlabError(f"unknown model '{name}': not a named model (see `headlab models list`), not a "
+                               "directory, and not in the local Hugging Face cache (HF_HUB_OFFLINE=1)")
+
+
 def _resolve_path(name: str) -> str | Path:
     p = Path(name).expanduser()
     if p.is_file() and p.suffix == ".gguf":

@@ -9,6 +9,7 @@ The HTML file is offline: figures are files beside it, the style is inline, noth
 from __future__ import annotations
 
 import html
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +41,23 @@ def collect(run: str | Path, out: str | Path) -> list[Section]:
     run, out = Path(run), Path(out)
     if not run.is_dir():
         raise HeadlabError(f"{run} is not a folder")
+    found = [(kind, folder, marker, build) for kind, marker, build in SECTIONS for folder in _folders(run, out)
+             if (folder / marker).exists()]
+    if not found:
+        raise HeadlabError(f"no headlab results in {run} (looked for {', '.join(sorted({m for _, m, _ in SECTIONS}))})")
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
-    sections = []
-    for kind, marker, build in SECTIONS:
-        for folder in _folders(run, out):
-            if (folder / marker).exists():
-                rel = folder.relative_to(run)
-                tag = "-".join(rel.parts) or run.name
-                try:
-                    sections.append(build(folder, figdir, tag))
-                except (KeyError, ValueError, TypeError) as exc:
-                    raise HeadlabError(f"{folder / marker}: not a {kind} result this headlab understands ({exc})") from None
+    sections, skipped = [], []
+    for kind, folder, marker, build in found:
+        path = folder / marker
+        try:
+            sections.append(build(folder, figdir, "-".join(folder.relative_to(run).parts) or run.name))
+        except (KeyError, ValueError, TypeError, OSError) as exc:  # one damaged result does not sink the report
+            skipped.append(path)
+            warnings.warn(f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc}); "
+                          "its section is left out", stacklevel=2)
     if not sections:
-        raise HeadlabError(f"no headlab results in {run} (looked for {', '.join(sorted({m for _, m, _ in SECTIONS}))})")
+        raise HeadlabError(f"none of the results in {run} could be read ({', '.join(map(str, skipped))})")
     return sections
 
 

@@ -29,6 +29,7 @@ import torch
 
 from ..capture import capture
 from ..errors import HeadlabError
+from ..io import read_jsonl
 from ..nn import Transformer
 from ..train import checkpoint as ckpt
 from ..train.config import load_config
@@ -189,7 +190,7 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
     before it, the accuracy of the first evaluation at or after it."""
     def rows(name: str) -> list[dict[str, Any]]:
         f = run / name
-        return [json.loads(x) for x in f.read_text().splitlines() if x.strip()] if f.exists() else []
+        return read_jsonl(f) if f.exists() else []
 
     loss = [r for r in rows("metrics.jsonl") if r["step"] <= step]
     acc = [r for r in rows("eval.jsonl") if r["step"] >= step]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import HeadlabError
-from ..io import write_json_atomic
+from ..io import read_jsonl, write_json_atomic
 from .training import RetrievalTask, train_retrieval
 
 
@@ -139,7 +139,7 @@ def plot_sweep(result: dict[str, Any], out: Path) -> None:
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4))
     for r in result["runs"]:
-        rows = [json.loads(x) for x in (out / r["run"] / "eval.jsonl").read_text().splitlines() if x.strip()] \
+        rows = read_jsonl(out / r["run"] / "eval.jsonl") \
             if (out / r["run"] / "eval.jsonl").exists() else []
         d = str(r["task"]["depth"])
         ax.plot([x["step"] for x in rows], [x["accuracy"][d] for x in rows], lw=0.8,

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ..errors import HeadlabError
+from ..io import read_jsonl
 from .retrieval import MinimalVocab, minimal
 
 CURRICULA = ("none", "mixed", "chain")
@@ -169,7 +170,7 @@ def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, 
         (run / "eval.jsonl").unlink()
     trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
     trainer.fit()
-    rows = [json.loads(x) for x in (run / "eval.jsonl").read_text().splitlines() if x.strip()]
+    rows = read_jsonl(run / "eval.jsonl")
     full = str(task.depth)
     hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
     summary = {"task": task.to_json(), "n_layers": n_layers, "n_heads": n_heads, "d_model": d_model, "steps": steps,

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io import write_json_atomic, write_text_atomic
+from ..io import read_jsonl, write_json_atomic, write_text_atomic
 from .phases import claim_boundaries, emergence_step, phases
 from .scores import TrackResult
 
@@ -167,6 +167,6 @@ def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     write_text_atomic(out / "track.md", markdown(t, ph, sp, total))
     rows = []
     if (run / "metrics.jsonl").exists():
-        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+        rows = read_jsonl(run / "metrics.jsonl")
     plots(t, ph, out, rows)
     return record

@@ -27,7 +27,7 @@ from ..corpus import Sample
 from ..detectors import make
 from ..engine import score_samples
 from ..errors import HeadlabError
-from ..io import write_json_atomic, write_text_atomic
+from ..io import read_jsonl, write_json_atomic, write_text_atomic
 from ..nn import Transformer, as_loaded
 from ..progress import bar as progress_bar
 from ..train import checkpoint as ckpt
@@ -171,7 +171,7 @@ def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool
         raise HeadlabError(f"no readable checkpoint in {run}")
     loss = {}
     if (run / "metrics.jsonl").exists():
-        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+        rows = read_jsonl(run / "metrics.jsonl")
         loss = {r["step"]: r["loss"] for r in rows if r["step"] in set(steps)}
     scores = {m: np.stack([p[m] for p in per_step]) for m in METRICS}
     return TrackResult(str(run), steps, cfg.model.n_layers, cfg.model.n_heads, scores, loss,

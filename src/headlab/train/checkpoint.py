@@ -13,7 +13,6 @@ Schedule: ``early_points`` log-spaced steps over the first ``early_fraction`` of
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import shutil
@@ -26,6 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from ..errors import HeadlabError
+from ..io import file_sha256
 
 
 def schedule(steps: int, early_points: int, early_fraction: float, every: int) -> list[int]:
@@ -39,14 +39,6 @@ def schedule(steps: int, early_points: int, early_fraction: float, every: int) -
 
 def step_dir(run: Path, step: int) -> Path:
     return run / "checkpoints" / f"step-{step:07d}"
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _flatten_optimizer(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -82,7 +74,7 @@ def save(run: Path, step: int, model: torch.nn.Module, opt: torch.optim.Optimize
     state = {
         "step": step, "optimizer": meta, **extra,
         "rng": {"torch": torch.get_rng_state().tolist(), "numpy": _np_state(), "python": _py_state()},
-        "sha256": {f: _digest(tmp / f) for f in ("model.safetensors", "optimizer.safetensors")},
+        "sha256": {f: file_sha256(tmp / f) for f in ("model.safetensors", "optimizer.safetensors")},
     }
     (tmp / "state.json").write_text(json.dumps(state))
     if final.exists():
@@ -114,7 +106,7 @@ def verify(folder: Path) -> dict[str, Any]:
     try:
         state = json.loads((folder / "state.json").read_text())
         for f, want in state["sha256"].items():
-            if _digest(folder / f) != want:
+            if file_sha256(folder / f) != want:
                 raise HeadlabError(f"{f} does not match its digest")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HeadlabError(f"{type(exc).__name__}: {exc}") from None

@@ -8,6 +8,8 @@ folder as ``config.toml``.
 from __future__ import annotations
 
 import tomllib
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,9 @@ def from_dict(raw: dict[str, Any], where: str = "config") -> TrainConfig:
             raise HeadlabError(f"{where}: unknown key(s) {sorted(bad)} in [{name}]; known: {sorted(known)}")
         if section.get("slash_share") == "natural":
             section["slash_share"] = None
+        hints = typing.get_type_hints(cls)
+        for key, value in section.items():
+            section[key] = _typed(value, hints[key], f"{where}: [{name}] {key}")
         try:
             parts[name] = cls(**section)
         except (TypeError, ValueError) as exc:
@@ -94,10 +99,39 @@ def from_dict(raw: dict[str, Any], where: str = "config") -> TrainConfig:
     return cfg
 
 
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _typed(value: Any, hint: Any, what: str) -> Any:
+    """``value`` checked against the field's annotation (TOML has types; a wrong one is named, not crashed on)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        return _typed(value, next(a for a in args if a is not type(None)), what)
+    if origin is typing.Literal:
+        if value not in args:
+            raise HeadlabError(f"{what} must be one of {', '.join(map(repr, args))}, not {value!r}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise HeadlabError(f"{what} must be a list, not {value!r}")
+        return [_typed(v, args[0], what) for v in value] if args else value
+    if hint in _TYPE_NAMES:
+        ok = isinstance(value, hint) and not (hint is not bool and isinstance(value, bool))
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not ok:
+            raise HeadlabError(f"{what} must be {_TYPE_NAMES[hint]}, not {value!r} ({type(value).__name__})")
+    return value
+
+
 def _check(cfg: TrainConfig, where: str) -> None:
     o, d = cfg.optim, cfg.data
     if o.steps < 1 or o.batch_size < 1:
         raise HeadlabError(f"{where}: steps and batch_size must be at least 1")
+    if not o.lr > 0:
+        raise HeadlabError(f"{where}: optim.lr must be positive, not {o.lr}")
     if d.window > cfg.model.max_length:
         raise HeadlabError(f"{where}: data.window {d.window} exceeds model.max_length {cfg.model.max_length}")
     if d.slash_share is not None and not 0 <= d.slash_share <= 1:

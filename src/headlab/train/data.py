@@ -1,7 +1,8 @@
 """Training data: a fixed, seeded pool of token windows from real corpora, stored in the run folder.
 
-The pool is built once (``data.safetensors`` + ``tokenizer/`` in the run folder) and reused on resume, so a
-resumed run sees exactly the data the uninterrupted run would. Batch ``step`` is a pure function of
+The pool is built once (``data.safetensors`` + ``tokenizer/`` in the run folder, and ``data.json`` with the
+fingerprint of the settings that built it and the file's digest) and reused on resume, so a resumed run sees
+exactly the data the uninterrupted run would; a pool left by other settings is rebuilt, never reused. Batch ``step`` is a pure function of
 ``(seed, step)``: epoch ``e`` visits the pool in the permutation drawn from ``seed + e``, so the data position
 of a run is just its step. ``slash_share`` windows (rounded) contain a `/` token; the rest do not. A separate
 set of probe windows with `/` (never trained on) feeds the gradient signals and the tracker.
@@ -9,8 +10,11 @@ set of probe windows with `/` (never trained on) feeds the gradient signals and 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-from dataclasses import dataclass
+import json
+import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from ..corpus import Sampler, documents
 from ..errors import HeadlabError
+from ..io import file_sha256, write_json_atomic
 from ..nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
 from .config import DataConfig
 
@@ -128,12 +133,38 @@ def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[Windo
     return WindowPool(ids, mask, p_ids, p_mask), tokenizer
 
 
-def save_pool(pool: WindowPool, tokenizer: Any, run: Path) -> None:
+def fingerprint(cfg: DataConfig, seed: int) -> str:
+    """What a pool is built from: the data settings and the seed (a pool from other settings is another pool)."""
+    blob = json.dumps({"data": asdict(cfg), "seed": seed}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def save_pool(pool: WindowPool, tokenizer: Any, run: Path, print_: str) -> None:
+    """Write ``data.safetensors``, ``tokenizer/`` and ``data.json`` (the pool's fingerprint and digest) last, so a
+    pool without a matching ``data.json`` is never taken for a finished one."""
+    (run / "data.json").unlink(missing_ok=True)
     tmp = run / "data.safetensors.tmp"
     save_file({"ids": pool.ids.to(torch.int32), "mask": pool.mask.to(torch.uint8),
                "probe_ids": pool.probe_ids.to(torch.int32), "probe_mask": pool.probe_mask.to(torch.uint8)}, str(tmp))
+    shutil.rmtree(run / "tokenizer", ignore_errors=True)
     save_tokenizer(tokenizer, run / "tokenizer")
     tmp.replace(run / "data.safetensors")
+    write_json_atomic(run / "data.json", {"fingerprint": print_, "sha256": file_sha256(run / "data.safetensors")})
+
+
+def pool_matches(run: Path, print_: str) -> str | None:
+    """None when the run folder holds a finished pool built from ``print_``; else why it cannot be used."""
+    if not (run / "data.safetensors").exists():
+        return "no pool"
+    try:
+        meta = json.loads((run / "data.json").read_text())
+    except (OSError, ValueError):
+        return "its data.json is missing or damaged (a run stopped while building it, or an older headlab)"
+    if meta.get("fingerprint") != print_:
+        return "it was built from other data settings or another seed"
+    if meta.get("sha256") != file_sha256(run / "data.safetensors"):
+        return "data.safetensors does not match its digest (damaged)"
+    return None
 
 
 def load_pool(run: Path) -> tuple[WindowPool, Any]:

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
@@ -19,12 +20,12 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import HeadlabError
-from ..io import write_text_atomic
+from ..io import FolderLock, write_text_atomic
 from ..nn.transformer import Transformer
 from ..progress import bar as progress_bar
 from . import checkpoint as ckpt
 from .config import TrainConfig, to_toml
-from .data import WindowPool, build_pool, load_pool, save_pool
+from .data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool
 
 
 class BatchSource(Protocol):
@@ -74,6 +75,9 @@ class Trainer:
         if cfg.optim.threads:
             torch.set_num_threads(cfg.optim.threads)
         self.start = 0
+        self._lock = FolderLock(self.run).acquire() if self.main else None  # one writer per run folder
+        if self._lock is not None:
+            weakref.finalize(self, self._lock.release)
         self._prepare_folder(resume)
         self.source = source
         if source is not None:
@@ -129,11 +133,20 @@ class Trainer:
             torch.distributed.barrier()
 
     def _data(self) -> tuple[WindowPool, Any]:
-        if (self.run / "data.safetensors").exists():
-            return load_pool(self.run)
+        print_ = fingerprint(self.cfg.data, self.cfg.optim.seed)
         if self.main:
-            pool, tok = build_pool(self.cfg.data, self.cfg.optim.seed, self.progress)
-            save_pool(pool, tok, self.run)
+            why = pool_matches(self.run, print_)
+            if why is not None and why != "no pool":
+                if ckpt.checkpoints(self.run):
+                    raise HeadlabError(f"{self.run} holds checkpoints but its data pool cannot be used: {why}; "
+                                       "start the run in a new folder")
+                import warnings
+
+                warnings.warn(f"{self.run}: the data pool left there is not this run's ({why}); rebuilding it",
+                              stacklevel=2)
+            if why is not None:
+                pool, tok = build_pool(self.cfg.data, self.cfg.optim.seed, self.progress)
+                save_pool(pool, tok, self.run, print_)
         self._barrier()
         return load_pool(self.run)
 
@@ -150,7 +163,10 @@ class Trainer:
             if self.main:
                 import warnings
 
-                warnings.warn(f"{self.run} has no usable checkpoint; starting from step 0", stacklevel=2)
+                warnings.warn(f"{self.run} has no usable checkpoint; starting from step 0 (and its logs afresh)",
+                              stacklevel=2)
+                for name in ("metrics.jsonl", "signals.jsonl"):  # rows of the lost steps would be logged twice
+                    (self.run / name).unlink(missing_ok=True)
             return
         folder, state = found
         ckpt.load_weights(folder, self.model)
@@ -197,6 +213,14 @@ class Trainer:
         return total * self.world / max(1, n_global)  # DDP averages over processes
 
     def fit(self) -> Path:
+        """Train from ``self.start`` to the configured steps; the run folder's lock is released at the end."""
+        try:
+            return self._fit()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+
+    def _fit(self) -> Path:
         c = self.cfg
         net = self.ddp or self.model
         net.train()

@@ -65,11 +65,27 @@ class ViewData:
         })
 
 
+#: shown on a token that holds only part of a character's bytes (byte-level BPE splits CJK and emoji)
+PARTIAL = "\u2026"
+
+
 def display_tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
-    """One readable string per token (decoded alone, so byte-level BPE shows spaces, not 'Ġ')."""
-    out = []
+    """One readable string per token (decoded alone, so byte-level BPE shows spaces, not 'Ġ').
+
+    A character split across tokens decodes to U+FFFD piece by piece; the token that completes it shows the
+    whole character (with the pieces before it marked ``…``), as long as at most 8 tokens make one up.
+    """
+    out: list[str] = []
+    pending: list[int] = []
     for i in ids:
         t = tokenizer.decode([int(i)])
+        if "\ufffd" in t or pending:
+            pending.append(int(i))
+            merged = tokenizer.decode(pending)
+            if "\ufffd" in merged and len(pending) < 8:
+                out.append(PARTIAL)
+                continue
+            t, pending = merged, []
         out.append(t if t.strip() else repr(t)[1:-1] or "␣")
     return out
 

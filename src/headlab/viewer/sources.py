@@ -26,6 +26,9 @@ def kind_of(source: str | Path) -> str:
             return "training"
         if (p / "scan.json").exists():
             return "scan"
+        if not (p / "config.json").exists():
+            raise HeadlabError(f"{p} holds no run headlab can show: no scan.json, no training run (config.toml and "
+                               "checkpoints/), no retrieval run (task.json), and no model (config.json)")
     return "model"
 
 

@@ -1,0 +1,353 @@
+"""The reliability contract: hostile inputs and faults, one row each.
+
+A row runs one ``headlab`` command line and states the exit code (0 ok, 1 internal error = a bug, 2 bad input,
+130/143 interrupted with partial results), a phrase the last line of stderr must contain, and the files that
+must be untouched. Rows are checked before the work starts wherever the input alone shows the mistake, so
+most take milliseconds; the few that need a model use minilm-l6 (integration-marked, skipped when it is not
+installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from headlab.cli import main
+from headlab.models import NAMED_MODELS
+
+
+@dataclass
+class Row:
+    name: str
+    argv: list[str]                       # "{tmp}" is replaced by the test's folder
+    rc: int
+    phrase: str                           # must appear in the last stderr line (case-insensitive)
+    setup: Callable[[Path], None] | None = None
+    untouched: list[str] = field(default_factory=list)  # files (under tmp) that must keep their bytes
+    absent: list[str] = field(default_factory=list)     # files (under tmp) that must not be created
+    model: bool = False                   # needs minilm-l6
+
+
+def _file(name: str, text: str = "x") -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        p = tmp / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return make
+
+
+RANGE = [  # (command line, the option that must be named)
+    ("scan minilm-l6 --consecutive 0", "--consecutive"), ("scan minilm-l6 --threshold 1.5", "--threshold"),
+    ("scan minilm-l6 --threshold nan", "--threshold"), ("scan minilm-l6 --max-samples -5", "--max-samples"),
+    ("scan minilm-l6 --batch-size 0", "--batch-size"), ("scan minilm-l6 --max-length 1", "--max-length"),
+    ("scan minilm-l6 --chunk-mb 0", "--chunk-mb"), ("scan minilm-l6 --stride 0", "--stride"),
+    ("scan minilm-l6 --max-offset -1", "--max-offset"), ("scan minilm-l6 --top 0", "--top"),
+    ("scan minilm-l6 --route flash", "--route"), ("scan minilm-l6 --max-samples 2.5", "--max-samples"),
+    ("retrieval generate --form minimal --depth 2 --n -3 --out {tmp}/g.jsonl", "--n"),
+    ("retrieval generate --form minimal --depth 0 --out {tmp}/g.jsonl", "--depth"),
+    ("retrieval generate --form minimal --depth 2 --distractors -1 --out {tmp}/g.jsonl", "--distractors"),
+    ("retrieval train --depth 2 --lr -1 --out {tmp}/r", "--lr"),
+    ("retrieval train --depth 2 --steps 2.5 --out {tmp}/r", "--steps"),
+    ("retrieval sweep --steps -5 --out {tmp}/s", "--steps"), ("retrieval sweep --jobs 0 --out {tmp}/s", "--jobs"),
+    ("retrieval sweep --checkpoint-every 0 --out {tmp}/s", "--checkpoint-every"),
+    ("retrieval analyze {tmp}/r --n 0", "--n"), ("retrieval analyze {tmp}/r --min-mass 2", "--min-mass"),
+    ("retrieval eval-llm smollm2-135m --n 0", "--n"), ("retrieval eval-llm smollm2-135m --shots -1", "--shots"),
+    ("ablate minilm-l6 --heads 0.1 --draws 0", "--draws"), ("ablate minilm-l6 --heads 0.1 --samples 1", "--samples"),
+    ("ablate minilm-l6 --heads 0.1 --window 0", "--window"), ("importance minilm-l6 --samples 0", "--samples"),
+    ("prune minilm-l6 --window 2", "--window"), ("characterize minilm-l6 --n 1", "--n"),
+    ("characterize minilm-l6 --kappa 3", "--kappa"), ("claims minilm-l6 --scan-samples 0", "--scan-samples"),
+    ("claims minilm-l6 --ablate -1", "--ablate"), ("compare {tmp}/a --kappa -1", "--kappa"),
+    ("track {tmp}/run --n 0", "--n"), ("predict {tmp}/run --early 0", "--early"),
+    ("train configs/smoke.toml --out {tmp}/t --seed -1", "--seed"), ("stimuli slash --n 0 --out {tmp}/s.jsonl", "--n"),
+]
+
+ROWS: list[Row] = [Row(f"range: {cmd.split()[0]} {opt}", cmd.split(), 2, opt,
+                       absent=["g.jsonl", "r", "s", "t", "s.jsonl"]) for cmd, opt in RANGE]
+
+RESULTS = [  # (command line, the result file an earlier run left in --out)
+    ("scan minilm-l6 --out {tmp}/out", "scan.json"), ("characterize minilm-l6 --out {tmp}/out", "characterize.json"),
+    ("claims minilm-l6 --out {tmp}/out", "claims.json"), ("ablate minilm-l6 --heads 0.1 --out {tmp}/out", "ablate.json"),
+    ("importance minilm-l6 --out {tmp}/out", "importance.json"), ("prune minilm-l6 --out {tmp}/out", "prune.json"),
+    ("report {tmp} --out {tmp}/out", "report.md"), ("track {tmp} --out {tmp}/out", "track.json"),
+]
+ROWS += [Row(f"no silent overwrite: {cmd.split()[0]}", cmd.split(), 2, "--overwrite", _file(f"out/{f}", "earlier"),
+             untouched=[f"out/{f}"]) for cmd, f in RESULTS]
+ROWS += [
+    Row("no silent overwrite: view", "view minilm-l6 --out {tmp}/v.html".split(), 2, "--overwrite",
+        _file("v.html", "earlier"), untouched=["v.html"]),
+    Row("--out is an existing file", "scan minilm-l6 --out {tmp}/f".split(), 2, "existing file", _file("f", "keep"),
+        untouched=["f"]),
+    Row("--out is an existing file: characterize", "characterize minilm-l6 --out {tmp}/f".split(), 2,
+        "existing file", _file("f", "keep"), untouched=["f"]),
+    Row("--out below a file", "scan minilm-l6 --out {tmp}/f/sub".split(), 2, "cannot write", _file("f", "keep"),
+        untouched=["f"]),
+    Row("view --out is a folder", "view minilm-l6 --out {tmp}".split(), 2, "is a folder"),
+    Row("unknown model name", "scan no-such-model-xyz --out {tmp}/o".split(), 2, "unknown model", absent=["o"]),
+    Row("model path that does not exist", "scan ./no/such/dir --out {tmp}/o".split(), 2, "does not exist"),
+    Row("folder without config.json", "scan {tmp} --out {tmp}/o".split(), 2, "config.json"),
+    Row("unknown detector", "scan minilm-l6 --detectors slashiness".split(), 2, "--detectors"),
+    Row("unknown corpus source", "scan minilm-l6 --corpus no-such-source --out {tmp}/o".split(), 2,
+        "neither a named source", model=True, absent=["o/scan.json"]),
+    Row("corpus of another file type", "scan minilm-l6 --corpus {tmp}/c.csv --out {tmp}/o".split(), 2, ".jsonl",
+        _file("c.csv", "a,b"), model=True),
+    Row("binary corpus", "scan minilm-l6 --corpus {tmp}/b.txt --out {tmp}/o".split(), 2, "empty",
+        lambda t: (t / "b.txt").write_bytes(b"\x00\x01\x02"), model=True),
+    Row("fused route with a rows detector", "scan minilm-l6 --detectors entropy --route fused --out {tmp}/o".split(),
+        2, "whole rows", model=True),
+    Row("stride larger than the window", "scan minilm-l6 --max-length 16 --stride 40 --out {tmp}/o".split(), 2,
+        "stride", model=True),
+    Row("heads outside the model", "ablate minilm-l6 --heads 9.0 --out {tmp}/o".split(), 2, "outside the model",
+        model=True),
+    Row("head not of the form L.H", "ablate minilm-l6 --heads x --out {tmp}/o".split(), 2, "L.H", model=True),
+    Row("every corpus sample has '/'", "ablate minilm-l6 --heads 0.1 --corpus {tmp}/s.txt --samples 4 --draws 1 "
+        "--out {tmp}/o".split(), 2, "every sample", _file("s.txt", "a/b c/d e/f g/h " * 40), model=True),
+    Row("training config file missing", "train {tmp}/none.toml --out {tmp}/t".split(), 2, "none.toml"),
+    Row("training config of the wrong type", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "steps",
+        _file("bad.toml", "[optim]\nsteps = 'many'\n")),
+    Row("unknown training config key", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "unknown",
+        _file("bad.toml", "[optim]\nstepz = 3\n")),
+    Row("report of a folder without results", "report {tmp}/empty --out {tmp}/r".split(), 2, "",
+        lambda t: (t / "empty").mkdir()),
+    Row("compare of nothing", "compare {tmp}/nothing --out {tmp}/c".split(), 2, ""),
+    Row("track of a folder that is no run", "track {tmp}/norun".split(), 2, "", lambda t: (t / "norun").mkdir()),
+    Row("view of a folder that holds no run", "view {tmp}/empty --out {tmp}/v.html".split(), 2, "holds no run",
+        lambda t: (t / "empty").mkdir(), absent=["v.html"]),
+    Row("claims checks every model before the first", "claims minilm-l6 ./no/such/model --out {tmp}/c".split(),
+        2, "does not exist", absent=["c/claims.json", "c/minilm-l6"]),
+    Row("negative learning rate in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "lr",
+        _file("bad.toml", "[optim]\nlr = -0.1\n"), absent=["t/data.safetensors"]),
+    Row("float step count in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "integer",
+        _file("bad.toml", "[optim]\nsteps = 2.5\n"), absent=["t/data.safetensors"]),
+    Row("view text file missing", "view minilm-l6 --texts-file {tmp}/none.txt --out {tmp}/v.html".split(), 2,
+        "none.txt"),
+]
+
+
+def _fmt(argv: list[str], tmp: Path) -> list[str]:
+    return [a.replace("{tmp}", str(tmp)) for a in argv]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_row(row: Row, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if row.model and not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("minilm-l6 is not installed")
+    if row.setup:
+        row.setup(tmp_path)
+    before = {f: (tmp_path / f).read_bytes() for f in row.untouched}
+    rc = _run(_fmt(row.argv, tmp_path) + ["--no-progress"] * _takes_no_progress(row.argv))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == row.rc, err
+    assert err, "no message"
+    assert row.phrase.lower() in err[-1].lower(), err[-1]
+    assert "internal error" not in err[-1]
+    for f, data in before.items():
+        assert (tmp_path / f).read_bytes() == data, f"{f} was changed"
+    for f in row.absent:
+        assert not (tmp_path / f).exists(), f"{f} was created"
+
+
+def _run(argv: list[str]) -> int:
+    """The CLI's exit code, whether it returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _takes_no_progress(argv: list[str]) -> int:
+    return int(argv[0] in {"scan", "characterize", "claims", "ablate", "importance", "prune", "track", "view"})
+
+
+def test_contract_size() -> None:
+    """At least 80 hostile cases: the table above plus the process-level tests below (one case each, the
+    signal test two)."""
+    process_cases = sum(1 for name in globals() if name.startswith("test_") and name not in
+                        {"test_row", "test_contract_size"}) + 1
+    assert len(ROWS) + process_cases >= 80
+
+
+# --- faults of running processes: signals, concurrent writers, torn logs, damaged pools ---------------------
+TINY = {
+    "model": {"n_layers": 1, "n_heads": 2, "d_model": 16, "max_length": 16},
+    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:280", "tokenizer_chars": 30000, "window": 16,
+             "n_windows": 40, "slash_share": 0.25, "probe_windows": 2},
+    "optim": {"steps": 4, "batch_size": 4, "warmup_steps": 1, "threads": 1},
+    "checkpoints": {"early_points": 1, "early_fraction": 0.5, "every": 2},
+    "track": {"grad_every": 0},
+}
+
+
+def _tiny_config(tmp: Path) -> Path:
+    lines = []
+    for section, kv in TINY.items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in kv.items()]
+    p = tmp / "tiny.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _scan_proc(out: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "headlab", "scan", "minilm-l6", "--max-samples", "0", "--batch-size", "1",
+           "--out", str(out), *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def _wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> None:
+    """Read the progress bar until ``n`` samples are done (tqdm writes \\r-separated updates to stderr)."""
+    buf, t0 = "", time.time()
+    while time.time() - t0 < timeout:
+        ch = p.stderr.read(1)  # type: ignore[union-attr]
+        if not ch:
+            break
+        buf += ch
+        for part in buf.replace("\r", "\n").splitlines():
+            if "sample" in part and part.split(":")[-1].strip().split("/")[0].split("sample")[0].strip().isdigit():
+                if int(part.split(":")[-1].strip().split("/")[0].split("sample")[0].strip()) >= n:
+                    return
+    raise AssertionError(f"no progress seen: {buf[-300:]}")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: int, code: int) -> None:
+    if not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("minilm-l6 is not installed")
+    out = tmp_path / "scan"
+    p = _scan_proc(out)
+    _wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == code, err
+    j = json.loads((out / "scan.json").read_text())
+    assert j["interrupted"] is True and j["interrupted_by"] == ("SIGTERM" if code == 143 else "SIGINT")
+    assert 3 <= j["n_samples"] < 16, j["n_samples"]
+    assert "interrupted" in err.strip().splitlines()[-1]
+
+
+@pytest.mark.integration
+def test_second_scan_into_a_locked_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("minilm-l6 is not installed")
+    out = tmp_path / "scan"
+    p = _scan_proc(out)
+    try:
+        _wait_for_progress(p, 1)
+        assert main(["scan", "minilm-l6", "--out", str(out), "--no-progress"]) == 2
+        assert "being written" in capsys.readouterr().err
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_second_training_run_into_a_locked_folder_is_refused(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from headlab.io import FolderLock
+
+    run = tmp_path / "run"
+    with FolderLock(run):  # a first writer holds the run folder
+        assert main(["train", str(_tiny_config(tmp_path)), "--out", str(run), "--no-progress"]) == 2
+    assert "being written" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (run / "data.safetensors").exists()
+
+
+def test_a_data_pool_left_by_other_settings_is_rebuilt_not_reused(tmp_path: Path) -> None:
+    from headlab.train import load_config
+    from headlab.train.data import fingerprint
+
+    cfg, run = _tiny_config(tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    for d in (run / "checkpoints").iterdir():  # as if killed before its first checkpoint
+        __import__("shutil").rmtree(d)
+    (run / "final.safetensors").unlink()
+    with pytest.warns(UserWarning, match="not this run's"):
+        assert main(["train", str(cfg), "--out", str(run), "--seed", "7", "--no-progress"]) == 0
+    meta = json.loads((run / "data.json").read_text())
+    assert meta["fingerprint"] == fingerprint(load_config(cfg).data, 7)
+
+
+def test_resume_with_every_checkpoint_damaged_starts_the_logs_afresh(tmp_path: Path) -> None:
+    cfg, run = _tiny_config(tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    for d in (run / "checkpoints").iterdir():
+        (d / "model.safetensors").write_bytes(b"damaged")
+    with pytest.warns(UserWarning, match="no usable checkpoint"):
+        assert main(["train", str(cfg), "--out", str(run), "--resume", "--no-progress"]) == 0
+    steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == sorted(set(steps)) == list(range(1, TINY["optim"]["steps"] + 1))
+
+
+def test_a_torn_last_log_line_is_dropped_with_a_warning_and_a_torn_middle_is_an_error(tmp_path: Path) -> None:
+    from headlab.errors import HeadlabError
+    from headlab.io import read_jsonl
+
+    log = tmp_path / "metrics.jsonl"
+    log.write_text('{"step": 1}\n{"step": 2}\n{"st')
+    with pytest.warns(UserWarning, match="incomplete"):
+        assert [r["step"] for r in read_jsonl(log)] == [1, 2]
+    log.write_text('{"step": 1}\n{"st\n{"step": 3}\n')
+    with pytest.raises(HeadlabError, match="metrics.jsonl:2"):
+        read_jsonl(log)
+
+
+def test_duplicate_heads_count_once_with_a_warning() -> None:
+    from headlab.ablation.heads import parse_heads
+
+    with pytest.warns(UserWarning, match="more than once"):
+        assert parse_heads("0.7,0.7,1.2", 2, 9) == {0: [7], 1: [2]}
+
+
+@pytest.mark.integration
+def test_fewer_samples_with_the_target_than_k_leave_the_share_undefined() -> None:
+    if not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("minilm-l6 is not installed")
+    from headlab import scan
+
+    with pytest.warns(UserWarning, match="fewer than the rule's k"):
+        r = scan("minilm-l6", ["a/b and c/d", "plain words only", "more plain words"], progress=False)
+    assert r.n_samples_with_target == 1 and r.sdh_share is None and r.to_json()["sdh_share"] is None
+    assert "undefined" in r.table()
+
+
+def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
+    from headlab.corpus.files import file_documents
+
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"text": "fine"}\n{"title": "no text"}\n{"text": 3}\n')
+    (doc,) = list(file_documents(str(f)))
+    with pytest.warns(UserWarning, match=r"2 record\(s\) without a string 'text' field skipped \(line 2, 3\)"):
+        assert doc.load() == ["fine"]
+
+
+def test_files_are_written_with_the_users_umask(tmp_path: Path) -> None:
+    from headlab.io import write_text_atomic
+
+    mask = os.umask(0)
+    os.umask(mask)
+    p = write_text_atomic(tmp_path / "r.json", "{}")
+    assert (p.stat().st_mode & 0o777) == 0o666 & ~mask  # not tempfile's 0600
+
+
+@pytest.mark.integration
+def test_viewer_tokens_show_whole_characters_not_replacement_marks() -> None:
+    if not NAMED_MODELS["smollm2-135m"].installed():
+        pytest.skip("smollm2-135m is not installed")
+    from headlab import load
+    from headlab.viewer.data import PARTIAL, display_tokens
+
+    tok = load("smollm2-135m").tokenizer
+    text = "路径 a/b 是 🙂 ok"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    shown = display_tokens(tok, ids)
+    assert len(shown) == len(ids) and not any("\ufffd" in s for s in shown)
+    assert "".join(s for s in shown if s != PARTIAL).replace("␣", " ").replace(" ", "") == text.replace(" ", "")
