@@ -107,6 +107,8 @@ ROWS += [
         "stride", model=True),
     Row("heads outside the model", "ablate minilm-l6 --heads 9.0 --out {tmp}/o".split(), 2, "outside the model",
         model=True),
+    Row("prune --keep names a head outside the model", "prune minilm-l6 --keep 9.9 --out {tmp}/o".split(), 2,
+        "outside the model", model=True, absent=["o/prune.json"]),
     Row("head not of the form L.H", "ablate minilm-l6 --heads x --out {tmp}/o".split(), 2, "L.H", model=True),
     Row("every corpus sample has '/'", "ablate minilm-l6 --heads 0.1 --corpus {tmp}/s.txt --samples 4 --draws 1 "
         "--out {tmp}/o".split(), 2, "every sample", _file("s.txt", "a/b c/d e/f g/h " * 40), model=True),
@@ -203,18 +205,20 @@ def _scan_proc(out: Path, *extra: str) -> subprocess.Popen:
                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
-def _wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> None:
-    """Read the progress bar until ``n`` samples are done (tqdm writes \\r-separated updates to stderr)."""
+def _wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> int:
+    """Read the progress bar ("scan minilm-l6: 7sample [...") until ``n`` samples are done; return the count."""
+    import re
+
     buf, t0 = "", time.time()
     while time.time() - t0 < timeout:
         ch = p.stderr.read(1)  # type: ignore[union-attr]
         if not ch:
             break
         buf += ch
-        for part in buf.replace("\r", "\n").splitlines():
-            if "sample" in part and part.split(":")[-1].strip().split("/")[0].split("sample")[0].strip().isdigit():
-                if int(part.split(":")[-1].strip().split("/")[0].split("sample")[0].strip()) >= n:
-                    return
+        if ch == "[":
+            done = [int(x) for x in re.findall(r"(\d+)sample \[", buf)]
+            if done and done[-1] >= n:
+                return done[-1]
     raise AssertionError(f"no progress seen: {buf[-300:]}")
 
 
@@ -225,13 +229,13 @@ def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: in
         pytest.skip("minilm-l6 is not installed")
     out = tmp_path / "scan"
     p = _scan_proc(out)
-    _wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
+    seen = _wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
     p.send_signal(sig)
     _, err = p.communicate(timeout=120)
     assert p.returncode == code, err
     j = json.loads((out / "scan.json").read_text())
     assert j["interrupted"] is True and j["interrupted_by"] == ("SIGTERM" if code == 143 else "SIGINT")
-    assert 3 <= j["n_samples"] < 16, j["n_samples"]
+    assert seen <= j["n_samples"] < 16, (seen, j["n_samples"])
     assert "interrupted" in err.strip().splitlines()[-1]
 
 

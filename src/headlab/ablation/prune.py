@@ -16,7 +16,7 @@ import torch
 from ..io import write_json_atomic
 from ..progress import bar as progress_bar
 from .metrics import load_for_metric, metric_batches, reference_hidden
-from .heads import ablate
+from .heads import ablate, parse_heads
 from .importance import _metric, importance
 
 
@@ -32,6 +32,7 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
     """Curves of the metric (importance's) for each order; ``keep`` names the specialized heads (``L.H``)."""
     loaded = load_for_metric(model, device)
     f = loaded.facts
+    parsed = parse_heads(list(keep), f.n_layers, f.n_heads)  # checked before the work: no unknown head is kept
     batches = metric_batches(loaded, samples, window, seed, batch_size)
     base_hidden = reference_hidden(loaded, batches)
     imp = importance(loaded, batches=batches, base_hidden=base_hidden, progress=progress)
@@ -42,7 +43,7 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
     if imp["spearman_exact_vs_gradient"] is not None:
         grad = {(h["layer"], h["head"]): h["gradient"] for h in imp["heads"]}
         orders["gradient"] = sorted(heads, key=lambda x: grad[x])
-    keep_set = {tuple(int(x) for x in k.split(".")) for k in keep}
+    keep_set = {(layer, h) for layer, hs in parsed.items() for h in hs}
     if keep_set:
         orders["exact-keep-specialized"] = [x for x in orders["exact"] if x not in keep_set]
     steps = [round(0.1 * i, 1) for i in range(11)]
