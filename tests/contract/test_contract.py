@@ -201,8 +201,11 @@ def _tiny_config(tmp: Path) -> Path:
 def _scan_proc(out: Path, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "headlab", "scan", "minilm-l6", "--max-samples", "0", "--batch-size", "1",
            "--out", str(out), *extra]
+    # A shell without job control starts background jobs with SIGINT ignored, and Python then never turns
+    # SIGINT into KeyboardInterrupt: give the child the default disposition, as a terminal would.
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> int:
@@ -229,9 +232,14 @@ def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: in
         pytest.skip("minilm-l6 is not installed")
     out = tmp_path / "scan"
     p = _scan_proc(out)
-    seen = _wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=120)
+    try:
+        seen = _wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     assert p.returncode == code, err
     j = json.loads((out / "scan.json").read_text())
     assert j["interrupted"] is True and j["interrupted_by"] == ("SIGTERM" if code == 143 else "SIGINT")
