@@ -220,7 +220,6 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
     """
     how = route(model)
     handles: list[Any] = []
-    previous = None
     native: list[nn.Module] = []
     if how == "native":
         session = _Session(callback, {})
@@ -228,24 +227,36 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
         for m in native:
             m.probs_hook = session.emit_layer
     elif how == "interface":
-        _register()
-        mods = _interface_modules(model)
-        session = _Session(callback, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)})
-        previous = model.config._attn_implementation
+        session = _interface_session(model, callback, None)
     else:
-        drops = _dropout_modules(model)
         session = _Session(callback, {})
-        for i, drop in enumerate(drops):
+        for i, drop in enumerate(_dropout_modules(model)):
             handles.append(drop.register_forward_hook(lambda _m, _inp, out, _i=i: session.emit_layer(_i, out)))
+    with _active(model, session, IMPL_NAME if how == "interface" else None, native, "probs_hook", handles):
+        yield session
+
+
+def _interface_session(model: nn.Module, callback: LayerCallback | None, handler: KernelHandler | None) -> _Session:
+    _register()
+    mods = _interface_modules(model)
+    return _Session(callback, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)}, handler)
+
+
+@contextlib.contextmanager
+def _active(model: nn.Module, session: _Session, impl: str | None, hooked: list[nn.Module], attr: str,
+            handles: tuple[Any, ...] | list[Any] = ()) -> Iterator[_Session]:
+    """Make ``session`` the active one (and switch the model to attention function ``impl``) for the block;
+    on exit, exceptions included, restore the implementation, clear ``attr`` on ``hooked`` and remove hooks."""
     token = _ACTIVE.set(session)
+    previous = model.config._attn_implementation if impl is not None else None
     try:
-        if how == "interface":
-            model.set_attn_implementation(IMPL_NAME)
+        if impl is not None:
+            model.set_attn_implementation(impl)
         yield session
     finally:
         _ACTIVE.reset(token)
-        for m in native:
-            m.probs_hook = None
+        for m in hooked:
+            setattr(m, attr, None)
         for h in handles:
             h.remove()
         if previous is not None:
@@ -264,7 +275,6 @@ def capture_kernel(model: nn.Module, handler: KernelHandler) -> Iterator[_Sessio
     if reason is not None:
         raise HeadlabError(reason)
     how = route(model)
-    previous = None
     native: list[nn.Module] = []
     if how == "native":
         session = _Session(None, {}, handler)
@@ -277,18 +287,6 @@ def capture_kernel(model: nn.Module, handler: KernelHandler) -> Iterator[_Sessio
         for m in native:
             m.kernel_hook = hook
     else:
-        _register()
-        mods = _interface_modules(model)
-        session = _Session(None, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)}, handler)
-        previous = model.config._attn_implementation
-    token = _ACTIVE.set(session)
-    try:
-        if how == "interface":
-            model.set_attn_implementation(KERNEL_IMPL)
+        session = _interface_session(model, None, handler)
+    with _active(model, session, KERNEL_IMPL if how == "interface" else None, native, "kernel_hook"):
         yield session
-    finally:
-        _ACTIVE.reset(token)
-        for m in native:
-            m.kernel_hook = None
-        if previous is not None:
-            model.set_attn_implementation(previous)
