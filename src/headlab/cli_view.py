@@ -75,11 +75,10 @@ def _cmd_view(a: argparse.Namespace) -> int:
 def _cmd_report(a: argparse.Namespace) -> int:
     from .report import report
 
-    from .io import claim_out
+    from .io import writing
 
-    out = a.out or os.path.join(a.run, "report")
-    claim_out(out, ["report.md", "report.html"], a.overwrite)
-    r = report(a.run, out, a.title)
+    with writing(a.out or os.path.join(a.run, "report"), ["report.md", "report.html"], a.overwrite) as out:
+        r = report(a.run, out, a.title)
     print(f"report: {len(r['sections'])} sections, {r['figures']} figures")
     for s in r["sections"]:
         print(f"  {s}")

@@ -3,13 +3,14 @@ before any work starts, that an output folder can take a command's result withou
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from .errors import HeadlabError
 
@@ -53,7 +54,29 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
         base = base.parent
     if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
         raise HeadlabError(f"cannot write under {base} (for --out {p}); choose a writable --out")
+    _probe(base, p)
     return p
+
+
+#: a result folder needs at least this much free space; below it the disk counts as full before work starts.
+MIN_FREE_BYTES = 1 << 20
+
+
+def _probe(base: Path, out: Path) -> None:
+    """A real write under ``base`` (root passes every permission check, a read-only mount fails only here)."""
+    import shutil
+
+    free = shutil.disk_usage(base).free
+    if free < MIN_FREE_BYTES:
+        raise HeadlabError(f"the disk holding {base} is full ({free} bytes free, for --out {out}); free space "
+                           "or choose another --out")
+    try:
+        with tempfile.NamedTemporaryFile(dir=base, prefix=".headlab-probe-") as fh:
+            fh.write(b"\0" * 4096)
+            fh.flush()
+    except OSError as exc:
+        raise HeadlabError(f"cannot write under {base} ({exc.strerror or exc}, for --out {out}); "
+                           "choose a writable --out") from exc
 
 
 def claim_file(path: str | os.PathLike[str], overwrite: bool = False) -> Path:
@@ -126,6 +149,16 @@ def write_csv_atomic(path: str | os.PathLike[str], header: Sequence[str], rows: 
     for row in rows:
         writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
     return write_text_atomic(path, buf.getvalue())
+
+
+@contextlib.contextmanager
+def writing(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool = False) -> Iterator[Path]:
+    """:func:`claim_out`, then hold the folder's :class:`FolderLock` for the work, claiming once more under the
+    lock (another writer may have finished in between): one writer per result folder, never a silent mix."""
+    p = claim_out(out, files, overwrite)
+    with FolderLock(p):
+        claim_out(p, files, overwrite)
+        yield p
 
 
 class FolderLock:

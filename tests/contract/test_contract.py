@@ -24,6 +24,8 @@ import pytest
 from headlab.cli import main
 from headlab.models import NAMED_MODELS
 
+from .procs import TINY, scan_proc, tiny_config, wait_for_progress
+
 
 @dataclass
 class Row:
@@ -34,7 +36,8 @@ class Row:
     setup: Callable[[Path], None] | None = None
     untouched: list[str] = field(default_factory=list)  # files (under tmp) that must keep their bytes
     absent: list[str] = field(default_factory=list)     # files (under tmp) that must not be created
-    model: bool = False                   # needs minilm-l6
+    model: str = ""                       # a named model the row needs (skipped when not installed)
+    env: dict[str, str] = field(default_factory=dict)   # environment ("{tmp}" replaced)
 
 
 def _file(name: str, text: str = "x") -> Callable[[Path], None]:
@@ -96,22 +99,22 @@ ROWS += [
     Row("folder without config.json", "scan {tmp} --out {tmp}/o".split(), 2, "config.json"),
     Row("unknown detector", "scan minilm-l6 --detectors slashiness".split(), 2, "--detectors"),
     Row("unknown corpus source", "scan minilm-l6 --corpus no-such-source --out {tmp}/o".split(), 2,
-        "neither a named source", model=True, absent=["o/scan.json"]),
+        "neither a named source", model="minilm-l6", absent=["o/scan.json"]),
     Row("corpus of another file type", "scan minilm-l6 --corpus {tmp}/c.csv --out {tmp}/o".split(), 2, ".jsonl",
-        _file("c.csv", "a,b"), model=True),
+        _file("c.csv", "a,b"), model="minilm-l6"),
     Row("binary corpus", "scan minilm-l6 --corpus {tmp}/b.txt --out {tmp}/o".split(), 2, "empty",
-        lambda t: (t / "b.txt").write_bytes(b"\x00\x01\x02"), model=True),
+        lambda t: (t / "b.txt").write_bytes(b"\x00\x01\x02"), model="minilm-l6"),
     Row("fused route with a rows detector", "scan minilm-l6 --detectors entropy --route fused --out {tmp}/o".split(),
-        2, "whole rows", model=True),
+        2, "whole rows", model="minilm-l6"),
     Row("stride larger than the window", "scan minilm-l6 --max-length 16 --stride 40 --out {tmp}/o".split(), 2,
-        "stride", model=True),
+        "stride", model="minilm-l6"),
     Row("heads outside the model", "ablate minilm-l6 --heads 9.0 --out {tmp}/o".split(), 2, "outside the model",
-        model=True),
+        model="minilm-l6"),
     Row("prune --keep names a head outside the model", "prune minilm-l6 --keep 9.9 --out {tmp}/o".split(), 2,
-        "outside the model", model=True, absent=["o/prune.json"]),
-    Row("head not of the form L.H", "ablate minilm-l6 --heads x --out {tmp}/o".split(), 2, "L.H", model=True),
+        "outside the model", model="minilm-l6", absent=["o/prune.json"]),
+    Row("head not of the form L.H", "ablate minilm-l6 --heads x --out {tmp}/o".split(), 2, "L.H", model="minilm-l6"),
     Row("every corpus sample has '/'", "ablate minilm-l6 --heads 0.1 --corpus {tmp}/s.txt --samples 4 --draws 1 "
-        "--out {tmp}/o".split(), 2, "every sample", _file("s.txt", "a/b c/d e/f g/h " * 40), model=True),
+        "--out {tmp}/o".split(), 2, "every sample", _file("s.txt", "a/b c/d e/f g/h " * 40), model="minilm-l6"),
     Row("training config file missing", "train {tmp}/none.toml --out {tmp}/t".split(), 2, "none.toml"),
     Row("training config of the wrong type", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "steps",
         _file("bad.toml", "[optim]\nsteps = 'many'\n")),
@@ -129,9 +132,22 @@ ROWS += [
         _file("bad.toml", "[optim]\nlr = -0.1\n"), absent=["t/data.safetensors"]),
     Row("float step count in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "integer",
         _file("bad.toml", "[optim]\nsteps = 2.5\n"), absent=["t/data.safetensors"]),
+    Row("unwritable $HEADLAB_CACHE, refused before dequantizing", "scan smollm2-135m --out {tmp}/o".split(), 2,
+        "HEADLAB_CACHE", _file("f"), env={"HEADLAB_CACHE": "{tmp}/f/cache"}, model="smollm2-135m", absent=["o"]),
+    Row("a user's model directory with a truncated model.safetensors", "scan {tmp}/m --out {tmp}/o".split(), 2,
+        "model.safetensors is truncated", lambda t: _truncated_model(t / "m"), absent=["o"]),
     Row("view text file missing", "view minilm-l6 --texts-file {tmp}/none.txt --out {tmp}/v.html".split(), 2,
         "none.txt"),
 ]
+
+
+def _truncated_model(folder: Path) -> None:
+    from transformers import BertConfig, BertModel
+
+    BertModel(BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2)).save_pretrained(folder)
+    w = folder / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:-100])  # a copy that stopped short
 
 
 def _fmt(argv: list[str], tmp: Path) -> list[str]:
@@ -139,9 +155,11 @@ def _fmt(argv: list[str], tmp: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_row(row: Row, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if row.model and not NAMED_MODELS["minilm-l6"].installed():
-        pytest.skip("minilm-l6 is not installed")
+def test_row(row: Row, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    if row.model and not NAMED_MODELS[row.model].installed():
+        pytest.skip(f"{row.model} is not installed")
+    for k, v in row.env.items():
+        monkeypatch.setenv(k, v.replace("{tmp}", str(tmp_path)))
     if row.setup:
         row.setup(tmp_path)
     before = {f: (tmp_path / f).read_bytes() for f in row.untouched}
@@ -170,70 +188,25 @@ def _takes_no_progress(argv: list[str]) -> int:
 
 
 def test_contract_size() -> None:
-    """At least 80 hostile cases: the table above plus the process-level tests below (one case each, the
-    signal test two)."""
-    process_cases = sum(1 for name in globals() if name.startswith("test_") and name not in
-                        {"test_row", "test_contract_size"}) + 1
+    """At least 80 hostile cases: the table above plus the process-level tests below and in test_faults.py
+    (one case each, the signal test two)."""
+    import re
+
+    here = Path(__file__).parent
+    process_cases = sum(len(re.findall(r"^def test_", f.read_text(), re.M)) for f in here.glob("test_*.py")) - 2 + 1
     assert len(ROWS) + process_cases >= 80
 
 
 # --- faults of running processes: signals, concurrent writers, torn logs, damaged pools ---------------------
-TINY = {
-    "model": {"n_layers": 1, "n_heads": 2, "d_model": 16, "max_length": 16},
-    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:280", "tokenizer_chars": 30000, "window": 16,
-             "n_windows": 40, "slash_share": 0.25, "probe_windows": 2},
-    "optim": {"steps": 4, "batch_size": 4, "warmup_steps": 1, "threads": 1},
-    "checkpoints": {"early_points": 1, "early_fraction": 0.5, "every": 2},
-    "track": {"grad_every": 0},
-}
-
-
-def _tiny_config(tmp: Path) -> Path:
-    lines = []
-    for section, kv in TINY.items():
-        lines.append(f"[{section}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in kv.items()]
-    p = tmp / "tiny.toml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
-def _scan_proc(out: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "headlab", "scan", "minilm-l6", "--max-samples", "0", "--batch-size", "1",
-           "--out", str(out), *extra]
-    # A shell without job control starts background jobs with SIGINT ignored, and Python then never turns
-    # SIGINT into KeyboardInterrupt: give the child the default disposition, as a terminal would.
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-
-
-def _wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> int:
-    """Read the progress bar ("scan minilm-l6: 7sample [...") until ``n`` samples are done; return the count."""
-    import re
-
-    buf, t0 = "", time.time()
-    while time.time() - t0 < timeout:
-        ch = p.stderr.read(1)  # type: ignore[union-attr]
-        if not ch:
-            break
-        buf += ch
-        if ch == "[":
-            done = [int(x) for x in re.findall(r"(\d+)sample \[", buf)]
-            if done and done[-1] >= n:
-                return done[-1]
-    raise AssertionError(f"no progress seen: {buf[-300:]}")
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: int, code: int) -> None:
     if not NAMED_MODELS["minilm-l6"].installed():
         pytest.skip("minilm-l6 is not installed")
     out = tmp_path / "scan"
-    p = _scan_proc(out)
+    p = scan_proc(out)
     try:
-        seen = _wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
+        seen = wait_for_progress(p, 3)  # well before the first chunk of 16 batches completes
         p.send_signal(sig)
         _, err = p.communicate(timeout=120)
     finally:
@@ -252,9 +225,9 @@ def test_second_scan_into_a_locked_folder_is_refused(tmp_path: Path, capsys: pyt
     if not NAMED_MODELS["minilm-l6"].installed():
         pytest.skip("minilm-l6 is not installed")
     out = tmp_path / "scan"
-    p = _scan_proc(out)
+    p = scan_proc(out)
     try:
-        _wait_for_progress(p, 1)
+        wait_for_progress(p, 1)
         assert main(["scan", "minilm-l6", "--out", str(out), "--no-progress"]) == 2
         assert "being written" in capsys.readouterr().err
     finally:
@@ -268,7 +241,7 @@ def test_second_training_run_into_a_locked_folder_is_refused(tmp_path: Path,
 
     run = tmp_path / "run"
     with FolderLock(run):  # a first writer holds the run folder
-        assert main(["train", str(_tiny_config(tmp_path)), "--out", str(run), "--no-progress"]) == 2
+        assert main(["train", str(tiny_config(tmp_path)), "--out", str(run), "--no-progress"]) == 2
     assert "being written" in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (run / "data.safetensors").exists()
 
@@ -277,7 +250,7 @@ def test_a_data_pool_left_by_other_settings_is_rebuilt_not_reused(tmp_path: Path
     from headlab.train import load_config
     from headlab.train.data import fingerprint
 
-    cfg, run = _tiny_config(tmp_path), tmp_path / "run"
+    cfg, run = tiny_config(tmp_path), tmp_path / "run"
     assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
     for d in (run / "checkpoints").iterdir():  # as if killed before its first checkpoint
         __import__("shutil").rmtree(d)
@@ -289,7 +262,7 @@ def test_a_data_pool_left_by_other_settings_is_rebuilt_not_reused(tmp_path: Path
 
 
 def test_resume_with_every_checkpoint_damaged_starts_the_logs_afresh(tmp_path: Path) -> None:
-    cfg, run = _tiny_config(tmp_path), tmp_path / "run"
+    cfg, run = tiny_config(tmp_path), tmp_path / "run"
     assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
     for d in (run / "checkpoints").iterdir():
         (d / "model.safetensors").write_bytes(b"damaged")
@@ -355,7 +328,7 @@ def test_viewer_tokens_show_whole_characters_not_replacement_marks() -> None:
     if not NAMED_MODELS["smollm2-135m"].installed():
         pytest.skip("smollm2-135m is not installed")
     from headlab import load
-    from headlab.viewer.data import PARTIAL, display_tokens
+    from headlab.viewer.data import PARTIAL, byte_hints, display_tokens
 
     tok = load("smollm2-135m").tokenizer
     text = "路径 a/b 是 🙂 ok"
@@ -363,3 +336,6 @@ def test_viewer_tokens_show_whole_characters_not_replacement_marks() -> None:
     shown = display_tokens(tok, ids)
     assert len(shown) == len(ids) and not any("\ufffd" in s for s in shown)
     assert "".join(s for s in shown if s != PARTIAL).replace("␣", " ").replace(" ", "") == text.replace(" ", "")
+    hints = byte_hints(tok, ids, shown)  # the raw bytes behind each merged character, shown on hover
+    split = bytes.fromhex(" ".join(h for h in hints if h)).decode("utf-8")
+    assert split.strip() and all(c in text for c in split)

@@ -1,17 +1,126 @@
-"""The headlab cache: unpacked and dequantized model copies, so the second load takes seconds."""
+"""The headlab cache: unpacked and dequantized model copies, so the second load takes seconds.
+
+A cached copy is written to a temporary folder, sealed with a manifest (size and SHA-256 of every file) and
+renamed into place. Every load compares the sizes and the safetensors headers against the files (cheap, and
+it catches the truncation an interrupted copy or a full disk leaves); ``headlab models verify`` compares
+the full digests. A damaged copy is rebuilt with a warning, never loaded.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import struct
+import sys
+import tempfile
 from pathlib import Path
 
 from ..errors import HeadlabError
+
+MANIFEST = "headlab-manifest.json"
 
 
 def cache_dir() -> Path:
     """``$HEADLAB_CACHE``, default ``~/.cache/headlab``."""
     return Path(os.environ.get("HEADLAB_CACHE", Path.home() / ".cache" / "headlab")).expanduser()
+
+
+def writable_cache(sub: str = "models") -> Path:
+    """The cache folder ``sub``, created and probed with a real write before any long conversion starts."""
+    folder = cache_dir() / sub
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise HeadlabError(f"cannot write the model cache {folder} ({exc.strerror or exc}); set HEADLAB_CACHE "
+                           "to a writable folder") from exc
+    return folder
+
+
+def safetensors_damage(path: Path) -> str | None:
+    """Why a ``.safetensors`` file cannot be whole (its size disagrees with its own header), or None."""
+    size = path.stat().st_size
+    try:
+        with open(path, "rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))
+            if n > size:
+                return f"{path.name} is truncated ({size} bytes, its header alone claims {n})"
+            header = json.loads(fh.read(n))
+    except (struct.error, ValueError, UnicodeDecodeError):
+        return f"{path.name} has no readable safetensors header"
+    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+    if size != 8 + n + end:
+        return f"{path.name} is truncated or padded ({size} bytes, its header describes {8 + n + end})"
+    return None
+
+
+def check_model_dir(folder: Path) -> None:
+    """Refuse a user's model directory whose weight files are visibly damaged, naming the file."""
+    for f in sorted(folder.glob("*.safetensors")):
+        why = safetensors_damage(f)
+        if why:
+            raise HeadlabError(f"{folder}: {why}; re-download or re-save the model")
+
+
+def seal(folder: Path) -> None:
+    """Write the manifest of ``folder``: every file's size and SHA-256."""
+    from ..io import file_sha256, write_json_atomic
+
+    files = {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    write_json_atomic(folder / MANIFEST, {"files": files})
+
+
+def damage(folder: Path, *, full: bool = False) -> str | None:
+    """Why the cached copy in ``folder`` cannot be used (None: it can). ``full`` also compares digests.
+
+    A copy from before manifests existed is accepted when its safetensors headers agree with the files,
+    and sealed then, so later loads compare against the manifest.
+    """
+    weights = [*folder.glob("*.safetensors"), *folder.glob("*.bin")]
+    if not (folder / "config.json").exists() or not weights:
+        return "it is incomplete"
+    for f in sorted(folder.glob("*.safetensors")):
+        why = safetensors_damage(f)
+        if why:
+            return why
+    if not (folder / MANIFEST).exists():
+        seal(folder)
+        return None
+    from ..io import file_sha256
+
+    files = json.loads((folder / MANIFEST).read_text())["files"]
+    for rel, want in files.items():
+        p = folder / rel
+        if not p.is_file():
+            return f"{rel} is missing"
+        if p.stat().st_size != want["bytes"]:
+            return f"{rel} has {p.stat().st_size} bytes, {want['bytes']} when written"
+        if full and file_sha256(p) != want["sha256"]:
+            return f"{rel} does not match the digest recorded when it was written"
+    return None
+
+
+def usable(target: Path) -> bool:
+    """True when ``target`` holds a sound cached copy; a damaged one is removed with a warning."""
+    if not target.exists():
+        return False
+    why = damage(target)
+    if why is None:
+        return True
+    print(f"headlab: warning: the cached copy in {target} is damaged ({why}); rebuilding it", file=sys.stderr)
+    shutil.rmtree(target, ignore_errors=True)
+    return False
+
+
+def publish(tmp: Path, target: Path) -> Path:
+    """Seal the finished copy in ``tmp`` and move it to ``target`` in one rename."""
+    seal(tmp)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return target
 
 
 def gguf_to_safetensors(gguf: Path, key: str) -> Path:
@@ -22,8 +131,9 @@ def gguf_to_safetensors(gguf: Path, key: str) -> Path:
     interrupted conversion never leaves a half-written model behind.
     """
     target = cache_dir() / "models" / key
-    if (target / "config.json").exists() and any(target.glob("*.safetensors")):
+    if usable(target):
         return target
+    writable_cache("models")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     print(f"headlab: dequantizing {gguf.name} once into {target} (this takes a minute)", flush=True)
@@ -38,6 +148,4 @@ def gguf_to_safetensors(gguf: Path, key: str) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
-    return target
+    return publish(tmp, target)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HeadlabError
-from .cache import gguf_to_safetensors
+from .cache import check_model_dir, gguf_to_safetensors
 from .loaded import LoadedModel, read_facts
 from .registry import NAMED_MODELS, file_digest
 
@@ -85,6 +85,7 @@ def _resolve_path(name: str) -> str | Path:
     if p.is_dir():
         if not (p / "config.json").exists():
             raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json)")
+        check_model_dir(p)
         return p
     if p.exists():
         raise HeadlabError(f"{p} is neither a model directory nor a .gguf file")

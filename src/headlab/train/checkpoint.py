@@ -125,6 +125,19 @@ def checkpoints(run: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
+def sound_checkpoints(run: Path) -> list[tuple[int, Path]]:
+    """:func:`checkpoints` that verify; each damaged one is named in a warning and left out."""
+    out = []
+    for step, folder in checkpoints(run):
+        try:
+            verify(folder)
+        except HeadlabError as exc:
+            warnings.warn(f"checkpoint {folder.name} is damaged ({exc}); skipped", stacklevel=2)
+            continue
+        out.append((step, folder))
+    return out
+
+
 def latest_good(run: Path) -> tuple[Path, dict[str, Any]] | None:
     """The newest checkpoint that verifies; damaged ones are reported (warning) and skipped."""
     for step, folder in reversed(checkpoints(run)):

@@ -28,6 +28,7 @@ class ViewSample:
     ids: list[int]
     tokens: list[str]  # one display string per token
     marked: list[int]  # token positions to highlight (the '/' tokens, or the retrieval chain)
+    bytes: list[str] = field(default_factory=list)  # per token: its raw bytes in hex where a character is split
 
 
 @dataclass
@@ -55,7 +56,7 @@ class ViewData:
         return _clean({
             "title": self.title, "subtitle": self.subtitle, "kind": self.kind, "n_layers": self.n_layers,
             "n_heads": self.n_heads, "causal": self.causal,
-            "samples": [{"name": s.name, "tokens": s.tokens, "marked": s.marked} for s in self.samples],
+            "samples": [{"name": s.name, "tokens": s.tokens, "marked": s.marked, "bytes": s.bytes} for s in self.samples],
             "steps": [s if s is not None else 0 for s in self.steps], "metrics": metrics,
             "scores": [{m: np.asarray(sc[m], dtype=float).tolist() for m in metrics} for sc in self.scores],
             "map_checkpoints": sorted({c for c, _, _, _ in self.maps}),
@@ -90,6 +91,50 @@ def display_tokens(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     return out
 
 
+def _byte_decoder() -> dict[str, int]:
+    """Byte-level BPE's printable stand-ins for the 256 bytes (GPT-2's published table)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(keep, chars)}
+
+
+_BYTE_DECODER = _byte_decoder()
+
+
+def token_bytes(tokenizer: Any, i: int) -> bytes | None:
+    """The raw bytes of one token: byte-level BPE pieces and SentencePiece ``<0xHH>`` fallbacks; None otherwise."""
+    piece = tokenizer.convert_ids_to_tokens(int(i))
+    if not isinstance(piece, str):
+        return None
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        return bytes([int(piece[3:5], 16)])
+    if all(c in _BYTE_DECODER for c in piece):
+        return bytes(_BYTE_DECODER[c] for c in piece)
+    return None
+
+
+def byte_hints(tokenizer: Any, ids: Sequence[int], tokens: Sequence[str]) -> list[str]:
+    """Per token, its bytes in hex where :func:`display_tokens` merged a split character (else "")."""
+    out, merging = [], False
+    for i, t in zip(ids, tokens):
+        merging = t == PARTIAL or merging
+        b = token_bytes(tokenizer, i) if merging else None
+        out.append(b.hex(" ") if b else "")
+        merging = t == PARTIAL
+    return out
+
+
+def make_sample(tokenizer: Any, name: str, ids: Sequence[int], marked: Sequence[int]) -> ViewSample:
+    """A sample with its display tokens and the bytes behind any split character."""
+    tokens = display_tokens(tokenizer, ids)
+    return ViewSample(name, list(ids), tokens, list(marked), byte_hints(tokenizer, ids, tokens))
+
+
 def text_sample(loaded: LoadedModel, text: str, name: str, marker: str = "/") -> ViewSample:
     """Tokenize ``text`` with the model's special tokens; longer than the model's window is an error."""
     if not text.strip():
@@ -99,7 +144,7 @@ def text_sample(loaded: LoadedModel, text: str, name: str, marker: str = "/") ->
         raise HeadlabError(f"{name} is {len(ids)} tokens; {loaded.name}'s window is {loaded.facts.max_length}: "
                            "shorten the text (headlab does not truncate silently)")
     slash = loaded.ids_containing(marker)
-    return ViewSample(name, ids, display_tokens(loaded.tokenizer, ids), [i for i, t in enumerate(ids) if t in slash])
+    return make_sample(loaded.tokenizer, name, ids, [i for i, t in enumerate(ids) if t in slash])
 
 
 @torch.no_grad()

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import HeadlabError
 from ..progress import bar as progress_bar
-from .data import ViewData, ViewSample, display_tokens, store_maps, text_sample
+from .data import ViewData, ViewSample, make_sample, store_maps, text_sample
 
 #: grid scores taken from a scan's per-head scores, in this order
 SCAN_SCORES = ("token", "token_frac_above", "offset", "previous_token", "duplicate_token", "induction", "sink")
@@ -114,9 +114,11 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
     from ..train import checkpoint as ckpt
     from ..train.data import load_pool
 
-    cks = ckpt.checkpoints(run)
-    if not cks:
+    if not ckpt.checkpoints(run):
         raise HeadlabError(f"{run} has no checkpoints")
+    cks = ckpt.sound_checkpoints(run)
+    if not cks:
+        raise HeadlabError(f"every checkpoint of {run} is damaged")
     track_file = run / "track" / "track.json"
     tracked = json.loads(track_file.read_text()) if track_file.exists() else None
     if tracked is not None:
@@ -129,14 +131,13 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
         pool, _ = load_pool(run)
         ids = pool.probe_ids[0][pool.probe_mask[0]].tolist()
         slash = first.ids_containing("/")
-        samples = [ViewSample("probe window 0", ids, display_tokens(first.tokenizer, ids),
-                              [i for i, t in enumerate(ids) if t in slash])]
+        samples = [make_sample(first.tokenizer, "probe window 0", ids, [i for i, t in enumerate(ids) if t in slash])]
         with_slash = [r for r in range(len(pool.probe_ids))
                       if any(int(t) in slash for t in pool.probe_ids[r][pool.probe_mask[r]])]
         if with_slash and with_slash[0] != 0:
             ids = pool.probe_ids[with_slash[0]][pool.probe_mask[with_slash[0]]].tolist()
-            samples.append(ViewSample(f"probe window {with_slash[0]} (with '/')", ids,
-                                      display_tokens(first.tokenizer, ids), [i for i, t in enumerate(ids) if t in slash]))
+            samples.append(make_sample(first.tokenizer, f"probe window {with_slash[0]} (with '/')", ids,
+                                       [i for i, t in enumerate(ids) if t in slash]))
     L, H = first.facts.n_layers, first.facts.n_heads
     data = ViewData(title=f"headlab · training run {run.name}", subtitle=f"{L} layers × {H} heads, {len(cks)} checkpoints",
                     kind="training", n_layers=L, n_heads=H, causal=first.facts.causal, samples=samples,

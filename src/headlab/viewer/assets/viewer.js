@@ -165,6 +165,7 @@
     box.innerHTML = '';
     const NS = 'http://www.w3.org/2000/svg';
     const esc = (t) => t.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' }[c]));
+    const bytesOf = (k, j) => ((meta.samples[k].bytes || [])[j] ? 'bytes ' + meta.samples[k].bytes[j] : '');
     if (T <= 48) {
       const rowH = 15, w = 330, svg = document.createElementNS(NS, 'svg');
       svg.setAttribute('width', w); svg.setAttribute('height', T * rowH + 10);
@@ -196,7 +197,7 @@
       let html = `<div>query ${i} <b class="${marked.has(i) ? 'slash' : ''}">${esc(tokens[i])}</b> attends to (click the map to pick a query):</div>`;
       for (const [p, j] of row) {
         html += `<div><span style="display:inline-block;width:${Math.round(200 * p) + 1}px;height:9px;background:#1565c0"></span> ` +
-                `${p.toFixed(3)} key ${j} <span class="${marked.has(j) ? 'slash' : ''}">${esc(tokens[j])}</span></div>`;
+                `${p.toFixed(3)} key ${j} <span class="${marked.has(j) ? 'slash' : ''}" title="${bytesOf(s, j)}">${esc(tokens[j])}</span></div>`;
       }
       box.innerHTML = html;
     }
@@ -264,7 +265,8 @@
     cv.addEventListener('mousemove', (e) => {
       const ij = mapCell(e); if (!ij) { $('readout').textContent = ''; return; }
       const [i, j] = ij, g = cv._geom, toks = meta.samples[state.sample].tokens;
-      $('readout').textContent = `query ${i} ${JSON.stringify(toks[i])} → key ${j} ${JSON.stringify(toks[j])}: ${prob(g.q[i * g.T + j]).toFixed(4)}`;
+      const by = meta.samples[state.sample].bytes || [], hex = (k) => (by[k] ? ` [bytes ${by[k]}]` : '');
+      $('readout').textContent = `query ${i} ${JSON.stringify(toks[i])}${hex(i)} → key ${j} ${JSON.stringify(toks[j])}${hex(j)}: ${prob(g.q[i * g.T + j]).toFixed(4)}`;
     });
     cv.addEventListener('click', (e) => { const ij = mapCell(e); if (ij) { state.query = ij[0]; drawMap(); } });
     buildGrid();

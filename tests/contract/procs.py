@@ -1,0 +1,56 @@
+"""Shared pieces of the contract tests: a tiny training config, a scan subprocess and its progress reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TINY = {
+    "model": {"n_layers": 1, "n_heads": 2, "d_model": 16, "max_length": 16},
+    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:280", "tokenizer_chars": 30000, "window": 16,
+             "n_windows": 40, "slash_share": 0.25, "probe_windows": 2},
+    "optim": {"steps": 4, "batch_size": 4, "warmup_steps": 1, "threads": 1},
+    "checkpoints": {"early_points": 1, "early_fraction": 0.5, "every": 2},
+    "track": {"grad_every": 0},
+}
+
+
+def tiny_config(tmp: Path, settings: dict | None = None) -> Path:
+    lines = []
+    for section, kv in (settings or TINY).items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in kv.items()]
+    p = tmp / "tiny.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def scan_proc(out: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "headlab", "scan", "minilm-l6", "--max-samples", "0", "--batch-size", "1",
+           "--out", str(out), *extra]
+    # A shell without job control starts background jobs with SIGINT ignored, and Python then never turns
+    # SIGINT into KeyboardInterrupt: give the child the default disposition, as a terminal would.
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> int:
+    """Read the progress bar ("scan minilm-l6: 7sample [...") until ``n`` samples are done; return the count."""
+    buf, t0 = "", time.time()
+    while time.time() - t0 < timeout:
+        ch = p.stderr.read(1)  # type: ignore[union-attr]
+        if not ch:
+            break
+        buf += ch
+        if ch == "[":
+            done = [int(x) for x in re.findall(r"(\d+)sample \[", buf)]
+            if done and done[-1] >= n:
+                return done[-1]
+    raise AssertionError(f"no progress seen: {buf[-300:]}")

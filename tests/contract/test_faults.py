@@ -1,0 +1,166 @@
+"""The reliability contract, faults of the machine and of running processes: a full disk, a damaged model
+cache, a damaged checkpoint or result among good ones, kill -9 at a random moment, a second writer.
+
+Each test is one case of the contract (``test_contract_size`` counts them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from headlab.cli import main
+from headlab.models import NAMED_MODELS
+
+from .procs import TINY, scan_proc, tiny_config, wait_for_progress
+
+
+def _need(model: str) -> None:
+    if not NAMED_MODELS[model].installed():
+        pytest.skip(f"{model} is not installed")
+
+
+def test_a_full_disk_is_refused_before_the_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
+    try:
+        (disk / "fill").write_bytes(b"\0" * 56 * 1024)
+        assert main(["scan", "minilm-l6", "--out", str(disk / "scan"), "--no-progress"]) == 2
+        assert "full" in capsys.readouterr().err.strip().splitlines()[-1]
+        assert not (disk / "scan").exists()
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_a_damaged_model_cache_is_rebuilt_with_a_warning_not_loaded(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from transformers import BertConfig, BertModel
+
+    from headlab.models.cache import damage, publish, usable
+
+    staged, target = tmp_path / "staged", tmp_path / "models" / "tiny"
+    BertModel(BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2)).save_pretrained(staged)
+    target.parent.mkdir()
+    publish(staged, target)
+    assert usable(target) and damage(target, full=True) is None
+    w = target / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-1] ^= 0xFF  # same size, one flipped byte: only the digest sees it
+    w.write_bytes(bytes(data))
+    assert usable(target)
+    assert "digest" in damage(target, full=True)
+    w.write_bytes(bytes(data[:-64]))  # truncated: every load sees it
+    capsys.readouterr()
+    assert not usable(target) and not target.exists()
+    assert "damaged (model.safetensors is truncated" in capsys.readouterr().err
+
+
+def test_view_of_a_run_with_one_damaged_checkpoint_skips_it(tmp_path: Path) -> None:
+    cfg, run = tiny_config(tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    first = sorted((run / "checkpoints").iterdir())[0]
+    (first / "model.safetensors").write_bytes(b"damaged")
+    with pytest.warns(UserWarning, match=f"{first.name} is damaged"):
+        assert main(["view", str(run), "--out", str(tmp_path / "v.html"), "--no-progress"]) == 0
+    assert (tmp_path / "v.html").stat().st_size > 1000
+
+
+@pytest.mark.integration
+def test_report_skips_one_corrupt_result_among_good_ones(tmp_path: Path) -> None:
+    _need("minilm-l6")
+    runs = tmp_path / "runs"
+    assert main(["scan", "minilm-l6", "--max-samples", "4", "--out", str(runs / "good"), "--no-progress"]) == 0
+    (runs / "bad").mkdir()
+    (runs / "bad" / "scan.json").write_text('{"model": "minilm-l6", "he')  # torn
+    with pytest.warns(UserWarning, match="bad/scan.json"):
+        assert main(["report", str(runs), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "good" in md and "bad" not in md
+
+
+def _train_proc(cfg: Path, run: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "headlab", "train", str(cfg), "--out", str(run), "--no-progress",
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_training_killed_at_a_random_moment_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    TINY_LONG = {**TINY, "optim": {**TINY["optim"], "steps": 60}, "checkpoints": {"early_points": 1,
+                 "early_fraction": 0.1, "every": 10}}
+    cfg = tiny_config(tmp_path, TINY_LONG)
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert main(["train", str(cfg), "--out", str(whole), "--no-progress"]) == 0
+    at = random.Random(os.getpid()).randint(12, 50)  # a step between checkpoints, different on every run
+    p = _train_proc(cfg, killed)
+    t0 = time.time()
+    while time.time() - t0 < 120 and p.poll() is None:
+        log = killed / "metrics.jsonl"
+        if log.exists() and log.read_text().count("\n") >= at:
+            break
+        time.sleep(0.01)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not (killed / "final.safetensors").exists(), "the run finished before it could be killed"
+    assert main(["train", str(cfg), "--out", str(killed), "--resume", "--no-progress"]) == 0
+    a, b = load_file(str(whole / "final.safetensors")), load_file(str(killed / "final.safetensors"))
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a), f"killed near step {at}"
+    steps = [json.loads(x)["step"] for x in (killed / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 61))
+
+
+@pytest.mark.integration
+def test_a_scan_killed_with_sigkill_leaves_no_partial_file_and_no_stale_lock(tmp_path: Path) -> None:
+    _need("minilm-l6")
+    out = tmp_path / "scan"
+    p = scan_proc(out)
+    try:
+        wait_for_progress(p, random.Random(os.getpid()).randint(1, 6))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert not [f.name for f in out.iterdir() if not f.name.startswith(".")]  # no scan.json, no temp file
+    assert main(["scan", "minilm-l6", "--max-samples", "2", "--out", str(out), "--no-progress"]) == 0
+
+
+COMMANDS = ["scan minilm-l6", "characterize minilm-l6", "claims minilm-l6", "ablate minilm-l6 --heads 0.1",
+            "importance minilm-l6", "prune minilm-l6"]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_a_second_writer_of_any_result_folder_is_refused(tmp_path: Path, cmd: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from headlab.io import FolderLock
+
+    out = tmp_path / "out"
+    with FolderLock(out):  # the first writer, still at work
+        assert main([*cmd.split(), "--out", str(out), "--no-progress"]) == 2
+    assert "being written" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not out.exists()  # nothing written; the folder the first writer made is removed with its lock
+
+
+def test_tracking_and_reporting_into_a_held_folder_is_refused(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from headlab.io import FolderLock
+
+    cfg, run = tiny_config(tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    for argv in (["track", str(run), "--no-progress"], ["report", str(run)]):
+        with FolderLock(run / argv[0]):  # the default --out of both is RUN/<command>
+            assert main(argv) == 2
+        assert "being written" in capsys.readouterr().err.strip().splitlines()[-1]
+    shutil.rmtree(run / "track", ignore_errors=True)
