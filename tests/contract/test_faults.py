@@ -92,18 +92,31 @@ def test_report_skips_one_corrupt_result_among_good_ones(tmp_path: Path) -> None
 
 def _train_proc(cfg: Path, run: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "headlab", "train", str(cfg), "--out", str(run), "--no-progress",
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def test_training_killed_at_a_random_moment_resumes_to_the_same_weights(tmp_path: Path) -> None:
+TINY_LONG = {**TINY, "optim": {**TINY["optim"], "steps": 60},
+             "checkpoints": {"early_points": 1, "early_fraction": 0.1, "every": 10}}
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The config and an uninterrupted run of it, shared by the interrupted runs below."""
+    tmp = tmp_path_factory.mktemp("whole")
+    cfg = tiny_config(tmp, TINY_LONG)
+    assert main(["train", str(cfg), "--out", str(tmp / "run"), "--no-progress"]) == 0
+    return cfg, tmp / "run"
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGKILL, -9), (signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_training_stopped_at_a_random_moment_resumes_to_the_same_weights(tmp_path: Path, whole_run: tuple[Path, Path],
+                                                                         sig: int, code: int) -> None:
     from safetensors.torch import load_file
 
-    TINY_LONG = {**TINY, "optim": {**TINY["optim"], "steps": 60}, "checkpoints": {"early_points": 1,
-                 "early_fraction": 0.1, "every": 10}}
-    cfg = tiny_config(tmp_path, TINY_LONG)
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    assert main(["train", str(cfg), "--out", str(whole), "--no-progress"]) == 0
-    at = random.Random(os.getpid()).randint(12, 50)  # a step between checkpoints, different on every run
+    cfg, whole = whole_run
+    killed = tmp_path / "killed"
+    at = random.Random(os.getpid() + sig).randint(12, 50)  # a step between checkpoints, new on every run
     p = _train_proc(cfg, killed)
     t0 = time.time()
     while time.time() - t0 < 120 and p.poll() is None:
@@ -111,12 +124,13 @@ def test_training_killed_at_a_random_moment_resumes_to_the_same_weights(tmp_path
         if log.exists() and log.read_text().count("\n") >= at:
             break
         time.sleep(0.01)
-    p.send_signal(signal.SIGKILL)
+    p.send_signal(sig)
     p.wait()
-    assert not (killed / "final.safetensors").exists(), "the run finished before it could be killed"
+    assert p.returncode == code, p.stderr.read()  # type: ignore[union-attr]
+    assert not (killed / "final.safetensors").exists(), "the run finished before it could be stopped"
     assert main(["train", str(cfg), "--out", str(killed), "--resume", "--no-progress"]) == 0
     a, b = load_file(str(whole / "final.safetensors")), load_file(str(killed / "final.safetensors"))
-    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a), f"killed near step {at}"
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a), f"stopped near step {at}"
     steps = [json.loads(x)["step"] for x in (killed / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 61))
 
