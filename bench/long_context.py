@@ -1,8 +1,8 @@
 """Benchmark: head scores at long context, by capture route, against bare forwards measured in the same run.
 
 One real long document (Python's ``library/stdtypes`` documentation, Debian ``python3.11-doc``), its first T
-tokens (``--batch B``: its first B windows of T tokens), the default detectors. Each (configuration, T) runs in a fresh subprocess, so peak memory is
-its own:
+tokens (``--batch B``: its first B windows of T tokens), the default detectors. Each (configuration, T) runs
+in a fresh subprocess, so peak memory is its own:
   (a) bare SDPA forward (the floor: what the model costs with a fused kernel and no attention output);
   (b) bare eager forward;
   (c) ``output_attentions=True``, then the same scores from the returned (L x (B, H, T, T)) tensors in Python
@@ -11,8 +11,8 @@ its own:
   (g) headlab, ``fused`` route, without the two token-match detectors (duplicate-token, induction).
 Rounds are interleaved (a, b, ..., g, then again), so drift of the machine's speed hits every configuration
 alike. Prints time (median over rounds) and peak RSS during the forward (sampled every 5 ms; on CUDA the peak
-allocated memory; the largest over rounds), and the ratios to (a). Targets: (e)/(a) <= 1.10 in time at every T; (e)'s peak within 10%
-of (a)'s; (f)'s peak never above (b)'s by more than its chunk budget.
+allocated memory; the largest over rounds), and the ratios to (a). Targets: (e)/(a) <= 1.10 in time at every
+T; (e)'s peak within 10% of (a)'s; (f)'s peak never above (b)'s by more than its chunk budget.
 
     .venv/bin/python bench/long_context.py [--model smollm2-135m] [--lengths 128 512 2048 8192] [--device cpu]
 """
@@ -31,8 +31,15 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-CONFIGS = {"a": "bare sdpa", "b": "bare eager", "c": "output_attentions + python", "d": "headlab eager",
-           "e": "headlab fused", "f": "headlab chunked", "g": "headlab fused, no token matches"}
+CONFIGS = {
+    "a": "bare sdpa",
+    "b": "bare eager",
+    "c": "output_attentions + python",
+    "d": "headlab eager",
+    "e": "headlab fused",
+    "f": "headlab chunked",
+    "g": "headlab fused, no token matches",
+}
 #: (g): the default detectors less duplicate-token and induction, to separate the kernel route's own cost from
 #: the cost of the token-match sums (which grow with the squared size of each repeated token's group).
 NO_MATCHES = ("token", "offset", "previous-token", "sink")
@@ -76,15 +83,15 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
     import torch
 
     from headlab import load
+    from headlab.corpus import Sample
     from headlab.detectors import DEFAULT_DETECTORS, make, prepare_batch, score_layer
     from headlab.engine import collate, forward, score_batches
-    from headlab.corpus import Sample
 
     lm = load(model, device=device)
     ids = lm.tokenizer(document(), add_special_tokens=False)["input_ids"]
     if len(ids) < T * batch_size:
         sys.exit(f"the document has only {len(ids)} tokens, fewer than T x batch = {T * batch_size}")
-    windows = [tuple(ids[b * T:(b + 1) * T]) for b in range(batch_size)]  # consecutive windows of the document
+    windows = [tuple(ids[b * T : (b + 1) * T]) for b in range(batch_size)]  # consecutive windows of the document
     dev = torch.device(device)
     dets = [make(n) for n in (NO_MATCHES if config == "g" else DEFAULT_DETECTORS)]
     for d in dets:
@@ -104,8 +111,15 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
                 prepare_batch(dets, b)
                 [score_layer(dets, a, b) for a in out.attentions]
             else:
-                list(score_batches(lm, dets, [batch()], {"d": "eager", "e": "fused", "f": "chunked", "g": "fused"}[config],
-                                   chunk_mb))
+                list(
+                    score_batches(
+                        lm,
+                        dets,
+                        [batch()],
+                        {"d": "eager", "e": "fused", "f": "chunked", "g": "fused"}[config],
+                        chunk_mb,
+                    )
+                )
         lm.model.set_attn_implementation("eager")
 
     if T <= 2048:
@@ -122,8 +136,7 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
         peaks.append(torch.cuda.max_memory_allocated() / 2**20 if dev.type == "cuda" else mem.peak)
-    return {"config": config, "T": T, "seconds": statistics.median(times), "peak_mb": max(peaks),
-            "repeats": repeats}
+    return {"config": config, "T": T, "seconds": statistics.median(times), "peak_mb": max(peaks), "repeats": repeats}
 
 
 def main() -> None:
@@ -156,22 +169,51 @@ def main() -> None:
         runs: dict[str, list[dict]] = {c: [] for c in configs}
         for _ in range(rounds):
             for c in configs:
-                cmd = [sys.executable, __file__, "--model", a.model, "--device", a.device, "--chunk-mb",
-                       str(a.chunk_mb), "--batch", str(a.batch), "--_one", c, str(T), "1"]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--model",
+                    a.model,
+                    "--device",
+                    a.device,
+                    "--chunk-mb",
+                    str(a.chunk_mb),
+                    "--batch",
+                    str(a.batch),
+                    "--_one",
+                    c,
+                    str(T),
+                    "1",
+                ]
                 out = subprocess.run(cmd, capture_output=True, text=True)
                 if out.returncode != 0:
                     err = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode
                     print(f"  T={T:5d} ({c}) failed: {err}")
                     continue
                 runs[c].append(json.loads(out.stdout.strip().splitlines()[-1]))
-        got = {c: {"config": c, "T": T, "seconds": statistics.median(r["seconds"] for r in rs),
-                   "peak_mb": max(r["peak_mb"] for r in rs), "rounds": len(rs),
-                   "all_seconds": [round(r["seconds"], 3) for r in rs]} for c, rs in runs.items() if rs}
+        got = {
+            c: {
+                "config": c,
+                "T": T,
+                "seconds": statistics.median(r["seconds"] for r in rs),
+                "peak_mb": max(r["peak_mb"] for r in rs),
+                "rounds": len(rs),
+                "all_seconds": [round(r["seconds"], 3) for r in rs],
+            }
+            for c, rs in runs.items()
+            if rs
+        }
         base = got.get("a")
         for c, r in got.items():
-            ratio = f"  time {r['seconds'] / base['seconds']:.3f}x  peak {r['peak_mb'] / base['peak_mb']:.3f}x" if base else ""
-            print(f"  T={T:5d} ({c}) {CONFIGS[c]:<31} {r['seconds']:8.3f} s  peak {r['peak_mb']:8.0f} MB{ratio}",
-                  flush=True)
+            ratio = (
+                f"  time {r['seconds'] / base['seconds']:.3f}x  peak {r['peak_mb'] / base['peak_mb']:.3f}x"
+                if base
+                else ""
+            )
+            print(
+                f"  T={T:5d} ({c}) {CONFIGS[c]:<31} {r['seconds']:8.3f} s  peak {r['peak_mb']:8.0f} MB{ratio}",
+                flush=True,
+            )
             rows.append({**r, "model": a.model, "device": a.device, "label": CONFIGS[c]})
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -30,7 +30,6 @@ from headlab import load, scan  # noqa: E402
 from headlab.corpus import Sampler, documents  # noqa: E402
 from headlab.detectors import DEFAULT_DETECTORS  # noqa: E402
 from headlab.engine import CHUNK_BATCHES, collate, forward  # noqa: E402
-
 
 LABEL = {"bare": "a", "naive": "b", "headlab": "c"}
 
@@ -181,7 +180,8 @@ def main():
           f"{statistics.median(pair_ratios):.3f} median of paired runs "
           f"({' '.join(f'{r:.3f}' for r in pair_ratios)})  (target <= 1.15)")
     if best["naive"] != float("inf"):
-        print(f"  ratio (c)/(b) time: {best['headlab'] / best['naive']:.3f}  (naive is {best['naive'] / best['headlab']:.1f}x slower)")
+        ratio = best["headlab"] / best["naive"]
+        print(f"  ratio (c)/(b) time: {ratio:.3f}  (naive is {1 / ratio:.1f}x slower)")
 
     # Peak RSS of (c) at 1x and 10x samples, each in a fresh process. Run twice: with glibc's default
     # allocator, and with MALLOC_ARENA_MAX=1, because torch's worker threads each grow a malloc arena that
@@ -189,14 +189,32 @@ def main():
     for label, extra in (("default allocator", {}), ("MALLOC_ARENA_MAX=1", {"MALLOC_ARENA_MAX": "1"})):
         peaks = []
         for n in (a.samples, 10 * a.samples):
-            out = subprocess.run([sys.executable, __file__, "--model", a.model, "--window", str(a.window),
-                                  "--batch-size", str(a.batch_size), "--memory-child", str(n)],
-                                 capture_output=True, text=True, check=True, env={**os.environ, **extra})
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--model",
+                    a.model,
+                    "--window",
+                    str(a.window),
+                    "--batch-size",
+                    str(a.batch_size),
+                    "--memory-child",
+                    str(n),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, **extra},
+            )
             rec = json.loads(out.stdout.strip().splitlines()[-1])
             peaks.append(rec["peak_rss_mb"])
-            print(f"  [{label}] peak RSS during the scan of {n:5d} samples: {rec['peak_rss_mb']:.0f} MB "
-                  f"(before the scan: {rec['before_scan_mb']:.0f} MB)")
+            print(
+                f"  [{label}] peak RSS during the scan of {n:5d} samples: {rec['peak_rss_mb']:.0f} MB "
+                f"(before the scan: {rec['before_scan_mb']:.0f} MB)"
+            )
         print(f"  [{label}] peak memory growth 1x -> 10x: {100 * (peaks[1] / peaks[0] - 1):+.1f}%  (target < 10%)")
+
 
 if __name__ == "__main__":
     main()

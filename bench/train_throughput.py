@@ -26,7 +26,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from headlab.nn import Transformer  # noqa: E402
-from headlab.train import load_config, lr_at, train  # noqa: E402
+from headlab.track.training import tracked_training as train  # noqa: E402
+from headlab.train import load_config, lr_at  # noqa: E402
 from headlab.train.data import build_pool, save_pool  # noqa: E402
 from headlab.train.trainer import Trainer  # noqa: E402
 

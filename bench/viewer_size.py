@@ -27,8 +27,8 @@ import numpy as np  # noqa: E402
 from headlab import load  # noqa: E402
 from headlab.corpus import DEFAULT_CORPUS, documents  # noqa: E402
 from headlab.viewer import ViewData, write_html  # noqa: E402
+from headlab.viewer.codec import quantize  # noqa: E402
 from headlab.viewer.data import capture_maps, text_sample  # noqa: E402
-from headlab.viewer.page import quantize  # noqa: E402
 
 
 def long_text(loaded, n_tokens: int) -> str:
@@ -89,12 +89,15 @@ def main() -> int:
         for l, h in [(0, 0), (L // 3, 1), (L // 2, H - 1), (L - 1, 0), (L - 1, H - 1)]:
             ms = page.evaluate(f"""async () => {{
                 const t = performance.now(); document.getElementById('cell-{l}-{h}').click();
-                while (document.getElementById('map').dataset.head !== '{l}.{h}') await new Promise(r => setTimeout(r, 5));
+                const drawn = () => document.getElementById('map').dataset.head === '{l}.{h}';
+                while (!drawn()) await new Promise(r => setTimeout(r, 5));
                 return performance.now() - t; }}""")
             clicks.append(ms)
-    print(f"  Chromium: ready {log['load_s']:.2f} s after navigation; click → map drawn median "
-          f"{statistics.median(clicks):.0f} ms (max {max(clicks):.0f} ms); console errors "
-          f"{len(log['console_errors'])}, requests {len(log['requests'])}")
+    print(
+        f"  Chromium: ready {log['load_s']:.2f} s after navigation; click → map drawn median "
+        f"{statistics.median(clicks):.0f} ms (max {max(clicks):.0f} ms); console errors "
+        f"{len(log['console_errors'])}, requests {len(log['requests'])}"
+    )
     return 0
 
 

@@ -8,7 +8,9 @@ Public API (the CLI mirrors it):
 """
 
 from .capture import capture
-from .detectors import DEFAULT_DETECTORS, DETECTORS, Detector, make as make_detector, register as register_detector
+from .detectors import DEFAULT_DETECTORS, DETECTORS, Detector
+from .detectors import make as make_detector
+from .detectors import register as register_detector
 from .errors import HeadlabError
 from .models import LoadedModel, ModelFacts, load
 from .scan import ScanResult, scan

@@ -4,7 +4,8 @@ During :func:`capture`, every attention layer hands its post-softmax probabiliti
 callback the moment it computes them; the tensor is then dropped, so at most one layer's probabilities
 exist at a time and nothing is kept unless the callback keeps it.
 
-How the probabilities are reached, per model:
+How the probabilities are reached, per model (its architecture adapter, :mod:`headlab.models.adapters`, names
+the route and the modules):
 
 * ``interface`` — models whose attention goes through Hugging Face's ``AttentionInterface`` (BERT, Llama,
   Gemma3, Qwen, ... in transformers v5). headlab registers one attention function, ``"headlab"``, that runs
@@ -27,9 +28,6 @@ such seam.
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
-import re
 import sys
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator
@@ -38,6 +36,7 @@ import torch
 from torch import nn
 
 from .errors import HeadlabError
+from .models.adapters import adapter_for, parts
 from .routes.spec import AttentionSpec
 
 LayerCallback = Callable[[int, torch.Tensor], None]  # (layer, probs (B, H, T, T))
@@ -70,7 +69,9 @@ class _Session:
         self.calls += 1
         self.callback(layer, probs)  # type: ignore[misc]
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
+    def attend(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec
+    ) -> torch.Tensor:
         self.calls += 1
         return self.kernel(layer, q, k, v, spec)  # type: ignore[misc]
 
@@ -83,8 +84,14 @@ def _eager_for(module: nn.Module) -> Callable[..., Any]:
     return fn
 
 
-def _headlab_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                       attention_mask: torch.Tensor | None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+def _headlab_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     out, probs = _eager_for(module)(module, query, key, value, attention_mask, **kwargs)
     session = _ACTIVE.get()
     if session is not None:
@@ -92,16 +99,25 @@ def _headlab_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor
     return out, None
 
 
-def _kernel_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                      attention_mask: torch.Tensor | None, scaling: float | None = None,
-                      sliding_window: int | None = None, softcap: float | None = None,
-                      **kwargs: Any) -> tuple[torch.Tensor, None]:
+def _kernel_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     session = _ACTIVE.get()
     if session is None or session.kernel is None:
         raise HeadlabError("the headlab-kernel attention runs only inside headlab.capture_kernel")
     if attention_mask is not None and attention_mask.ndim != 2:
-        raise HeadlabError(f"{type(module).__name__} built its own {attention_mask.ndim}-D attention mask, which "
-                           "the fused and chunked routes cannot read; use --route eager")
+        raise HeadlabError(
+            f"{type(module).__name__} built its own {attention_mask.ndim}-D attention mask, which "
+            "the fused and chunked routes cannot read; use --route eager"
+        )
     if getattr(module, "sinks", None) is not None or kwargs.get("s_aux") is not None:
         raise HeadlabError(f"{type(module).__name__} has learned attention-sink logits; use --route eager")
     T = key.shape[2]
@@ -111,15 +127,21 @@ def _kernel_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
         key_mask = None if bool(key_mask.all()) else key_mask
     causal = bool(kwargs.get("is_causal", getattr(module, "is_causal", False)))
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    spec = AttentionSpec(causal=causal, key_mask=key_mask, scale=float(scale), window=sliding_window,
-                         softcap=softcap)
+    spec = AttentionSpec(causal=causal, key_mask=key_mask, scale=float(scale), window=sliding_window, softcap=softcap)
     out = session.attend(session.layer(module), query, key, value, spec)  # (B, H, T, dv)
     return out.transpose(1, 2).contiguous(), None
 
 
-def _padding_mask(batch_size: int, q_length: int, kv_length: int, q_offset: int = 0, kv_offset: int = 0,
-                  mask_function: Any = None, attention_mask: torch.Tensor | None = None,
-                  **kwargs: Any) -> torch.Tensor | None:
+def _padding_mask(
+    batch_size: int,
+    q_length: int,
+    kv_length: int,
+    q_offset: int = 0,
+    kv_offset: int = 0,
+    mask_function: Any = None,
+    attention_mask: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> torch.Tensor | None:
     """The kernel routes' mask: the 2D padding mask alone (causality and windows are rules, not tensors)."""
     if attention_mask is None:
         return None
@@ -141,73 +163,34 @@ def _register() -> None:
     _REGISTERED = True
 
 
-def _interface_modules(model: nn.Module) -> list[nn.Module]:
-    """Self-attention modules in layer order: those with a ``layer_idx`` that are not cross-attention."""
-    return [m for m in model.modules() if hasattr(m, "layer_idx") and "Cross" not in type(m).__name__
-            and _calls_interface(m)]
-
-
-def _calls_interface(m: nn.Module) -> bool:
-    return "ALL_ATTENTION_FUNCTIONS" in _forward_source(type(m))
-
-
-@functools.lru_cache(maxsize=None)
-def _forward_source(cls: type) -> str:
-    """Source of a module class's forward (cached: inspecting source is slow and classes do not change)."""
-    try:
-        return inspect.getsource(cls.forward)
-    except (OSError, TypeError):
-        return ""
-
-
-
-_INLINE_DROPOUT = re.compile(r"self\.dropout\(\s*(attention_probs|attn_probs|attn_weights|probs)\b")
-
-
-def _dropout_modules(model: nn.Module) -> list[nn.Module]:
-    """Probability dropouts of attention modules that compute softmax inline, in module order."""
-    found = []
-    for m in model.modules():
-        drop = getattr(m, "dropout", None)
-        if not isinstance(drop, nn.Dropout):
-            continue
-        src = _forward_source(type(m))
-        if "softmax" in src and _INLINE_DROPOUT.search(src):
-            found.append(drop)
-    return found
-
-
 def kernel_supported(model: nn.Module) -> str | None:
     """None when :func:`capture_kernel` can serve ``model``, else the reason it cannot (one line)."""
-    how = route(model)
-    if how == "dropout-hook":
+    if route(model) == "dropout-hook":
         return (f"{type(model).__name__} computes softmax inline (no attention-function seam), so only the eager "
                 "route can read it")
-    return None
+    return _has(model, parts(model).adapter.sinks, "has learned attention-sink logits")
 
 
 def fused_unsupported(model: nn.Module) -> str | None:
     """Why the fused kernel cannot express some layer of ``model`` (soft-capped or sink logits), or None."""
-    reason = kernel_supported(model)
-    if reason is not None:
-        return reason
-    for m in model.modules():
-        if getattr(m, "attn_logit_softcapping", None) is not None and hasattr(m, "layer_idx"):
-            return f"{type(m).__name__} soft-caps its attention logits, which the fused kernel cannot apply"
-        if getattr(m, "sinks", None) is not None and hasattr(m, "layer_idx"):
-            return f"{type(m).__name__} has learned attention-sink logits"
+    return kernel_supported(model) or _has(model, parts(model).adapter.softcap,
+                                           "soft-caps its attention logits, which the fused kernel cannot apply")
+
+
+def _has(model: nn.Module, attr: str | None, what: str) -> str | None:
+    """``what``, said of the attention modules, when any of them sets the adapter's attribute ``attr``."""
+    found = parts(model).attention
+    if attr and any(getattr(m, attr, None) is not None for m in found):
+        return f"{type(found[0]).__name__} {what}"
     return None
 
 
+_ROUTES = {"native": "native", "interface": "interface", "dropout": "dropout-hook"}
+
+
 def route(model: nn.Module) -> str:
-    """Which capture route a model takes: ``"native"``, ``"interface"`` or ``"dropout-hook"``."""
-    if getattr(model, "headlab_native", False):
-        return "native"
-    if _interface_modules(model):
-        return "interface"
-    if _dropout_modules(model):
-        return "dropout-hook"
-    raise HeadlabError(f"{type(model).__name__}: cannot find where its attention probabilities are computed")
+    """Which capture route a model takes (its adapter says): ``"native"``, ``"interface"`` or ``"dropout-hook"``."""
+    return _ROUTES[adapter_for(model).capture]
 
 
 @contextlib.contextmanager
@@ -220,17 +203,17 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
     """
     how = route(model)
     handles: list[Any] = []
-    native: list[nn.Module] = []
+    native: list[Any] = []  # headlab.nn attention modules, with their probs_hook attribute
     if how == "native":
         session = _Session(callback, {})
-        native = [m for m in model.modules() if hasattr(m, "probs_hook")]
+        native = parts(model).attention
         for m in native:
             m.probs_hook = session.emit_layer
     elif how == "interface":
         session = _interface_session(model, callback, None)
     else:
         session = _Session(callback, {})
-        for i, drop in enumerate(_dropout_modules(model)):
+        for i, drop in enumerate(parts(model).probs_dropout):
             handles.append(drop.register_forward_hook(lambda _m, _inp, out, _i=i: session.emit_layer(_i, out)))
     with _active(model, session, IMPL_NAME if how == "interface" else None, native, "probs_hook", handles):
         yield session
@@ -238,20 +221,26 @@ def capture(model: nn.Module, callback: LayerCallback) -> Iterator[_Session]:
 
 def _interface_session(model: nn.Module, callback: LayerCallback | None, handler: KernelHandler | None) -> _Session:
     _register()
-    mods = _interface_modules(model)
-    return _Session(callback, {id(m): int(getattr(m, "layer_idx", i)) for i, m in enumerate(mods)}, handler)
+    return _Session(callback, parts(model).layer_of(), handler)
 
 
 @contextlib.contextmanager
-def _active(model: nn.Module, session: _Session, impl: str | None, hooked: list[nn.Module], attr: str,
-            handles: tuple[Any, ...] | list[Any] = ()) -> Iterator[_Session]:
+def _active(
+    model: nn.Module,
+    session: _Session,
+    impl: str | None,
+    hooked: list[nn.Module],
+    attr: str,
+    handles: tuple[Any, ...] | list[Any] = (),
+) -> Iterator[_Session]:
     """Make ``session`` the active one (and switch the model to attention function ``impl``) for the block;
     on exit, exceptions included, restore the implementation, clear ``attr`` on ``hooked`` and remove hooks."""
     token = _ACTIVE.set(session)
-    previous = model.config._attn_implementation if impl is not None else None
+    hf: Any = model  # a transformers model when impl is set
+    previous = hf.config._attn_implementation if impl is not None else None
     try:
         if impl is not None:
-            model.set_attn_implementation(impl)
+            hf.set_attn_implementation(impl)
         yield session
     finally:
         _ACTIVE.reset(token)
@@ -260,7 +249,7 @@ def _active(model: nn.Module, session: _Session, impl: str | None, hooked: list[
         for h in handles:
             h.remove()
         if previous is not None:
-            model.set_attn_implementation(previous)
+            hf.set_attn_implementation(previous)
 
 
 @contextlib.contextmanager
@@ -275,13 +264,20 @@ def capture_kernel(model: nn.Module, handler: KernelHandler) -> Iterator[_Sessio
     if reason is not None:
         raise HeadlabError(reason)
     how = route(model)
-    native: list[nn.Module] = []
+    native: list[Any] = []
     if how == "native":
         session = _Session(None, {}, handler)
-        native = [m for m in model.modules() if hasattr(m, "kernel_hook")]
+        native = parts(model).attention
 
-        def hook(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None,
-                 causal: bool, scale: float) -> torch.Tensor:
+        def hook(
+            layer: int,
+            q: torch.Tensor,
+            k: torch.Tensor,
+            v: torch.Tensor,
+            key_mask: torch.Tensor | None,
+            causal: bool,
+            scale: float,
+        ) -> torch.Tensor:
             return session.attend(layer, q, k, v, AttentionSpec(causal=causal, key_mask=key_mask, scale=scale))
 
         for m in native:

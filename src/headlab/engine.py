@@ -8,7 +8,7 @@ at once → per-sample score blocks, returned in the samples' seeded order chunk
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -19,6 +19,7 @@ from .detectors import Batch, Detector, prepare_batch
 from .errors import HeadlabError
 from .models import LoadedModel
 from .models.loaded import device_of
+from .padding import pad_right
 from .routes import DEFAULT_BLOCK_MB, ROUTES, LayerScorer, choose
 from .routes.spec import AttentionSpec
 
@@ -29,13 +30,9 @@ CHUNK_BATCHES = 16
 
 def collate(samples: Sequence[Sample], pad_id: int, causal: bool, device: torch.device) -> Batch:
     """Right-pad samples into a :class:`Batch`. (Right padding keeps decoder position ids 0..n-1.)"""
-    T = max(len(s.input_ids) for s in samples)
-    ids = torch.full((len(samples), T), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(samples), T), dtype=torch.bool)
-    marked = torch.zeros((len(samples), T), dtype=torch.float32)
+    ids, mask = pad_right([s.input_ids for s in samples], pad_id)
+    marked = torch.zeros(ids.shape, dtype=torch.float32)
     for i, s in enumerate(samples):
-        ids[i, : len(s.input_ids)] = torch.tensor(s.input_ids, dtype=torch.long)
-        mask[i, : len(s.input_ids)] = True
         if s.targets:
             marked[i, list(s.targets)] = 1.0
     batch = Batch(ids.to(device), mask.to(device), causal)
@@ -44,7 +41,7 @@ def collate(samples: Sequence[Sample], pad_id: int, causal: bool, device: torch.
 
 
 def forward(loaded: LoadedModel, batch: Batch) -> None:
-    kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask.long()}
+    kwargs: dict[str, Any] = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask.long()}
     if loaded.facts.causal:
         kwargs["use_cache"] = False
     loaded.model(**kwargs)
@@ -87,8 +84,8 @@ def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: I
             if session.calls - before != L:
                 raise HeadlabError(f"captured {session.calls - before} attention layers, expected {L}: "
                                    "unsupported architecture")
-            yield {name: torch.stack(layers, dim=1).numpy()  # type: ignore[arg-type]
-                   for name, layers in current["per_layer"].items()}  # type: ignore[union-attr]
+            per_layer: dict[str, list[torch.Tensor]] = current["per_layer"]  # type: ignore[assignment]
+            yield {name: torch.stack(layers, dim=1).numpy() for name, layers in per_layer.items()}
 
 
 def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: Iterable[Sample],
@@ -151,7 +148,7 @@ def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Seque
     out: dict[str, np.ndarray] = {}
     done: list[int] = []
     try:
-        with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:
+        with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:  # type: ignore[type-var]
             for idx, scores in zip(groups, results):
                 for name, block in scores.items():
                     if name not in out:

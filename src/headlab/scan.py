@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
 from .detectors import DEFAULT_DETECTORS, Detector, make
 from .engine import score_samples
 from .errors import HeadlabError
+from .head import name as head_name
 from .interrupts import Terminated
 from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
@@ -67,21 +68,36 @@ class ScanResult:
                 s[key] = float(mean[layer, head])
         if "token" in self.means:
             s["token_std"] = float(self.stds["token"][layer, head])
-            s["token_frac_above"] = float(self.token_frac_above[layer, head]) if self.token_frac_above is not None else None
+            s["token_frac_above"] = (
+                float(self.token_frac_above[layer, head]) if self.token_frac_above is not None else None
+            )
             s["token_max_run"] = int(self.token_max_run[layer, head]) if self.token_max_run is not None else None
         return s
 
     def heads(self) -> list[dict[str, Any]]:
-        return [{"layer": l, "head": h, "name": f"{l}.{h}", "scores": self.head_scores(l, h), "sdh": bool(self.sdh[l, h])}
-                for l in range(self.n_layers) for h in range(self.n_heads)]
+        return [
+            {"layer": l, "head": h, "name": head_name(l, h), "scores": self.head_scores(l, h),
+             "sdh": bool(self.sdh[l, h])}
+            for l in range(self.n_layers)
+            for h in range(self.n_heads)
+        ]
 
     def to_json(self, heads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
-                "n_samples": self.n_samples, "n_samples_with_target": self.n_samples_with_target,
-                "n_tokens": self.n_tokens, "settings": self.settings, "sdh_share": self.sdh_share,
-                "n_sdh": int(self.sdh.sum()), "interrupted": self.interrupted,
-                "interrupted_by": self.interrupted_by, "warnings": self.warnings,
-                "heads": heads if heads is not None else self.heads()}
+        return {
+            "model": self.model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_samples": self.n_samples,
+            "n_samples_with_target": self.n_samples_with_target,
+            "n_tokens": self.n_tokens,
+            "settings": self.settings,
+            "sdh_share": self.sdh_share,
+            "n_sdh": int(self.sdh.sum()),
+            "interrupted": self.interrupted,
+            "interrupted_by": self.interrupted_by,
+            "warnings": self.warnings,
+            "heads": heads if heads is not None else self.heads(),
+        }
 
     def write(self, out_dir: str | Path) -> Path:
         """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""
@@ -89,8 +105,11 @@ class ScanResult:
         heads = self.heads()
         write_json_atomic(out / "scan.json", self.to_json(heads))
         keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
-        write_csv_atomic(out / "heads.csv", ["layer", "head", *keys, "sdh"],
-                         ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads))
+        write_csv_atomic(
+            out / "heads.csv",
+            ["layer", "head", *keys, "sdh"],
+            ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads),
+        )
         return out
 
     def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
@@ -102,15 +121,27 @@ class ScanResult:
             mean = np.nanmax(np.where(np.isnan(mean), -np.inf, mean), axis=-1)
         flat = np.where(np.isnan(mean), -np.inf, mean).ravel()
         best = np.argsort(-flat, kind="stable")[:n]
-        return [(f"{i // self.n_heads}.{i % self.n_heads}", float(flat[i]),
-                 None if delta is None else int(delta.ravel()[i])) for i in best if np.isfinite(flat[i])]
+        return [
+            (
+                f"{i // self.n_heads}.{i % self.n_heads}",
+                float(flat[i]),
+                None if delta is None else int(delta.ravel()[i]),
+            )
+            for i in best
+            if np.isfinite(flat[i])
+        ]
 
     def table(self, n: int = 5) -> str:
         """A compact human summary: the top heads of each detector and the SDH count."""
-        lines = [f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
-                 f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
-                 + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
-                    if self.interrupted else "")]
+        lines = [
+            f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
+            f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
+            + (
+                f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
+                if self.interrupted
+                else ""
+            )
+        ]
         if "route" in self.settings:
             lines.append(f"  route: {self.settings['route']} ({self.settings.get('route_reason', '')})")
         for name in self.means:
@@ -120,21 +151,42 @@ class ScanResult:
             st = self.settings.get("sdh_rule", {})
             rule = f"token {st.get('target')!r} > {st.get('threshold')} in {st.get('consecutive')} consecutive samples"
             if self.sdh_share is None:
-                lines.append(f"  SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "
-                             f"fewer than the rule's k = {st.get('consecutive')}")
+                lines.append(
+                    f"  SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "
+                    f"fewer than the rule's k = {st.get('consecutive')}"
+                )
             else:
-                names = [f"{l}.{h}" for l, h in zip(*np.nonzero(self.sdh))]
-                lines.append(f"  SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
-                             f"({100 * self.sdh_share:.1f}%)" + (f": {' '.join(names)}" if names else ""))
+                names = [head_name(l, h) for l, h in zip(*np.nonzero(self.sdh))]
+                lines.append(
+                    f"  SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
+                    f"({100 * self.sdh_share:.1f}%)" + (f": {' '.join(names)}" if names else "")
+                )
         return "\n".join(lines)
 
 
-def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
-         detectors: Sequence[str | Detector] = DEFAULT_DETECTORS, target: str = "/", bare: bool = False,
-         queries: str = "can-see", max_offset: int = 8, threshold: float = 0.5, consecutive: int = 3,
-         max_samples: int | None = 512, batch_size: int = 8, max_length: int = 128, stride: int | None = None,
-         seed: int = 0, target_filter: str = "any", progress: bool = True, device: str = "cpu",
-         route: str = "auto", chunk_mb: float = DEFAULT_BLOCK_MB) -> ScanResult:
+def scan(
+    model: str | LoadedModel,
+    texts: Sequence[str] | None = None,
+    *,
+    corpus: Sequence[str] | None = None,
+    detectors: Sequence[str | Detector] = DEFAULT_DETECTORS,
+    target: str = "/",
+    bare: bool = False,
+    queries: str = "can-see",
+    max_offset: int = 8,
+    threshold: float = 0.5,
+    consecutive: int = 3,
+    max_samples: int | None = 512,
+    batch_size: int = 8,
+    max_length: int = 128,
+    stride: int | None = None,
+    seed: int = 0,
+    target_filter: str = "any",
+    progress: bool = True,
+    device: str = "cpu",
+    route: str = "auto",
+    chunk_mb: float = DEFAULT_BLOCK_MB,
+) -> ScanResult:
     """Score every attention head of ``model`` over a corpus, streaming.
 
     Args:
@@ -167,8 +219,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     if token is not None:
         token.bind(loaded)
     docs = _documents(texts, corpus)
-    sampler = Sampler(loaded.tokenizer, window, stride, seed,
-                      token.target_ids if token is not None else (), target_filter)  # type: ignore[attr-defined]
+    targets = token.target_ids if token is not None else ()  # type: ignore[attr-defined]
+    sampler = Sampler(loaded.tokenizer, window, stride, seed, targets, target_filter)  # type: ignore[arg-type]
     if target_filter != "any" and token is None:
         raise HeadlabError("--filter needs the token detector (it defines the target)")
 
@@ -179,8 +231,9 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     interrupted: KeyboardInterrupt | None = None
     bar = progress_bar(max_samples, f"scan {loaded.name}", "sample", progress)
     try:
-        for chunk, scores in score_samples(loaded, dets, sampler.samples(docs, max_samples), batch_size, bar,
-                                           choice.route, chunk_mb):
+        for chunk, scores in score_samples(
+            loaded, dets, sampler.samples(docs, max_samples), batch_size, bar, choice.route, chunk_mb
+        ):
             for name, block in scores.items():
                 if name not in moments:
                     moments[name] = RunningMoments(block.shape[1:], threshold if name == "token" else None)
@@ -200,35 +253,60 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     if n_samples == 0:
         if target_filter != "any":
             raise HeadlabError(f"no sample passes --filter {target_filter} (target {target!r})")
-        raise HeadlabError("the corpus is empty: it produced no samples (empty, binary or unreadable files are skipped)")
+        raise HeadlabError(
+            "the corpus is empty: it produced no samples (empty, binary or unreadable files are skipped)"
+        )
     notes = []
     if token is not None and n_with == 0:
         notes.append(f"no sample contains {target!r}: token scores and the SDH rule are undefined")
         warnings.warn(notes[-1], stacklevel=2)
     elif token is not None and n_with < consecutive:
-        notes.append(f"only {n_with} sample(s) contain {target!r}, fewer than the rule's k = {consecutive}: "
-                     "the SDH share is undefined (use more samples or --filter with-target)")
+        notes.append(
+            f"only {n_with} sample(s) contain {target!r}, fewer than the rule's k = {consecutive}: "
+            "the SDH share is undefined (use more samples or --filter with-target)"
+        )
         warnings.warn(notes[-1], stacklevel=2)
     settings = {
         "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
         "detectors": {d.name: d.settings() for d in dets},
-        "sdh_rule": {"detector": "token", "target": target, "bare": bare, "threshold": threshold,
-                     "consecutive": consecutive},
-        "max_samples": max_samples, "batch_size": batch_size, "window": window,
-        "stride": sampler.stride, "special_tokens": sampler.special.count, "seed": seed,
-        "filter": target_filter, "capture": "streaming", **choice.settings(), "chunk_mb": chunk_mb,
+        "sdh_rule": {
+            "detector": "token",
+            "target": target,
+            "bare": bare,
+            "threshold": threshold,
+            "consecutive": consecutive,
+        },
+        "max_samples": max_samples,
+        "batch_size": batch_size,
+        "window": window,
+        "stride": sampler.stride,
+        "special_tokens": sampler.special.count,
+        "seed": seed,
+        "filter": target_filter,
+        "capture": "streaming",
+        **choice.settings(),
+        "chunk_mb": chunk_mb,
         "model_facts": loaded.facts.__dict__,
     }
     has_token = "token" in moments
     return ScanResult(
-        model=loaded.name, n_layers=L, n_heads=H, n_samples=n_samples, n_samples_with_target=n_with,
-        n_tokens=n_tokens, settings=settings,
-        means={k: m.mean for k, m in moments.items()}, stds={k: m.std for k, m in moments.items()},
+        model=loaded.name,
+        n_layers=L,
+        n_heads=H,
+        n_samples=n_samples,
+        n_samples_with_target=n_with,
+        n_tokens=n_tokens,
+        settings=settings,
+        means={k: m.mean for k, m in moments.items()},
+        stds={k: m.std for k, m in moments.items()},
         token_frac_above=moments["token"].frac_above if has_token else None,
         token_max_run=rule.best if has_token else None,
         sdh=rule.passed if has_token and n_with else np.zeros((L, H), dtype=bool),
-        interrupted=interrupted is not None, warnings=notes,
-        interrupted_by=None if interrupted is None else ("SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"),
+        interrupted=interrupted is not None,
+        warnings=notes,
+        interrupted_by=None
+        if interrupted is None
+        else ("SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"),
     )
 
 

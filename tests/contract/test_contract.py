@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -78,7 +75,8 @@ ROWS: list[Row] = [Row(f"range: {cmd.split()[0]} {opt}", cmd.split(), 2, opt,
 
 RESULTS = [  # (command line, the result file an earlier run left in --out)
     ("scan minilm-l6 --out {tmp}/out", "scan.json"), ("characterize minilm-l6 --out {tmp}/out", "characterize.json"),
-    ("claims minilm-l6 --out {tmp}/out", "claims.json"), ("ablate minilm-l6 --heads 0.1 --out {tmp}/out", "ablate.json"),
+    ("claims minilm-l6 --out {tmp}/out", "claims.json"),
+    ("ablate minilm-l6 --heads 0.1 --out {tmp}/out", "ablate.json"),
     ("importance minilm-l6 --out {tmp}/out", "importance.json"), ("prune minilm-l6 --out {tmp}/out", "prune.json"),
     ("report {tmp} --out {tmp}/out", "report.md"), ("track {tmp} --out {tmp}/out", "track.json"),
 ]

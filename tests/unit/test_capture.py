@@ -65,5 +65,5 @@ def test_everything_is_removed_even_when_the_callback_raises(kind):
 
 
 def test_unsupported_module_is_a_clear_error():
-    with pytest.raises(HeadlabError, match="cannot find where its attention"):
+    with pytest.raises(HeadlabError, match="no headlab adapter for model family"):
         route(torch.nn.Sequential(torch.nn.Linear(2, 2)))

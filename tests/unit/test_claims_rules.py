@@ -60,7 +60,9 @@ def test_claim_8_reads_the_accuracy_drop_and_its_interval():
     assert row["interval"] == (2.5, 1.2, 3.9) and row["verdict"] == "supported"
     rec["slash"]["accuracy"].update(delta_points=-7.6, interval_points=[-9.0, -6.0])
     assert ablation_row(rec, sdhs=True, causal=True)["verdict"] == "not supported"
-    assert ablation_row(rec, sdhs=False, causal=True)["verdict"] == "inconclusive (no SDH)"
+    no_sdh = ablation_row(rec, sdhs=False, causal=True)
+    assert no_sdh["verdict"] == "inconclusive" and no_sdh["reason"] == "no SDH"
     assert ablation_row(rec, sdhs=True, causal=False)["verdict"] == "n/a"
-    assert ablation_row(None, sdhs=True, causal=True)["verdict"] == "not measured"
+    not_measured = ablation_row(None, sdhs=True, causal=True)
+    assert not_measured["verdict"] == "n/a" and not_measured["reason"] == "not measured"
     assert mod.CLAIMS[-1].id == 8

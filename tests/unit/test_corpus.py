@@ -53,7 +53,9 @@ def test_sampler_is_seeded_and_filters_targets():
     assert a == b and a != c and sorted(a) == sorted(c)
     slash = ord("/")
     with_t = list(Sampler(CharTokenizer(), 32, seed=1, target_ids={slash}, target_filter="with-target").samples(docs))
-    without = list(Sampler(CharTokenizer(), 32, seed=1, target_ids={slash}, target_filter="without-target").samples(docs))
+    without = list(
+        Sampler(CharTokenizer(), 32, seed=1, target_ids={slash}, target_filter="without-target").samples(docs)
+    )
     assert len(with_t) == 20 and all(slash in x.input_ids for x in with_t)
     assert len(without) == 40 and all(slash not in x.input_ids for x in without)
     assert len(list(Sampler(CharTokenizer(), 32, seed=1).samples(docs, max_samples=7))) == 7
@@ -62,8 +64,9 @@ def test_sampler_is_seeded_and_filters_targets():
 def test_file_corpus_reads_text_jsonl_gz_and_skips_binary(tmp_path):
     (tmp_path / "a.txt").write_text("plain text a/b")
     (tmp_path / "b.md").write_text("")  # empty: no text
-    (tmp_path / "c.jsonl").write_text(json.dumps({"text": "json one"}) + "\n" + "not json\n"
-                                      + json.dumps({"text": "json two"}) + "\n")
+    (tmp_path / "c.jsonl").write_text(
+        json.dumps({"text": "json one"}) + "\n" + "not json\n" + json.dumps({"text": "json two"}) + "\n"
+    )
     with gzip.open(tmp_path / "d.rst.gz", "wt") as fh:
         fh.write("gzipped rst")
     (tmp_path / "e.txt").write_bytes(b"\x00\x01binary\xff")
@@ -90,9 +93,14 @@ def test_pydoc_source_reads_stdlib_docstrings_without_importing():
     assert texts and all(len(t.split()) >= 5 for t in texts)
 
 
-@pytest.mark.parametrize("name,path", [("foldoc", "/usr/share/dictd/foldoc.dict.dz"),
-                                       ("linux-doc", "/usr/share/doc/linux-doc-6.1"),
-                                       ("python-doc", "/usr/share/doc/python3.11/html/_sources")])
+@pytest.mark.parametrize(
+    "name,path",
+    [
+        ("foldoc", "/usr/share/dictd/foldoc.dict.dz"),
+        ("linux-doc", "/usr/share/doc/linux-doc-6.1"),
+        ("python-doc", "/usr/share/doc/python3.11/html/_sources"),
+    ],
+)
 def test_debian_sources_say_how_to_install_when_missing(name, path):
     import os
 

@@ -2,20 +2,12 @@
 
 import numpy as np
 import pytest
-import torch
 
 from headlab.corpus import Sample
 from headlab.detectors import make
 from headlab.engine import score_samples
 
-from .tiny import tiny
-
-
-class Slash:
-    def __init__(self, lm):
-        lm.ids_containing = lambda c, bare=False: frozenset({7})  # token id 7 plays '/'
-        lm.tokenizer = type("T", (), {"sep_token_id": None, "cls_token_id": None, "bos_token_id": None,
-                                      "eos_token_id": None, "pad_token_id": 0})()
+from .tiny import Slash, tiny
 
 
 def _samples(n=11, seed=0):

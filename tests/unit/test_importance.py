@@ -81,8 +81,8 @@ import pytest  # noqa: E402
 @pytest.mark.parametrize("kind", ["lm", "bert", "mpnet"])
 def test_exact_sweep_with_reuse_equals_naive_sweep(kind):
     """Replaying the plain layers below and stacking one layer's ablations gives the naive sweep's numbers."""
-    from headlab.ablation.metrics import reference_hidden
     from headlab.ablation.importance import _metric, primary_metric
+    from headlab.ablation.metrics import reference_hidden
     from headlab.ablation.sweep import exact_sweep, naive_sweep
 
     from .tiny import tiny

@@ -4,10 +4,9 @@ import numpy as np
 import torch
 
 from headlab.analysis.rope import _bands, _rank1, capture_qk, rope_analysis
-from headlab.corpus import Sample
 
-from .test_engine import Slash, _samples
-from .tiny import tiny
+from .test_engine import _samples
+from .tiny import Slash, tiny
 
 
 def test_rank1_and_bands_on_known_matrices():

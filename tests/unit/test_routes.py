@@ -15,8 +15,7 @@ from headlab.errors import HeadlabError
 from headlab.nn import ModelConfig, Transformer, as_loaded
 from headlab.routes import choose
 
-from .test_engine import Slash
-from .tiny import tiny
+from .tiny import Slash, tiny
 
 ALL = ["token", "offset", "previous-token", "duplicate-token", "induction", "sink", "marked", "entropy"]
 

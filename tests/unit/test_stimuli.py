@@ -4,8 +4,17 @@ import pytest
 
 from headlab.cli import main
 from headlab.errors import HeadlabError
-from headlab.stimuli import (Stimulus, contexts, controls, make_suite, positions, read_jsonl, slash,
-                             target_token_positions, write_jsonl)
+from headlab.stimuli import (
+    Stimulus,
+    contexts,
+    controls,
+    make_suite,
+    positions,
+    read_jsonl,
+    slash,
+    target_token_positions,
+    write_jsonl,
+)
 from headlab.stimuli.templates import CONTROL_SYMBOLS, TEMPLATES
 
 

@@ -8,7 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from headlab.errors import HeadlabError
-from headlab.train import from_dict, train
+from headlab.track.training import tracked_training as train
+from headlab.train import from_dict
 from headlab.train.checkpoint import schedule
 
 TINY = {

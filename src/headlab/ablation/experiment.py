@@ -25,6 +25,7 @@ import torch
 from ..corpus import Sample, Sampler, documents
 from ..engine import collate
 from ..errors import HeadlabError
+from ..head import name as head_name
 from ..io import write_json_atomic
 from ..models import LoadedModel
 from ..models.loaded import device_of
@@ -104,6 +105,7 @@ def _resample_sources(loaded: LoadedModel, batches: list[Any]) -> list[dict[int,
 
 
 def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[int, list[int]]:
+    """As many random heads per layer as ``heads`` has there, never one of ``heads``."""
     out = {}
     for layer, hs in heads.items():
         pool = [h for h in range(n_heads) if h not in set(hs)]
@@ -226,7 +228,7 @@ def _report(loaded: LoadedModel, target: HeadSet, mode: str, draws: int, res: di
                           "n_items": int(sum(len(b.input_ids) for b in part.batches))}
               for part in parts[1:]}
     return {
-        "model": loaded.name, "mode": mode, "heads": [f"{l}.{h}" for l, hs in sorted(target.items()) for h in hs],
+        "model": loaded.name, "mode": mode, "heads": [head_name(l, h) for l, hs in sorted(target.items()) for h in hs],
         "metric": names[0], "metrics": list(names),
         "slash_definition": (f"targets within {k} tokens after a '/'" if causal else "the '/' positions"),
         "slash": _blocks(res, "near", "corpus", names, causal, rng),

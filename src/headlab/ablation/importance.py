@@ -12,16 +12,16 @@ Both are reported with their Spearman rank correlation.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
+from ..head import name as head_name
+from ..interventions import Gate, intervene
 from ..models import LoadedModel
 from ..models.loaded import device_of
 from .metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
-from .heads import output_projections
 from .sweep import exact_sweep
 
 
@@ -38,26 +38,9 @@ def _metric(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Ten
     return float(np.concatenate(vals).mean())
 
 
-@contextlib.contextmanager
-def _gates(model: torch.nn.Module, n_layers: int, n_heads: int, gates: torch.Tensor) -> Iterator[None]:
+def _gates(model: torch.nn.Module, n_layers: int, n_heads: int, gates: torch.Tensor) -> Any:
     """Multiply each head's slice of the output-projection input by ``gates[layer, head]``."""
-    handles = []
-
-    def hook(layer: int) -> Any:
-        def fn(_m: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
-            x = args[0]
-            B, T, D = x.shape
-            z = x.view(B, T, n_heads, D // n_heads) * gates[layer][None, None, :, None]
-            return (z.reshape(B, T, D), *args[1:])
-        return fn
-
-    try:
-        for layer, p in enumerate(output_projections(model, n_layers)):
-            handles.append(p.register_forward_pre_hook(hook(layer)))
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+    return intervene(model, {layer: [Gate(gates[layer])] for layer in range(n_layers)})
 
 
 def gradient_importance(loaded: LoadedModel, batches: list[Any]) -> np.ndarray:
@@ -114,7 +97,7 @@ def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64,
         "gradient": "Michel et al. 2019, |dL/dgate| averaged over batches, L2-normalised per layer"
                     if grad is not None else "not computed: encoder without a language-model head",
         "spearman_exact_vs_gradient": spearman(exact, grad) if grad is not None else None,
-        "heads": [{"layer": l, "head": h, "name": f"{l}.{h}", "exact_delta": float(exact[l, h]),
+        "heads": [{"layer": l, "head": h, "name": head_name(l, h), "exact_delta": float(exact[l, h]),
                    "gradient": None if grad is None else float(grad[l, h])}
                   for l in range(f.n_layers) for h in range(f.n_heads)],
     }

@@ -13,11 +13,13 @@ from typing import Any, Sequence
 
 import torch
 
+from ..head import name as head_name
 from ..io import write_json_atomic
+from ..plotting import pyplot
 from ..progress import bar as progress_bar
-from .metrics import load_for_metric, metric_batches, reference_hidden
 from .heads import ablate, parse_heads
 from .importance import _metric, importance
+from .metrics import load_for_metric, metric_batches, reference_hidden
 
 
 def _heads_dict(order: Sequence[tuple[int, int]]) -> dict[int, list[int]]:
@@ -66,15 +68,12 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
         if bar is not None:
             bar.close()
     return {"model": loaded.name, "metric": imp["metric"], "fractions": steps, "curves": curves,
-            "kept": sorted(f"{l}.{h}" for l, h in keep_set), "n_heads": total,
+            "kept": sorted(head_name(l, h) for l, h in keep_set), "n_heads": total,
             "importance": {"spearman_exact_vs_gradient": imp["spearman_exact_vs_gradient"]}}
 
 
 def plot_prune(r: dict[str, Any], path: str | Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, (name, ys) in enumerate(r["curves"].items()):

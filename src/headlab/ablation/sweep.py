@@ -28,20 +28,16 @@ import torch
 from torch import nn
 
 from ..errors import HeadlabError
+from ..interventions import Gate, intervene
 from ..models import LoadedModel
+from ..models.adapters import parts
 from ..progress import bar as progress_bar
 from .heads import ablate, output_projections
 
 
 def layer_stack(model: nn.Module, n_layers: int) -> nn.ModuleList:
-    """The model's list of Transformer blocks: the ModuleList of ``n_layers`` blocks holding the output projections."""
-    projs = {id(p) for p in output_projections(model, n_layers)}
-    for m in model.modules():
-        if isinstance(m, nn.ModuleList) and len(m) == n_layers:
-            if all(any(id(x) in projs for x in block.modules()) for block in m):
-                return m
-    raise HeadlabError("could not find the model's list of Transformer blocks; "
-                       "this architecture needs an adapter in headlab/ablation/sweep.py")
+    """The model's list of Transformer blocks (the family's adapter names it)."""
+    return parts(model, n_layers).blocks
 
 
 @contextlib.contextmanager
@@ -76,26 +72,13 @@ def replay_below(layers: nn.ModuleList, layer: int, output: Any) -> Iterator[Non
             blk.__dict__.pop("forward", None)
 
 
-@contextlib.contextmanager
-def _per_copy_heads(model: nn.Module, n_layers: int, n_heads: int, layer: int, heads: list[int]
-                    ) -> Iterator[None]:
+def _per_copy_heads(model: nn.Module, n_layers: int, n_heads: int, layer: int, heads: list[int]) -> Any:
     """Copy ``i`` of a batch stacked ``len(heads)`` times has head ``heads[i]`` of ``layer`` zeroed."""
-    proj = output_projections(model, n_layers)[layer]
-    gate = torch.ones(len(heads), 1, 1, n_heads, 1)  # (g, 1, 1, H, 1)
+    output_projections(model, n_layers)
+    gate = torch.ones(len(heads), n_heads)  # (g, H)
     for i, h in enumerate(heads):
-        gate[i, 0, 0, h] = 0.0
-
-    def fn(_m: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        x = args[0]
-        G, T, D = x.shape
-        z = x.view(len(heads), G // len(heads), T, n_heads, D // n_heads) * gate.to(x)
-        return (z.reshape(G, T, D), *args[1:])
-
-    handle = proj.register_forward_pre_hook(fn)
-    try:
-        yield
-    finally:
-        handle.remove()
+        gate[i, h] = 0.0
+    return intervene(model, {layer: [Gate(gate)]})
 
 
 class _Stacked:
@@ -146,7 +129,8 @@ def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch
                     heads = list(range(start, min(H, start + g_max)))
                     g = len(heads)
                     ref = None if base_hidden is None else base_hidden[bi].repeat(g, 1, 1)
-                    replay = replay_below(layers, layer, _repeat(outs[layer - 1], g)) if layer else contextlib.nullcontext()
+                    replay = (replay_below(layers, layer, _repeat(outs[layer - 1], g)) if layer
+                              else contextlib.nullcontext())
                     with replay, _per_copy_heads(loaded.model, L, H, layer, heads):
                         vals = token_metric(loaded, _Stacked(b, g), ref)  # (g·B, T)
                     s, n = _sum_count(vals.reshape(g, B * T))
@@ -159,8 +143,14 @@ def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch
     return sums / np.maximum(counts, 1)
 
 
-def naive_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None,
-                token_metric: TokenMetric, *, progress: bool = True) -> np.ndarray:
+def naive_sweep(
+    loaded: LoadedModel,
+    batches: list[Any],
+    base_hidden: list[torch.Tensor] | None,
+    token_metric: TokenMetric,
+    *,
+    progress: bool = True,
+) -> np.ndarray:
     """(L, H) the same quantity as :func:`exact_sweep`, by one full pass per head and batch (the baseline)."""
     f = loaded.facts
     out = np.zeros((f.n_layers, f.n_heads))

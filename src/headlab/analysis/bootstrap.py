@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 REPS = 1000
@@ -74,5 +76,5 @@ class _quiet:
         self._w.__enter__()
         warnings.simplefilter("ignore", RuntimeWarning)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self._w.__exit__(*exc)

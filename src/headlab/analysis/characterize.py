@@ -21,11 +21,12 @@ import numpy as np
 from ..detectors import make
 from ..engine import score_samples
 from ..errors import HeadlabError
+from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
 from ..progress import bar as progress_bar
 from ..stats import ConsecutiveRule
-from ..stimuli import contexts, controls, positions, slash, to_samples
+from ..stimuli import contexts, controls, positions, to_samples
 from ..stimuli.templates import CONTROL_SYMBOLS
 from .bootstrap import curve_cv_ci, mean_ci, ratio_ci
 from .rope import RopeResult, rope_analysis
@@ -77,7 +78,7 @@ class CharacterizeResult:
         def cell(t: dict[str, np.ndarray]) -> list[float]:
             return [float(t["value"][layer, head]), float(t["lo"][layer, head]), float(t["hi"][layer, head])]
 
-        return {"layer": layer, "head": head, "name": f"{layer}.{head}", "sdh": bool(self.sdh[layer, head]),
+        return {"layer": layer, "head": head, "name": head_name(layer, head), "sdh": bool(self.sdh[layer, head]),
                 "slash_mass": cell(self.slash_mass),
                 "specificity": {k: cell(v) for k, v in self.specificity.items()},
                 "position_cv": cell(self.position_cv),
@@ -88,7 +89,7 @@ class CharacterizeResult:
         return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "settings": self.settings, "position_gaps": self.position_gaps,
                 "n_sdh": int(self.sdh.sum()), "sdh_share": float(self.sdh.mean()),
-                "depth_profile": self.depth_profile(), "top": [f"{l}.{h}" for l, h in self.top],
+                "depth_profile": self.depth_profile(), "top": [head_name(l, h) for l, h in self.top],
                 "intervals": "[value, lower, upper]: percentile bootstrap 95% over items",
                 "heads": [self.head(l, h) for l in range(self.n_layers) for h in range(self.n_heads)],
                 "rope": self.rope.to_json() if self.rope is not None else None}
@@ -181,18 +182,24 @@ def rope_markdown(r: RopeResult, top: int = 8) -> list[str]:
     L, H, K1 = best.shape
     flat = best.max(-1).ravel()
     kv = r.rank1_k.shape[1]
-    lines = [f"## Slash pattern (SlashScore(Δ), Cheng et al. 2026; κ = {r.kappa}, ours)", "",
-             f"(κ, Δ)-slash-dominant heads on {r.n_natural} natural / {r.n_random} random-token prompts: "
-             + ", ".join(f"Δ={d}: {int(r.slash_dominant('natural')[..., d].sum())}/"
-                         f"{int(r.slash_dominant('random')[..., d].sum())}" for d in range(K1)), "",
-             "| head | best Δ | SlashScore natural | random | rank-1 share q | rank-1 share k | q energy high/med/low |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## Slash pattern (SlashScore(Δ), Cheng et al. 2026; κ = {r.kappa}, ours)",
+        "",
+        f"(κ, Δ)-slash-dominant heads on {r.n_natural} natural / {r.n_random} random-token prompts: "
+        + ", ".join(
+            f"Δ={d}: {int(r.slash_dominant('natural')[..., d].sum())}/{int(r.slash_dominant('random')[..., d].sum())}"
+            for d in range(K1)
+        ),
+        "",
+        "| head | best Δ | SlashScore natural | random | rank-1 share q | rank-1 share k | q energy high/med/low |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for i in np.argsort(-flat, kind="stable")[:top]:
         l, h = divmod(int(i), H)
         d = int(best[l, h].argmax())
         b = r.bands_q[l, h]
-        lines.append(f"| {l}.{h} | {d} | {r.slash_natural[l, h, d]:.3f} | {r.slash_random[l, h, d]:.3f} | "
-                     f"{r.rank1_q[l, h]:.3f} | {r.rank1_k[l, h * kv // H]:.3f} | {b[0]:.2f}/{b[1]:.2f}/{b[2]:.2f} |")
+        lines.append(
+            f"| {l}.{h} | {d} | {r.slash_natural[l, h, d]:.3f} | {r.slash_random[l, h, d]:.3f} | "
+            f"{r.rank1_q[l, h]:.3f} | {r.rank1_k[l, h * kv // H]:.3f} | {b[0]:.2f}/{b[1]:.2f}/{b[2]:.2f} |"
+        )
     return lines
-
-

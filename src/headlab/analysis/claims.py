@@ -7,7 +7,7 @@ measured value with its 95% interval, and a verdict from a rule printed with the
   interval lies outside it, else ``inconclusive``;
 * a claimed *bound* (ours where the write-up gives none, labelled so) is ``supported`` when the whole interval
   is on the claimed side, ``not supported`` when the whole interval is on the other side, else ``inconclusive``.
-Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive (no SDH)``, with values measured on its
+Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reason: no SDH), with values measured on its
 top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
 :func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the drop of next-token
 accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
@@ -17,17 +17,36 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
 from ..scan import ScanResult, scan
 from .characterize import DEPTH_BINS, CharacterizeResult, characterize
 
 Interval = tuple[float, float, float]  # value, lower, upper
+
+RULES = ("A claimed range is supported when the estimate lies in it, not supported when the whole 95% interval lies "
+         "outside it, else inconclusive; a bound is supported when the whole interval is on the claimed side, not "
+         "supported when it is wholly on the other side, else inconclusive. Claims 3-6 and 8 are about SDHs: "
+         "without SDHs they are inconclusive (reason: no SDH), with values measured on the top heads by `/` mass.")
+
+
+class Verdict(str, Enum):
+    """A claim's verdict on one model; why (when it is not the rule's plain outcome) is a separate reason."""
+
+    SUPPORTED = "supported"
+    NOT_SUPPORTED = "not supported"
+    INCONCLUSIVE = "inconclusive"
+    NA = "n/a"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -40,7 +59,7 @@ class Claim:
     bound_source: str = "the write-up"
 
 
-CLAIMS = (
+CLAIMS: tuple[Claim, ...] = (
     Claim(1, "SDHs exist (≥1 head passes the strict rule)", "present in all tested Transformers", "exists", None),
     Claim(2, "SDHs are 15-20% of all heads", "15-20%", "range", (0.15, 0.20)),
     Claim(3, "specificity for `/` over other symbols", "5-8x", "range", (5.0, 8.0)),
@@ -54,24 +73,25 @@ CLAIMS = (
           "all-models", None),
     Claim(8, "ablating the SDHs costs 2-3 accuracy points on text with `/`", "2-3 points", "range", (2.0, 3.0)),
 )
+BY_ID = {c.id: c for c in CLAIMS}
+NO_SDH = "no SDH"
 
 
-def verdict_range(iv: Interval, lo: float, hi: float) -> str:
+def verdict_range(iv: Interval, lo: float, hi: float) -> Verdict:
     v, a, b = iv
     if any(map(math.isnan, iv)):
-        return "inconclusive"
+        return Verdict.INCONCLUSIVE
     if lo <= v <= hi:
-        return "supported"
-    return "not supported" if (b < lo or a > hi) else "inconclusive"
+        return Verdict.SUPPORTED
+    return Verdict.NOT_SUPPORTED if (b < lo or a > hi) else Verdict.INCONCLUSIVE
 
 
-def verdict_bound(iv: Interval, bound: float, at_least: bool) -> str:
-    v, a, b = iv
+def verdict_bound(iv: Interval, bound: float, at_least: bool) -> Verdict:
+    _, a, b = iv
     if any(map(math.isnan, iv)):
-        return "inconclusive"
-    if at_least:
-        return "supported" if a >= bound else ("not supported" if b < bound else "inconclusive")
-    return "supported" if b <= bound else ("not supported" if a > bound else "inconclusive")
+        return Verdict.INCONCLUSIVE
+    on_side, off_side = (a >= bound, b < bound) if at_least else (b <= bound, a > bound)
+    return Verdict.SUPPORTED if on_side else (Verdict.NOT_SUPPORTED if off_side else Verdict.INCONCLUSIVE)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> Interval:
@@ -104,9 +124,10 @@ def ablation_row(ablation: dict[str, Any] | None, sdhs: bool, causal: bool) -> d
     """Claim 8 from an ``ablate.json`` record: the accuracy drop (points) on slash text, with its interval."""
     if not causal:
         return {"value": "n/a", "detail": "encoder without a language-model head: no accuracy to lose",
-                "verdict": "n/a"}
+                "verdict": Verdict.NA, "reason": "encoder"}
     if ablation is None:
-        return {"value": "not measured", "detail": "run with --ablate", "verdict": "not measured"}
+        return {"value": "not measured", "detail": "run with --ablate", "verdict": Verdict.NA,
+                "reason": "not measured"}
     acc = ablation["slash"]["accuracy"]
     lo, hi = acc["interval_points"]
     drop = (-acc["delta_points"], -hi, -lo)
@@ -116,8 +137,7 @@ def ablation_row(ablation: dict[str, Any] | None, sdhs: bool, causal: bool) -> d
               f"{-ablation['no_slash']['accuracy']['delta_points']:.2f} points; {c['draws']} matched random sets "
               f"drop {ctrl:.2f} points on slash text; loss target minus control {c['difference']:+.3f} nats, "
               f"p = {c['p_value']:.3f}")
-    return {"interval": drop, "detail": detail,
-            "verdict": verdict_range(drop, *CLAIMS[7].bounds) if sdhs else "inconclusive (no SDH)"}  # type: ignore[misc]
+    return {"interval": drop, "detail": detail, **_unless_no_sdh(verdict_range(drop, *BY_ID[8].bounds), sdhs)}  # type: ignore[misc]
 
 
 def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
@@ -136,10 +156,10 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     rows[1] = {"value": len(sdhs), "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
                f"({sc.n_samples_with_target} samples with `/`), {len(sdh_stim)} on the slash suite; slash-pattern "
                f"meaning: {n_diag} heads with SlashScore(Δ) ≥ κ={kappa} (ours) on the corpus",
-               "verdict": "supported" if sdhs else "not supported"}
+               "verdict": Verdict.SUPPORTED if sdhs else Verdict.NOT_SUPPORTED, "reason": ""}
     share = wilson(len(sdh_corpus), L * H)
     rows[2] = {"interval": share, "detail": f"{len(sdh_corpus)} of {L * H} heads on the corpus (Wilson 95%)",
-               "verdict": verdict_range(share, *CLAIMS[1].bounds)}  # type: ignore[misc]
+               "verdict": verdict_range(share, *BY_ID[2].bounds), "reason": ""}  # type: ignore[misc]
     spec = _median_cell(ch.specificity["pooled"], heads)
     pos = _median_cell(ch.position_cv, heads)
     ctx = _median_cell(ch.context["random"], heads)
@@ -148,36 +168,40 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     mid_share = wilson(len(middle), len(heads))
     mid_layers = float(((rel >= DEPTH_BINS[1][1]) & (rel < DEPTH_BINS[1][2])).mean())
     for cid, iv, verdict, detail in (
-        (3, spec, verdict_range(spec, *CLAIMS[2].bounds), "median over heads of the pooled ratio"),  # type: ignore[misc]
-        (4, pos, verdict_bound(pos, CLAIMS[3].bounds, at_least=False), "median position CV"),  # type: ignore[arg-type]
-        (5, ctx, verdict_bound(ctx, CLAIMS[4].bounds, at_least=True), "median random/natural ratio"),  # type: ignore[arg-type]
+        (3, spec, verdict_range(spec, *BY_ID[3].bounds), "median over heads of the pooled ratio"),  # type: ignore[misc]
+        (4, pos, verdict_bound(pos, BY_ID[4].bounds, at_least=False), "median position CV"),  # type: ignore[arg-type]
+        (5, ctx, verdict_bound(ctx, BY_ID[5].bounds, at_least=True), "median random/natural ratio"),  # type: ignore[arg-type]
         (6, mid_share, verdict_bound(mid_share, mid_layers, at_least=True),
          f"{len(middle)} of {len(heads)} in the middle third (which holds {mid_layers:.0%} of layers)"),
     ):
-        rows[cid] = {"interval": iv, "detail": f"{detail}; {basis}",
-                     "verdict": verdict if sdhs else "inconclusive (no SDH)"}
+        rows[cid] = {"interval": iv, "detail": f"{detail}; {basis}", **_unless_no_sdh(verdict, bool(sdhs))}
     rows[8] = ablation_row(ablation, bool(sdhs), kind == "decoder")
     if "interval" in rows[8]:
         rows[8]["detail"] += f"; {basis}"
     return ModelClaims(sc.model, kind, rows)
 
 
+def _unless_no_sdh(verdict: Verdict, sdhs: bool) -> dict[str, Any]:
+    """The rule's verdict, or inconclusive for want of SDHs (claims about SDHs on a model without any)."""
+    return {"verdict": verdict, "reason": ""} if sdhs else {"verdict": Verdict.INCONCLUSIVE, "reason": NO_SDH}
+
+
 def claim_heads(sc: ScanResult, ch: CharacterizeResult) -> list[str]:
     """The heads claims 3-6 and 8 are measured on: the SDHs, or the top heads by `/` mass."""
     sdh = {(int(l), int(h)) for a in (sc.sdh, ch.sdh) for l, h in zip(*np.nonzero(a))}
-    return [f"{l}.{h}" for l, h in sorted(sdh or set(map(tuple, ch.top)))]
+    return [head_name(l, h) for l, h in sorted(sdh or {(int(l), int(h)) for l, h in ch.top})]
 
 
 def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
     kinds = {m.kind for m in models}
-    found = {m.model: m.rows[1]["verdict"] == "supported" for m in models}
+    found = {m.model: m.rows[1]["verdict"] == Verdict.SUPPORTED for m in models}
     if len(kinds) < 2:
-        verdict = "inconclusive"
+        verdict, reason = Verdict.INCONCLUSIVE, "one architecture kind measured"
     else:
-        verdict = "supported" if all(found.values()) else "not supported"
+        verdict, reason = (Verdict.SUPPORTED if all(found.values()) else Verdict.NOT_SUPPORTED), ""
     return {"value": sum(found.values()), "detail": f"SDHs found in {sum(found.values())} of {len(models)} models "
             f"({', '.join(f'{k}: {v}' for k, v in found.items())}); kinds measured: {sorted(kinds)}",
-            "verdict": verdict}
+            "verdict": verdict, "reason": reason}
 
 
 @dataclass
@@ -187,11 +211,24 @@ class ClaimsResult:
     settings: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"settings": self.settings, "rules": __doc__,
+        return {"settings": self.settings, "rules": RULES,
+                "models": [{"model": m.model, "kind": m.kind} for m in self.models],
                 "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "bound_source": c.bound_source,
                             "per_model": {m.model: _json_row(m.rows.get(c.id)) for m in self.models}
                             if c.id != 7 else None,
                             "cross_model": self.cross if c.id == 7 else None} for c in CLAIMS]}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "ClaimsResult":
+        models = {m["model"]: ModelClaims(m["model"], m["kind"], {}) for m in d["models"]}
+        cross: dict[str, Any] = {}
+        for c in d["claims"]:
+            if c["cross_model"] is not None:
+                cross = _row_from_json(c["cross_model"])
+            for name, row in (c["per_model"] or {}).items():
+                if row is not None:
+                    models[name].rows[c["id"]] = _row_from_json(row)
+        return ClaimsResult(list(models.values()), cross, d["settings"])
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]
@@ -199,9 +236,9 @@ class ClaimsResult:
                  "|---|---|" + "---|" * len(names)]
         for c in CLAIMS:
             if c.id == 7:
-                cells = [f"{m.kind}, SDHs {'found' if m.rows[1]['verdict'] == 'supported' else 'none'}"
+                cells = [f"{m.kind}, SDHs {'found' if m.rows[1]['verdict'] == Verdict.SUPPORTED else 'none'}"
                          for m in self.models]
-                label = f"{c.id}. {c.text}: **{self.cross['verdict']}**"
+                label = f"{c.id}. {c.text}: **{_verdict(self.cross)}**"
             else:
                 cells = [_cell(m.rows[c.id]) for m in self.models]
                 label = f"{c.id}. {c.text}"
@@ -213,10 +250,7 @@ class ClaimsResult:
                 lines.append(f"- {c.id}{src}: {self.cross['detail']}")
             for m in self.models if c.id != 7 else []:
                 lines.append(f"- {c.id} {m.model}{src}: {m.rows[c.id]['detail']}")
-        lines += ["", "Rules: a claimed range is supported when the estimate lies in it, not supported when the "
-                  "whole 95% interval lies outside it, else inconclusive; a bound is supported when the whole "
-                  "interval is on the claimed side, not supported when it is wholly on the other side, else "
-                  "inconclusive. Claims 3-6 and 8 are about SDHs: without SDHs they are inconclusive."]
+        lines += ["", "Rules: " + RULES]
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: str | Path) -> Path:
@@ -232,15 +266,28 @@ def _cell(row: dict[str, Any]) -> str:
         num = "n/a" if math.isnan(v) else (f"{v:.3g} [{a:.3g}, {b:.3g}]")
     else:
         num = str(row["value"])
-    return f"{num}: {row['verdict']}"
+    return f"{num}: {_verdict(row)}"
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    return f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
 
 
 def _json_row(row: dict[str, Any] | None) -> Any:
     if row is None:
         return None
-    out = dict(row)
+    out = dict(row, verdict=str(row["verdict"]))
     if "interval" in out:
         out["value"], out["lower"], out["upper"] = out.pop("interval")
+    return out
+
+
+def _row_from_json(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row, verdict=Verdict(row["verdict"]))
+    if "lower" in out:
+        out["interval"] = tuple(math.nan if out[k] is None else float(out[k]) for k in ("value", "lower", "upper"))
+        for k in ("value", "lower", "upper"):
+            del out[k]
     return out
 
 

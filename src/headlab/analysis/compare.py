@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import HeadlabError
 from ..io import write_json_atomic, write_text_atomic
+from ..plotting import pyplot
 
 
 @dataclass
@@ -69,7 +70,9 @@ def summarize(run: str | Path, kappa: float = 0.5) -> RunSummary:
         top = [h for h in ch["heads"] if h["name"] in set(ch.get("top", []))]
         rel = [(h["layer"] + 0.5) / L for h in top]
         m["top_heads_mean_relative_depth"] = float(np.mean(rel)) if rel else None
-        m["top_heads_median_specificity"] = float(np.median([h["specificity"]["pooled"][0] for h in top])) if top else None
+        m["top_heads_median_specificity"] = (
+            float(np.median([h["specificity"]["pooled"][0] for h in top])) if top else None
+        )
     return RunSummary(str(p), str(base["model"]), L, H, m, (np.arange(L) + 0.5) / L, tok, off, marked)  # type: ignore[index]
 
 
@@ -80,28 +83,38 @@ def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = 0.5)
     sums = [summarize(r, kappa) for r in runs]
     out = Path(out_dir)
     keys = sorted({k for s in sums for k in s.measures})
-    lines = ["# Cross-model comparison", "", "| measure | " + " | ".join(s.model for s in sums) + " |",
-             "|---|" + "---|" * len(sums),
-             "| heads (layers x heads) | " + " | ".join(f"{s.n_layers * s.n_heads} ({s.n_layers}x{s.n_heads})"
-                                                      for s in sums) + " |"]
+    lines = [
+        "# Cross-model comparison",
+        "",
+        "| measure | " + " | ".join(s.model for s in sums) + " |",
+        "|---|" + "---|" * len(sums),
+        "| heads (layers x heads) | "
+        + " | ".join(f"{s.n_layers * s.n_heads} ({s.n_layers}x{s.n_heads})" for s in sums)
+        + " |",
+    ]
     for k in keys:
         cells = ["" if s.measures.get(k) is None else f"{s.measures[k]:.3f}" for s in sums]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     write_text_atomic(out / "compare.md", "\n".join(lines) + "\n")
-    write_json_atomic(out / "compare.json", [{"run": s.path, "model": s.model, "n_layers": s.n_layers,
-                                              "n_heads": s.n_heads, "measures": s.measures} for s in sums])
+    write_json_atomic(
+        out / "compare.json",
+        [
+            {"run": s.path, "model": s.model, "n_layers": s.n_layers, "n_heads": s.n_heads, "measures": s.measures}
+            for s in sums
+        ],
+    )
     _plot(sums, out / "compare.png")
     return sums
 
 
 def _plot(sums: Sequence[RunSummary], path: Path) -> None:
-    import matplotlib
+    plt = pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [("token_by_layer", "max mean mass on '/' (corpus)"), ("marked_by_layer", "max mass on '/' (stimuli)"),
-              ("offset_by_layer", "max best SlashScore(Δ) (corpus)")]
+    panels = [
+        ("token_by_layer", "max mean mass on '/' (corpus)"),
+        ("marked_by_layer", "max mass on '/' (stimuli)"),
+        ("offset_by_layer", "max best SlashScore(Δ) (corpus)"),
+    ]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, (attr, title) in zip(axes, panels):
         for i, s in enumerate(sums):  # one colour per run in every panel

@@ -8,7 +8,8 @@ For every head, streaming over natural-text samples:
 * the share of the query/key energy in each RoPE frequency band: rotate_half pairs dimension i with i + d/2
   at frequency θ_i = base^(−2i/d), so band energy = Σ over its pairs of (q_i² + q_{i+d/2}²); the d/2 pairs are
   split into thirds: ``high`` (fastest rotation, i small), ``medium``, ``low``.
-"Pre-RoPE" is the output of ``q_norm``/``k_norm`` where the model has them (Gemma3), else of ``q_proj``/``k_proj``.
+"Pre-RoPE" is the q/k site of the family's adapter: the output of ``q_norm``/``k_norm`` where the model has them
+(Gemma3, Qwen3, OLMo2), else of the q/k projections (or their part of a fused projection).
 κ is ours to choose (the paper's values were not found); the default 0.5 is labelled as ours in the output.
 """
 
@@ -27,44 +28,23 @@ from ..corpus import Sample, Sampler, documents
 from ..detectors import make
 from ..engine import collate, score_batches
 from ..errors import HeadlabError
+from ..head import name as head_name
+from ..interventions import Record, intervene
 from ..models import LoadedModel
+from ..models.adapters import parts
 from ..models.loaded import device_of
 
 BANDS = ("high", "medium", "low")
 
 
-def _attention_modules(model: nn.Module) -> list[nn.Module]:
-    return [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "k_proj") and hasattr(m, "layer_idx")]
-
-
 @contextlib.contextmanager
 def capture_qk(model: nn.Module, head_dim: int, on_qk: Any) -> Iterator[None]:
-    """Call ``on_qk(layer, "q"|"k", x (B, T, heads, d))`` with pre-RoPE queries and keys; hooks always removed."""
-    mods = _attention_modules(model)
-    if not mods:
-        raise HeadlabError(f"{type(model).__name__}: no attention module with q_proj/k_proj (RoPE analysis "
-                           "supports Llama/Gemma/Qwen-style attention)")
-    handles = []
-
-    def hook(layer: int, kind: str) -> Any:
-        def fn(_m: nn.Module, _inp: Any, out: torch.Tensor) -> None:
-            if out.ndim == 4 and out.shape[-1] == head_dim:  # q_norm/k_norm output: (B, heads, T, d)
-                x = out.transpose(1, 2)
-            else:  # q_proj/k_proj output: (B, T, heads*d)
-                x = out.reshape(out.shape[0], out.shape[1], -1, head_dim)
-            on_qk(layer, kind, x)
-        return fn
-
-    try:
-        for m in mods:
-            layer = int(m.layer_idx)
-            for kind in ("q", "k"):
-                src = getattr(m, f"{kind}_norm", None) or getattr(m, f"{kind}_proj")
-                handles.append(src.register_forward_hook(hook(layer, kind)))
+    """Call ``on_qk(layer, "q"|"k", x (B, T, heads, d))`` with pre-RoPE queries and keys (the adapter's q/k
+    sites, read with :class:`headlab.interventions.Record`); hooks always removed."""
+    n_layers = len(parts(model).blocks)
+    with intervene(model, {l: [Record(lambda x, _l=l: on_qk(_l, "q", x))] for l in range(n_layers)}, site="q"), \
+            intervene(model, {l: [Record(lambda x, _l=l: on_qk(_l, "k", x))] for l in range(n_layers)}, site="k"):
         yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 @dataclass
@@ -95,7 +75,7 @@ class RopeResult:
             "n_natural": self.n_natural, "n_random": self.n_random,
             "slash_dominant_per_delta": {str(d): {"natural": int(sd_nat[..., d].sum()),
                                                   "random": int(sd_rnd[..., d].sum())} for d in range(K1)},
-            "heads": [{"layer": l, "head": h, "name": f"{l}.{h}",
+            "heads": [{"layer": l, "head": h, "name": head_name(l, h),
                        "slash_natural": [float(x) for x in self.slash_natural[l, h]],
                        "slash_random": [float(x) for x in self.slash_random[l, h]],
                        "rank1_q": float(self.rank1_q[l, h]), "rank1_k": float(self.rank1_k[l, h * kv // H]),
@@ -144,14 +124,14 @@ def rope_analysis(loaded: LoadedModel, *, n: int = 64, length: int = 64, max_off
     means = {}
     device = device_of(loaded.model)
     for name, samples in (("natural", natural), ("random", randoms)):
-        def batches() -> Iterator[Any]:
+        def batches(samples: list[Sample] = samples) -> Iterator[Any]:
             for i in range(0, len(samples), batch_size):
                 b = collate(samples[i:i + batch_size], loaded.pad_id, f.causal, device)
                 current["mask"] = b.attention_mask
                 yield b
         ctx = capture_qk(loaded.model, d, on_qk) if name == "natural" else contextlib.nullcontext()
         blocks = []
-        with ctx, contextlib.closing(score_batches(loaded, [det], batches())) as results:
+        with ctx, contextlib.closing(score_batches(loaded, [det], batches())) as results:  # type: ignore[type-var]
             for r in results:
                 blocks.append(r["offset"])
                 if progress is not None:

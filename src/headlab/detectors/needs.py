@@ -55,8 +55,9 @@ class Groups:
 def token_groups(input_ids: torch.Tensor, real: torch.Tensor) -> Groups:
     """Group the real positions of every sample by token id (groups of one are dropped: they have no pair)."""
     B, T = input_ids.shape
-    flat_ids = torch.where(real, input_ids + torch.arange(B, device=input_ids.device)[:, None] * (int(input_ids.max()) + 1),
-                           -1).reshape(-1)  # (B*T,) sample-unique token keys, -1 on padding
+    flat_ids = torch.where(
+        real, input_ids + torch.arange(B, device=input_ids.device)[:, None] * (int(input_ids.max()) + 1), -1
+    ).reshape(-1)  # (B*T,) sample-unique token keys, -1 on padding
     order = torch.argsort(flat_ids, stable=True)  # positions sorted by (sample, token), then position
     keys = flat_ids[order]
     keep = keys >= 0
@@ -115,12 +116,12 @@ class Needs:
 
 @dataclass(frozen=True)
 class _Slice:
-    rows: torch.Tensor     # (G, r) flat query positions
-    cols: torch.Tensor     # (G, S * a) flat key positions: for each shift, the group's first a positions + shift
-    keep: torch.Tensor     # (G, r, S * a) bool: key slot earlier than the query slot, both real
+    rows: torch.Tensor  # (G, r) flat query positions
+    cols: torch.Tensor  # (G, S * a) flat key positions: for each shift, the group's first a positions + shift
+    keep: torch.Tensor  # (G, r, S * a) bool: key slot earlier than the query slot, both real
     weights: torch.Tensor  # (G, r, S) query weight of each shift's declaration
-    sample: torch.Tensor   # (G,) the sample each group lies in
-    width: int             # the bucket's group width c
+    sample: torch.Tensor  # (G,) the sample each group lies in
+    width: int  # the bucket's group width c
 
 
 def match_plan(needs: Needs, groups: Groups, T: int, max_pairs: int) -> list[_Slice]:
@@ -141,14 +142,22 @@ def match_plan(needs: Needs, groups: Groups, T: int, max_pairs: int) -> list[_Sl
             slot = torch.arange(a0, a1, device=pos.device)[:, None]
             lower = torch.arange(a1, device=pos.device)[None, :] < slot  # (r, a1)
             keep = lower[None] & valid[:, None, :a1] & valid[:, a0:a1, None]  # (G, r, a1)
-            plan.append(_Slice(rows, cols, keep.repeat(1, 1, len(shifts)),
-                               weights[rows] * valid[:, a0:a1, None], pos[:, 0] // T, c))
+            plan.append(
+                _Slice(
+                    rows, cols, keep.repeat(1, 1, len(shifts)), weights[rows] * valid[:, a0:a1, None], pos[:, 0] // T, c
+                )
+            )
     return plan
 
 
-def evaluate(needs: Needs, view: LayerView, groups: Groups | None, n_heads: int,
-             plan: Callable[[], list[_Slice]] | None = None,
-             keyset_mass: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def evaluate(
+    needs: Needs,
+    view: LayerView,
+    groups: Groups | None,
+    n_heads: int,
+    plan: Callable[[], list[_Slice]] | None = None,
+    keyset_mass: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
     """Every declared sum of one layer (or of layers stacked along the head axis): ``{name: (B, H)}``.
 
     ``keyset_mass`` (B, H, T, m), when the route already has it (the fused kernel's indicator columns), is used
@@ -157,7 +166,7 @@ def evaluate(needs: Needs, view: LayerView, groups: Groups | None, n_heads: int,
     """
     out: dict[str, torch.Tensor] = {}
     if needs.keysets:
-        mass = keyset_mass if keyset_mass is not None else view.keyset_mass(needs.key_indicators())
+        mass = keyset_mass if keyset_mass is not None else view.keyset_mass(needs.key_indicators())  # type: ignore[arg-type]
         for c, (name, ks) in enumerate(needs.keysets.items()):
             out[name] = torch.einsum("bht,bt->bh", mass[..., c].float(), ks.queries)
     if needs.diagonals:
@@ -178,7 +187,7 @@ def evaluate(needs: Needs, view: LayerView, groups: Groups | None, n_heads: int,
                     mass = view.match_mass(pos, shifts)  # type: ignore[attr-defined]  # (S, G, H, c-1)
                     w = weights[pos[:, 1:]] * valid[:, 1:, None]  # (G, c-1, S)
                     total.index_add_(0, pos[:, 0] // T, torch.einsum("sghc,gcs->ghs", mass, w))
-        for sl in (plan() if plan is not None else []):
+        for sl in plan() if plan is not None else []:
             if fused_from is not None and sl.width >= fused_from:
                 continue
             G, r = sl.rows.shape

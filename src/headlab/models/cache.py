@@ -142,7 +142,7 @@ def gguf_to_safetensors(gguf: Path, key: str) -> Path:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     except (OSError, ValueError, ImportError) as exc:
         raise HeadlabError(f"cannot read GGUF file {gguf}: {str(exc).splitlines()[0]}") from exc
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - torch types module attributes as Tensor | Module
     model.config.__dict__.pop("quantization_config", None)
     tmp = target.with_name(target.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)

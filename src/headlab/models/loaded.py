@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import torch
 
+from .adapters import Adapter
+
 PositionEncoding = Literal["learned", "sinusoidal", "rope", "relative", "alibi", "none", "unknown"]
 
 
@@ -48,6 +50,7 @@ class LoadedModel:
     tokenizer: Any
     facts: ModelFacts
     source: str
+    adapter: Adapter | None = None  # the family's architecture adapter (load() resolves it)
     _ids_cache: dict[tuple[str, bool], frozenset[int]] = field(default_factory=dict, repr=False)
 
     @cached_property

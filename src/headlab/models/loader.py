@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HeadlabError
+from .adapters import adapter_for, parts
 from .cache import check_model_dir, gguf_to_safetensors
 from .loaded import LoadedModel, read_facts
 from .registry import NAMED_MODELS, file_digest
@@ -38,7 +39,7 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
             )
         path = spec.locate()
     else:
-        path = _resolve_path(name)
+        path = _resolve_path(name)  # type: ignore[assignment]
     try:
         model, tokenizer = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype or torch.float32)
     except HeadlabError:
@@ -51,9 +52,11 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
                 f"and not loadable as a hub id ({first})"
             ) from exc
         raise HeadlabError(f"cannot load model from {path}: {first}") from exc
+    adapter = adapter_for(model)
+    parts(model)  # the family's layout checked once, here, not in the middle of an analysis
     model.to(_device(device)).eval()
     facts = read_facts(model, tokenizer)
-    return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path))
+    return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path), adapter=adapter)
 
 
 def check_source(name_or_path: str | os.PathLike[str]) -> None:
@@ -98,11 +101,10 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(path)
+    auto: Any = AutoModel
     if lm_head:
         archs = getattr(config, "architectures", None) or []
         auto = AutoModelForCausalLM if any("Causal" in a or "LMHead" in a for a in archs) else AutoModelForMaskedLM
-    else:
-        auto = AutoModel
     model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token_id is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..models.adapters import adapter_for
 from ..models.loaded import LoadedModel, ModelFacts
 from .tokenizer import load_tokenizer, train_bpe
 from .transformer import ModelConfig, Output, Transformer
@@ -20,7 +21,8 @@ def facts_of(model: Transformer) -> ModelFacts:
 def as_loaded(model: Transformer, tokenizer: Any, name: str, source: str = "trained by headlab") -> LoadedModel:
     """Wrap a model (put in eval mode) so scan, detectors, ablation and the tracker can use it."""
     model.eval()
-    return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts_of(model), source=source)
+    return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts_of(model), source=source,
+                       adapter=adapter_for(model))
 
 
 __all__ = ["ModelConfig", "Output", "Transformer", "as_loaded", "facts_of", "load_tokenizer", "train_bpe"]

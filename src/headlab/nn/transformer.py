@@ -113,7 +113,8 @@ class Attention(nn.Module):
                 rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         B, T, D = x.shape
         H, d = self.cfg.n_heads, self.cfg.head_dim
-        q, k, v = (p(x).view(B, T, H, d).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))  # (B, H, T, d)
+        # (B, H, T, d) each
+        q, k, v = (p(x).view(B, T, H, d).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
         if rope is not None:
             q, k = _rotate(q, *rope), _rotate(k, *rope)
         if self.kernel_hook is not None:  # headlab computes this layer's attention (fused or chunked route)
@@ -129,16 +130,16 @@ class Attention(nn.Module):
         if self.probs_hook is None and self.logits_sink is None:
             # fused kernel; a fully padded query row would be NaN, so padded rows keep their own key
             mask = None if allowed is None else allowed | torch.eye(T, dtype=torch.bool, device=x.device)
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop,
-                                               is_causal=self.is_causal and mask is None)
+            z = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p_drop, is_causal=self.is_causal and mask is None
+            )
         else:
             logits = (q @ k.transpose(-2, -1)) / math.sqrt(d)  # (B, H, T, T)
             if self.logits_sink is not None:
                 logits.retain_grad() if logits.requires_grad else None
                 self.logits_sink.append(logits)
             if allowed is not None:
-                logits = logits.masked_fill(~(allowed | torch.eye(T, dtype=torch.bool, device=x.device)),
-                                            float("-inf"))
+                logits = logits.masked_fill(~(allowed | torch.eye(T, dtype=torch.bool, device=x.device)), float("-inf"))
             probs = logits.softmax(-1)
             if self.probs_hook is not None:
                 self.probs_hook(self.layer_idx, probs)
@@ -152,12 +153,16 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = Attention(cfg, layer)
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model), nn.GELU(),
-                                 nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model),
+            nn.GELU(),
+            nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model),
+        )
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None,
-                rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, key_mask: torch.Tensor | None, rope: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> torch.Tensor:
         x = x + self.drop(self.attn(self.ln1(x), key_mask, rope))
         return x + self.drop(self.mlp(self.ln2(x)))
 
@@ -186,11 +191,11 @@ class Transformer(nn.Module):
     def _init(m: nn.Module) -> None:
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, std=0.02)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+            bias = getattr(m, "bias", None)
+            if bias is not None:
+                nn.init.zeros_(bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                **_: Any) -> Output:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **_: Any) -> Output:
         B, T = input_ids.shape
         if T > self.cfg.max_length:
             raise ValueError(f"input of {T} tokens is longer than the model's window ({self.cfg.max_length})")
@@ -199,7 +204,7 @@ class Transformer(nn.Module):
         if self.cfg.positions == "learned":
             x = x + self.pos(torch.arange(T, device=x.device))[None]
         elif self.cfg.positions == "sinusoidal":
-            x = x + self.pos_table[:T][None]
+            x = x + self.pos_table[:T][None]  # type: ignore[index]
         else:
             rope = _rope_tables(T, self.cfg.head_dim, self.cfg.rope_theta, x.device)
         key_mask = None if attention_mask is None or bool(attention_mask.all()) else attention_mask.bool()

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-
-def pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from ..plotting import pyplot
 
 
 def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: str, path: Path,

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..head import name as head_name
 from . import figures
 
 
@@ -78,7 +79,7 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
              + ("undefined: no sample with the target" if share is None else f"{100 * share:.1f}% of heads") + ").",
              "", _img(fig, figdir, "head score heatmaps"), "", "| score | top heads (score) |", "|---|---|"]
     for k in keys:
-        top = sorted(((arrays[k][l, h], f"{l}.{h}") for l in range(L) for h in range(H)
+        top = sorted(((arrays[k][l, h], head_name(l, h)) for l in range(L) for h in range(H)
                       if np.isfinite(arrays[k][l, h])), reverse=True)[:5]
         lines.append(f"| {names[k]} | " + ", ".join(f"{n} ({v:.3f})" for v, n in top) + " |")
     return Section(f"Scan — {d['model']}", "\n".join(lines), [fig])
@@ -173,9 +174,14 @@ def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
                                  units={"exact (single-head ablation)": f"change in {d['metric']}",
                                         "gradient (|dL/dgate|)": "normalised per layer"})
     top = sorted(d["heads"], key=lambda h: -h["exact_delta"])[:8]
-    lines = [f"Model **{d['model']}**, metric {d['metric']} (base {_f(d['base'])}), {d['n_tokens']} tokens. "
-             f"Spearman exact vs gradient: {_f(d['spearman_exact_vs_gradient'])}.", "", _img(path, figdir, "importance"),
-             "", "Most important heads (exact): " + ", ".join(f"{h['name']} ({h['exact_delta']:+.4f})" for h in top) + "."]
+    lines = [
+        f"Model **{d['model']}**, metric {d['metric']} (base {_f(d['base'])}), {d['n_tokens']} tokens. "
+        f"Spearman exact vs gradient: {_f(d['spearman_exact_vs_gradient'])}.",
+        "",
+        _img(path, figdir, "importance"),
+        "",
+        "Most important heads (exact): " + ", ".join(f"{h['name']} ({h['exact_delta']:+.4f})" for h in top) + ".",
+    ]
     return Section(f"Head importance — {d['model']}", "\n".join(lines), [path])
 
 
@@ -183,8 +189,11 @@ def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
 def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = _load(folder / "prune.json")
     figs = [_copy(folder / "prune.png", figdir, tag)] if (folder / "prune.png").exists() else []
-    lines = [f"Model **{d['model']}**, metric {d['metric']}, {d['n_heads']} heads; curves: {', '.join(d['curves'])}; "
-             f"heads never pruned: {', '.join(d['kept']) or 'none'}.", ""] + [_img(f, figdir, "pruning") for f in figs]
+    lines = [
+        f"Model **{d['model']}**, metric {d['metric']}, {d['n_heads']} heads; curves: {', '.join(d['curves'])}; "
+        f"heads never pruned: {', '.join(d['kept']) or 'none'}.",
+        "",
+    ] + [_img(f, figdir, "pruning") for f in figs]
     return Section(f"Pruning — {d['model']}", "\n".join(lines), figs)
 
 
@@ -193,8 +202,11 @@ def training_section(folder: Path, figdir: Path, tag: str) -> Section:
     text = (folder / "track" / "track.md").read_text()
     figs = [_copy(p, figdir, tag) for p in sorted((folder / "track").glob("*.png"))]
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# ") and "](" not in line)
-    return Section(f"Training and formation — {folder.name}", body.replace("\n## ", "\n### ") + "\n\n"
-                   + "\n\n".join(_img(f, figdir, f.stem) for f in figs), figs)
+    return Section(
+        f"Training and formation — {folder.name}",
+        body.replace("\n## ", "\n### ") + "\n\n" + "\n\n".join(_img(f, figdir, f.stem) for f in figs),
+        figs,
+    )
 
 
 @section("retrieval-sweep", "sweep.json")
@@ -202,31 +214,54 @@ def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = _load(folder / "sweep.json")
     g = d["grid"]
     figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
-    lines = [f"Grid: layers {g['layers']} × depth {g['depths']} × curricula {g['curricula']} × seeds {g['seeds']}; "
-             f"{g['steps']} steps, d_model {g['d_model']}, {g['n_heads']} heads, lr {g['lr']}. "
-             f"Success: {d['success_rule']}.", "", "| cell | successes | bound log₃(2D) |", "|---|---|---|"]
+    lines = [
+        f"Grid: layers {g['layers']} × depth {g['depths']} × curricula {g['curricula']} × seeds {g['seeds']}; "
+        f"{g['steps']} steps, d_model {g['d_model']}, {g['n_heads']} heads, lr {g['lr']}. "
+        f"Success: {d['success_rule']}.",
+        "",
+        "| cell | successes | bound log₃(2D) |",
+        "|---|---|---|",
+    ]
     lines += [f"| {k} | {v['successes']}/{v['seeds']} | {v['bound_layers']:.2f} |" for k, v in d["cells"].items()]
-    lines += ["", "By curriculum: " + ", ".join(f"{c} {v['successes']}/{v['runs']}" for c, v in d["by_curriculum"].items())
-              + ".", ""] + [_img(f, figdir, f.stem) for f in figs]
+    lines += [
+        "",
+        "By curriculum: " + ", ".join(f"{c} {v['successes']}/{v['runs']}" for c, v in d["by_curriculum"].items()) + ".",
+        "",
+    ] + [_img(f, figdir, f.stem) for f in figs]
     return Section(f"Retrieval sweep — {folder.name}", "\n".join(lines), figs)
 
 
 @section("retrieval-analysis", "analyze/analyze.md")
 def analyze_section(folder: Path, figdir: Path, tag: str) -> Section:
     text = (folder / "analyze" / "analyze.md").read_text()
-    figs = [_copy(folder / "analyze" / "circuit.png", figdir, tag)] if (folder / "analyze" / "circuit.png").exists() else []
+    figs = (
+        [_copy(folder / "analyze" / "circuit.png", figdir, tag)]
+        if (folder / "analyze" / "circuit.png").exists()
+        else []
+    )
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# "))
-    return Section(f"Retrieval circuit — {folder.name}", body + "\n\n" + "\n".join(_img(f, figdir, "circuit") for f in figs),
-                   figs)
+    return Section(
+        f"Retrieval circuit — {folder.name}", body + "\n\n" + "\n".join(_img(f, figdir, "circuit") for f in figs), figs
+    )
 
 
 @section("eval-llm", "eval_llm.json")
 def eval_llm_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = _load(folder / "eval_llm.json")
     figs = [_copy(folder / "eval_llm.png", figdir, tag)] if (folder / "eval_llm.png").exists() else []
-    lines = [f"**{d['model']}**, {d['shots']}-shot, {d['n_distractors']} distractor chains. Scoring: {d['scoring']}", "",
-             "| form | depth | accuracy | 95% interval | n | chance |", "|---|---|---|---|---|---|"]
-    lines += [f"| {c['form']} | {c['depth']} | {c['accuracy']:.3f} | [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}] "
-              f"| {c['n']} | {c['chance']:.2f} |" for c in d["cells"]]
-    return Section(f"Retrieval from a prompt — {d['model']}", "\n".join(lines + [""] + [_img(f, figdir, "eval") for f in figs]),
-                   figs)
+    lines = [
+        f"**{d['model']}**, {d['shots']}-shot, {d['n_distractors']} distractor chains. Scoring: {d['scoring']}",
+        "",
+        "| form | depth | accuracy | 95% interval | n | chance |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c['form']} | {c['depth']} | {c['accuracy']:.3f} | [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}] "
+        f"| {c['n']} | {c['chance']:.2f} |"
+        for c in d["cells"]
+    ]
+    return Section(
+        f"Retrieval from a prompt — {d['model']}",
+        "\n".join(lines + [""] + [_img(f, figdir, "eval") for f in figs]),
+        figs,
+    )

@@ -28,6 +28,8 @@ from . import chunked, fused
 from .spec import AttentionSpec
 from .views import LogitsView, ProbsView
 
+KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
+
 ROUTES = ("fused", "chunked", "eager")
 #: default memory budget (MB) of one block: a chunked block of rows, a fused block of queries, a match block.
 DEFAULT_BLOCK_MB = 256.0
@@ -124,25 +126,31 @@ class LayerScorer:
         rows = {d.name: d.reduce_rows(probs, 0, 0, self.batch) for d in self.rows}
         self._emit([layer], H, sums, rows)
 
-    def kernel(self, route: str) -> Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]:
+    def kernel(self, route: str) -> KernelHandler:
         """The handler :func:`headlab.capture.capture_kernel` calls for the fused or chunked route."""
+
         def handle(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
             rows: dict[str, torch.Tensor] = {}
             if route == "fused":
                 out, lse, mass = fused.attend(q, k, v, spec, self.indicators, self.block_mb)
             else:
+
                 def on_rows(probs: torch.Tensor, q0: int, k0: int) -> None:
                     for d in self.rows:
                         part = d.reduce_rows(probs, q0, k0, self.batch)
                         rows[d.name] = part if d.name not in rows else rows[d.name] + part
+
                 out, lse, mass = chunked.attend(q, k, v, spec, self.indicators, self.block_mb, on_rows)
             self._defer(_Pending(layer, q, k, lse, spec, mass, rows))
             return out
+
         return handle
 
     def _defer(self, item: _Pending) -> None:
-        if self.pending and (not _same_rules(self.pending[0].spec, item.spec)
-                             or sum(p.nbytes for p in self.pending) + item.nbytes > self.defer_mb * 2**20):
+        if self.pending and (
+            not _same_rules(self.pending[0].spec, item.spec)
+            or sum(p.nbytes for p in self.pending) + item.nbytes > self.defer_mb * 2**20
+        ):
             self.flush()
         self.pending.append(item)
 
@@ -152,13 +160,15 @@ class LayerScorer:
             return
         items, self.pending = self.pending, []
         H = items[0].q.shape[1]
-        cat = (lambda ts: ts[0] if len(ts) == 1 else torch.cat(ts, 1))  # stack layers along the head axis
-        view = LogitsView(cat([p.q for p in items]), cat([p.k for p in items]), cat([p.lse for p in items]),
-                          items[0].spec)
+        cat = lambda ts: ts[0] if len(ts) == 1 else torch.cat(ts, 1)  # stack layers along the head axis
+        view = LogitsView(
+            cat([p.q for p in items]), cat([p.k for p in items]), cat([p.lse for p in items]), items[0].spec
+        )
         mass = cat([p.mass for p in items]) if self.big else None
         n = H * len(items)
-        sums = evaluate(self.batch.needs, view, self.groups, n, lambda: self._plan(n),
-                        keyset_mass=self._keyset_mass(view, mass))
+        sums = evaluate(
+            self.batch.needs, view, self.groups, n, lambda: self._plan(n), keyset_mass=self._keyset_mass(view, mass)
+        )
         rows = {d.name: cat([p.rows[d.name] for p in items]) for d in self.rows}
         self._emit([p.layer for p in items], H, sums, rows)
 
@@ -194,7 +204,7 @@ class LayerScorer:
         finally:
             self.batch.set_layer(None)
         for i, layer in enumerate(layers):
-            self.sink(layer, {name: s[:, i * H:(i + 1) * H] for name, s in scores.items()})
+            self.sink(layer, {name: s[:, i * H : (i + 1) * H] for name, s in scores.items()})
 
 
 def _same_rules(a: AttentionSpec, b: AttentionSpec) -> bool:

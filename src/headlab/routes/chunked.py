@@ -51,7 +51,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpe
         pv = probs.to(v.dtype).reshape(B, H // g, g, b - a, k1 - k0) @ v[:, :, None, k0:k1]
         out[:, :, a:b] = pv.reshape(B, H, b - a, -1)
         if mass is not None:
-            mass[:, :, a:b] = probs @ indicators[:, None, k0:k1].to(probs.dtype)
+            mass[:, :, a:b] = probs @ indicators[:, None, k0:k1].to(probs.dtype)  # type: ignore[index]
         if on_rows is not None:
             on_rows(probs, a, k0)
     return out, lse, mass

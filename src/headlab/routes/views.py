@@ -66,7 +66,9 @@ class LogitsView:
         tiles = torch.matmul(q, windows)  # (B, Hkv, n, g·P, P+K)
         col = (torch.arange(P)[:, None] + K - torch.arange(K + 1)[None, :]).repeat(g, 1)  # row, delta -> key column
         s = tiles.gather(-1, col.to(tiles.device).expand(*tiles.shape[:-1], K + 1))  # (B, Hkv, n, g·P, K+1)
-        s = s.reshape(B, Hkv, n, g, P, K + 1).transpose(2, 3).reshape(B, H, n * P, K + 1)[:, :, :T]  # col delta: key i-delta
+        s = (
+            s.reshape(B, Hkv, n, g, P, K + 1).transpose(2, 3).reshape(B, H, n * P, K + 1)[:, :, :T]
+        )  # col delta: key i-delta
         i = torch.arange(T, device=s.device)[:, None]
         j = i - torch.arange(K + 1, device=s.device)[None, :]  # (T, K+1)
         key_real = j >= 0
@@ -80,9 +82,11 @@ class LogitsView:
         Made contiguous once: the many small row gathers of :meth:`blocks` run ~2x faster on it."""
         if self._flat is None:
             B, H, T, d = self.q.shape
-            self._flat = (self.q.transpose(1, 2).reshape(B * T, H, d).contiguous(),
-                          self.k.transpose(1, 2).reshape(B * T, -1, d).contiguous(),
-                          self.lse.transpose(1, 2).reshape(B * T, H))
+            self._flat = (
+                self.q.transpose(1, 2).reshape(B * T, H, d).contiguous(),
+                self.k.transpose(1, 2).reshape(B * T, -1, d).contiguous(),
+                self.lse.transpose(1, 2).reshape(B * T, H),
+            )
         return self._flat
 
     def blocks(self, rows: torch.Tensor, cols: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:

@@ -16,8 +16,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import HeadlabError
 from .base import Stimulus, spans_of
-from .templates import (CONTROL_SYMBOLS, FILES, HOSTS, NOUNS, NUMBERS, SEGMENTS, TEMPLATES, UNITS, VARS,
-                        ZH_SUBJ)
+from .templates import CONTROL_SYMBOLS, FILES, HOSTS, NOUNS, NUMBERS, SEGMENTS, TEMPLATES, UNITS, VARS, ZH_SUBJ
 
 _FIELD = re.compile(r"\{(\w+)\}")
 _POOLS = {"host": HOSTS, "seg": SEGMENTS, "file": FILES, "noun": NOUNS, "unit": UNITS, "num": NUMBERS,
@@ -95,7 +94,7 @@ def contexts(n: int, seed: int = 0, tokenizer: Any = None) -> list[Stimulus]:
     base = slash(n, seed, ("en",))
     pool = FILLER.split()
     out = []
-    for i, s in enumerate(base):
+    for s in base:
         out.append(Stimulus("contexts", s.text, s.spans, s.template, {**s.meta, "context": "natural"}))
         words = s.text.split(" ")
         rng.shuffle(words)

@@ -27,17 +27,25 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..ablation.experiment import matched_control
 from ..capture import capture
 from ..errors import HeadlabError
+from ..head import Head
+from ..head import name as head_name
 from ..io import read_jsonl
 from ..nn import Transformer
+from ..plotting import pyplot
+from ..track.phases import emergence_step
 from ..train import checkpoint as ckpt
 from ..train.config import load_config
-from ..track.phases import emergence_step
 from .training import RetrievalTask, accuracy, eval_set
 
 READERS = ("query", "ref", "var")
 KEYS = ("def-var", "def-ref", "prev", "bos")
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
 
 
 def load_run(run: Path, folder: Path | None = None) -> tuple[Transformer, RetrievalTask]:
@@ -46,15 +54,15 @@ def load_run(run: Path, folder: Path | None = None) -> tuple[Transformer, Retrie
     task = RetrievalTask(**json.loads((run / "task.json").read_text()))
     model = Transformer(load_config(run / "config.toml").model)
     if folder is None:
-        from safetensors.torch import load_file
-
-        model.load_state_dict(load_file(str(run / "final.safetensors")), strict=False)
+        ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")
     else:
         ckpt.load_weights(folder, model)
     return model.eval(), task
 
 
-def _positions(task: RetrievalTask, ex: dict[str, Any]) -> tuple[list[int], dict[str, list[tuple[int, dict[str, int]]]]]:
+def _positions(
+    task: RetrievalTask, ex: dict[str, Any]
+) -> tuple[list[int], dict[str, list[tuple[int, dict[str, int]]]]]:
     """The input sequence and, per reader kind, (reader position, {key kind: key position})."""
     seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
     n_pairs = (len(ex["tokens"]) - 3) // 2
@@ -85,7 +93,7 @@ def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[st
     for ex in examples:
         seq, readers = _positions(task, ex)
         probs: dict[int, torch.Tensor] = {}
-        with capture(model, lambda layer, p: probs.__setitem__(layer, p[0].clone())):
+        with capture(model, lambda layer, p, probs=probs: probs.__setitem__(layer, p[0].clone())):
             model(torch.tensor([seq]))
         for ri, r in enumerate(READERS):
             for pos, keys in readers[r]:
@@ -113,12 +121,22 @@ def labels_of(profile: np.ndarray, min_mass: float = 0.3) -> list[list[str]]:
 
 def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, Any]]:
     """The labelled heads as rows: head, layer, label and the label's mean mass."""
-    return [{"head": f"{l}.{h}", "layer": l, "label": lab,
-             "mass": float(profile[l, h][READERS.index(lab.split("→")[0]), KEYS.index(lab.split("→")[1])])}
-            for l, row in enumerate(labels) for h, lab in enumerate(row) if lab != "-"]
+    return [
+        {
+            "head": head_name(l, h),
+            "layer": l,
+            "label": lab,
+            "mass": float(profile[l, h][READERS.index(lab.split("→")[0]), KEYS.index(lab.split("→")[1])]),
+        }
+        for l, row in enumerate(labels)
+        for h, lab in enumerate(row)
+        if lab != "-"
+    ]
 
 
-def _ablated_accuracy(model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> float:
+def _ablated_accuracy(
+    model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
+) -> float:
     from ..ablation.heads import ablate
 
     with ablate(model, model.cfg.n_layers, model.cfg.n_heads, heads):
@@ -140,28 +158,39 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     rng = random.Random(seed)
     ctrl = []
     for _ in range(draws if labelled else 0):
-        pick = {}
-        for l, hs in labelled.items():
-            pool = [h for h in range(H) if h not in hs]
-            if len(pool) < len(hs):
-                pick = None
-                break
-            pick[l] = rng.sample(pool, len(hs))
-        if pick is None:
+        try:
+            pick = matched_control(labelled, H, rng)
+        except HeadlabError:  # a layer whose every head is labelled has no matched control
             break
         ctrl.append(_ablated_accuracy(model, task, pick, test))
     circuit = circuit_of(prof, labels)
-    return {"run": str(run), "task": task.to_json(), "labels": labels, "circuit": circuit,
-            "profile": {"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
-            "ablation": {"accuracy_base": base, "accuracy_labelled_ablated": abl,
-                         "control_draws": len(ctrl), "accuracy_control_mean": float(np.mean(ctrl)) if ctrl else None,
-                         "control_note": None if ctrl or not labelled else
-                         "no matched control: a layer has fewer unlabelled than labelled heads"},
-            "emergence": emergence(run, model, task, labels, probes[:16], min_mass)}
+    return {
+        "run": str(run),
+        "task": task.to_json(),
+        "labels": labels,
+        "circuit": circuit,
+        "profile": {"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
+        "ablation": {
+            "accuracy_base": base,
+            "accuracy_labelled_ablated": abl,
+            "control_draws": len(ctrl),
+            "accuracy_control_mean": float(np.mean(ctrl)) if ctrl else None,
+            "control_note": None
+            if ctrl or not labelled
+            else "no matched control: a layer has fewer unlabelled than labelled heads",
+        },
+        "emergence": emergence(run, model, task, labels, probes[:16], min_mass),
+    }
 
 
-def emergence(run: Path, model: Transformer, task: RetrievalTask, labels: list[list[str]],
-              probes: list[dict[str, Any]], min_mass: float) -> dict[str, Any]:
+def emergence(
+    run: Path,
+    model: Transformer,
+    task: RetrievalTask,
+    labels: list[list[str]],
+    probes: list[dict[str, Any]],
+    min_mass: float,
+) -> dict[str, Any]:
     steps, masses = [], []
     for step, folder in ckpt.checkpoints(run):
         try:
@@ -174,58 +203,77 @@ def emergence(run: Path, model: Transformer, task: RetrievalTask, labels: list[l
             for h, lab in enumerate(hs):
                 if lab != "-":
                     r, k = lab.split("→")
-                    row[f"{l}.{h}"] = float(prof[l, h, READERS.index(r), KEYS.index(k)])
+                    row[head_name(l, h)] = float(prof[l, h, READERS.index(r), KEYS.index(k)])
         steps.append(step)
         masses.append(row)
     heads = sorted(masses[-1]) if masses else []
     when = {k: emergence_step(steps, [m[k] for m in masses], min_mass) for k in heads}
     order = sorted((s, k) for k, s in when.items() if s is not None)
-    return {"steps": steps, "mass": {k: [m[k] for m in masses] for k in heads}, "emerged_at": when,
-            "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order],
-            "context": {k: training_context(run, s) for k, s in when.items() if s is not None}}
+    return {
+        "steps": steps,
+        "mass": {k: [m[k] for m in masses] for k in heads},
+        "emerged_at": when,
+        "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order],
+        "context": {k: training_context(run, s) for k, s in when.items() if s is not None},
+    }
 
 
 def training_context(run: Path, step: int) -> dict[str, Any]:
     """The training loss and held-out accuracy by depth around ``step``: the loss logged at the last step at or
     before it, the accuracy of the first evaluation at or after it."""
+
     def rows(name: str) -> list[dict[str, Any]]:
         f = run / name
         return read_jsonl(f) if f.exists() else []
 
     loss = [r for r in rows("metrics.jsonl") if r["step"] <= step]
     acc = [r for r in rows("eval.jsonl") if r["step"] >= step]
-    return {"loss": loss[-1]["loss"] if loss else None, "loss_step": loss[-1]["step"] if loss else None,
-            "accuracy": acc[0]["accuracy"] if acc else None, "accuracy_step": acc[0]["step"] if acc else None}
+    return {
+        "loss": loss[-1]["loss"] if loss else None,
+        "loss_step": loss[-1]["step"] if loss else None,
+        "accuracy": acc[0]["accuracy"] if acc else None,
+        "accuracy_step": acc[0]["step"] if acc else None,
+    }
 
 
 def write_analysis(r: dict[str, Any], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from ..io import write_json_atomic, write_text_atomic
 
     write_json_atomic(out / "analyze.json", r)
     L = len(r["labels"])
-    lines = ["# Retrieval circuit", "", f"Run {r['run']}, task {r['task']}", "",
-             "| layer | " + " | ".join(f"head {h}" for h in range(len(r["labels"][0]))) + " |",
-             "|---|" + "---|" * len(r["labels"][0])]
+    lines = [
+        "# Retrieval circuit",
+        "",
+        f"Run {r['run']}, task {r['task']}",
+        "",
+        "| layer | " + " | ".join(f"head {h}" for h in range(len(r["labels"][0]))) + " |",
+        "|---|" + "---|" * len(r["labels"][0]),
+    ]
     for l in range(L):
         lines.append(f"| {l} | " + " | ".join(r["labels"][l]) + " |")
     a = r["ablation"]
-    lines += ["", f"Ablation: full-depth accuracy {a['accuracy_base']:.3f}; labelled heads ablated "
-              f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
-              f"{a['accuracy_control_mean'] if a['accuracy_control_mean'] is None else round(a['accuracy_control_mean'], 3)}.",
-              "", "Emergence order: " + (", ".join(r["emergence"]["order"]) or "none emerged")]
+    lines += [
+        "",
+        f"Ablation: full-depth accuracy {a['accuracy_base']:.3f}; labelled heads ablated "
+        f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
+        f"{_round(a['accuracy_control_mean'])}.",
+        "",
+        "Emergence order: " + (", ".join(r["emergence"]["order"]) or "none emerged"),
+    ]
     ctx = r["emergence"].get("context", {})
     if ctx:
-        lines += ["", "| head | label | emerged at step | training loss then | held-out accuracy by depth (step) |",
-                  "|---|---|---|---|---|"]
-        for k, step in sorted(((k, v) for k, v in r["emergence"]["emerged_at"].items() if v is not None),
-                              key=lambda kv: kv[1]):
+        lines += [
+            "",
+            "| head | label | emerged at step | training loss then | held-out accuracy by depth (step) |",
+            "|---|---|---|---|---|",
+        ]
+        for k, step in sorted(
+            ((k, v) for k, v in r["emergence"]["emerged_at"].items() if v is not None), key=lambda kv: kv[1]
+        ):
             c = ctx.get(k, {})
-            lab = r["labels"][int(k.split(".")[0])][int(k.split(".")[1])]
+            lab = r["labels"][Head.parse(k).layer][Head.parse(k).head]
             acc = ", ".join(f"D{d} {v:.2f}" for d, v in (c.get("accuracy") or {}).items())
             loss = "n/a" if c.get("loss") is None else f"{c['loss']:.3f}"
             lines.append(f"| {k} | {lab} | {step} | {loss} | {acc or 'n/a'} ({c.get('accuracy_step')}) |")
@@ -235,10 +283,15 @@ def write_analysis(r: dict[str, Any], out: Path) -> None:
         for h, lab in enumerate(r["labels"][l]):
             ax.add_patch(plt.Rectangle((h, l), 0.9, 0.9, color="#9ecae1" if lab != "-" else "#eeeeee"))
             ax.text(h + 0.45, l + 0.45, lab, ha="center", va="center", fontsize=7)
-    ax.set(xlim=(0, len(r["labels"][0])), ylim=(0, L), xlabel="head", ylabel="layer",
-           title="retrieval circuit: reader→key label per head")
-    ax.set_xticks([h + 0.45 for h in range(len(r["labels"][0]))], range(len(r["labels"][0])))
-    ax.set_yticks([l + 0.45 for l in range(L)], range(L))
+    ax.set(
+        xlim=(0, len(r["labels"][0])),
+        ylim=(0, L),
+        xlabel="head",
+        ylabel="layer",
+        title="retrieval circuit: reader→key label per head",
+    )
+    ax.set_xticks([h + 0.45 for h in range(len(r["labels"][0]))], [str(h) for h in range(len(r["labels"][0]))])
+    ax.set_yticks([l + 0.45 for l in range(L)], [str(l) for l in range(L)])
     fig.tight_layout()
     fig.savefig(out / "circuit.png", dpi=110)
     plt.close(fig)
@@ -256,7 +309,7 @@ def emergence_table(analyses: list[dict[str, Any]], coarse: bool = False) -> dic
         em = a["emergence"]["emerged_at"]
         seq = []
         for k, step in sorted(((k, s) for k, s in em.items() if s is not None), key=lambda kv: kv[1]):
-            layer, head = (int(x) for x in k.split("."))
+            layer, head = Head.parse(k)
             label = a["labels"][layer][head]
             tag = f"L{layer}:→{label.split('→')[1]}" if coarse else f"L{layer}:{label}"
             if tag not in [t for t, _ in seq]:
@@ -264,9 +317,13 @@ def emergence_table(analyses: list[dict[str, Any]], coarse: bool = False) -> dic
         orders.append({"run": a["run"], "order": [f"{t}@{s}" for t, s in seq], "types": [t for t, _ in seq]})
     types = [tuple(o["types"]) for o in orders]
     most = max(set(types), key=types.count) if types else ()
-    out: dict[str, Any] = {"runs": orders, "most_common_order": list(most),
-                           "same_order": types.count(most) if types else 0, "n_runs": len(orders),
-                           "pairwise": pairwise_order(orders)}
+    out: dict[str, Any] = {
+        "runs": orders,
+        "most_common_order": list(most),
+        "same_order": types.count(most) if types else 0,
+        "n_runs": len(orders),
+        "pairwise": pairwise_order(orders),
+    }
     if not coarse:
         out["by_layer_and_key"] = emergence_table(analyses, coarse=True)
     return out
@@ -275,14 +332,24 @@ def emergence_table(analyses: list[dict[str, Any]], coarse: bool = False) -> dic
 def pairwise_order(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For every two label types that both emerged in at least two runs: in how many runs A came first, B came
     first, or both at the same checkpoint. Robust to runs that grew different sets of types."""
-    steps = [{o["order"][i].rsplit("@", 1)[0]: int(o["order"][i].rsplit("@", 1)[1]) for i in range(len(o["order"]))}
-             for o in orders]
+    steps = [
+        {o["order"][i].rsplit("@", 1)[0]: int(o["order"][i].rsplit("@", 1)[1]) for i in range(len(o["order"]))}
+        for o in orders
+    ]
     names = sorted({t for s in steps for t in s})
     out = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             both = [s for s in steps if a in s and b in s]
             if len(both) >= 2:
-                out.append({"a": a, "b": b, "runs": len(both), "a_first": sum(s[a] < s[b] for s in both),
-                            "b_first": sum(s[b] < s[a] for s in both), "same_step": sum(s[a] == s[b] for s in both)})
+                out.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "runs": len(both),
+                        "a_first": sum(s[a] < s[b] for s in both),
+                        "b_first": sum(s[b] < s[a] for s in both),
+                        "same_step": sum(s[a] == s[b] for s in both),
+                    }
+                )
     return out

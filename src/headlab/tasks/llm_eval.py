@@ -26,8 +26,17 @@ import torch
 from ..analysis.claims import wilson
 from ..errors import HeadlabError
 from ..models import LoadedModel
+from ..padding import pad_right
+from ..plotting import pyplot
 from ..progress import bar as progress_bar
 from .retrieval import PLACES, generate
+
+SCORING = ("multiple choice: the prompt ends in \"Answer:\"; the model's choice is the option letter (A..D) with "
+           "the highest next-token logit. Free form: the prompt gets \" Answer:\" appended and the greedy next token "
+           "must be the first token of \" \" + answer (for a tokenizer that splits that into a bare space and the "
+           "answer, the prompt ends in \" Answer: \" and the target is the answer's first token). Values are single "
+           "digits and the places have distinct first tokens under the model's tokenizer (checked; otherwise the "
+           "cell is refused), so the first token decides the answer.")
 
 
 def _first_token(tok: Any, text: str) -> int:
@@ -74,12 +83,8 @@ def _next_logits(loaded: LoadedModel, prompts: list[str], batch_size: int) -> to
     out = torch.empty(len(enc), 0)
     for i in range(0, len(order), batch_size):
         rows = order[i:i + batch_size]
-        T = max(len(enc[r]) for r in rows)
-        ids = torch.full((len(rows), T), loaded.pad_id)
-        mask = torch.zeros((len(rows), T), dtype=torch.long)
-        for j, r in enumerate(rows):
-            ids[j, : len(enc[r])] = torch.tensor(enc[r])
-            mask[j, : len(enc[r])] = 1
+        ids, bool_mask = pad_right([enc[r] for r in rows], loaded.pad_id)
+        mask = bool_mask.long()
         last = (mask.sum(1) - 1)[:, None]  # (B, 1)
         logits = loaded.model(input_ids=ids.to(device), attention_mask=mask.to(device),
                               use_cache=False, logits_to_keep=last.to(device)).logits  # (B, 1, V)
@@ -137,14 +142,11 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
     if bar is not None:
         bar.close()
     return {"model": loaded.name, "shots": shots, "n_distractors": n_distractors, "seed": seed, "cells": cells,
-            "scoring": __doc__.split("Scoring (ours):")[1].split("Each cell")[0].strip()}
+            "scoring": SCORING}
 
 
 def plot_eval(result: dict[str, Any], path: Any) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     forms = list(dict.fromkeys(c["form"] for c in result["cells"]))
     fig, ax = plt.subplots(figsize=(6.5, 4))

@@ -61,7 +61,9 @@ class MinimalVocab:
         return 4 + self.n_vars <= t < self.size
 
 
-def _chains(depth: int, n_chains: int, n_vars: int, n_values: int, rng: random.Random) -> tuple[list[list[int]], list[int]]:
+def _chains(
+    depth: int, n_chains: int, n_vars: int, n_values: int, rng: random.Random
+) -> tuple[list[list[int]], list[int]]:
     if depth < 1:
         raise HeadlabError("depth must be at least 1")
     if depth * n_chains > n_vars:
@@ -70,7 +72,7 @@ def _chains(depth: int, n_chains: int, n_vars: int, n_values: int, rng: random.R
         raise HeadlabError(f"{n_chains} chains need {n_chains} distinct values; only {n_values}")
     vars_ = rng.sample(range(n_vars), depth * n_chains)
     vals = rng.sample(range(n_values), n_chains)
-    return [vars_[c * depth:(c + 1) * depth] for c in range(n_chains)], vals
+    return [vars_[c * depth : (c + 1) * depth] for c in range(n_chains)], vals
 
 
 def _link_order(chains: list[list[int]], shuffle: bool, rng: random.Random) -> list[tuple[int, int]]:
@@ -81,8 +83,15 @@ def _link_order(chains: list[list[int]], shuffle: bool, rng: random.Random) -> l
     return order
 
 
-def minimal(depth: int, rng: random.Random, *, n_distractors: int = 2, vocab: MinimalVocab = MinimalVocab(),
-            shuffle: bool = True, query_depth: int | None = None) -> dict[str, Any]:
+def minimal(
+    depth: int,
+    rng: random.Random,
+    *,
+    n_distractors: int = 2,
+    vocab: MinimalVocab = MinimalVocab(),
+    shuffle: bool = True,
+    query_depth: int | None = None,
+) -> dict[str, Any]:
     """One ``minimal`` example: ``tokens`` (prompt, ending with the queried variable), ``answer`` (value token)
     and ``chain`` (the tokens from the queried variable's reference to the value: the full-chain target)."""
     chains, vals = _chains(depth, 1 + n_distractors, vocab.n_vars, vocab.n_values, rng)
@@ -101,8 +110,16 @@ def _var_names(n: int) -> list[str]:
     return single + [a + b for a in single for b in single][: max(0, n - 26)]
 
 
-def assign(depth: int, rng: random.Random, *, n_distractors: int = 2, n_vars: int = 26, n_values: int = 10,
-           shuffle: bool = True, choices: bool = False) -> dict[str, Any]:
+def assign(
+    depth: int,
+    rng: random.Random,
+    *,
+    n_distractors: int = 2,
+    n_vars: int = 26,
+    n_values: int = 10,
+    shuffle: bool = True,
+    choices: bool = False,
+) -> dict[str, Any]:
     names = _var_names(n_vars)
     chains, vals = _chains(depth, 1 + n_distractors, n_vars, n_values, rng)
     facts = []
@@ -113,32 +130,42 @@ def assign(depth: int, rng: random.Random, *, n_distractors: int = 2, n_vars: in
     return _finish("assign", depth, prompt, str(vals[0]), [str(v) for v in vals[1:]], choices, rng)
 
 
-def relatives(depth: int, rng: random.Random, *, n_distractors: int = 2, shuffle: bool = True,
-              choices: bool = False, n_pirates: int = 2) -> dict[str, Any]:
+def relatives(
+    depth: int,
+    rng: random.Random,
+    *,
+    n_distractors: int = 2,
+    shuffle: bool = True,
+    choices: bool = False,
+    n_pirates: int = 2,
+) -> dict[str, Any]:
     n_chains = 1 + n_distractors
     if depth * n_chains + n_pirates > len(NAMES):
         raise HeadlabError(f"relatives: {depth * n_chains + n_pirates} people needed, {len(NAMES)} names available")
     people = rng.sample(NAMES, depth * n_chains + n_pirates)
     places = rng.sample(PLACES, n_chains + n_pirates)
-    chains = [people[c * depth:(c + 1) * depth] for c in range(n_chains)]
+    chains = [people[c * depth : (c + 1) * depth] for c in range(n_chains)]
     facts = []
     for c in range(n_chains):
         facts.append(f"{chains[c][0]} lives in {places[c]}.")
         for k in range(1, depth):
             facts.append(f"{chains[c][k]}'s mother is {chains[c][k - 1]}.")
             facts.append(f"{chains[c][k]} is a wizard.")
-    for i, p in enumerate(people[depth * n_chains:]):
+    for i, p in enumerate(people[depth * n_chains :]):
         facts.append(f"{p} is a pirate.")
         facts.append(f"{p}'s mother is {chains[i % n_chains][0]}.")  # pirates do not follow the wizard rule
     if shuffle:
         rng.shuffle(facts)
-    prompt = " ".join(facts + ["Wizards live with their mothers.", "Pirates live on ships."]) + \
-        f" Where does {chains[0][-1]} live?"
+    prompt = (
+        " ".join(facts + ["Wizards live with their mothers.", "Pirates live on ships."])
+        + f" Where does {chains[0][-1]} live?"
+    )
     return _finish("relatives", depth, prompt, places[0], list(places[1:n_chains]), choices, rng)
 
 
-def _finish(form: str, depth: int, prompt: str, answer: str, others: list[str], choices: bool,
-            rng: random.Random) -> dict[str, Any]:
+def _finish(
+    form: str, depth: int, prompt: str, answer: str, others: list[str], choices: bool, rng: random.Random
+) -> dict[str, Any]:
     if not choices:
         return {"form": form, "depth": depth, "prompt": prompt, "answer": answer}
     pool = list(dict.fromkeys(others))

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from ..errors import HeadlabError
 from ..io import read_jsonl, write_json_atomic
+from ..plotting import pyplot
 from .training import RetrievalTask, train_retrieval
 
 
@@ -23,7 +24,8 @@ def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
     return f"L{layers}-D{depth}-{curriculum}-s{seed}"
 
 
-DEFAULT_GRID = {"layers": (1, 2), "depths": (2, 3), "curricula": ("none", "mixed", "chain"), "seeds": (0, 1, 2)}
+DEFAULT_GRID: dict[str, Any] = {"layers": (1, 2), "depths": (2, 3), "curricula": ("none", "mixed", "chain"),
+                                "seeds": (0, 1, 2)}
 
 
 def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
@@ -109,24 +111,35 @@ def _train_cell(kw: dict[str, Any]) -> str:
 
 
 def plot_sweep(result: dict[str, Any], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     g = result["grid"]
     L, D, C = g["layers"], g["depths"], g["curricula"]
     fig, axes = plt.subplots(1, len(C), figsize=(4.2 * len(C), 3.6), squeeze=False)
     for ax, c in zip(axes[0], C):
-        rate = np.array([[result["cells"][f"L{l}-D{d}-{c}"]["successes"] / max(1, result["cells"][f"L{l}-D{d}-{c}"]["seeds"])
-                          for d in D] for l in L])
+        rate = np.array(
+            [
+                [
+                    result["cells"][f"L{l}-D{d}-{c}"]["successes"] / max(1, result["cells"][f"L{l}-D{d}-{c}"]["seeds"])
+                    for d in D
+                ]
+                for l in L
+            ]
+        )
         im = ax.imshow(rate, origin="lower", vmin=0, vmax=1, cmap="Greens", aspect="auto")
         for i in range(len(L)):
             for j in range(len(D)):
                 cell = result["cells"][f"L{L[i]}-D{D[j]}-{c}"]
-                ax.text(j, i, f"{cell['successes']}/{cell['seeds']}", ha="center", va="center", fontsize=9,
-                        color="white" if rate[i, j] > 0.5 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{cell['successes']}/{cell['seeds']}",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if rate[i, j] > 0.5 else "black",
+                )
         xs = np.linspace(0, len(D) - 1, 50)
         dd = np.interp(xs, range(len(D)), D)
         ax.plot(xs, np.interp(np.log(2 * dd) / np.log(3), L, range(len(L))), "r--", label="layers = log₃(2D)")
@@ -139,11 +152,15 @@ def plot_sweep(result: dict[str, Any], out: Path) -> None:
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4))
     for r in result["runs"]:
-        rows = read_jsonl(out / r["run"] / "eval.jsonl") \
-            if (out / r["run"] / "eval.jsonl").exists() else []
+        rows = read_jsonl(out / r["run"] / "eval.jsonl") if (out / r["run"] / "eval.jsonl").exists() else []
         d = str(r["task"]["depth"])
-        ax.plot([x["step"] for x in rows], [x["accuracy"][d] for x in rows], lw=0.8,
-                ls="-" if r["task"]["curriculum"] != "none" else ":", label=r["run"])
+        ax.plot(
+            [x["step"] for x in rows],
+            [x["accuracy"][d] for x in rows],
+            lw=0.8,
+            ls="-" if r["task"]["curriculum"] != "none" else ":",
+            label=r["run"],
+        )
     ax.set(xlabel="step", ylabel="held-out accuracy at full depth", title="retrieval learning curves", ylim=(0, 1.02))
     ax.legend(fontsize=5, ncol=3)
     fig.tight_layout()

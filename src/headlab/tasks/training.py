@@ -27,6 +27,7 @@ import torch
 
 from ..errors import HeadlabError
 from ..io import read_jsonl
+from ..padding import pad_right
 from .retrieval import MinimalVocab, minimal
 
 CURRICULA = ("none", "mixed", "chain")
@@ -85,13 +86,9 @@ class RetrievalSource:
         for _ in range(batch_size):
             q = rng.randint(1, self.task.depth) if self.task.curriculum == "mixed" else None
             rows.append(encode(self.task, self.task.example(rng, q)))
-        T = max(len(s) for s, _ in rows)
-        ids = torch.zeros(batch_size, T, dtype=torch.long)
-        mask = torch.zeros(batch_size, T, dtype=torch.bool)
-        labels = torch.full((batch_size, T - 1), -100, dtype=torch.long)
-        for i, (s, lab) in enumerate(rows):
-            ids[i, : len(s)] = torch.tensor(s)
-            mask[i, : len(s)] = True
+        ids, mask = pad_right([s for s, _ in rows], 0)
+        labels = torch.full((batch_size, ids.shape[1] - 1), -100, dtype=torch.long)
+        for i, (_, lab) in enumerate(rows):
             labels[i, : len(lab)] = torch.tensor(lab)
         return ids, mask, labels
 
@@ -102,14 +99,16 @@ def eval_set(task: RetrievalTask, n: int, seed: int, query_depth: int) -> list[d
 
 
 @torch.no_grad()
-def accuracy(model: torch.nn.Module, task: RetrievalTask, examples: list[dict[str, Any]], batch_size: int = 256) -> float:
+def accuracy(
+    model: torch.nn.Module, task: RetrievalTask, examples: list[dict[str, Any]], batch_size: int = 256
+) -> float:
     """Share of examples whose final answer is right (greedy over the chain under ``chain``)."""
     was = model.training
     model.eval()
     right = 0
     try:
         for i in range(0, len(examples), batch_size):
-            chunk = examples[i:i + batch_size]
+            chunk = examples[i : i + batch_size]
             steps = len(chunk[0]["chain"]) if task.curriculum == "chain" else 1
             ids = torch.tensor([ex["tokens"] for ex in chunk])  # same length within one depth
             for _ in range(steps):
@@ -140,10 +139,25 @@ class RetrievalEval:
             fh.write(json.dumps(row) + "\n")
 
 
-def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, n_heads: int = 4,
-                    d_model: int = 64, steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
-                    eval_every: int = 100, success: float = 0.99, positions: str = "rope", progress: bool = True,
-                    resume: bool = False, threads: int = 1, checkpoint_every: int | None = None) -> dict[str, Any]:
+def train_retrieval(
+    task: RetrievalTask,
+    run: str | Path,
+    *,
+    n_layers: int = 2,
+    n_heads: int = 4,
+    d_model: int = 64,
+    steps: int = 2500,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    seed: int = 0,
+    eval_every: int = 100,
+    success: float = 0.99,
+    positions: str = "rope",
+    progress: bool = True,
+    resume: bool = False,
+    threads: int = 1,
+    checkpoint_every: int | None = None,
+) -> dict[str, Any]:
     """Train one decoder on ``task`` into ``run``; returns its summary (also written to ``summary.json``).
 
     ``threads``: torch threads (default 1: these models are too small to gain from more, and a sweep can then
@@ -155,14 +169,30 @@ def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, 
 
     run = Path(run)
     cfg = TrainConfig(
-        model=ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
-                          max_length=task.max_length, positions=positions),  # type: ignore[arg-type]
-        data=DataConfig(corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0,
-                        probe_windows=0),  # unused: the task generates its own batches
-        optim=OptimConfig(steps=steps, batch_size=batch_size, lr=lr, warmup_steps=min(100, steps // 10), seed=seed,
-                          weight_decay=0.01, log_every=50, threads=threads),
+        model=ModelConfig(
+            kind="decoder",
+            n_layers=n_layers,
+            n_heads=n_heads,
+            d_model=d_model,
+            max_length=task.max_length,
+            positions=positions,  # type: ignore[arg-type]
+        ),
+        data=DataConfig(
+            corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0, probe_windows=0
+        ),  # unused: the task generates its own batches
+        optim=OptimConfig(
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            warmup_steps=min(100, steps // 10),
+            seed=seed,
+            weight_decay=0.01,
+            log_every=50,
+            threads=threads,
+        ),
         checkpoints=CheckpointConfig(early_points=6, early_fraction=0.1, every=max(1, checkpoint_every or steps // 10)),
-        track=TrackConfig(grad_every=0))
+        track=TrackConfig(grad_every=0),
+    )
     run.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run / "task.json", task.to_json())
     ev = RetrievalEval(run, task, eval_every)
@@ -173,9 +203,21 @@ def train_retrieval(task: RetrievalTask, run: str | Path, *, n_layers: int = 2, 
     rows = read_jsonl(run / "eval.jsonl")
     full = str(task.depth)
     hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
-    summary = {"task": task.to_json(), "n_layers": n_layers, "n_heads": n_heads, "d_model": d_model, "steps": steps,
-               "seed": seed, "lr": lr, "batch_size": batch_size, "checkpoint_every": cfg.checkpoints.every,
-               "success_threshold": success, "success": hit is not None, "success_step": hit,
-               "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None}
+    summary = {
+        "task": task.to_json(),
+        "n_layers": n_layers,
+        "n_heads": n_heads,
+        "d_model": d_model,
+        "steps": steps,
+        "seed": seed,
+        "lr": lr,
+        "batch_size": batch_size,
+        "checkpoint_every": cfg.checkpoints.every,
+        "success_threshold": success,
+        "success": hit is not None,
+        "success_step": hit,
+        "final_accuracy": rows[-1]["accuracy"] if rows else {},
+        "final_loss": rows[-1]["loss"] if rows else None,
+    }
     write_json_atomic(run / "summary.json", summary)
     return summary

@@ -63,7 +63,9 @@ def labels(run: RunData, metric: str, threshold: float) -> np.ndarray:
     return (np.nan_to_num(run.track.scores[metric][-1].ravel(), nan=-np.inf) >= threshold).astype(int)
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 500) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fit_logistic(
+    X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 500
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, feature means and scales of a standardized L2 logistic regression (Newton steps)."""
     mu, sd = X.mean(0), X.std(0) + 1e-9
     Z = np.c_[(X - mu) / sd, np.ones(len(X))]
@@ -104,8 +106,9 @@ def _pr(y: np.ndarray, p: np.ndarray) -> tuple[float | None, float | None]:
     return prec, rec
 
 
-def early_prediction(runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
-                     ) -> dict[str, Any]:
+def early_prediction(
+    runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
+) -> dict[str, Any]:
     """Leave-one-seed-out evaluation of the early model against the early-score baseline."""
     if len(runs) < 2:
         raise ValueError("early prediction needs at least 2 runs (seeds); the issue asks for 5 or more")
@@ -127,9 +130,16 @@ def early_prediction(runs: Sequence[RunData], metric: str, threshold: float, ear
         p_full.append(pf)
         p_base.append(pb)
     y = np.concatenate(y_all)
-    out: dict[str, Any] = {"metric": metric, "threshold": threshold, "early_fraction": early_fraction,
-                           "runs": [r.name for r in runs], "n_heads": int(len(y)), "n_positive": int(y.sum()),
-                           "features": names, "evaluation": "leave-one-seed-out, pooled"}
+    out: dict[str, Any] = {
+        "metric": metric,
+        "threshold": threshold,
+        "early_fraction": early_fraction,
+        "runs": [r.name for r in runs],
+        "n_heads": int(len(y)),
+        "n_positive": int(y.sum()),
+        "features": names,
+        "evaluation": "leave-one-seed-out, pooled",
+    }
     for name, p in (("early_model", np.concatenate(p_full)), ("early_score_alone", np.concatenate(p_base))):
         prec, rec = _pr(y, p)
         out[name] = {"precision": prec, "recall": rec, "roc_auc": roc_auc(y, p)}

@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ..head import Head
+from ..head import name as head_name
 from ..io import read_jsonl, write_json_atomic, write_text_atomic
+from ..plotting import pyplot
 from .phases import claim_boundaries, emergence_step, phases
 from .scores import TrackResult
 
@@ -44,9 +47,10 @@ def all_phases(t: TrackResult) -> dict[str, Any]:
         out[m] = {}
         for l in range(t.n_layers):
             for h in range(t.n_heads):
-                ph = [p.to_json() for p in phases(t.steps, a[:, l, h])]
-                out[m][f"{l}.{h}"] = {"phases": ph, "final": float(a[-1, l, h]), "rise": rise_of(ph),
-                                      "emerged_at": emergence_step(t.steps, a[:, l, h], THRESHOLDS.get(m, 0.5))}
+                curve = a[:, l, h].tolist()
+                ph = [p.to_json() for p in phases(t.steps, curve)]
+                out[m][head_name(l, h)] = {"phases": ph, "final": float(a[-1, l, h]), "rise": rise_of(ph),
+                                      "emerged_at": emergence_step(t.steps, curve, THRESHOLDS.get(m, 0.5))}
     return out
 
 
@@ -56,7 +60,7 @@ def signal_phases(steps: list[int], signals: dict[str, np.ndarray]) -> dict[str,
         return {}
     r = np.log10(np.maximum(signals["logit_slash"], 1e-12) / np.maximum(signals["logit_other"], 1e-12))
     L, H = r.shape[1:]
-    return {f"{l}.{h}": [p.to_json() for p in phases(steps, r[:, l, h], min_range=0.1)]
+    return {head_name(l, h): [p.to_json() for p in phases(steps, r[:, l, h], min_range=0.1)]
             for l in range(L) for h in range(H)}
 
 
@@ -103,10 +107,7 @@ def markdown(t: TrackResult, ph: dict[str, Any], sig: dict[str, Any], total_step
 
 
 def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[str, Any]]) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     written = []
     if loss_rows:
@@ -123,7 +124,7 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
         im = ax.imshow(a.reshape(len(t.steps), -1).T, aspect="auto", cmap="viridis", interpolation="nearest")
         ax.set_xticks(range(len(t.steps)), [str(s) for s in t.steps], rotation=90, fontsize=7)
         ax.set_yticks(range(t.n_layers * t.n_heads),
-                      [f"{l}.{h}" for l in range(t.n_layers) for h in range(t.n_heads)], fontsize=7)
+                      [head_name(l, h) for l in range(t.n_layers) for h in range(t.n_heads)], fontsize=7)
         ax.set(xlabel="checkpoint step", ylabel="head (layer.head)", title=f"{m} score per head over training")
         fig.colorbar(im, ax=ax, label=f"{m} score")
         fig.tight_layout()
@@ -134,7 +135,7 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
         top = sorted(ph[m], key=lambda k: -ph[m][k]["final"])[:3]
         colors = {"flat": "#dddddd", "rising": "#ffd9a0", "stable": "#b8e0b8", "falling": "#f4b6b6"}
         for k in top:
-            layer, head = (int(x) for x in k.split("."))
+            layer, head = Head.parse(k)
             ax.plot(t.steps, a[:, layer, head], marker="o", ms=3, label=f"head {k}")
         for p in ph[m][top[0]]["phases"]:
             ax.axvspan(max(p["start"], 1), max(p["end"], 1), color=colors[p["label"]], alpha=0.5, lw=0)
@@ -152,7 +153,6 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
 
 def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     """Phases, markdown and plots for a tracked run; returns the phases record."""
-    import json
 
     from ..train.config import load_config
     from .scores import read_signals

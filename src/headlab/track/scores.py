@@ -50,7 +50,8 @@ class TrackResult:
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "steps": self.steps, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "probes": self.probes, "loss": {str(k): v for k, v in self.loss.items()},
-                "scores": {m: np.where(np.isnan(a), None, a).tolist() for m, a in self.scores.items()}}
+                "scores": {m: np.where(np.isnan(a), None, a).tolist()  # type: ignore[call-overload]
+                           for m, a in self.scores.items()}}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "TrackResult":
@@ -128,9 +129,7 @@ def load_checkpoint_model(run: Path, folder: Path | None) -> Any:
     cfg = load_config(run / "config.toml")
     model = Transformer(cfg.model)
     if folder is None:
-        from safetensors.torch import load_file
-
-        model.load_state_dict(load_file(str(run / "final.safetensors")), strict=False)
+        ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")
     else:
         ckpt.load_weights(folder, model)
     name = f"{run.name}@{folder.name if folder else 'final'}"

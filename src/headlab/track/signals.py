@@ -20,6 +20,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..models.adapters import parts
+
 SIGNALS = ("w_q", "w_k", "w_v", "w_o", "logit_slash", "logit_other")
 
 
@@ -28,7 +30,7 @@ def head_signals(model: Any, ids: torch.Tensor, mask: torch.Tensor, is_slash: to
     """The signals of :data:`SIGNALS` as (L, H) nested lists for one probe batch."""
     cfg = model.cfg
     H, d = cfg.n_heads, cfg.head_dim
-    attns = [b.attn for b in model.layers]
+    attns: list[Any] = parts(model).attention  # headlab.nn attention: q/k/v/o projections and a logits sink
     sinks: list[list[torch.Tensor]] = [[] for _ in attns]
     was_training = model.training
     model.eval()  # no dropout in the measurement

@@ -68,11 +68,15 @@ def save(run: Path, step: int, model: torch.nn.Module, opt: torch.optim.Optimize
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     # tied weights share storage; safetensors refuses shared tensors, so store clones (restored by load_state_dict)
-    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+    save_file(
+        {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors")
+    )
     tensors, meta = _flatten_optimizer(opt)
     save_file(tensors, str(tmp / "optimizer.safetensors"))
     state = {
-        "step": step, "optimizer": meta, **extra,
+        "step": step,
+        "optimizer": meta,
+        **extra,
         "rng": {"torch": torch.get_rng_state().tolist(), "numpy": _np_state(), "python": _py_state()},
         "sha256": {f: file_sha256(tmp / f) for f in ("model.safetensors", "optimizer.safetensors")},
     }
@@ -84,7 +88,7 @@ def save(run: Path, step: int, model: torch.nn.Module, opt: torch.optim.Optimize
 
 
 def _np_state() -> list[Any]:
-    name, keys, pos, has_gauss, cached = np.random.get_state()
+    name, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)  # type: ignore[misc]
     return [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
 
 
@@ -140,7 +144,7 @@ def sound_checkpoints(run: Path) -> list[tuple[int, Path]]:
 
 def latest_good(run: Path) -> tuple[Path, dict[str, Any]] | None:
     """The newest checkpoint that verifies; damaged ones are reported (warning) and skipped."""
-    for step, folder in reversed(checkpoints(run)):
+    for _step, folder in reversed(checkpoints(run)):
         try:
             return folder, verify(folder)
         except HeadlabError as exc:
@@ -149,15 +153,21 @@ def latest_good(run: Path) -> tuple[Path, dict[str, Any]] | None:
 
 
 def load_weights(folder: Path, model: torch.nn.Module) -> None:
+    """A checkpoint's weights into ``model`` (every weight must fit; see :func:`load_weights_file`)."""
+    load_weights_file(folder / "model.safetensors", model, f"checkpoint {folder.name}")
+
+
+def load_weights_file(path: Path, model: torch.nn.Module, label: str) -> None:
+    """The weights in ``path`` into ``model``: a missing or unexpected weight is an error naming ``label``; only
+    the language-model head may be absent, being tied to the embedding."""
     try:
-        sd = load_file(str(folder / "model.safetensors"))
+        sd = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types for a damaged file
-        raise HeadlabError(f"checkpoint {folder.name}: model.safetensors cannot be read ({exc})") from None
+        raise HeadlabError(f"{label}: {path.name} cannot be read ({exc})") from None
     missing, unexpected = model.load_state_dict(sd, strict=False)
-    real_missing = [k for k in missing if not k.endswith("lm_head.weight")]  # tied to the embedding
+    real_missing = [k for k in missing if not k.endswith("lm_head.weight")]
     if real_missing or unexpected:
-        raise HeadlabError(f"checkpoint {folder.name} does not fit the model (missing {real_missing[:3]}, "
-                           f"unexpected {unexpected[:3]})")
+        raise HeadlabError(f"{label} does not fit the model (missing {real_missing[:3]}, unexpected {unexpected[:3]})")
 
 
 def load_optimizer(folder: Path, opt: torch.optim.Optimizer, meta: dict[str, Any]) -> None:

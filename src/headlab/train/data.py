@@ -2,10 +2,11 @@
 
 The pool is built once (``data.safetensors`` + ``tokenizer/`` in the run folder, and ``data.json`` with the
 fingerprint of the settings that built it and the file's digest) and reused on resume, so a resumed run sees
-exactly the data the uninterrupted run would; a pool left by other settings is rebuilt, never reused. Batch ``step`` is a pure function of
-``(seed, step)``: epoch ``e`` visits the pool in the permutation drawn from ``seed + e``, so the data position
-of a run is just its step. ``slash_share`` windows (rounded) contain a `/` token; the rest do not. A separate
-set of probe windows with `/` (never trained on) feeds the gradient signals and the tracker.
+exactly the data the uninterrupted run would; a pool left by other settings is rebuilt, never reused. Batch
+``step`` is a pure function of ``(seed, step)``: epoch ``e`` visits the pool in the permutation drawn from
+``seed + e``, so the data position of a run is just its step. ``slash_share`` windows (rounded) contain a `/`
+token; the rest do not. A separate set of probe windows with `/` (never trained on) feeds the gradient signals
+and the tracker.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..corpus import Sampler, documents
 from ..errors import HeadlabError
 from ..io import file_sha256, write_json_atomic
 from ..nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
+from ..padding import pad_right
 from .config import DataConfig
 
 
@@ -50,7 +52,7 @@ class WindowPool:
             epoch, offset = divmod(start + len(out), n)
             perm = np.random.default_rng(seed + epoch).permutation(n)
             take = min(batch_size - len(out), n - offset)
-            out.extend(perm[offset:offset + take].tolist())
+            out.extend(perm[offset : offset + take].tolist())
         return np.asarray(out)
 
 
@@ -67,12 +69,7 @@ def _texts(sources: list[str], max_chars: int) -> list[str]:
 
 
 def _pad(rows: list[tuple[int, ...]], T: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), T), dtype=torch.bool)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r)
-        mask[i, : len(r)] = True
-    return ids, mask
+    return pad_right(rows, pad_id, T)
 
 
 def slash_ids(tokenizer: Any) -> frozenset[int]:
@@ -123,8 +120,10 @@ def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[Windo
     probe_set = set(probe)
     rows = [r for r in rows if r not in probe_set][:n]  # probe windows are held out
     if len(rows) < n:
-        raise HeadlabError(f"the corpus yields only {len(rows)} windows for n_windows = {n} "
-                           f"(slash_share {cfg.slash_share}); lower n_windows or add text")
+        raise HeadlabError(
+            f"the corpus yields only {len(rows)} windows for n_windows = {n} "
+            f"(slash_share {cfg.slash_share}); lower n_windows or add text"
+        )
     if not probe:
         raise HeadlabError("the corpus has no window with '/' for the probe set")
     say(f"data pool ready: {len(rows)} windows, {len(probe)} probe windows")
@@ -144,8 +143,15 @@ def save_pool(pool: WindowPool, tokenizer: Any, run: Path, print_: str) -> None:
     pool without a matching ``data.json`` is never taken for a finished one."""
     (run / "data.json").unlink(missing_ok=True)
     tmp = run / "data.safetensors.tmp"
-    save_file({"ids": pool.ids.to(torch.int32), "mask": pool.mask.to(torch.uint8),
-               "probe_ids": pool.probe_ids.to(torch.int32), "probe_mask": pool.probe_mask.to(torch.uint8)}, str(tmp))
+    save_file(
+        {
+            "ids": pool.ids.to(torch.int32),
+            "mask": pool.mask.to(torch.uint8),
+            "probe_ids": pool.probe_ids.to(torch.int32),
+            "probe_mask": pool.probe_mask.to(torch.uint8),
+        },
+        str(tmp),
+    )
     shutil.rmtree(run / "tokenizer", ignore_errors=True)
     save_tokenizer(tokenizer, run / "tokenizer")
     tmp.replace(run / "data.safetensors")

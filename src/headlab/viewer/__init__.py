@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from .data import ViewData, ViewSample
 from ..errors import HeadlabError
-from .page import SCALES, dequantize, quantize, render, write_html
+from .codec import SCALES, dequantize, quantize
+from .data import ViewData, ViewSample
+from .page import render, write_html
 from .sources import from_model, from_retrieval, from_scan, from_training, kind_of
 
 

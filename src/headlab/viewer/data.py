@@ -20,6 +20,7 @@ from ..errors import HeadlabError
 from ..io import _clean
 from ..models import LoadedModel
 from ..models.loaded import device_of
+from .codec import quantize
 
 
 @dataclass
@@ -48,22 +49,35 @@ class ViewData:
     circuit: list[dict[str, Any]] | None = None
     phases: dict[str, Any] | None = None  # score -> "l.h" -> [phase dicts]
     notes: list[str] = field(default_factory=list)
-    scale: str = "sqrt"  # map quantization, see headlab.viewer.page
+    scale: str = "sqrt"  # map quantization, see headlab.viewer.codec
     marked_label: str = "'/'"  # what the highlighted tokens are
 
     def meta(self) -> dict[str, Any]:
         metrics = list(self.scores[0]) if self.scores else []
-        return _clean({
-            "title": self.title, "subtitle": self.subtitle, "kind": self.kind, "n_layers": self.n_layers,
-            "n_heads": self.n_heads, "causal": self.causal,
-            "samples": [{"name": s.name, "tokens": s.tokens, "marked": s.marked, "bytes": s.bytes} for s in self.samples],
-            "steps": [s if s is not None else 0 for s in self.steps], "metrics": metrics,
-            "scores": [{m: np.asarray(sc[m], dtype=float).tolist() for m in metrics} for sc in self.scores],
-            "map_checkpoints": sorted({c for c, _, _, _ in self.maps}),
-            "sdh": self.sdh.astype(bool).tolist() if self.sdh is not None else None,
-            "labels": self.labels, "circuit": self.circuit, "phases": self.phases,
-            "scale": self.scale, "marked_label": self.marked_label, "notes": self.notes,
-        })
+        return _clean(
+            {
+                "title": self.title,
+                "subtitle": self.subtitle,
+                "kind": self.kind,
+                "n_layers": self.n_layers,
+                "n_heads": self.n_heads,
+                "causal": self.causal,
+                "samples": [
+                    {"name": s.name, "tokens": s.tokens, "marked": s.marked, "bytes": s.bytes} for s in self.samples
+                ],
+                "steps": [s if s is not None else 0 for s in self.steps],
+                "metrics": metrics,
+                "scores": [{m: np.asarray(sc[m], dtype=float).tolist() for m in metrics} for sc in self.scores],
+                "map_checkpoints": sorted({c for c, _, _, _ in self.maps}),
+                "sdh": self.sdh.astype(bool).tolist() if self.sdh is not None else None,
+                "labels": self.labels,
+                "circuit": self.circuit,
+                "phases": self.phases,
+                "scale": self.scale,
+                "marked_label": self.marked_label,
+                "notes": self.notes,
+            }
+        )
 
 
 #: shown on a token that holds only part of a character's bytes (byte-level BPE splits CJK and emoji)
@@ -141,34 +155,34 @@ def text_sample(loaded: LoadedModel, text: str, name: str, marker: str = "/") ->
         raise HeadlabError(f"{name}: the text is empty")
     ids = list(loaded.tokenizer(text)["input_ids"])
     if len(ids) > loaded.facts.max_length:
-        raise HeadlabError(f"{name} is {len(ids)} tokens; {loaded.name}'s window is {loaded.facts.max_length}: "
-                           "shorten the text (headlab does not truncate silently)")
+        raise HeadlabError(
+            f"{name} is {len(ids)} tokens; {loaded.name}'s window is {loaded.facts.max_length}: "
+            "shorten the text (headlab does not truncate silently)"
+        )
     slash = loaded.ids_containing(marker)
     return make_sample(loaded.tokenizer, name, ids, [i for i, t in enumerate(ids) if t in slash])
 
 
 @torch.no_grad()
-def capture_maps(loaded: LoadedModel, ids: Sequence[int],
-                 sink: Callable[[int, int, np.ndarray], None]) -> None:
+def capture_maps(loaded: LoadedModel, ids: Sequence[int], sink: Callable[[int, int, np.ndarray], None]) -> None:
     """Run one sample and hand every head's ``(T, T)`` attention map to ``sink(layer, head, map)`` as the layer
     is computed, so a long input never holds all layers' maps at once."""
+
     def on_layer(layer: int, probs: torch.Tensor) -> None:  # probs (1, H, T, T)
         p = probs[0].float().cpu().numpy()
         for h in range(p.shape[0]):
             sink(layer, h, p[h])
 
     # one sample, so nothing is padded and the pad id is irrelevant (a retrieval model has no tokenizer)
-    batch = collate([Sample(0, "view", 0, tuple(int(i) for i in ids))], 0, loaded.facts.causal,
-                    device_of(loaded.model))
+    batch = collate([Sample(0, "view", 0, tuple(int(i) for i in ids))], 0, loaded.facts.causal, device_of(loaded.model))
     with capture(loaded.model, on_layer):
         forward(loaded, batch)
 
 
 def store_maps(data: ViewData, loaded: LoadedModel, checkpoint: int) -> None:
     """Capture and quantize every head's map on every sample of ``data`` for one checkpoint."""
-    from .page import quantize
-
     for s, sample in enumerate(data.samples):
+
         def sink(layer: int, head: int, m: np.ndarray, s: int = s) -> None:
             data.maps[(checkpoint, s, layer, head)] = quantize(m, loaded.facts.causal, data.scale)
 

@@ -139,16 +139,26 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
             samples.append(make_sample(first.tokenizer, f"probe window {with_slash[0]} (with '/')", ids,
                                        [i for i, t in enumerate(ids) if t in slash]))
     L, H = first.facts.n_layers, first.facts.n_heads
-    data = ViewData(title=f"headlab · training run {run.name}", subtitle=f"{L} layers × {H} heads, {len(cks)} checkpoints",
-                    kind="training", n_layers=L, n_heads=H, causal=first.facts.causal, samples=samples,
-                    steps=[s for s, _ in cks], scores=[], scale=scale)
+    data = ViewData(
+        title=f"headlab · training run {run.name}",
+        subtitle=f"{L} layers × {H} heads, {len(cks)} checkpoints",
+        kind="training",
+        n_layers=L,
+        n_heads=H,
+        causal=first.facts.causal,
+        samples=samples,
+        steps=[s for s, _ in cks],
+        scores=[],
+        scale=scale,
+    )
     bar = progress_bar(len(cks), f"view {run.name}: checkpoints", "checkpoint", progress)
     for c, (step, folder) in enumerate(cks):
         loaded = load_checkpoint_model(run, folder)
         if tracked is not None and step in tracked["steps"]:
             k = tracked["steps"].index(step)
-            data.scores.append({m: np.asarray(v[k], dtype=float) for m, v in tracked["scores"].items()
-                                if m != "offset_delta"})
+            data.scores.append(
+                {m: np.asarray(v[k], dtype=float) for m, v in tracked["scores"].items() if m != "offset_delta"}
+            )
         else:
             data.scores.append(_shown_scores(loaded, samples))
         store_maps(data, loaded, c)
@@ -158,10 +168,19 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
         bar.close()
     phases_file = run / "track" / "phases.json"
     if phases_file.exists():
-        data.phases = {m: {k: v["phases"] for k, v in heads.items()}
-                       for m, heads in json.loads(phases_file.read_text())["scores"].items()}
-    data.notes.append("Scores: " + ("headlab track (probe windows, slash stimuli, repeated tokens)" if tracked
-                                    else "the shown samples (run headlab track RUN for the tracker's probes)") + ".")
+        data.phases = {
+            m: {k: v["phases"] for k, v in heads.items()}
+            for m, heads in json.loads(phases_file.read_text())["scores"].items()
+        }
+    data.notes.append(
+        "Scores: "
+        + (
+            "headlab track (probe windows, slash stimuli, repeated tokens)"
+            if tracked
+            else "the shown samples (run headlab track RUN for the tracker's probes)"
+        )
+        + "."
+    )
     return data
 
 
@@ -170,8 +189,11 @@ def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarra
     from ..detectors import make
     from ..track.scores import mean_scores
 
-    out = mean_scores(loaded, [make("token"), make("offset"), make("previous-token"), make("sink")],
-                      [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)])
+    out = mean_scores(
+        loaded,
+        [make("token"), make("offset"), make("previous-token"), make("sink")],
+        [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)],
+    )
     out["offset"] = np.nanmax(np.nan_to_num(out["offset"], nan=-1.0), axis=-1)
     return {"slash_mass" if k == "token" else k: v for k, v in out.items()}
 
@@ -204,13 +226,25 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
     kinds = sorted({lab for row in labels for lab in row if lab != "-"})
     cks = ckpt.checkpoints(run)
     L, H = model.cfg.n_layers, model.cfg.n_heads
-    data = ViewData(title=f"headlab · retrieval run {run.name}",
-                    subtitle=f"{L} layers × {H} heads, depth {task.depth}, curriculum {task.curriculum}",
-                    kind="retrieval", n_layers=L, n_heads=H, causal=True, samples=[sample],
-                    steps=[s for s, _ in cks] or [None], scores=[], labels=labels, circuit=circuit,
-                    notes=["Scores: attention mass of each reader→key kind on 16 probe examples (headlab retrieval "
-                           "analyze); the chain's tokens are highlighted."], scale=scale,
-                    marked_label="the chain")
+    data = ViewData(
+        title=f"headlab · retrieval run {run.name}",
+        subtitle=f"{L} layers × {H} heads, depth {task.depth}, curriculum {task.curriculum}",
+        kind="retrieval",
+        n_layers=L,
+        n_heads=H,
+        causal=True,
+        samples=[sample],
+        steps=[s for s, _ in cks] or [None],
+        scores=[],
+        labels=labels,
+        circuit=circuit,
+        notes=[
+            "Scores: attention mass of each reader→key kind on 16 probe examples (headlab retrieval "
+            "analyze); the chain's tokens are highlighted."
+        ],
+        scale=scale,
+        marked_label="the chain",
+    )
     from ..nn import as_loaded
 
     bar = progress_bar(max(1, len(cks)), f"view {run.name}: checkpoints", "checkpoint", progress)
