@@ -7,7 +7,7 @@ Measured in one run, on the same batches:
             one layer stacked into one pass;
   gradient: Michel et al. gate gradients, one forward and backward per batch (decoders only).
 Checks that naive and exact agree, then prints naive/exact time and gradient time in forward-equivalents.
-Targets (issue 4): exact at least 2x faster than naive; gradient at most 3 forward-equivalents.
+Targets: exact at least 2x faster than naive; gradient at most 3 forward-equivalents.
 
     .venv/bin/python bench/ablation_sweep.py [--model minilm-l6] [--samples 32] [--window 64] [--repeats 3]
 """

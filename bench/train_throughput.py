@@ -5,7 +5,7 @@ Measured in one run, on the same model config, the same window pool and the same
   headlab:   ``Trainer.fit`` with its checkpoints (config schedule) and metrics, tracking off;
   tracking:  ``headlab.train.train`` with the gradient-signal callback every ``--grad-every`` steps.
 The three alternate over ``--repeats`` rounds; the best time of each is compared.
-Targets (issue 5): headlab ≥ 0.95x the plain loop's tokens/s; tracking overhead ≤ 10%.
+Targets: headlab ≥ 0.95x the plain loop's tokens/s; tracking overhead ≤ 10%.
 
     .venv/bin/python bench/train_throughput.py [--config configs/study.toml] [--steps 300] [--repeats 3]
 """

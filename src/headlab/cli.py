@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
-from .cli_types import Parser, at_least, real_in
+from .cli_types import Parser, at_least, list_option, real_in
 from .errors import HeadlabError
 from .interrupts import Terminated, exit_code, sigterm_as_interrupt
 
@@ -42,11 +42,11 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                        description="Score every head of MODEL with head detectors over a corpus, streaming. "
                                    "Writes DIR/scan.json and DIR/heads.csv.")
     p.add_argument("model", help="named model (headlab models list), HF model directory, .gguf file or hub id")
-    p.add_argument("--corpus", nargs="+", metavar="SRC",
+    list_option(p, "--corpus", metavar="SRC",
                    help="named sources (wiki pydoc linux-doc python-doc man foldoc) or files/folders "
                         "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
-    p.add_argument("--detectors", nargs="+", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
-                   metavar="NAME", help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")
+    list_option(p, "--detectors", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
+                help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")
     p.add_argument("--target", default="/", help="token detector target character (default '/')")
     p.add_argument("--bare", action="store_true", help="target only the plain token, not merges like '://'")
     p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
@@ -298,6 +298,8 @@ def _cmd_compare(a: argparse.Namespace) -> int:
 
 
 def _add_ablate(sub: argparse._SubParsersAction) -> None:
+    from .stimuli import SUITES
+
     p = sub.add_parser(
         "ablate",
         help="ablate a set of heads against matched random controls",
@@ -305,7 +307,7 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
         "random heads matched by layer; report the effect on slash and no-slash text.",
     )
     p.add_argument("model")
-    p.add_argument("--heads", required=True, help="comma-separated L.H list, e.g. 0.7,16.0")
+    list_option(p, "--heads", required=True, metavar="L.H", help="heads to ablate together, e.g. 0.7 16.0")
     p.add_argument(
         "--mode",
         choices=["zero", "mean", "resample"],
@@ -314,15 +316,12 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
         "on the next sample of the batch)",
     )
     p.add_argument("--draws", type=at_least(1), default=20)
-    p.add_argument(
-        "--suites",
-        default="",
-        help="also measure on these stimulus suites, e.g. slash,controls,positions,contexts (default: none)",
-    )
+    list_option(p, "--suites", default=[], choices=sorted(SUITES),
+                help="also measure on these stimulus suites, e.g. slash controls positions contexts (default: none)")
     p.add_argument("--suite-n", type=at_least(1), default=16, help="items per stimulus suite (default 16)")
     p.add_argument("--samples", type=at_least(2), default=48, help="half with '/', half without (default 48)")
     p.add_argument("--window", type=at_least(4), default=64, help="tokens per sample (default 64)")
-    p.add_argument("--corpus", nargs="+", default=None)
+    list_option(p, "--corpus", default=None, metavar="SRC")
     _common(p, "ablate")
     p.set_defaults(func=_cmd_ablate)
 
@@ -333,7 +332,7 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     from .io import writing
 
     with writing(_out(a, "ablate"), ["ablate.json"], a.overwrite) as out:
-        suites = [x.strip() for x in a.suites.split(",") if x.strip()]
+        suites = a.suites
         r = ablate_experiment(
             a.model,
             a.heads,
@@ -360,14 +359,14 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model")
     p.add_argument("--samples", type=at_least(2), default=32)
     p.add_argument("--window", type=at_least(4), default=64)
-    p.add_argument("--corpus", nargs="+", default=None)
+    list_option(p, "--corpus", default=None, metavar="SRC")
     _common(p, "importance")
     p.set_defaults(func=_cmd_importance)
 
 
 def _cmd_importance(a: argparse.Namespace) -> int:
     from .ablation.importance import format_importance, importance
-    from .io import write_json_atomic, writing
+    from .io import writing
 
     with writing(_out(a, "importance"), ["importance.json"], a.overwrite) as out:
         r = importance(
@@ -380,7 +379,7 @@ def _cmd_importance(a: argparse.Namespace) -> int:
             progress=not a.no_progress,
             device=a.device,
         )
-        write_json_atomic(out / "importance.json", r)
+        r.write(out / "importance.json")
     print(format_importance(r))
     print(f"wrote {out}/importance.json")
     return 0
@@ -389,7 +388,7 @@ def _cmd_importance(a: argparse.Namespace) -> int:
 def _add_prune(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prune", help="pruning curves: metric vs fraction of heads removed, by several orders")
     p.add_argument("model")
-    p.add_argument("--keep", default="", help="specialized heads never removed in the keep order, L.H,...")
+    list_option(p, "--keep", default=[], metavar="L.H", help="specialized heads never removed in the keep order")
     p.add_argument("--samples", type=at_least(2), default=32)
     p.add_argument("--window", type=at_least(4), default=64)
     _common(p, "prune")
@@ -401,7 +400,7 @@ def _cmd_prune(a: argparse.Namespace) -> int:
     from .io import writing
 
     with writing(_out(a, "prune"), ["prune.json", "prune.png"], a.overwrite) as out:
-        keep = [k.strip() for k in a.keep.split(",") if k.strip()]
+        keep = a.keep
         r = prune_curves(
             a.model,
             samples=a.samples,

@@ -82,7 +82,6 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
 def _cmd_predict(a: argparse.Namespace) -> int:
     import json
 
-    from .io import write_json_atomic
     from .track.predict import RunData, early_prediction
     from .track.report import THRESHOLDS
     from .track.scores import TrackResult, read_signals
@@ -104,7 +103,7 @@ def _cmd_predict(a: argparse.Namespace) -> int:
     except ValueError as exc:
         raise HeadlabError(str(exc)) from None
     if a.out:
-        write_json_atomic(Path(a.out) / "predict.json", res)
+        res.write(Path(a.out) / "predict.json")
     print(f"{a.metric} >= {thr} at the end; features from the first {a.early:.0%}; {len(runs)} runs, "
           f"{res['n_heads']} heads, {res['n_positive']} specialized ({res['evaluation']})")
     for k in ("early_model", "early_score_alone"):

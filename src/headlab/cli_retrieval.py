@@ -7,15 +7,11 @@ import json
 import os
 from pathlib import Path
 
-from .cli_types import at_least, real_in
+from .cli_types import api_default, at_least, list_option, real_in
 from .errors import HeadlabError
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise HeadlabError(f"expected comma-separated integers, not {text!r}") from None
+from .tasks.retrieval import FORMS
+from .tasks.sweep import DEFAULT_GRID
+from .tasks.training import CURRICULA
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs = p.add_subparsers(dest="retrieval_cmd", required=True)
 
     g = rs.add_parser("generate", help="write seeded examples, one JSON a line (each checked by the solver)")
-    g.add_argument("--form", required=True, help="minimal, assign, relatives, assign-mc, relatives-mc")
+    g.add_argument("--form", required=True, choices=FORMS)
     g.add_argument("--depth", type=at_least(1), required=True)
     g.add_argument("--n", type=at_least(1), default=100)
     g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains (default 2)")
@@ -33,18 +29,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     t = rs.add_parser("train", help="train one decoder on the minimal form")
     t.add_argument("--depth", type=at_least(1), required=True)
-    t.add_argument("--curriculum", default="chain", help="none, mixed or chain (default chain, the paper-like one)")
+    t.add_argument("--curriculum", default="chain", choices=CURRICULA,
+                   help="(default chain, the paper-like one)")
     _model_args(t)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True)
     t.set_defaults(func=_cmd_train)
 
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
-    s.add_argument("--layers", default="1,2", help="comma-separated (default 1,2)")
-    s.add_argument("--depths", default="2,3", help="comma-separated (default 2,3: the bound log3(2D) is 1.26 and "
-                                                   "1.63 layers; depth 5 needs 3 and far more steps)")
-    s.add_argument("--curricula", default="none,mixed,chain")
-    s.add_argument("--seeds", default="0,1,2")
+    list_option(s, "--layers", parse=int, default=list(DEFAULT_GRID["layers"]), help="layer counts (default 1 2)")
+    list_option(s, "--depths", parse=int, default=list(DEFAULT_GRID["depths"]),
+                help="(default 2 3: the bound log3(2D) is 1.26 and 1.63 layers; depth 5 needs 3 and far more steps)")
+    list_option(s, "--curricula", choices=CURRICULA, default=list(DEFAULT_GRID["curricula"]))
+    list_option(s, "--seeds", parse=int, default=list(DEFAULT_GRID["seeds"]))
     _model_args(s)
     s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
     s.add_argument(
@@ -68,10 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
-    e.add_argument("--depths", default="1,2,3", help="comma-separated (default 1,2,3)")
+    list_option(e, "--depths", parse=int, default=[1, 2, 3], help="(default 1 2 3)")
     e.add_argument("--n", type=at_least(1), default=500, help="questions per cell (default 500)")
     e.add_argument("--shots", type=at_least(0), default=0, help="solved examples in the prompt (default 0)")
-    e.add_argument("--forms", default="assign,assign-mc,relatives,relatives-mc")
+    list_option(e, "--forms", choices=[f for f in FORMS if f != "minimal"],
+                default=["assign", "assign-mc", "relatives", "relatives-mc"])
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--batch-size", type=at_least(1), default=8)
     e.add_argument("--device", default="cpu")
@@ -81,16 +79,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--layers-n", dest="n_layers", type=at_least(1), default=2, help="(train) layers (default 2)")
-    p.add_argument("--heads", type=at_least(1), default=4)
-    p.add_argument("--d-model", type=at_least(2), default=64)
-    p.add_argument("--steps", type=at_least(1), default=2500)
-    p.add_argument("--batch-size", type=at_least(1), default=64)
-    p.add_argument("--lr", type=real_in(0, open_lo=True), default=1e-3)
+    from .tasks.training import train_retrieval
+
+    d = lambda name: api_default(train_retrieval, name)  # noqa: E731 - defaults live in the Python API
+    p.add_argument("--n-layers", type=at_least(1), default=d("n_layers"), help="(train) layers (default %(default)s)")
+    p.add_argument("--n-heads", type=at_least(1), default=d("n_heads"), help="heads per layer (default %(default)s)")
+    p.add_argument("--d-model", type=at_least(2), default=d("d_model"))
+    p.add_argument("--steps", type=at_least(1), default=d("steps"))
+    p.add_argument("--batch-size", type=at_least(1), default=d("batch_size"))
+    p.add_argument("--lr", type=real_in(0, open_lo=True), default=d("lr"))
     p.add_argument("--distractors", type=at_least(0), default=2)
-    p.add_argument(
-        "--eval-every", type=at_least(1), default=100, help="steps between held-out evaluations (default 100)"
-    )
+    p.add_argument("--eval-every", type=at_least(1), default=d("eval_every"),
+                   help="steps between held-out evaluations (default %(default)s)")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -114,7 +114,7 @@ def _cmd_train(a: argparse.Namespace) -> int:
         RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors),
         a.out,
         n_layers=a.n_layers,
-        n_heads=a.heads,
+        n_heads=a.n_heads,
         d_model=a.d_model,
         steps=a.steps,
         batch_size=a.batch_size,
@@ -132,13 +132,13 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
 
     r = sweep(
         a.out,
-        layers=_ints(a.layers),
-        depths=_ints(a.depths),
-        curricula=[c.strip() for c in a.curricula.split(",") if c.strip()],
-        seeds=_ints(a.seeds),
+        layers=a.layers,
+        depths=a.depths,
+        curricula=a.curricula,
+        seeds=a.seeds,
         steps=a.steps,
         d_model=a.d_model,
-        n_heads=a.heads,
+        n_heads=a.n_heads,
         batch_size=a.batch_size,
         lr=a.lr,
         n_distractors=a.distractors,
@@ -167,15 +167,14 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
 
 
 def _cmd_emergence(a: argparse.Namespace) -> int:
-    from .io import write_json_atomic
-    from .tasks.analyze import emergence_table
+    from .tasks.analyze import AnalyzeResult, emergence_table
 
     analyses = []
     for r in a.runs:
         f = Path(r) / "analyze" / "analyze.json"
         if not f.exists():
             raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
-        analyses.append(json.loads(f.read_text()))
+        analyses.append(AnalyzeResult.read(f))
     t = emergence_table(analyses)
     for title, tab in (("by layer and label", t), ("by layer and key (reader dropped)", t["by_layer_and_key"])):
         print(f"{title}:")
@@ -191,19 +190,18 @@ def _cmd_emergence(a: argparse.Namespace) -> int:
                 f"same checkpoint in {p['same_step']}"
             )
     if a.out:
-        write_json_atomic(Path(a.out) / "emergence.json", t)
+        t.write(Path(a.out) / "emergence.json")
     return 0
 
 
 def _cmd_eval_llm(a: argparse.Namespace) -> int:
-    from .io import write_json_atomic
     from .tasks.llm_eval import eval_llm, plot_eval
 
     r = eval_llm(
         a.model,
-        depths=_ints(a.depths),
+        depths=a.depths,
         n=a.n,
-        forms=[f.strip() for f in a.forms.split(",") if f.strip()],
+        forms=a.forms,
         shots=a.shots,
         seed=a.seed,
         batch_size=a.batch_size,
@@ -211,7 +209,7 @@ def _cmd_eval_llm(a: argparse.Namespace) -> int:
         device=a.device,
     )
     out = Path(a.out or os.path.join("runs", "eval-llm-" + os.path.basename(str(a.model).rstrip("/"))))
-    write_json_atomic(out / "eval_llm.json", r)
+    r.write(out / "eval_llm.json")
     plot_eval(r, out / "eval_llm.png")
     for c in r["cells"]:
         print(

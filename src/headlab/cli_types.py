@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,3 +47,44 @@ def real_in(lo: float, hi: float | None = None, open_lo: bool = False) -> Callab
         return value
     parse.__name__ = "number"
     return parse
+
+
+def items(parse: Callable[[str], Any] = str, choices: Sequence[Any] | None = None) -> Callable[[str], list[Any]]:
+    """One token of a list option: its comma-separated items, each parsed (and checked against ``choices``)."""
+    def split(text: str) -> list[Any]:
+        out = []
+        for raw in (x.strip() for x in text.split(",")):
+            if not raw:
+                continue
+            try:
+                value = parse(raw)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{raw!r} is not {getattr(parse, '__name__', 'valid')}") from None
+            if choices is not None and value not in choices:
+                raise argparse.ArgumentTypeError(f"{raw!r} is not one of {', '.join(map(str, choices))}")
+            out.append(value)
+        return out
+    split.__name__ = "list"
+    return split
+
+
+class _Flatten(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [v for group in values for v in group])
+
+
+def list_option(p: argparse.ArgumentParser, *flags: str, parse: Callable[[str], Any] = str,
+                choices: Sequence[Any] | None = None, **kwargs: Any) -> None:
+    """A list option, the one syntax of every list: items separated by spaces or commas (``--x a b`` is
+    ``--x a,b``), each checked at parse time. ``default`` is a list."""
+    if choices is not None and "metavar" not in kwargs:
+        kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+    p.add_argument(*flags, nargs="+", type=items(parse, choices), action=_Flatten, **kwargs)
+
+
+def api_default(fn: Callable[..., Any], name: str) -> Any:
+    """The default of ``fn``'s parameter ``name``: the Python API defines each default once; the CLI reads it."""
+    import inspect
+
+    return inspect.signature(fn).parameters[name].default

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .errors import HeadlabError
+from .viewer.codec import SCALES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,8 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                   "window with '/' and two slash stimuli)")
     v.add_argument("--texts-file", default=None, help="one text per line, shown in that order")
     v.add_argument("--out", default=None, help="FILE.html (default runs/view-NAME.html)")
-    v.add_argument("--scale", default="sqrt", help="map quantization: sqrt (default; diffuse attention stays "
-                                                   "visible) or linear (about 5x smaller files for long inputs)")
+    v.add_argument("--scale", default="sqrt", choices=SCALES,
+                   help="map quantization: sqrt (default; diffuse attention stays visible) or linear (about 5x "
+                        "smaller files for long inputs)")
     v.add_argument("--check", action="store_true", help="open the page in headless Chromium and report its load "
                                                         "time, console errors and network requests")
     v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")

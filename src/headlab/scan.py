@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from .interrupts import Terminated
 from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
 from .progress import bar as progress_bar
+from .result import per_head
 from .routes import DEFAULT_BLOCK_MB, choose
 from .stats import ConsecutiveRule, RunningMoments
 
@@ -98,6 +100,34 @@ class ScanResult:
             "warnings": self.warnings,
             "heads": heads if heads is not None else self.heads(),
         }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "ScanResult":
+        """The result of a ``scan.json`` (the inverse of :meth:`to_json`: means of every detector, the token
+        detector's spread and the SDH marks; other detectors' spreads are not stored)."""
+        L, H, heads = d["n_layers"], d["n_heads"], d["heads"]
+        derived = {"token_std", "token_frac_above", "token_max_run", "offset_delta", "offset_by_delta"}
+        means = {}
+        for key in heads[0]["scores"] if heads else []:
+            if key in derived:
+                continue
+            get = (lambda h: h["scores"]["offset_by_delta"]) if key == "offset" else (lambda h, k=key: h["scores"][k])
+            means[key.replace("_", "-")] = per_head(heads, L, H, get)
+        has_token = "token" in means
+        frac = per_head(heads, L, H, lambda h: h["scores"]["token_frac_above"]) if has_token else None
+        runs = per_head(heads, L, H, lambda h: h["scores"]["token_max_run"]) if has_token else None
+        return ScanResult(
+            model=d["model"], n_layers=L, n_heads=H, n_samples=d["n_samples"],
+            n_samples_with_target=d["n_samples_with_target"], n_tokens=d["n_tokens"], settings=d["settings"],
+            means=means, stds={"token": per_head(heads, L, H, lambda h: h["scores"]["token_std"])} if has_token else {},
+            token_frac_above=None if frac is None or np.isnan(frac).all() else frac,
+            token_max_run=None if runs is None or np.isnan(runs).all() else runs.astype(int),
+            sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool), interrupted=d["interrupted"],
+            warnings=list(d["warnings"]), interrupted_by=d["interrupted_by"])
+
+    @staticmethod
+    def read(path: str | Path) -> "ScanResult":
+        return ScanResult.from_json(json.loads(Path(path).read_text()))
 
     def write(self, out_dir: str | Path) -> Path:
         """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""

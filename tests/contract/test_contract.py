@@ -19,8 +19,8 @@ from typing import Callable
 import pytest
 
 from headlab.cli import main
-from headlab.models import NAMED_MODELS
 
+from ..support import need
 from .procs import TINY, scan_proc, tiny_config, wait_for_progress
 
 
@@ -154,8 +154,8 @@ def _fmt(argv: list[str], tmp: Path) -> list[str]:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
 def test_row(row: Row, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    if row.model and not NAMED_MODELS[row.model].installed():
-        pytest.skip(f"{row.model} is not installed")
+    if row.model:
+        need(row.model)
     for k, v in row.env.items():
         monkeypatch.setenv(k, v.replace("{tmp}", str(tmp_path)))
     if row.setup:
@@ -199,8 +199,7 @@ def test_contract_size() -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: int, code: int) -> None:
-    if not NAMED_MODELS["minilm-l6"].installed():
-        pytest.skip("minilm-l6 is not installed")
+    need("minilm-l6")
     out = tmp_path / "scan"
     p = scan_proc(out)
     try:
@@ -220,8 +219,7 @@ def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: in
 
 @pytest.mark.integration
 def test_second_scan_into_a_locked_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if not NAMED_MODELS["minilm-l6"].installed():
-        pytest.skip("minilm-l6 is not installed")
+    need("minilm-l6")
     out = tmp_path / "scan"
     p = scan_proc(out)
     try:
@@ -292,8 +290,7 @@ def test_duplicate_heads_count_once_with_a_warning() -> None:
 
 @pytest.mark.integration
 def test_fewer_samples_with_the_target_than_k_leave_the_share_undefined() -> None:
-    if not NAMED_MODELS["minilm-l6"].installed():
-        pytest.skip("minilm-l6 is not installed")
+    need("minilm-l6")
     from headlab import scan
 
     with pytest.warns(UserWarning, match="fewer than the rule's k"):
@@ -323,8 +320,7 @@ def test_files_are_written_with_the_users_umask(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_viewer_tokens_show_whole_characters_not_replacement_marks() -> None:
-    if not NAMED_MODELS["smollm2-135m"].installed():
-        pytest.skip("smollm2-135m is not installed")
+    need("smollm2-135m")
     from headlab import load
     from headlab.viewer.data import PARTIAL, byte_hints, display_tokens
 

@@ -18,14 +18,9 @@ from pathlib import Path
 import pytest
 
 from headlab.cli import main
-from headlab.models import NAMED_MODELS
 
+from ..support import need
 from .procs import TINY, scan_proc, tiny_config, wait_for_progress
-
-
-def _need(model: str) -> None:
-    if not NAMED_MODELS[model].installed():
-        pytest.skip(f"{model} is not installed")
 
 
 def test_a_full_disk_is_refused_before_the_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,7 +74,7 @@ def test_view_of_a_run_with_one_damaged_checkpoint_skips_it(tmp_path: Path) -> N
 
 @pytest.mark.integration
 def test_report_skips_one_corrupt_result_among_good_ones(tmp_path: Path) -> None:
-    _need("minilm-l6")
+    need("minilm-l6")
     runs = tmp_path / "runs"
     assert main(["scan", "minilm-l6", "--max-samples", "4", "--out", str(runs / "good"), "--no-progress"]) == 0
     (runs / "bad").mkdir()
@@ -137,7 +132,7 @@ def test_training_stopped_at_a_random_moment_resumes_to_the_same_weights(tmp_pat
 
 @pytest.mark.integration
 def test_a_scan_killed_with_sigkill_leaves_no_partial_file_and_no_stale_lock(tmp_path: Path) -> None:
-    _need("minilm-l6")
+    need("minilm-l6")
     out = tmp_path / "scan"
     p = scan_proc(out)
     try:

@@ -1,14 +1,12 @@
-import pytest
 
-from headlab.models import NAMED_MODELS
+from ..support import need
 
 _loaded = {}
 
 
 def named(name):
     """Load a packaged model once per session; skip when its package is not installed."""
-    if not NAMED_MODELS[name].installed():
-        pytest.skip(f"{name} is not installed (headlab models install {name})")
+    need(name)
     if name not in _loaded:
         from headlab import load
 

@@ -4,7 +4,11 @@ import pytest
 import torch
 
 from headlab.ablation import ablate, output_projections, record_head_inputs
+from headlab.ablation.experiment import AblateResult
+from headlab.ablation.importance import ImportanceResult
+from headlab.ablation.prune import PruneResult
 
+from ..support import assert_round_trip
 from .conftest import SLASH_TEXTS, named
 
 pytestmark = pytest.mark.integration
@@ -45,6 +49,7 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
                "--out", str(tmp_path)])
     assert rc == 0
     r = json.loads((tmp_path / "ablate.json").read_text())
+    assert_round_trip(AblateResult, tmp_path / "ablate.json")
     assert r["heads"] == ["0.2", "3.1"] and r["metric"] == "cosine_distance"
     assert {"base", "ablated", "delta"} <= set(r["slash"]["cosine_distance"])
     c = r["control"]
@@ -66,6 +71,7 @@ def test_ablate_resample_mode_and_stimulus_suites(tmp_path):
                "--suites", "slash,controls", "--suite-n", "6", "--no-progress", "--out", str(tmp_path)])
     assert rc == 0
     r = json.loads((tmp_path / "ablate.json").read_text())
+    assert_round_trip(AblateResult, tmp_path / "ablate.json")
     assert r["mode"] == "resample" and set(r["suites"]) == {"slash", "controls"}
     for suite in r["suites"].values():
         assert suite["n_items"] >= 6
@@ -82,6 +88,7 @@ def test_importance_cli_on_an_encoder(tmp_path):
 
     assert main(["importance", "minilm-l6", "--samples", "8", "--no-progress", "--out", str(tmp_path)]) == 0
     r = json.loads((tmp_path / "importance.json").read_text())
+    assert_round_trip(ImportanceResult, tmp_path / "importance.json")
     assert len(r["heads"]) == 72 and r["spearman_exact_vs_gradient"] is None
     assert all(h["exact_delta"] > 0 for h in r["heads"])  # every head moves the final states a little
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0  # the report's section
@@ -96,6 +103,7 @@ def test_prune_curves_start_at_zero_and_end_equal(tmp_path):
 
     assert main(["prune", "minilm-l6", "--keep", "0.2", "--samples", "8", "--no-progress", "--out", str(tmp_path)]) == 0
     r = json.loads((tmp_path / "prune.json").read_text())
+    assert_round_trip(PruneResult, tmp_path / "prune.json")
     c = r["curves"]
     assert set(c) == {"exact", "random", "exact-keep-specialized"} and r["fractions"][-1] == 1.0
     assert abs(c["exact"][0]) < 1e-6 and c["exact"][-1] == c["random"][-1] > 0  # all heads gone: same model

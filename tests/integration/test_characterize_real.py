@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from headlab.analysis import characterize
+from headlab.analysis.characterize import CharacterizeResult
 from headlab.cli import main
 
 from .conftest import named
@@ -33,6 +34,9 @@ def test_characterize_minilm_shapes_intervals_and_outputs(tmp_path):
     j = json.loads((tmp_path / "characterize.json").read_text())
     assert len(j["heads"]) == L * H and set(j["heads"][0]["specificity"]) >= {"-", "|", "pooled"}
     assert "| head |" in (tmp_path / "characterize.md").read_text()
+    CharacterizeResult.read(tmp_path / "characterize.json").write(tmp_path / "again")  # JSON round trip
+    assert json.loads((tmp_path / "again" / "characterize.json").read_text()) == j
+    assert (tmp_path / "again" / "characterize.md").read_text() == (tmp_path / "characterize.md").read_text()
 
 
 def test_characterize_cli(tmp_path, capsys):
@@ -55,13 +59,13 @@ def test_claims_table_on_one_model(tmp_path):
     assert j["claims"][6]["cross_model"]["verdict"] == "inconclusive"  # one architecture kind only
     for c in j["claims"][:6]:
         assert c["per_model"]["minilm-l6"]["verdict"] in ("supported", "not supported", "inconclusive")
-    from headlab.analysis.claims import ClaimsResult
-
-    ClaimsResult.from_json(j).write(tmp_path / "again")  # the JSON round trip gives the same files
-    assert json.loads((tmp_path / "again" / "claims.json").read_text()) == j
-    assert (tmp_path / "again" / "claims.md").read_text() == md
     from headlab.report import report  # the report finds the scan, the characterization and the table
 
     rep = report(tmp_path, tmp_path / "report")
     assert rep["sections"] == ["Scan — minilm-l6", "Characterization — minilm-l6", "Claims table"]
     assert rep["figures"] == 4 and "| 8. ablating" in (tmp_path / "report" / "report.md").read_text()
+    from headlab.analysis.claims import ClaimsResult
+
+    ClaimsResult.from_json(j).write(tmp_path / "again")  # the JSON round trip gives the same files
+    assert json.loads((tmp_path / "again" / "claims.json").read_text()) == j
+    assert (tmp_path / "again" / "claims.md").read_text() == md

@@ -5,6 +5,7 @@ import torch
 
 from headlab.capture import capture
 
+from ..support import need
 from .conftest import SLASH_TEXTS, named
 
 EXPECTED = {  # name: (layers, heads, kv heads, causal, position encoding)
@@ -90,11 +91,9 @@ def test_eval_llm_reads_the_same_logits_as_a_plain_forward(name):
     import torch
 
     from headlab.ablation.metrics import load_for_metric
-    from headlab.models import NAMED_MODELS
     from headlab.tasks.llm_eval import _fused_attention, _next_logits
 
-    if not NAMED_MODELS[name].installed():
-        pytest.skip(f"{name} is not installed")
+    need(name)
     lm = load_for_metric(name)
     prompts = ["A = 7. B = A. C = B. What is the value of C? Answer:", "Ann lives in Paris. Where does Ann live?",
                "Bob = 3. Answer:"]

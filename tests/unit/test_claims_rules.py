@@ -30,6 +30,11 @@ def test_wilson_interval():
     p, lo, hi = wilson(36, 72)
     assert p == 0.5 and lo < 0.5 < hi
     assert all(math.isnan(x) for x in wilson(0, 0))
+    for k, n in [(3, 17), (12, 144), (1, 2)]:  # against the closed form of the Wilson score interval
+        z, p = 1.959963984540054, k / n
+        mid, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (
+            1 + z * z / n)
+        assert wilson(k, n)[1:] == pytest.approx((mid - half, mid + half), abs=1e-9)
 
 
 def test_claim_numbers_live_only_in_the_claim_definitions():

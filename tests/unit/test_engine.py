@@ -7,19 +7,10 @@ from headlab.corpus import Sample
 from headlab.detectors import make
 from headlab.engine import score_samples
 
+from ..support import random_samples
 from .tiny import Slash, tiny
 
-
-def _samples(n=11, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(n):
-        length = int(rng.integers(3, 20))
-        ids = rng.integers(8, 64, size=length)  # never 7 by chance
-        if i % 2 == 0:
-            ids[rng.integers(0, length)] = 7
-        out.append(Sample(i, f"s{i}", 0, tuple(int(x) for x in ids)))
-    return out
+_samples = random_samples
 
 
 @pytest.mark.parametrize("kind", ["llama", "bert", "mpnet"])

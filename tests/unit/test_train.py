@@ -1,45 +1,10 @@
-"""headlab train: schedule, exact resume after an interruption, damaged checkpoints, config errors."""
+"""headlab train's fast parts: checkpoint schedule and config errors (runs: integration/test_train_runs.py)."""
 
-import json
-
-import numpy as np
 import pytest
-import torch
-from safetensors.torch import load_file
 
 from headlab.errors import HeadlabError
-from headlab.track.training import tracked_training as train
 from headlab.train import from_dict
 from headlab.train.checkpoint import schedule
-
-TINY = {
-    "model": {"n_layers": 2, "n_heads": 2, "d_model": 32, "max_length": 32},
-    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:300", "tokenizer_chars": 60000, "window": 32,
-             "n_windows": 120, "slash_share": 0.25, "probe_windows": 4},
-    "optim": {"steps": 12, "batch_size": 8, "warmup_steps": 3, "threads": 1},
-    "checkpoints": {"early_points": 2, "early_fraction": 0.25, "every": 4},
-    "track": {"grad_every": 4},
-}
-
-
-def _cfg(**over):
-    raw = json.loads(json.dumps(TINY))
-    for section, kv in over.items():
-        raw[section].update(kv)
-    return from_dict(raw)
-
-
-def _losses(run):
-    return [json.loads(x)["loss"] for x in (run / "metrics.jsonl").read_text().splitlines()]
-
-
-class StopAt:
-    def __init__(self, step):
-        self.step = step
-
-    def on_step(self, trainer, step, loss):
-        if step == self.step:
-            raise KeyboardInterrupt
 
 
 def test_schedule_is_log_spaced_early_then_linear():
@@ -50,42 +15,6 @@ def test_schedule_is_log_spaced_early_then_linear():
     assert [x for x in s if x > 200] == [500, 1000, 1500, 2000]
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    run = tmp_path_factory.mktemp("full")
-    train(_cfg(), run, progress=False)
-    return run
-
-
-def test_resume_after_interrupt_reproduces_the_run_exactly(uninterrupted, tmp_path):
-    run = tmp_path / "cut"
-    with pytest.raises(KeyboardInterrupt):
-        train(_cfg(), run, progress=False, callbacks=[StopAt(6)])
-    assert (run / "checkpoints" / "step-0000006").is_dir()  # the interrupted step's work is kept
-    with pytest.raises(HeadlabError, match="already holds checkpoints"):
-        train(_cfg(), run, progress=False)
-    train(_cfg(), run, resume=True, progress=False)
-    assert _losses(run) == _losses(uninterrupted)
-    a, b = load_file(str(run / "final.safetensors")), load_file(str(uninterrupted / "final.safetensors"))
-    assert all(torch.equal(a[k], b[k]) for k in a)
-    sig = [json.loads(x)["step"] for x in (run / "signals.jsonl").read_text().splitlines()]
-    assert sig == [1, 4, 8, 12]
-    assert _losses(run)[-1] < _losses(run)[0]  # it learned something
-
-
-def test_damaged_checkpoint_is_named_and_skipped(uninterrupted, tmp_path):
-    import shutil
-
-    run = tmp_path / "dmg"
-    shutil.copytree(uninterrupted, run)
-    shutil.rmtree(run / "checkpoints" / "step-0000012")
-    f = run / "checkpoints" / "step-0000008" / "model.safetensors"
-    f.write_bytes(f.read_bytes()[:100])  # truncated
-    with pytest.warns(UserWarning, match="step-0000008 is damaged"):
-        train(_cfg(), run, resume=True, progress=False)
-    assert _losses(run) == _losses(uninterrupted)
-
-
 def test_config_errors_are_one_line():
     with pytest.raises(HeadlabError, match="unknown key"):
         from_dict({"optim": {"stepz": 3}})
@@ -93,50 +22,3 @@ def test_config_errors_are_one_line():
         from_dict({"optimizer": {}})
     with pytest.raises(HeadlabError, match="exceeds model.max_length"):
         from_dict({"data": {"window": 512}, "model": {"max_length": 64}})
-
-
-def test_two_process_ddp_matches_one_process(uninterrupted, tmp_path):
-    """torchrun --nproc_per_node=2 (gloo, CPU) with the same global batch gives the 1-process losses."""
-    import os
-    import subprocess
-    import sys
-
-    cfg = tmp_path / "tiny.toml"
-    from headlab.train.config import to_toml
-
-    cfg.write_text(to_toml(_cfg()))
-    run = tmp_path / "ddp"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533",
-                        "-m", "headlab.cli", "train", str(cfg), "--out", str(run), "--no-progress"],
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    one, two = _losses(uninterrupted), _losses(run)
-    assert len(two) == len(one) == 12
-    # same data and gradients up to the order of float summation across two processes
-    assert max(abs(a - b) / abs(a) for a, b in zip(one, two)) < 1e-4
-
-
-def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_path):
-    import shutil
-
-    from headlab.cli import main
-    from headlab.track.scores import METRICS, TrackResult
-
-    run = tmp_path / "tracked"
-    shutil.copytree(uninterrupted, run)
-    (run / "checkpoints" / "step-0000004" / "state.json").write_text("{not json")
-    with pytest.warns(UserWarning, match="step-0000004 is damaged"):
-        assert main(["track", str(run), "--n", "6", "--no-progress"]) == 0
-    t = TrackResult.from_json(json.loads((run / "track" / "track.json").read_text()))
-    assert t.steps == [1, 3, 8, 12] and set(t.scores) == set(METRICS)
-    assert all(a.shape == (4, 2, 2) for a in t.scores.values())
-    pt = t.scores["previous-token"]
-    assert np.all((pt >= 0) & (pt <= 1)) and np.ptp(pt) > 0  # scores move over training
-    ph = json.loads((run / "track" / "phases.json").read_text())
-    assert set(ph["scores"]["induction"]) == {"0.0", "0.1", "1.0", "1.1"}
-    for f in ("track.md", "track.csv", "loss.png", "heatmap_slash_mass.png", "trajectories_induction.png"):
-        assert (run / "track" / f).stat().st_size > 0
-    assert main(["predict", str(run)]) == 2  # one seed is not enough: one-line error
-    assert main(["track", str(tmp_path / "nothing")]) == 2
-

@@ -1,4 +1,5 @@
-"""Head ablation at the attention output projection's input (issue 4: metrics, importance, pruning to come)."""
+"""Head ablation at the attention output projection's input: group ablation with matched controls, exact and
+gradient importance, pruning curves."""
 
 from .experiment import ablate_experiment, format_report
 from .heads import ablate, output_projections, parse_heads, record_head_inputs

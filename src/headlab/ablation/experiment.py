@@ -25,11 +25,11 @@ import torch
 from ..corpus import Sample, Sampler, documents
 from ..engine import collate
 from ..errors import HeadlabError
-from ..head import name as head_name
-from ..io import write_json_atomic
+from ..head import Head
 from ..models import LoadedModel
 from ..models.loaded import device_of
 from ..progress import bar as progress_bar
+from ..result import Result
 from .heads import HeadSet, ablate, parse_heads, record_head_inputs
 from .metrics import load_for_metric, metric_names, per_sample, reference_hidden, symbol_mask, token_metrics, token_sets
 
@@ -125,10 +125,29 @@ def _suite_part(loaded: LoadedModel, suite: str, n: int, seed: int, batch_size: 
                         for i in range(0, len(samples), batch_size)], stimuli=True)
 
 
+@dataclass
+class AblateResult(Result):
+    """``ablate.json``: the target set's effect and its matched random controls (schema: docs/ablation.md)."""
+
+    KIND = "ablate.json"
+    model: str
+    mode: str
+    heads: list[Head]
+    metric: str
+    metrics: list[str]
+    slash_definition: str
+    slash: dict[str, Any]
+    no_slash: dict[str, Any]
+    control: dict[str, Any]
+    suites: dict[str, Any]
+    n_samples: int
+    n_tokens: int
+
+
 def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, mode: str = "zero", draws: int = 20,
                       samples: int = 48, window: int = 64, k: int = 3, corpus: Sequence[str] | None = None,
                       suites: Sequence[str] = (), suite_n: int = 16, seed: int = 0, batch_size: int = 8,
-                      progress: bool = True, device: str = "cpu") -> dict[str, Any]:
+                      progress: bool = True, device: str = "cpu") -> AblateResult:
     """Ablate ``heads`` together and ``draws`` matched random sets; return the ``ablate.json`` record.
 
     ``suites`` (names of :data:`headlab.stimuli.SUITES`, ``suite_n`` items each) adds per-suite effects."""
@@ -211,7 +230,7 @@ def _blocks(res: dict[str, Condition], side: str, part: str, names: Sequence[str
 
 
 def _report(loaded: LoadedModel, target: HeadSet, mode: str, draws: int, res: dict[str, Condition],
-            parts: list[Part], k: int) -> dict[str, Any]:
+            parts: list[Part], k: int) -> AblateResult:
     causal = loaded.facts.causal
     names = metric_names(loaded)
     rng = np.random.default_rng(0)
@@ -227,27 +246,27 @@ def _report(loaded: LoadedModel, target: HeadSet, mode: str, draws: int, res: di
                           "away": _blocks(res, "away", part.name, names, causal, rng),
                           "n_items": int(sum(len(b.input_ids) for b in part.batches))}
               for part in parts[1:]}
-    return {
-        "model": loaded.name, "mode": mode, "heads": [head_name(l, h) for l, hs in sorted(target.items()) for h in hs],
-        "metric": names[0], "metrics": list(names),
-        "slash_definition": (f"targets within {k} tokens after a '/'" if causal else "the '/' positions"),
-        "slash": _blocks(res, "near", "corpus", names, causal, rng),
-        "no_slash": _blocks(res, "away", "corpus", names, causal, rng),
-        "control": {"draws": draws, "matched": "same number of random heads per layer, never a target head",
-                    "delta_target": d_t, "delta_mean": float(np.mean(d_c)),
-                    "difference": float(d_t - np.mean(d_c)), "interval": [lo, hi], "p_value": p},
-        "suites": suites,
-        "n_samples": len(tgt), "n_tokens": int(sum(int(b.attention_mask.sum()) for b in parts[0].batches)),
-    }
+    return AblateResult(
+        model=loaded.name, mode=mode, heads=[Head(l, h) for l, hs in sorted(target.items()) for h in hs],
+        metric=names[0], metrics=list(names),
+        slash_definition=(f"targets within {k} tokens after a '/'" if causal else "the '/' positions"),
+        slash=_blocks(res, "near", "corpus", names, causal, rng),
+        no_slash=_blocks(res, "away", "corpus", names, causal, rng),
+        control={"draws": draws, "matched": "same number of random heads per layer, never a target head",
+                 "delta_target": d_t, "delta_mean": float(np.mean(d_c)),
+                 "difference": float(d_t - np.mean(d_c)), "interval": [lo, hi], "p_value": p},
+        suites=suites,
+        n_samples=len(tgt), n_tokens=int(sum(int(b.attention_mask.sum()) for b in parts[0].batches)),
+    )
 
 
-def write_report(report: dict[str, Any], out_dir: str) -> None:
+def write_report(report: AblateResult, out_dir: str) -> None:
     from pathlib import Path
 
-    write_json_atomic(Path(out_dir) / "ablate.json", report)
+    report.write(Path(out_dir) / "ablate.json")
 
 
-def format_report(r: dict[str, Any]) -> str:
+def format_report(r: AblateResult) -> str:
     m = r["metric"]
     c = r["control"]
     lines = [f"{r['model']}: {r['mode']}-ablating {len(r['heads'])} heads ({', '.join(r['heads'])}); "
@@ -264,7 +283,7 @@ def format_report(r: dict[str, Any]) -> str:
 
     for part in ("slash", "no_slash"):
         lines.append(f"  {part:<9} " + cells(r[part]))
-    for suite, v in r.get("suites", {}).items():
+    for suite, v in r.suites.items():
         lines.append(f"  suite {suite} ({v['n_items']} items), near the symbol: " + cells(v["near"]))
     lines.append(f"  control   {c['draws']} matched random sets: Δ{m} on slash tokens {c['delta_mean']:+.4f}; "
                  f"target minus control {c['difference']:+.4f} [{c['interval'][0]:+.4f}, {c['interval'][1]:+.4f}], "

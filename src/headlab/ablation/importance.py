@@ -12,6 +12,7 @@ Both are reported with their Spearman rank correlation.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from ..head import name as head_name
 from ..interventions import Gate, intervene
 from ..models import LoadedModel
 from ..models.loaded import device_of
+from ..result import Result
 from .metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
 from .sweep import exact_sweep
 
@@ -73,9 +75,24 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+@dataclass
+class ImportanceResult(Result):
+    """``importance.json``: every head's exact single-head ablation effect and gradient importance."""
+
+    KIND = "importance.json"
+    model: str
+    metric: str
+    base: float
+    n_samples: int
+    n_tokens: int
+    gradient: str
+    spearman_exact_vs_gradient: float | None
+    heads: list[dict[str, Any]]
+
+
 def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
                seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
-               batches: list[Any] | None = None, base_hidden: list[torch.Tensor] | None = None) -> dict[str, Any]:
+               batches: list[Any] | None = None, base_hidden: list[torch.Tensor] | None = None) -> ImportanceResult:
     """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record.
 
     ``batches`` (and, for encoders, their ``base_hidden``) let a caller that measures more on the same data
@@ -91,19 +108,19 @@ def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64,
     exact = exact_sweep(loaded, batches, base_hidden, primary_metric, progress=progress) - base
     grad = gradient_importance(loaded, batches) if f.causal else None
     metric = "next-token loss (nats)" if f.causal else "cosine distance of final hidden states"
-    return {
-        "model": loaded.name, "metric": metric, "base": base, "n_samples": sum(len(b.input_ids) for b in batches),
-        "n_tokens": int(sum(int(b.attention_mask.sum()) for b in batches)),
-        "gradient": "Michel et al. 2019, |dL/dgate| averaged over batches, L2-normalised per layer"
-                    if grad is not None else "not computed: encoder without a language-model head",
-        "spearman_exact_vs_gradient": spearman(exact, grad) if grad is not None else None,
-        "heads": [{"layer": l, "head": h, "name": head_name(l, h), "exact_delta": float(exact[l, h]),
-                   "gradient": None if grad is None else float(grad[l, h])}
-                  for l in range(f.n_layers) for h in range(f.n_heads)],
-    }
+    return ImportanceResult(
+        model=loaded.name, metric=metric, base=base, n_samples=sum(len(b.input_ids) for b in batches),
+        n_tokens=int(sum(int(b.attention_mask.sum()) for b in batches)),
+        gradient="Michel et al. 2019, |dL/dgate| averaged over batches, L2-normalised per layer"
+                 if grad is not None else "not computed: encoder without a language-model head",
+        spearman_exact_vs_gradient=spearman(exact, grad) if grad is not None else None,
+        heads=[{"layer": l, "head": h, "name": head_name(l, h), "exact_delta": float(exact[l, h]),
+                "gradient": None if grad is None else float(grad[l, h])}
+               for l in range(f.n_layers) for h in range(f.n_heads)],
+    )
 
 
-def format_importance(r: dict[str, Any], top: int = 10) -> str:
+def format_importance(r: ImportanceResult, top: int = 10) -> str:
     heads = sorted(r["heads"], key=lambda h: -h["exact_delta"])[:top]
     lines = [f"{r['model']}: head importance on {r['n_samples']} samples ({r['n_tokens']} tokens); metric "
              f"{r['metric']}, base {r['base']:.4f}",

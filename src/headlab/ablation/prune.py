@@ -8,15 +8,16 @@ top offset heads of a scan — are never removed). Steps of 10% of all heads.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
-from ..head import name as head_name
-from ..io import write_json_atomic
+from ..head import Head
 from ..plotting import pyplot
 from ..progress import bar as progress_bar
+from ..result import Result
 from .heads import ablate, parse_heads
 from .importance import _metric, importance
 from .metrics import load_for_metric, metric_batches, reference_hidden
@@ -29,8 +30,22 @@ def _heads_dict(order: Sequence[tuple[int, int]]) -> dict[int, list[int]]:
     return out
 
 
+@dataclass
+class PruneResult(Result):
+    """``prune.json``: the metric after removing each fraction of heads, per removal order (null: unreachable)."""
+
+    KIND = "prune.json"
+    model: str
+    metric: str
+    fractions: list[float]
+    curves: dict[str, list[float | None]]
+    kept: list[Head]
+    n_heads: int
+    importance: dict[str, Any]
+
+
 def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Sequence[str] = (), seed: int = 0,
-                 batch_size: int = 8, progress: bool = True, device: str = "cpu") -> dict[str, Any]:
+                 batch_size: int = 8, progress: bool = True, device: str = "cpu") -> PruneResult:
     """Curves of the metric (importance's) for each order; ``keep`` names the specialized heads (``L.H``)."""
     loaded = load_for_metric(model, device)
     f = loaded.facts
@@ -38,12 +53,12 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
     batches = metric_batches(loaded, samples, window, seed, batch_size)
     base_hidden = reference_hidden(loaded, batches)
     imp = importance(loaded, batches=batches, base_hidden=base_hidden, progress=progress)
-    heads = [(h["layer"], h["head"]) for h in imp["heads"]]
-    exact = {(h["layer"], h["head"]): h["exact_delta"] for h in imp["heads"]}
+    heads = [(h["layer"], h["head"]) for h in imp.heads]
+    exact = {(h["layer"], h["head"]): h["exact_delta"] for h in imp.heads}
     orders = {"exact": sorted(heads, key=lambda x: exact[x]),
               "random": random.Random(seed).sample(heads, len(heads))}
-    if imp["spearman_exact_vs_gradient"] is not None:
-        grad = {(h["layer"], h["head"]): h["gradient"] for h in imp["heads"]}
+    if imp.spearman_exact_vs_gradient is not None:
+        grad = {(h["layer"], h["head"]): h["gradient"] for h in imp.heads}
         orders["gradient"] = sorted(heads, key=lambda x: grad[x])
     keep_set = {(layer, h) for layer, hs in parsed.items() for h in hs}
     if keep_set:
@@ -67,12 +82,12 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
             curves[name] = curve
         if bar is not None:
             bar.close()
-    return {"model": loaded.name, "metric": imp["metric"], "fractions": steps, "curves": curves,
-            "kept": sorted(head_name(l, h) for l, h in keep_set), "n_heads": total,
-            "importance": {"spearman_exact_vs_gradient": imp["spearman_exact_vs_gradient"]}}
+    return PruneResult(model=loaded.name, metric=imp.metric, fractions=list(steps), curves=curves,
+                       kept=sorted(Head(l, h) for l, h in keep_set), n_heads=total,
+                       importance={"spearman_exact_vs_gradient": imp.spearman_exact_vs_gradient})
 
 
-def plot_prune(r: dict[str, Any], path: str | Path) -> None:
+def plot_prune(r: PruneResult, path: str | Path) -> None:
     plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -92,6 +107,6 @@ def plot_prune(r: dict[str, Any], path: str | Path) -> None:
     tmp.replace(p)
 
 
-def write_prune(r: dict[str, Any], out_dir: str | Path) -> None:
-    write_json_atomic(Path(out_dir) / "prune.json", r)
+def write_prune(r: PruneResult, out_dir: str | Path) -> None:
+    r.write(Path(out_dir) / "prune.json")
     plot_prune(r, Path(out_dir) / "prune.png")

@@ -1,4 +1,4 @@
-"""Analyses built on the streaming engine: characterization (more to come: claims, compare, RoPE)."""
+"""Analyses built on the streaming engine: characterization, the RoPE slash pattern, the claims table, comparison."""
 
 from .characterize import CharacterizeResult, characterize
 

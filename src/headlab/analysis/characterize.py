@@ -12,6 +12,7 @@ All masses use the ``marked`` detector (keys = the marked target tokens, queries
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,15 +22,17 @@ import numpy as np
 from ..detectors import make
 from ..engine import score_samples
 from ..errors import HeadlabError
+from ..head import Head
 from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
 from ..progress import bar as progress_bar
+from ..result import per_head
 from ..stats import ConsecutiveRule
 from ..stimuli import contexts, controls, positions, to_samples
 from ..stimuli.templates import CONTROL_SYMBOLS
 from .bootstrap import curve_cv_ci, mean_ci, ratio_ci
-from .rope import RopeResult, rope_analysis
+from .rope import RopeResult, rope_analysis, rope_from_json
 
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 
@@ -93,6 +96,31 @@ class CharacterizeResult:
                 "intervals": "[value, lower, upper]: percentile bootstrap 95% over items",
                 "heads": [self.head(l, h) for l in range(self.n_layers) for h in range(self.n_heads)],
                 "rope": self.rope.to_json() if self.rope is not None else None}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "CharacterizeResult":
+        """The inverse of :meth:`to_json` (arrays rebuilt from the per-head records)."""
+        L, H, heads = d["n_layers"], d["n_heads"], d["heads"]
+
+        def tri(get: Any) -> dict[str, np.ndarray]:
+            a = per_head(heads, L, H, get)  # (L, H, 3): value, lower, upper
+            return _triple(a[..., 0], a[..., 1], a[..., 2])
+
+        first = heads[0]
+        return CharacterizeResult(
+            model=d["model"], n_layers=L, n_heads=H, settings=d["settings"],
+            slash_mass=tri(lambda h: h["slash_mass"]),
+            specificity={k: tri(lambda h, k=k: h["specificity"][k]) for k in first["specificity"]},
+            position_curve=np.moveaxis(per_head(heads, L, H, lambda h: h["position_curve"]), -1, 0),
+            position_gaps=list(d["position_gaps"]), position_cv=tri(lambda h: h["position_cv"]),
+            context={k: tri(lambda h, k=k: h["context"][k]) for k in first["context"]},
+            sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool),
+            top=[tuple(Head.parse(x)) for x in d["top"]],  # type: ignore[misc]
+            rope=rope_from_json(d["rope"]) if d["rope"] is not None else None)
+
+    @staticmethod
+    def read(path: str | Path) -> "CharacterizeResult":
+        return CharacterizeResult.from_json(json.loads(Path(path).read_text()))
 
     def markdown(self) -> str:
         s = self.settings

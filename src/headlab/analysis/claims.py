@@ -94,16 +94,14 @@ def verdict_bound(iv: Interval, bound: float, at_least: bool) -> Verdict:
     return Verdict.SUPPORTED if on_side else (Verdict.NOT_SUPPORTED if off_side else Verdict.INCONCLUSIVE)
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> Interval:
-    """Share k/n with its Wilson score 95% interval."""
+def wilson(k: int, n: int, level: float = 0.95) -> Interval:
+    """Share k/n with its Wilson score interval (scipy's ``binomtest``); NaN when n = 0."""
     if n == 0:
         return (math.nan, math.nan, math.nan)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    lo, hi = mid - half, mid + half
-    return (p, 0.0 if lo < 1e-12 else lo, 1.0 if hi > 1 - 1e-12 else hi)
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return (k / n, float(ci.low), float(ci.high))
 
 
 def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
@@ -120,7 +118,7 @@ class ModelClaims:
     rows: dict[int, dict[str, Any]]
 
 
-def ablation_row(ablation: dict[str, Any] | None, sdhs: bool, causal: bool) -> dict[str, Any]:
+def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
     """Claim 8 from an ``ablate.json`` record: the accuracy drop (points) on slash text, with its interval."""
     if not causal:
         return {"value": "n/a", "detail": "encoder without a language-model head: no accuracy to lose",
@@ -141,7 +139,7 @@ def ablation_row(ablation: dict[str, Any] | None, sdhs: bool, causal: bool) -> d
 
 
 def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
-            ablation: dict[str, Any] | None = None) -> ModelClaims:
+            ablation: Any = None) -> ModelClaims:
     """The rows for one model from its scan (corpus), characterization (stimuli) and, optionally, the
     ablation of its SDHs (or top heads)."""
     L, H = sc.n_layers, sc.n_heads
@@ -229,6 +227,12 @@ class ClaimsResult:
                 if row is not None:
                     models[name].rows[c["id"]] = _row_from_json(row)
         return ClaimsResult(list(models.values()), cross, d["settings"])
+
+    @staticmethod
+    def read(path: str | Path) -> "ClaimsResult":
+        import json
+
+        return ClaimsResult.from_json(json.loads(Path(path).read_text()))
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]

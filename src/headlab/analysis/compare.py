@@ -6,7 +6,6 @@ models of different sizes: shares of heads and relative depth (layer + 0.5) / n_
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -16,6 +15,8 @@ import numpy as np
 from ..errors import HeadlabError
 from ..io import write_json_atomic, write_text_atomic
 from ..plotting import pyplot
+from ..scan import ScanResult
+from .characterize import CharacterizeResult
 
 
 @dataclass
@@ -50,9 +51,9 @@ def summarize(run: str | Path, kappa: float = 0.5) -> RunSummary:
     if not scan_f.exists() and not char_f.exists():
         raise HeadlabError(f"{p} holds neither scan.json nor characterize.json")
     try:
-        sc = json.loads(scan_f.read_text()) if scan_f.exists() else None
-        ch = json.loads(char_f.read_text()) if char_f.exists() else None
-    except (OSError, json.JSONDecodeError) as exc:
+        sc = ScanResult.read(scan_f).to_json() if scan_f.exists() else None
+        ch = CharacterizeResult.read(char_f).to_json() if char_f.exists() else None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HeadlabError(f"cannot read run {p}: {exc}") from exc
     base = sc or ch
     L, H = int(base["n_layers"]), int(base["n_heads"])  # type: ignore[index]

@@ -33,6 +33,7 @@ from ..interventions import Record, intervene
 from ..models import LoadedModel
 from ..models.adapters import parts
 from ..models.loaded import device_of
+from ..result import per_head
 
 BANDS = ("high", "medium", "low")
 
@@ -71,7 +72,7 @@ class RopeResult:
         kv = self.rank1_k.shape[1]
         sd_nat, sd_rnd = self.slash_dominant("natural"), self.slash_dominant("random")
         return {
-            "kappa": self.kappa, "kappa_source": "ours (the paper's values were not found)",
+            "kappa": self.kappa, "kappa_source": "ours (the paper's values were not found)", "n_kv_heads": kv,
             "n_natural": self.n_natural, "n_random": self.n_random,
             "slash_dominant_per_delta": {str(d): {"natural": int(sd_nat[..., d].sum()),
                                                   "random": int(sd_rnd[..., d].sum())} for d in range(K1)},
@@ -83,6 +84,24 @@ class RopeResult:
                        "bands_k": dict(zip(BANDS, map(float, self.bands_k[l, h * kv // H])))}
                       for l in range(L) for h in range(H)],
         }
+
+
+def rope_from_json(d: dict[str, Any]) -> RopeResult:
+    """The inverse of :meth:`RopeResult.to_json` (key/value-head arrays from the first query head of each group)."""
+    heads = d["heads"]
+    L, H, kv = heads[-1]["layer"] + 1, heads[-1]["head"] + 1, d["n_kv_heads"]
+    firsts = [h * H // kv for h in range(kv)]
+
+    def per_kv(get: Any) -> np.ndarray:
+        return per_head(heads, L, H, get)[:, firsts]
+
+    return RopeResult(
+        slash_natural=per_head(heads, L, H, lambda h: h["slash_natural"]),
+        slash_random=per_head(heads, L, H, lambda h: h["slash_random"]),
+        rank1_q=per_head(heads, L, H, lambda h: h["rank1_q"]), rank1_k=per_kv(lambda h: h["rank1_k"]),
+        bands_q=per_head(heads, L, H, lambda h: [h["bands_q"][b] for b in BANDS]),
+        bands_k=per_kv(lambda h: [h["bands_k"][b] for b in BANDS]),
+        kappa=d["kappa"], n_natural=d["n_natural"], n_random=d["n_random"])
 
 
 def random_token_samples(loaded: LoadedModel, n: int, length: int, seed: int) -> list[Sample]:

@@ -52,7 +52,7 @@ def collect(run: str | Path, out: str | Path) -> list[Section]:
         path = folder / marker
         try:
             sections.append(build(folder, figdir, "-".join(folder.relative_to(run).parts) or run.name))
-        except (KeyError, ValueError, TypeError, OSError) as exc:  # one damaged result does not sink the report
+        except (KeyError, ValueError, TypeError, OSError, HeadlabError) as exc:  # one damaged result does not sink it
             skipped.append(path)
             warnings.warn(f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc}); "
                           "its section is left out", stacklevel=2)

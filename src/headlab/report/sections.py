@@ -4,7 +4,6 @@ each builder is registered with the file that identifies its kind and returns ma
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +11,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ablation.experiment import AblateResult
+from ..ablation.importance import ImportanceResult
+from ..ablation.prune import PruneResult
+from ..analysis.characterize import CharacterizeResult
+from ..analysis.claims import ClaimsResult
 from ..head import name as head_name
+from ..scan import ScanResult
+from ..tasks.llm_eval import EvalLLMResult
+from ..tasks.sweep import SweepResult
 from . import figures
 
 
@@ -35,10 +42,6 @@ def section(kind: str, marker: str) -> Callable[[Builder], Builder]:
     return reg
 
 
-def _load(p: Path) -> Any:
-    return json.loads(p.read_text())
-
-
 def _img(path: Path, figdir: Path, alt: str) -> str:
     return f"![{alt}]({figdir.name}/{path.name})"
 
@@ -55,7 +58,7 @@ def _f(v: Any, nd: int = 3) -> str:
 
 @section("scan", "scan.json")
 def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "scan.json")
+    d = ScanResult.read(folder / "scan.json").to_json()
     L, H = d["n_layers"], d["n_heads"]
     keys = [k for k in ("token", "offset", "previous_token", "induction", "sink") if k in d["heads"][0]["scores"]]
     arrays = {k: np.full((L, H), np.nan) for k in keys}
@@ -87,7 +90,7 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("characterize", "characterize.json")
 def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "characterize.json")
+    d = CharacterizeResult.read(folder / "characterize.json").to_json()
     heads = sorted(d["heads"], key=lambda h: -(h["slash_mass"][0] or 0))[:10]
     names = [h["name"] for h in heads]
     f1 = figures.interval_bars(names, {"'/' mass (slash suite)": [h["slash_mass"] for h in heads]},
@@ -119,16 +122,16 @@ def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Characterization — {d['model']}", "\n".join(lines), [f1, f3, f2])
 
 
-@section("claims", "claims.md")
+@section("claims", "claims.json")
 def claims_section(folder: Path, figdir: Path, tag: str) -> Section:
-    text = (folder / "claims.md").read_text()
+    text = ClaimsResult.read(folder / "claims.json").markdown()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# "))
     return Section("Claims table", body.replace("\n## ", "\n### "))
 
 
 @section("ablation", "ablate.json")
 def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "ablate.json")
+    d = AblateResult.read(folder / "ablate.json")
     m = d["metric"]
     c = d["control"]
     plt = figures.pyplot()
@@ -157,7 +160,7 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("importance", "importance.json")
 def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "importance.json")
+    d = ImportanceResult.read(folder / "importance.json")
     L = 1 + max(h["layer"] for h in d["heads"])
     H = 1 + max(h["head"] for h in d["heads"])
     ex = np.full((L, H), np.nan)
@@ -187,7 +190,7 @@ def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("pruning", "prune.json")
 def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "prune.json")
+    d = PruneResult.read(folder / "prune.json")
     figs = [_copy(folder / "prune.png", figdir, tag)] if (folder / "prune.png").exists() else []
     lines = [
         f"Model **{d['model']}**, metric {d['metric']}, {d['n_heads']} heads; curves: {', '.join(d['curves'])}; "
@@ -211,7 +214,7 @@ def training_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("retrieval-sweep", "sweep.json")
 def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "sweep.json")
+    d = SweepResult.read(folder / "sweep.json")
     g = d["grid"]
     figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
     lines = [
@@ -247,7 +250,7 @@ def analyze_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("eval-llm", "eval_llm.json")
 def eval_llm_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = _load(folder / "eval_llm.json")
+    d = EvalLLMResult.read(folder / "eval_llm.json")
     figs = [_copy(folder / "eval_llm.png", figdir, tag)] if (folder / "eval_llm.png").exists() else []
     lines = [
         f"**{d['model']}**, {d['shots']}-shot, {d['n_distractors']} distractor chains. Scoring: {d['scoring']}",

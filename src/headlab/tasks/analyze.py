@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..head import name as head_name
 from ..io import read_jsonl
 from ..nn import Transformer
 from ..plotting import pyplot
+from ..result import Result
 from ..track.phases import emergence_step
 from ..train import checkpoint as ckpt
 from ..train.config import load_config
@@ -143,7 +145,35 @@ def _ablated_accuracy(
         return accuracy(model, task, exs)
 
 
-def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, seed: int = 0) -> dict[str, Any]:
+@dataclass
+class AnalyzeResult(Result):
+    """``analyze.json``: head labels from attention maps, the circuit, the ablation check, the emergence steps."""
+
+    KIND = "analyze.json"
+    run: str
+    task: dict[str, Any]
+    labels: list[list[str]]
+    circuit: list[dict[str, Any]]
+    profile: dict[str, Any]
+    ablation: dict[str, Any]
+    emergence: dict[str, Any]
+
+
+@dataclass
+class EmergenceResult(Result):
+    """``emergence.json``: each run's order of emerging head roles, how often it repeats, pairwise precedence;
+    ``by_layer_and_key`` is the same table with the reader dropped (None inside it)."""
+
+    KIND = "emergence.json"
+    runs: list[dict[str, Any]]
+    most_common_order: list[str]
+    same_order: int
+    n_runs: int
+    pairwise: list[dict[str, Any]]
+    by_layer_and_key: "EmergenceResult | None" = None
+
+
+def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, seed: int = 0) -> AnalyzeResult:
     run = Path(run)
     model, task = load_run(run)
     probes = eval_set(task, n, seed + 2 * 10**6, task.depth)
@@ -164,13 +194,13 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
             break
         ctrl.append(_ablated_accuracy(model, task, pick, test))
     circuit = circuit_of(prof, labels)
-    return {
-        "run": str(run),
-        "task": task.to_json(),
-        "labels": labels,
-        "circuit": circuit,
-        "profile": {"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
-        "ablation": {
+    return AnalyzeResult(
+        run=str(run),
+        task=task.to_json(),
+        labels=labels,
+        circuit=circuit,
+        profile={"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
+        ablation={
             "accuracy_base": base,
             "accuracy_labelled_ablated": abl,
             "control_draws": len(ctrl),
@@ -179,8 +209,8 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
             if ctrl or not labelled
             else "no matched control: a layer has fewer unlabelled than labelled heads",
         },
-        "emergence": emergence(run, model, task, labels, probes[:16], min_mass),
-    }
+        emergence=emergence(run, model, task, labels, probes[:16], min_mass),
+    )
 
 
 def emergence(
@@ -236,12 +266,12 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
     }
 
 
-def write_analysis(r: dict[str, Any], out: Path) -> None:
+def write_analysis(r: AnalyzeResult, out: Path) -> None:
     plt = pyplot()
 
-    from ..io import write_json_atomic, write_text_atomic
+    from ..io import write_text_atomic
 
-    write_json_atomic(out / "analyze.json", r)
+    r.write(out / "analyze.json")
     L = len(r["labels"])
     lines = [
         "# Retrieval circuit",
@@ -297,7 +327,7 @@ def write_analysis(r: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
-def emergence_table(analyses: list[dict[str, Any]], coarse: bool = False) -> dict[str, Any]:
+def emergence_table(analyses: list[Any], coarse: bool = False) -> EmergenceResult:
     """Across seeds: each run's order of label types (by emergence step) and how often the order is the same.
 
     Heads are compared by label (``reader→key``) and layer, since head indices are arbitrary across seeds:
@@ -317,16 +347,9 @@ def emergence_table(analyses: list[dict[str, Any]], coarse: bool = False) -> dic
         orders.append({"run": a["run"], "order": [f"{t}@{s}" for t, s in seq], "types": [t for t, _ in seq]})
     types = [tuple(o["types"]) for o in orders]
     most = max(set(types), key=types.count) if types else ()
-    out: dict[str, Any] = {
-        "runs": orders,
-        "most_common_order": list(most),
-        "same_order": types.count(most) if types else 0,
-        "n_runs": len(orders),
-        "pairwise": pairwise_order(orders),
-    }
-    if not coarse:
-        out["by_layer_and_key"] = emergence_table(analyses, coarse=True)
-    return out
+    return EmergenceResult(runs=orders, most_common_order=list(most), same_order=types.count(most) if types else 0,
+                           n_runs=len(orders), pairwise=pairwise_order(orders),
+                           by_layer_and_key=None if coarse else emergence_table(analyses, coarse=True))
 
 
 def pairwise_order(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ Each cell reports accuracy with a Wilson 95% interval; ``chance`` is 0.25 for mu
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import torch
@@ -29,6 +30,7 @@ from ..models import LoadedModel
 from ..padding import pad_right
 from ..plotting import pyplot
 from ..progress import bar as progress_bar
+from ..result import Result
 from .retrieval import PLACES, generate
 
 SCORING = ("multiple choice: the prompt ends in \"Answer:\"; the model's choice is the option letter (A..D) with "
@@ -94,10 +96,23 @@ def _next_logits(loaded: LoadedModel, prompts: list[str], batch_size: int) -> to
     return out
 
 
+@dataclass
+class EvalLLMResult(Result):
+    """``eval_llm.json``: accuracy with its Wilson interval per form and depth, and the scoring rule."""
+
+    KIND = "eval_llm.json"
+    model: str
+    shots: int
+    n_distractors: int
+    seed: int
+    cells: list[dict[str, Any]]
+    scoring: str
+
+
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
              n_distractors: int = 2, seed: int = 0, batch_size: int = 8, progress: bool = True,
-             device: str = "cpu") -> dict[str, Any]:
+             device: str = "cpu") -> EvalLLMResult:
     from ..ablation.metrics import load_for_metric
 
     loaded = load_for_metric(model, device)
@@ -141,11 +156,11 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
                 bar.update(n)
     if bar is not None:
         bar.close()
-    return {"model": loaded.name, "shots": shots, "n_distractors": n_distractors, "seed": seed, "cells": cells,
-            "scoring": SCORING}
+    return EvalLLMResult(model=loaded.name, shots=shots, n_distractors=n_distractors, seed=seed, cells=cells,
+                         scoring=SCORING)
 
 
-def plot_eval(result: dict[str, Any], path: Any) -> None:
+def plot_eval(result: EvalLLMResult, path: Any) -> None:
     plt = pyplot()
 
     forms = list(dict.fromkeys(c["form"] for c in result["cells"]))

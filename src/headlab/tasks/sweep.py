@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import HeadlabError
-from ..io import read_jsonl, write_json_atomic
+from ..io import read_jsonl
 from ..plotting import pyplot
+from ..result import Result
 from .training import RetrievalTask, train_retrieval
 
 
@@ -28,11 +30,25 @@ DEFAULT_GRID: dict[str, Any] = {"layers": (1, 2), "depths": (2, 3), "curricula":
                                 "seeds": (0, 1, 2)}
 
 
+@dataclass
+class SweepResult(Result):
+    """``sweep.json``: the grid, per-cell success counts, per-curriculum totals and every run's own result."""
+
+    KIND = "sweep.json"
+    grid: dict[str, Any]
+    trained_now: int
+    wall_s_this_call: float
+    success_rule: str
+    cells: dict[str, Any]
+    by_curriculum: dict[str, Any]
+    runs: list[dict[str, Any]]
+
+
 def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
           depths: Sequence[int] = DEFAULT_GRID["depths"], curricula: Sequence[str] = DEFAULT_GRID["curricula"],
           seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
           batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
-          checkpoint_every: int = 50, progress: bool = True, jobs: int = 2) -> dict[str, Any]:
+          checkpoint_every: int = 50, progress: bool = True, jobs: int = 2) -> SweepResult:
     """Train every cell (``jobs`` at a time, one torch thread each) and aggregate; see the module docstring.
 
     The default grid (36 runs, about 25 minutes on 2 cores) compares the three curricula at depths 2 and 3
@@ -93,14 +109,14 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     by_curriculum = {c: {"runs": sum(v["seeds"] for v in table.values() if v["curriculum"] == c),
                          "successes": sum(v["successes"] for v in table.values() if v["curriculum"] == c)}
                      for c in curricula}
-    result = {"grid": {"layers": list(layers), "depths": list(depths), "curricula": list(curricula),
-                       "seeds": list(seeds), "steps": steps, "d_model": d_model, "n_heads": n_heads,
-                       "batch_size": batch_size, "lr": lr, "n_distractors": n_distractors,
-                       "eval_every": eval_every, "checkpoint_every": checkpoint_every},
-              "trained_now": len(todo), "wall_s_this_call": round(time.perf_counter() - t0, 1),
-              "success_rule": "held-out full-depth accuracy >= 0.99 at an evaluation step",
-              "cells": table, "by_curriculum": by_curriculum, "runs": runs}
-    write_json_atomic(out / "sweep.json", result)
+    result = SweepResult(
+        grid={"layers": list(layers), "depths": list(depths), "curricula": list(curricula), "seeds": list(seeds),
+              "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
+              "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every},
+        trained_now=len(todo), wall_s_this_call=round(time.perf_counter() - t0, 1),
+        success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
+        cells=table, by_curriculum=by_curriculum, runs=runs)
+    result.write(out / "sweep.json")
     plot_sweep(result, out)
     return result
 
@@ -110,7 +126,7 @@ def _train_cell(kw: dict[str, Any]) -> str:
     return f"{Path(kw['run']).name}: success {r['success']} (step {r['success_step']})"
 
 
-def plot_sweep(result: dict[str, Any], out: Path) -> None:
+def plot_sweep(result: SweepResult, out: Path) -> None:
     plt = pyplot()
     import numpy as np
 

@@ -9,7 +9,7 @@ For each run (one seed) and head, features from the checkpoints and gradient sig
   log10(logit_slash / logit_other).
 
 Label: the head's score at the final checkpoint ≥ ``threshold``. Model: L2-regularised logistic regression
-(numpy, standardized features). Evaluation: leave-one-seed-out — each run's heads are predicted by a model
+(scikit-learn, standardized features). Evaluation: leave-one-seed-out — each run's heads are predicted by a model
 fitted on the other runs' heads — pooled over runs: precision and recall at probability 0.5, and ROC AUC.
 Baseline: the early score alone (its last early value), with a one-feature logistic fit the same way.
 """
@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..result import Result
 from .scores import TrackResult
 
 
@@ -63,52 +64,62 @@ def labels(run: RunData, metric: str, threshold: float) -> np.ndarray:
     return (np.nan_to_num(run.track.scores[metric][-1].ravel(), nan=-np.inf) >= threshold).astype(int)
 
 
-def fit_logistic(
-    X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 500
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weights, feature means and scales of a standardized L2 logistic regression (Newton steps)."""
-    mu, sd = X.mean(0), X.std(0) + 1e-9
-    Z = np.c_[(X - mu) / sd, np.ones(len(X))]
-    w = np.zeros(Z.shape[1])
-    reg = np.full(Z.shape[1], l2)
-    reg[-1] = 0.0
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-np.clip(Z @ w, -30, 30)))
-        g = Z.T @ (p - y) + reg * w
-        Hm = (Z * (p * (1 - p))[:, None]).T @ Z + np.diag(reg + 1e-9)
-        step = np.linalg.solve(Hm, g)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w, mu, sd
+Model = Any  # a fitted sklearn Pipeline (StandardScaler, LogisticRegression)
 
 
-def predict_proba(model: tuple[np.ndarray, np.ndarray, np.ndarray], X: np.ndarray) -> np.ndarray:
-    w, mu, sd = model
-    Z = np.c_[(X - mu) / sd, np.ones(len(X))]
-    return 1 / (1 + np.exp(-np.clip(Z @ w, -30, 30)))
+def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> Model:
+    """A standardized L2 logistic regression (penalty ``l2/2 · |w|²`` on the standardized weights, none on the
+    intercept: scikit-learn's ``C = 1 / l2``)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=1.0 / l2, max_iter=1000)).fit(X, y)
+
+
+def predict_proba(model: Model, X: np.ndarray) -> np.ndarray:
+    return model.predict_proba(X)[:, 1]
 
 
 def roc_auc(y: np.ndarray, score: np.ndarray) -> float | None:
-    """Area under the ROC curve (Mann-Whitney, ties count half); None when one class is absent."""
-    pos, neg = score[y == 1], score[y == 0]
-    if len(pos) == 0 or len(neg) == 0:
+    """Area under the ROC curve (ties count half); None when one class is absent."""
+    from sklearn.metrics import roc_auc_score
+
+    if y.min() == y.max():
         return None
-    gt = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(gt / (len(pos) * len(neg)))
+    return float(roc_auc_score(y, score))
 
 
 def _pr(y: np.ndarray, p: np.ndarray) -> tuple[float | None, float | None]:
-    pred = p >= 0.5
-    tp = int((pred & (y == 1)).sum())
-    prec = tp / int(pred.sum()) if pred.sum() else None
-    rec = tp / int((y == 1).sum()) if (y == 1).sum() else None
-    return prec, rec
+    """Precision and recall at probability 0.5; None where undefined (nothing predicted, or no positive)."""
+    from sklearn.metrics import precision_score, recall_score
+
+    pred = (p >= 0.5).astype(int)
+    prec = float(precision_score(y, pred, zero_division=np.nan))
+    rec = float(recall_score(y, pred, zero_division=np.nan))
+    return (None if np.isnan(prec) else prec), (None if np.isnan(rec) else rec)
+
+
+@dataclass
+class PredictResult(Result):
+    """``predict.json``: leave-one-seed-out precision, recall and ROC AUC of the early model and the baseline."""
+
+    KIND = "predict.json"
+    metric: str
+    threshold: float
+    early_fraction: float
+    runs: list[str]
+    n_heads: int
+    n_positive: int
+    features: list[str]
+    evaluation: str
+    early_model: dict[str, Any]
+    early_score_alone: dict[str, Any]
 
 
 def early_prediction(
     runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
-) -> dict[str, Any]:
+) -> PredictResult:
     """Leave-one-seed-out evaluation of the early model against the early-score baseline."""
     if len(runs) < 2:
         raise ValueError("early prediction needs at least 2 runs (seeds); the issue asks for 5 or more")
@@ -130,18 +141,11 @@ def early_prediction(
         p_full.append(pf)
         p_base.append(pb)
     y = np.concatenate(y_all)
-    out: dict[str, Any] = {
-        "metric": metric,
-        "threshold": threshold,
-        "early_fraction": early_fraction,
-        "runs": [r.name for r in runs],
-        "n_heads": int(len(y)),
-        "n_positive": int(y.sum()),
-        "features": names,
-        "evaluation": "leave-one-seed-out, pooled",
-    }
+    scores = {}
     for name, p in (("early_model", np.concatenate(p_full)), ("early_score_alone", np.concatenate(p_base))):
         prec, rec = _pr(y, p)
-        out[name] = {"precision": prec, "recall": rec, "roc_auc": roc_auc(y, p)}
-    out["early_score_alone"]["roc_auc_raw_score"] = roc_auc(y, np.concatenate([d[1] for d in data]))
-    return out
+        scores[name] = {"precision": prec, "recall": rec, "roc_auc": roc_auc(y, p)}
+    scores["early_score_alone"]["roc_auc_raw_score"] = roc_auc(y, np.concatenate([d[1] for d in data]))
+    return PredictResult(metric=metric, threshold=threshold, early_fraction=early_fraction, runs=[r.name for r in runs],
+                         n_heads=int(len(y)), n_positive=int(y.sum()), features=names,
+                         evaluation="leave-one-seed-out, pooled", **scores)

@@ -102,7 +102,9 @@ def from_model(source: str, texts: Sequence[tuple[str, str]] | None, scan_json: 
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-    scan_json = json.loads((folder / "scan.json").read_text())
+    from ..scan import ScanResult
+
+    scan_json = ScanResult.read(folder / "scan.json").to_json()
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
 
 
@@ -110,7 +112,7 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
                   scale: str = "sqrt") -> ViewData:
     """A headlab training run: a checkpoint slider over the tracked scores (``headlab track`` output when present,
     else the shown samples), every checkpoint's maps, and the tracker's phases."""
-    from ..track.scores import load_checkpoint_model
+    from ..track.scores import TrackResult, load_checkpoint_model
     from ..train import checkpoint as ckpt
     from ..train.data import load_pool
 
@@ -120,9 +122,9 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
     if not cks:
         raise HeadlabError(f"every checkpoint of {run} is damaged")
     track_file = run / "track" / "track.json"
-    tracked = json.loads(track_file.read_text()) if track_file.exists() else None
+    tracked = TrackResult.from_json(json.loads(track_file.read_text())) if track_file.exists() else None
     if tracked is not None:
-        keep = set(tracked["steps"])
+        keep = set(tracked.steps)
         cks = [(s, f) for s, f in cks if s in keep] or cks
     first = load_checkpoint_model(run, cks[-1][1])
     if texts:
@@ -154,10 +156,10 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
     bar = progress_bar(len(cks), f"view {run.name}: checkpoints", "checkpoint", progress)
     for c, (step, folder) in enumerate(cks):
         loaded = load_checkpoint_model(run, folder)
-        if tracked is not None and step in tracked["steps"]:
-            k = tracked["steps"].index(step)
+        if tracked is not None and step in tracked.steps:
+            k = tracked.steps.index(step)
             data.scores.append(
-                {m: np.asarray(v[k], dtype=float) for m, v in tracked["scores"].items() if m != "offset_delta"}
+                {m: np.asarray(v[k], dtype=float) for m, v in tracked.scores.items() if m != "offset_delta"}
             )
         else:
             data.scores.append(_shown_scores(loaded, samples))
@@ -200,7 +202,7 @@ def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarra
 
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
-    from ..tasks.analyze import KEYS, READERS, circuit_of, head_profile, labels_of, load_run
+    from ..tasks.analyze import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of, load_run
     from ..tasks.training import eval_set
     from ..train import checkpoint as ckpt
 
@@ -208,8 +210,8 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
     analysis_file = run / "analyze" / "analyze.json"
     probes = eval_set(task, n_probes, 2 * 10**6, task.depth)
     if analysis_file.exists():
-        a = json.loads(analysis_file.read_text())
-        labels, circuit = a["labels"], a["circuit"]
+        a = AnalyzeResult.read(analysis_file)
+        labels, circuit = a.labels, a.circuit
     else:
         prof = head_profile(model, task, probes)
         labels = labels_of(prof)

@@ -1,4 +1,4 @@
-"""headlab view and headlab report: data, file format, and the page in a real headless Chromium.
+"""headlab view and headlab report on trained runs, and the page in a real headless Chromium (slow: trains).
 
 The browser tests need Debian's chromium and Playwright (``make test`` installs both). They are skipped on a
 machine without them, except under CI (``CI`` set), where a missing browser is a failure.
@@ -15,12 +15,13 @@ import pytest
 
 from headlab.cli import main
 from headlab.errors import HeadlabError
-from headlab.viewer import build, dequantize, kind_of, quantize, render
+from headlab.viewer import build, dequantize, kind_of, render
 
-from .test_train import TINY
+from ..support import TINY_RUN as TINY
+from ..support import need
 
+pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "runs" / "browser-tests"
-
 @pytest.fixture(scope="module")
 def tracked_run(tmp_path_factory):
     from headlab.track.training import tracked_training as train
@@ -39,23 +40,6 @@ def retrieval_run(tmp_path_factory):
                  "--steps", "40", "--batch-size", "16", "--eval-every", "20", "--checkpoint-every", "20",
                  "--d-model", "32", "--no-progress", "--jobs", "1", "--out", str(out)]) == 0
     return out
-
-
-def test_quantization_error_is_bounded_and_causal_maps_keep_the_lower_triangle():
-    rng = np.random.default_rng(0)
-    for causal in (False, True):
-        x = rng.random((50, 50)) ** 8
-        if causal:
-            x = np.tril(x)
-        p = x / x.sum(1, keepdims=True)
-        back = dequantize(quantize(p, causal), 50, causal)
-        assert np.abs(back - p).max() < 0.004
-        assert np.all(back[p == 0] == 0)
-        # the sqrt scale's bound: |error| <= sqrt(p)/255 + (0.5/255)^2, so small weights stay small
-        assert np.all(np.abs(back - p) <= np.sqrt(p) / 255 + 4e-6)
-        lin = dequantize(quantize(p, causal, "linear"), 50, causal, "linear")
-        assert np.abs(lin - p).max() <= 0.5 / 255 + 1e-9
-    assert len(quantize(np.tril(np.ones((64, 64))) / 64, True)) < len(quantize(np.ones((64, 64)) / 64, False))
 
 
 def test_training_run_page_has_every_checkpoint_map_and_nothing_external(tracked_run):
@@ -166,12 +150,10 @@ def test_viewer_in_headless_chromium(tracked_run, tmp_path):
 @pytest.mark.integration
 def test_viewer_of_a_packaged_model_marks_slash_tokens(tmp_path):
     _browser_or_skip()
-    from headlab.models import NAMED_MODELS
     from headlab.viewer import view
     from headlab.viewer.browser import open_page
 
-    if not NAMED_MODELS["minilm-l6"].installed():
-        pytest.skip("minilm-l6 is not installed")
+    need("minilm-l6")
     text = "See https://example.com/docs/api and/or the 2024/05/01 notes in /usr/share/doc."
     page_file = view("minilm-l6", tmp_path / "minilm.html", [("url text", text)], progress=False)
     with open_page(page_file) as (page, log):

@@ -1,0 +1,38 @@
+"""A small retrieval sweep trained, reused, refused with other settings, and analyzed (slow: trains)."""
+
+import json
+
+import pytest
+
+from headlab.tasks.analyze import AnalyzeResult
+from headlab.tasks.sweep import SweepResult
+
+from ..support import assert_round_trip
+
+pytestmark = pytest.mark.slow
+
+
+def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
+    from headlab.cli import main
+
+    out = tmp_path / "sweep"
+    args = ["retrieval", "sweep", "--layers", "1", "--depths", "1", "--curricula", "none,chain", "--seeds", "0",
+            "--steps", "40", "--batch-size", "16", "--eval-every", "20", "--d-model", "32", "--no-progress",
+            "--out", str(out)]
+    assert main(args) == 0
+    r = json.loads((out / "sweep.json").read_text())
+    assert_round_trip(SweepResult, out / "sweep.json")
+    assert set(r["cells"]) == {"L1-D1-none", "L1-D1-chain"} and len(r["runs"]) == 2
+    assert (out / "success_map.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
+    rows = [json.loads(x) for x in (out / "L1-D1-chain-s0" / "eval.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in rows] == [20, 40] and 0 <= rows[-1]["accuracy"]["1"] <= 1
+    assert main(args) == 0  # finished cells are reused, not retrained
+    other = [a if a != "40" else "60" for a in args]
+    assert main(other) == 2  # the same folder with other settings is refused, not mixed
+    run = out / "L1-D1-chain-s0"
+    assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0
+    a = json.loads((run / "analyze" / "analyze.json").read_text())
+    assert_round_trip(AnalyzeResult, run / "analyze" / "analyze.json")
+    assert len(a["labels"]) == 1 and len(a["labels"][0]) == 4
+    assert 0 <= a["ablation"]["accuracy_base"] <= 1 and a["emergence"]["steps"]
+    assert main(["retrieval", "analyze", str(tmp_path)]) == 2  # not a retrieval run

@@ -1,0 +1,50 @@
+"""Shared test helpers (no test module imports another; they import these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headlab.corpus import Sample
+from headlab.models import NAMED_MODELS
+
+#: a small training config: 12 steps of a 2-layer model on pydoc text, checkpoints and gradient signals every 4
+TINY_RUN = {
+    "model": {"n_layers": 2, "n_heads": 2, "d_model": 32, "max_length": 32},
+    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:300", "tokenizer_chars": 60000, "window": 32,
+             "n_windows": 120, "slash_share": 0.25, "probe_windows": 4},
+    "optim": {"steps": 12, "batch_size": 8, "warmup_steps": 3, "threads": 1},
+    "checkpoints": {"early_points": 2, "early_fraction": 0.25, "every": 4},
+    "track": {"grad_every": 4},
+}
+
+
+def need(model: str) -> None:
+    """Skip the calling test when the named model's package is not installed."""
+    if not NAMED_MODELS[model].installed():
+        pytest.skip(f"{model} is not installed (headlab models install {model})")
+
+
+def random_samples(n: int = 11, seed: int = 0) -> list[Sample]:
+    """Random token samples of 3-19 tokens over ids 8..63; every other one holds id 7 (which plays '/')."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        length = int(rng.integers(3, 20))
+        ids = rng.integers(8, 64, size=length)  # never 7 by chance
+        if i % 2 == 0:
+            ids[rng.integers(0, length)] = 7
+        out.append(Sample(i, f"s{i}", 0, tuple(int(x) for x in ids)))
+    return out
+
+
+def assert_round_trip(cls: type, path: Path) -> None:
+    """The result file at ``path`` reads back through ``cls.from_json`` and writes out unchanged."""
+    import json
+
+    from headlab.io import _clean
+
+    on_disk = json.loads(path.read_text())
+    assert json.loads(json.dumps(_clean(cls.from_json(on_disk).to_json()))) == on_disk

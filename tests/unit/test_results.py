@@ -1,0 +1,78 @@
+"""Typed results: the JSON round trip, strict keys, heads as L.H."""
+
+import json
+
+import pytest
+
+from headlab.ablation.experiment import AblateResult
+from headlab.ablation.importance import ImportanceResult
+from headlab.ablation.prune import PruneResult
+from headlab.errors import HeadlabError
+from headlab.head import Head
+from headlab.io import _clean
+from headlab.tasks.analyze import AnalyzeResult, EmergenceResult
+from headlab.tasks.llm_eval import EvalLLMResult
+from headlab.tasks.sweep import SweepResult
+from headlab.track.predict import PredictResult
+
+
+def round_trip(cls, record: dict) -> None:
+    """``record`` (as written to disk) reads back and writes out unchanged."""
+    on_disk = json.loads(json.dumps(_clean(record)))
+    assert json.loads(json.dumps(_clean(cls.from_json(on_disk).to_json()))) == on_disk
+
+
+def test_heads_are_typed_and_written_as_l_dot_h() -> None:
+    r = PruneResult(model="m", metric="loss", fractions=[0.0, 0.5], curves={"exact": [1.0, None]},
+                    kept=[Head(0, 3), Head(2, 1)], n_heads=8, importance={"spearman_exact_vs_gradient": None})
+    j = r.to_json()
+    assert j["kept"] == ["0.3", "2.1"] and r["kept"] == ["0.3", "2.1"]
+    back = PruneResult.from_json(j)
+    assert back.kept == [Head(0, 3), Head(2, 1)] and back == r
+    round_trip(PruneResult, j)
+
+
+def test_missing_and_unknown_keys_are_named() -> None:
+    good = EvalLLMResult("m", 0, 2, 0, [], "rule").to_json()
+    with pytest.raises(HeadlabError, match="eval_llm.json: missing scoring"):
+        EvalLLMResult.from_json({k: v for k, v in good.items() if k != "scoring"})
+    with pytest.raises(HeadlabError, match="unknown extra"):
+        EvalLLMResult.from_json({**good, "extra": 1})
+    with pytest.raises(HeadlabError, match="is not of the form L.H"):
+        AblateResult.from_json({**AblateResult("m", "zero", [Head(0, 1)], "loss", ["loss"], "d", {}, {}, {}, {}, 1,
+                                               2).to_json(), "heads": ["x"]})
+
+
+def test_nested_results_round_trip() -> None:
+    inner = EmergenceResult(runs=[{"run": "a", "order": ["L0:a→b@10"], "types": ["L0:a→b"]}],
+                            most_common_order=["L0:a→b"], same_order=1, n_runs=1, pairwise=[])
+    outer = EmergenceResult(runs=inner.runs, most_common_order=["L0:a→b"], same_order=1, n_runs=1, pairwise=[],
+                            by_layer_and_key=inner)
+    assert EmergenceResult.from_json(outer.to_json()) == outer
+    round_trip(EmergenceResult, outer.to_json())
+
+
+@pytest.mark.parametrize("cls", [ImportanceResult, PredictResult, SweepResult, AnalyzeResult])
+def test_every_field_survives_the_round_trip(cls) -> None:
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    sample = {"str": "x", "int": 3, "float": 0.25, "dict": {"a": [1, None]}, "list": [{"a": 1}], "opt": None}
+
+    def value(hint):
+        origin = typing.get_origin(hint)
+        if hint is str:
+            return sample["str"]
+        if hint is int:
+            return sample["int"]
+        if hint is float or (origin is not None and float in typing.get_args(hint)):
+            return sample["float"]
+        if origin is dict:
+            return sample["dict"]
+        if origin is list:
+            return [["a"]] if typing.get_args(hint)[0] == list[str] else sample["list"]
+        return sample["opt"]
+
+    record = {f.name: value(hints[f.name]) for f in dataclasses.fields(cls)}
+    round_trip(cls, record)
