@@ -15,80 +15,10 @@ from pathlib import Path
 from typing import Sequence
 
 from .cli_types import Parser, at_least, list_option, real_in
+from .cli_types import common_options as _common
+from .cli_types import default_out as _out
 from .errors import HeadlabError
 from .interrupts import Terminated, exit_code, sigterm_as_interrupt
-
-
-def _common(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True) -> None:
-    """Options every analysis command shares."""
-    if seed:
-        p.add_argument("--seed", type=int, default=0)
-    if batch:
-        p.add_argument("--batch-size", type=at_least(1), default=8)
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.add_argument("--no-progress", action="store_true")
-
-
-def _out(a: argparse.Namespace, kind: str) -> str:
-    return a.out or os.path.join("runs", f"{kind}-" + os.path.basename(str(a.model).rstrip("/")))
-
-
-def _add_scan(sub: argparse._SubParsersAction) -> None:
-    from .detectors import DEFAULT_DETECTORS, DETECTORS
-
-    p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
-                       description="Score every head of MODEL with head detectors over a corpus, streaming. "
-                                   "Writes DIR/scan.json and DIR/heads.csv.")
-    p.add_argument("model", help="named model (headlab models list), HF model directory, .gguf file or hub id")
-    list_option(p, "--corpus", metavar="SRC",
-                   help="named sources (wiki pydoc linux-doc python-doc man foldoc) or files/folders "
-                        "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
-    list_option(p, "--detectors", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
-                help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")
-    p.add_argument("--target", default="/", help="token detector target character (default '/')")
-    p.add_argument("--bare", action="store_true", help="target only the plain token, not merges like '://'")
-    p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
-                   help="token score averages over queries that can see a target (default) or all queries")
-    p.add_argument("--max-offset", type=at_least(0), default=8, help="offset detector: Δ = 0..K (default 8)")
-    p.add_argument("--threshold", type=real_in(0, 1), default=0.5, help="SDH rule θ (default 0.5)")
-    p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k consecutive samples (default 3)")
-    p.add_argument("--max-samples", type=at_least(0), default=512, help="stop after N samples (0: whole corpus)")
-    p.add_argument("--batch-size", type=at_least(1), default=8)
-    p.add_argument("--max-length", type=at_least(2), default=128, help="window length in tokens (default 128)")
-    p.add_argument("--stride", type=at_least(1), default=None, help="window stride in tokens (default: no overlap)")
-    p.add_argument("--filter", dest="target_filter", choices=["any", "with-target", "without-target"],
-                   default="any", help="keep samples with or without the target (default any)")
-    p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
-    p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector (default 5)")
-    p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
-                   help="capture route: auto (default: fused where the detectors and model allow, else chunked, "
-                        "else eager), or force one; the route used is recorded in scan.json")
-    p.add_argument("--chunk-mb", type=real_in(0, open_lo=True), default=256.0,
-                   help="memory budget of one block of the chunked/fused routes, MB (default 256)")
-    _common(p, "scan", seed=False, batch=False)
-    p.set_defaults(func=_cmd_scan)
-
-
-def _cmd_scan(a: argparse.Namespace) -> int:
-    from .io import writing
-    from .scan import scan
-
-    with writing(_out(a, "scan"), ["scan.json", "heads.csv"], a.overwrite) as out:
-        r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
-                 max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
-                 max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
-                 stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
-                 device=a.device, route=a.route, chunk_mb=a.chunk_mb)
-        r.write(out)
-    print(r.table(a.top))
-    print(f"wrote {out}/scan.json and {out}/heads.csv")
-    if r.interrupted:
-        print(f"headlab: interrupted ({r.interrupted_by}): wrote the statistics of the {r.n_samples} samples whose "
-              "batches finished, marked interrupted", file=sys.stderr)
-        return 143 if r.interrupted_by == "SIGTERM" else 130
-    return 0
 
 
 def _add_models(sub: argparse._SubParsersAction) -> None:
@@ -423,7 +353,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
-    _add_scan(sub)
     _add_models(sub)
     _add_stimuli(sub)
     _add_characterize(sub)
@@ -432,8 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ablate(sub)
     _add_importance(sub)
     _add_prune(sub)
-    from . import cli_formation, cli_retrieval, cli_view
+    from . import cli_formation, cli_retrieval, cli_scan, cli_view
 
+    cli_scan.register(sub)
     cli_formation.register(sub)
     cli_retrieval.register(sub)
     cli_view.register(sub)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -88,3 +89,19 @@ def api_default(fn: Callable[..., Any], name: str) -> Any:
     import inspect
 
     return inspect.signature(fn).parameters[name].default
+
+
+def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True) -> None:
+    """Options every analysis command shares."""
+    if seed:
+        p.add_argument("--seed", type=int, default=0)
+    if batch:
+        p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def default_out(a: argparse.Namespace, kind: str) -> str:
+    return a.out or os.path.join("runs", f"{kind}-" + os.path.basename(str(a.model).rstrip("/")))

@@ -10,18 +10,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .census import Census
 from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
 from .detectors import DEFAULT_DETECTORS, Detector, make
-from .engine import score_samples
+from .distributed import world
 from .errors import HeadlabError
 from .head import name as head_name
 from .interrupts import Terminated
 from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
+from .persample import PerSampleWriter
 from .progress import bar as progress_bar
 from .result import per_head
 from .routes import DEFAULT_BLOCK_MB, choose
-from .stats import ConsecutiveRule, RunningMoments
+from .scan_stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
 
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
               "previous_token", "duplicate_token", "induction", "sink", "entropy")
@@ -216,6 +218,10 @@ def scan(
     device: str = "cpu",
     route: str = "auto",
     chunk_mb: float = DEFAULT_BLOCK_MB,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    per_sample: str | Path | None = None,
 ) -> ScanResult:
     """Score every attention head of ``model`` over a corpus, streaming.
 
@@ -234,6 +240,12 @@ def scan(
         route: capture route (:mod:`headlab.routes`): ``auto`` (default: ``fused`` wherever the model and the
             detectors allow it, else ``chunked``, else ``eager``), or one of them forced.
         chunk_mb: memory budget of one block of the chunked and fused routes, in MB.
+        checkpoint_dir, checkpoint_every, resume: write the merged statistics every ``checkpoint_every`` samples
+            into ``checkpoint_dir`` (default: every 2048 samples for scans of more than 4096, else never; 0: never),
+            and with ``resume`` continue from the checkpoint there (:mod:`headlab.scan_stream`).
+        per_sample: a ``.parquet`` file for one row of scores per sample (:mod:`headlab.persample`).
+    Under ``torchrun`` the samples are shared among the processes (:mod:`headlab.distributed`); every process
+    returns the merged result.
     A Ctrl-C (or SIGTERM, under the CLI) stops the scan early and returns the statistics of every batch that
     finished, marked ``interrupted``.
     """
@@ -255,29 +267,41 @@ def scan(
         raise HeadlabError("--filter needs the token detector (it defines the target)")
 
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
-    moments: dict[str, RunningMoments] = {}
-    rule = ConsecutiveRule((L, H), threshold, consecutive)
-    n_samples = n_tokens = n_with = 0
-    interrupted: KeyboardInterrupt | None = None
-    bar = progress_bar(max_samples, f"scan {loaded.name}", "sample", progress)
+    w = world()
+    census = Census((L, H), threshold, consecutive)
+    every = _checkpoint_every(checkpoint_every, max_samples, checkpoint_dir)
+    folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    settings = _settings(texts, corpus, dets, target, bare, threshold, consecutive, max_samples, batch_size,
+                         window, sampler, seed, target_filter, choice, chunk_mb, loaded)
+    print_ = fingerprint(settings)
+    parts = 0
+    if resume:
+        if folder is None:
+            raise HeadlabError("resuming needs the folder that holds the checkpoint (--out)")
+        found = load_checkpoint(folder, census, w, print_)
+        if found is None and not (folder / CKPT_JSON).exists():
+            raise HeadlabError(f"{folder} holds no scan checkpoint to resume; run without --resume")
+        parts = found or 0
+    writer = PerSampleWriter(per_sample, parts) if per_sample is not None and w.main else None
+    bar = progress_bar(max_samples, f"scan {loaded.name}", "sample", progress and w.main)
+    if bar is not None and census.position:
+        bar.update(census.position)
     try:
-        for chunk, scores in score_samples(
-            loaded, dets, sampler.samples(docs, max_samples), batch_size, bar, choice.route, chunk_mb
-        ):
-            for name, block in scores.items():
-                if name not in moments:
-                    moments[name] = RunningMoments(block.shape[1:], threshold if name == "token" else None)
-                moments[name].update(block)
-            if "token" in scores:
-                rule.update(scores["token"])
-                n_with += int((~np.isnan(scores["token"][:, 0, 0])).sum())
-            n_samples += len(chunk)
-            n_tokens += sum(len(s.input_ids) for s in chunk)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under headlab.interrupts: keep what finished
+        interrupted = run(loaded, dets, sampler.samples(docs, max_samples), census, w, batch_size=batch_size,
+                          route=choice.route, chunk_mb=chunk_mb, bar=bar, every=every, folder=folder, print_=print_,
+                          writer=writer, rows=per_sample is not None)
+    except KeyboardInterrupt as exc:  # Ctrl-C before the loop, or a sharded scan (its last checkpoint stands)
         interrupted = exc
+        if w.size > 1:
+            raise
     finally:
         if bar is not None:
             bar.close()
+    merge_ranks(census, w)
+    if writer is not None and census.n_samples:
+        writer.finish()
+    n_samples, n_tokens, n_with = census.n_samples, census.n_tokens, census.n_with
+    moments, rule = census.moments, census.rule
     if n_samples == 0 and interrupted is not None:
         raise type(interrupted)("interrupted before the first batch finished: nothing to write")
     if n_samples == 0:
@@ -296,28 +320,9 @@ def scan(
             "the SDH share is undefined (use more samples or --filter with-target)"
         )
         warnings.warn(notes[-1], stacklevel=2)
-    settings = {
-        "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
-        "detectors": {d.name: d.settings() for d in dets},
-        "sdh_rule": {
-            "detector": "token",
-            "target": target,
-            "bare": bare,
-            "threshold": threshold,
-            "consecutive": consecutive,
-        },
-        "max_samples": max_samples,
-        "batch_size": batch_size,
-        "window": window,
-        "stride": sampler.stride,
-        "special_tokens": sampler.special.count,
-        "seed": seed,
-        "filter": target_filter,
-        "capture": "streaming",
-        **choice.settings(),
-        "chunk_mb": chunk_mb,
-        "model_facts": loaded.facts.__dict__,
-    }
+    settings["world_size"] = w.size
+    settings["checkpoint_every"] = every
+    settings["per_sample"] = str(Path(per_sample).resolve()) if per_sample is not None else None
     has_token = "token" in moments
     return ScanResult(
         model=loaded.name,
@@ -339,6 +344,38 @@ def scan(
         else ("SIGTERM" if isinstance(interrupted, Terminated) else "SIGINT"),
     )
 
+
+
+def _settings(texts: Any, corpus: Any, dets: Sequence[Detector], target: str, bare: bool, threshold: float,
+              consecutive: int, max_samples: int | None, batch_size: int, window: int, sampler: Sampler, seed: int,
+              target_filter: str, choice: Any, chunk_mb: float, loaded: LoadedModel) -> dict[str, Any]:
+    """The settings recorded in ``scan.json``; all but the budgets also fingerprint a checkpoint."""
+    return {
+        "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
+        "detectors": {d.name: d.settings() for d in dets},
+        "sdh_rule": {"detector": "token", "target": target, "bare": bare, "threshold": threshold,
+                     "consecutive": consecutive},
+        "max_samples": max_samples,
+        "batch_size": batch_size,
+        "window": window,
+        "stride": sampler.stride,
+        "special_tokens": sampler.special.count,
+        "seed": seed,
+        "filter": target_filter,
+        "capture": "streaming",
+        **choice.settings(),
+        "chunk_mb": chunk_mb,
+        "model_facts": loaded.facts.__dict__,
+    }
+
+
+def _checkpoint_every(every: int | None, max_samples: int | None, folder: Any) -> int:
+    """Samples between checkpoints: as asked, else 2048 for scans of more than 4096 samples with a folder."""
+    if every is not None:
+        if every < 0:
+            raise HeadlabError(f"--checkpoint-every must be 0 (never) or positive, not {every}")
+        return every
+    return 2048 if folder is not None and (max_samples is None or max_samples > 4096) else 0
 
 def _make(d: str | Detector, **opts: Any) -> Detector:
     if isinstance(d, Detector):

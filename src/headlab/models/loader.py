@@ -59,6 +59,20 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path), adapter=adapter)
 
 
+def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:
+    """The tokenizer of a named model, a model directory or a hub id, without loading the weights."""
+    from transformers import AutoTokenizer
+
+    name = str(name_or_path)
+    spec = NAMED_MODELS.get(name)
+    check_source(name)
+    path = spec.locate() if spec is not None else _resolve_path(name)
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:
+        raise HeadlabError(f"cannot load the tokenizer of {name}: {str(exc).splitlines()[0]}") from exc
+
+
 def check_source(name_or_path: str | os.PathLike[str]) -> None:
     """The checks :func:`load` makes before reading any weights (a named model is installed, a path exists
     and is a model): call it for every model of a multi-model command before the first is measured."""

@@ -1,0 +1,91 @@
+"""Running one scan in several processes (``torchrun``): who computes which sample, and merging their results.
+
+Under ``torchrun`` (``WORLD_SIZE`` > 1 in the environment) the process group is created once, with ``nccl`` when
+the process has a CUDA device and ``gloo`` otherwise; without it everything here is a no-op on one process.
+Sample ``i`` of the seeded global stream belongs to rank ``i mod world``; ranks advance in rounds of the same
+global samples, so every collective is called by every rank the same number of times.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int = 0
+    size: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def mine(self, index: int) -> bool:
+        return index % self.size == self.rank
+
+    def all_sum(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Element-wise sums over ranks (float64 and int64 exactly as sent)."""
+        if self.size == 1:
+            return [a.copy() for a in arrays]
+        import torch
+        import torch.distributed as dist
+
+        out = []
+        for a in arrays:
+            t = torch.tensor(a, device=_device())  # a copy: all_reduce works in place, the caller's array stays
+            dist.all_reduce(t)
+            out.append(t.cpu().numpy())
+        return out
+
+    def all_gather(self, obj: Any) -> list[Any]:
+        """Every rank's ``obj``, in rank order (picklable objects; the payloads here are small)."""
+        if self.size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def barrier(self) -> None:
+        if self.size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+
+def _device() -> Any:
+    import torch
+    import torch.distributed as dist
+
+    return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
+def world() -> World:
+    """This process's place in the job: joins the process group on first use under torchrun."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size == 1:
+        return World()
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group(backend)
+    return World(dist.get_rank(), dist.get_world_size())
+
+
+def device_for(requested: str, w: World) -> str:
+    """Under torchrun with CUDA, each process takes its local GPU unless a device is named explicitly."""
+    if w.size > 1 and requested in ("auto", "cuda"):
+        import torch
+
+        if torch.cuda.is_available():
+            return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return requested

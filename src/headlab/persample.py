@@ -1,0 +1,124 @@
+"""Per-sample scan results as Parquet (``headlab scan --per-sample FILE.parquet``), and reading them back.
+
+One row per sample, in the seeded global order. Columns:
+
+* ``sample`` (int64): index in the seeded sample stream; ``doc`` (string): document id; ``window`` (int32): the
+  window's number within its document; ``n_tokens`` (int32); ``has_target`` (bool): the window holds the token
+  detector's target (null without that detector); ``ids`` (list<int32>): the window's token ids;
+* per detector and head, ``DETECTOR/L.H`` (float32; NaN where the score is undefined, e.g. no target); for
+  ``offset`` the best diagonal's SlashScore ``offset/L.H`` and that diagonal ``offset_delta/L.H`` (int16).
+
+Rows are written in row groups as chunks finish (memory stays flat in corpus size), into numbered part files
+next to the target; a checkpoint closes the current part, a resumed scan drops parts written after its
+checkpoint, and the finished scan joins the parts into ``FILE.parquet``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .corpus import Sample
+from .errors import HeadlabError
+from .head import name as head_name
+
+
+def columns_of(name: str, block: np.ndarray) -> dict[str, np.ndarray]:
+    """``DETECTOR/L.H`` columns of one detector's ``(N, L, H[, K])`` block (contiguous, no copy per column)."""
+    if block.ndim == 4:  # offset: SlashScore per diagonal -> the best diagonal and its score
+        delta = np.where(np.isnan(block), -np.inf, block).argmax(-1)
+        best = np.take_along_axis(block, delta[..., None], -1)[..., 0]
+        return {**columns_of(name, best), **columns_of(f"{name}_delta", delta.astype(np.int16))}
+    _, L, H = block.shape
+    by_head = np.ascontiguousarray(block.reshape(len(block), L * H).T)  # (L*H, N): each row one column
+    if by_head.dtype != np.int16:
+        by_head = by_head.astype(np.float32, copy=False)
+    return {f"{name}/{head_name(l, h)}": by_head[l * H + h] for l in range(L) for h in range(H)}
+
+
+class PerSampleWriter:
+    """Streams rows into ``FILE.parquet.parts/part-NNNNN.parquet``; :meth:`finish` joins them into ``FILE``."""
+
+    def __init__(self, path: str | Path, parts_kept: int = 0):
+        self.path = Path(path)
+        self.parts = self.path.with_name(self.path.name + ".parts")
+        self.parts.mkdir(parents=True, exist_ok=True)
+        for stale in sorted(self.parts.glob("part-*.parquet"))[parts_kept:]:  # written after the checkpoint
+            stale.unlink()
+        self.n_parts = parts_kept
+        self._writer: Any = None
+
+    def add(self, samples: Sequence[Sample], scores: dict[str, np.ndarray]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not samples:
+            return
+        token = scores.get("token")
+        cols: dict[str, Any] = {
+            "sample": pa.array([s.index for s in samples], pa.int64()),
+            "doc": pa.array([s.doc_id for s in samples], pa.string()),
+            "window": pa.array([s.window for s in samples], pa.int32()),
+            "n_tokens": pa.array([len(s.input_ids) for s in samples], pa.int32()),
+            "has_target": pa.array(None if token is None else ~np.isnan(token[:, 0, 0]), pa.bool_())
+            if token is not None else pa.nulls(len(samples), pa.bool_()),
+            "ids": pa.ListArray.from_arrays(
+                np.cumsum([0] + [len(s.input_ids) for s in samples], dtype=np.int32),
+                np.fromiter((t for s in samples for t in s.input_ids), dtype=np.int32)),
+        }
+        for name, block in scores.items():
+            cols.update(columns_of(name, block))  # NaN stays NaN: an undefined score
+        table = pa.table(cols)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.parts / f"part-{self.n_parts:05d}.parquet", table.schema)
+        self._writer.write_table(table)
+
+    def checkpoint(self) -> int:
+        """Close the current part; returns the number of complete parts (what a checkpoint records)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self.n_parts += 1
+        return self.n_parts
+
+    def finish(self) -> Path:
+        """Join the parts into ``FILE.parquet`` (row group by row group) and remove them."""
+        import pyarrow.parquet as pq
+
+        self.checkpoint()
+        files = sorted(self.parts.glob("part-*.parquet"))
+        if not files:
+            raise HeadlabError(f"no per-sample rows were written to {self.path}")
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        schema = pq.read_schema(files[0])
+        with pq.ParquetWriter(tmp, schema) as out:
+            for f in files:
+                pf = pq.ParquetFile(f)
+                for g in range(pf.num_row_groups):
+                    out.write_table(pf.read_row_group(g))
+        tmp.replace(self.path)
+        shutil.rmtree(self.parts)
+        return self.path
+
+
+def top(path: str | Path, head: str, detector: str, k: int) -> list[dict[str, Any]]:
+    """The ``k`` samples where ``head`` scores highest under ``detector`` (undefined scores never rank)."""
+    import pyarrow.parquet as pq
+
+    col = f"{detector}/{head}"
+    names = pq.read_schema(path).names
+    if col not in names:
+        have = sorted({c.split("/")[0] for c in names if "/" in c})
+        raise HeadlabError(f"{path} has no column {col!r}; detectors in it: {', '.join(have)}; heads are L.H")
+    t = pq.read_table(path, columns=["sample", "doc", "window", "ids", col])
+    scores = t.column(col).to_numpy(zero_copy_only=False).astype(float)
+    order = [i for i in np.argsort(-np.nan_to_num(scores, nan=-np.inf), kind="stable") if not np.isnan(scores[i])]
+    rows = []
+    for i in order[:k]:
+        rows.append({"score": float(scores[i]), "sample": t.column("sample")[int(i)].as_py(),
+                     "doc": t.column("doc")[int(i)].as_py(), "window": t.column("window")[int(i)].as_py(),
+                     "ids": t.column("ids")[int(i)].as_py()})
+    return rows
