@@ -1,0 +1,70 @@
+"""CLI of the head monitor: ``headlab monitor fit`` and ``headlab monitor check``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .cli_types import at_least, list_option, real_in
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("monitor", help="profile a model's head activity on reference text; flag unusual documents")
+    ms = p.add_subparsers(dest="monitor_cmd", required=True)
+    f = ms.add_parser("fit", help="scan a reference corpus and write PROFILE_DIR/profile.json")
+    f.add_argument("model")
+    list_option(f, "--corpus", default=["wiki"], metavar="SRC", help="reference text (default: wiki)")
+    f.add_argument("--max-samples", type=at_least(20), default=2000)
+    f.add_argument("--per-detector", type=at_least(1), default=8, help="heads per detector in a fingerprint")
+    f.add_argument("--fpr", type=real_in(0, 0.5, open_lo=True), default=0.01,
+                   help="share of reference documents flagged (default 0.01)")
+    _shared(f)
+    f.set_defaults(func=_cmd_fit)
+    c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
+    c.add_argument("profile", help="a folder written by headlab monitor fit")
+    list_option(c, "--corpus", required=True, metavar="SRC")
+    c.add_argument("--max-samples", type=at_least(1), default=2000)
+    _shared(c)
+    c.set_defaults(func=_cmd_check)
+
+
+def _shared(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _cmd_fit(a: argparse.Namespace) -> int:
+    from .io import writing
+    from .monitor import fit
+
+    with writing(a.out, ["profile.json"], a.overwrite) as out:
+        prof = fit(a.model, a.corpus, max_samples=a.max_samples, per_detector=a.per_detector, fpr=a.fpr,
+                   seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress, device=a.device)
+        prof.write(out / "profile.json")
+    print(f"profile of {prof.model} on {', '.join(prof.corpus)}: {len(prof.features)} features, "
+          f"{prof.n_fit} documents fitted, {prof.n_calibration} held out; threshold {prof.threshold:.2f} flags "
+          f"{100 * prof.calibration_flag_rate:.1f}% of the held-out reference (target {100 * prof.fpr:.0f}%)")
+    print(f"wrote {out}/profile.json")
+    return 0
+
+
+def _cmd_check(a: argparse.Namespace) -> int:
+    from .errors import HeadlabError
+    from .io import writing
+    from .monitor import check
+
+    if not (Path(a.profile) / "profile.json").exists():
+        raise HeadlabError(f"{a.profile} holds no profile.json; write one with headlab monitor fit")
+    with writing(a.out, ["check.json", "monitor.jsonl", "monitor.md"], a.overwrite) as out:
+        res, _ = check(a.profile, a.corpus, out, max_samples=a.max_samples, seed=a.seed, batch_size=a.batch_size,
+                       progress=not a.no_progress, device=a.device)
+    print(f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; reference rate "
+          f"{100 * res.fpr:.0f}%)")
+    for t in res.top_features:
+        print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
+    print(f"wrote {out}/monitor.md, monitor.jsonl, check.json and scores.png")
+    return 0

@@ -1,0 +1,101 @@
+"""Checking new documents against a profile (``headlab monitor check``): a score, a flag, and the heads that
+deviate most, in words a data engineer can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..io import write_text_atomic
+from ..result import Result
+from .profile import Profile
+
+#: what each detector's score measures, and what an unusually high value of it suggests about the text
+MEANING: dict[str, tuple[str, str]] = {
+    "token": ("attention mass on `/`", "path-, URL- or fraction-heavy text"),
+    "offset": ("attention along a fixed diagonal", "text with a regular local pattern (tables, code, lists)"),
+    "previous-token": ("attention to the previous token", "text whose tokens are read in fragments (code, markup)"),
+    "duplicate-token": ("attention to earlier copies of the same token", "repetitive text or boilerplate"),
+    "induction": ("induction (attending to what followed an earlier copy)", "repeated passages or boilerplate"),
+    "sink": ("attention parked on the first token", "text the heads find nothing specific to attend to in"),
+    "entropy": ("attention entropy", "text whose attention is unusually diffuse"),
+}
+
+
+def explain(feature: str, z: float) -> str:
+    det, head = feature.split("/", 1)
+    what, hint = MEANING.get(det, (det, "unusual structure"))
+    side = "above" if z > 0 else "below"
+    return f"head {head}'s {what} is {abs(z):.1f} spreads {side} reference (robust z)" + (f": {hint}" if z > 0 else "")
+
+
+@dataclass
+class CheckResult(Result):
+    """``check.json``: the summary of a check; per-document rows are in ``monitor.jsonl``."""
+
+    KIND = "check.json"
+    model: str
+    corpus: list[str]
+    n_documents: int
+    n_flagged: int
+    flag_rate: float
+    threshold: float
+    fpr: float
+    top_features: list[dict[str, Any]]
+
+
+def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarray, top: int = 3) -> list[dict]:
+    """One record per document: score, flag, its most deviating features (signed robust z) explained."""
+    scores, Z = prof.scores(X), prof.z(X)
+    out = []
+    for i, doc in enumerate(docs):
+        order = np.argsort(-np.abs(Z[i]))[:top]
+        out.append({"doc": doc, "windows": int(windows[i]), "score": float(scores[i]),
+                    "flag": bool(scores[i] > prof.threshold),
+                    "deviations": [{"feature": prof.features[j], "z": float(Z[i, j]),
+                                    "explanation": explain(prof.features[j], float(Z[i, j]))} for j in order]})
+    return out
+
+
+def markdown(res: CheckResult, rows: list[dict], figure: str) -> str:
+    lines = [f"# Head monitor: {res.model} on {', '.join(res.corpus)}", "",
+             f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; the profile's "
+             f"threshold {res.threshold:.2f} flags {100 * res.fpr:.0f}% of reference documents).", "",
+             f"![scores]({figure})", "", "Features that deviate most across the flagged documents (mean signed z):",
+             ""]
+    lines += [f"- `{t['feature']}` {t['mean_z']:+.1f}: {explain(t['feature'], t['mean_z'])}" for t in res.top_features]
+    lines += ["", "Most anomalous documents:", "", "| document | score | why |", "|---|---|---|"]
+    for r in sorted(rows, key=lambda r: -r["score"])[:10]:
+        lines.append(f"| {r['doc']} | {r['score']:.1f}{' (flag)' if r['flag'] else ''} | "
+                     f"{r['deviations'][0]['explanation']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path) -> None:
+    from ..plotting import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    bins = np.linspace(0, max(np.max(scores), max(ref_scores or [1.0]), prof.threshold) * 1.05, 40)
+    if ref_scores:
+        ax.hist(ref_scores, bins=bins, alpha=0.6, density=True, label="reference (held out)")
+    ax.hist(scores, bins=bins, alpha=0.6, density=True, label="checked")
+    ax.axvline(prof.threshold, color="k", ls="--", lw=1, label=f"threshold ({100 * prof.fpr:.0f}% FPR)")
+    ax.set_xlabel("anomaly score (Mahalanobis distance of head z-scores)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(out: Path, res: CheckResult, rows: list[dict], prof: Profile, ref_scores: list[float],
+          scores: np.ndarray) -> None:
+    import json
+
+    write_text_atomic(out / "monitor.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    res.write(out / "check.json")
+    plot(prof, ref_scores, scores, out / "scores.png")
+    write_text_atomic(out / "monitor.md", markdown(res, rows, "scores.png"))

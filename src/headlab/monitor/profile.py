@@ -1,0 +1,80 @@
+"""The reference profile of a model's head activity (``headlab monitor fit``), and scoring new documents with it.
+
+Features are robust z-scores against the reference: ``z = (x − median) / (1.4826 · MAD)``; a feature that is
+mostly one value in the reference (MAD 0: the mass on `/` of text that rarely has one) is scaled by its standard
+deviation instead, and a constant one by 1. A document's anomaly score
+is the Mahalanobis distance of its z-vector under a Ledoit-Wolf shrinkage covariance fitted on the reference
+documents (scikit-learn): the heads move together, and shrinkage keeps the inverse stable with few documents per
+feature. The flag threshold is the ``1 − fpr`` quantile of the scores of held-out reference documents (every
+fifth document by a hash of its id), so about ``fpr`` of fresh reference documents are flagged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..result import Result
+
+
+def held_out(doc: str) -> bool:
+    """Every fifth document (by a hash of its id, stable across runs) calibrates the threshold."""
+    return int(hashlib.sha256(doc.encode()).hexdigest(), 16) % 5 == 0
+
+
+@dataclass
+class Profile(Result):
+    """``profile.json``: what ``monitor check`` needs, and how the profile was made."""
+
+    KIND = "profile.json"
+    model: str
+    corpus: list[str]
+    features: list[str]
+    median: list[float]
+    scale: list[float]
+    covariance: list[list[float]]
+    threshold: float
+    fpr: float
+    n_fit: int
+    n_calibration: int
+    calibration_flag_rate: float
+    calibration_scores: list[float]
+    settings: dict[str, Any]
+
+    def z(self, X: np.ndarray) -> np.ndarray:
+        return (X - np.asarray(self.median)) / np.asarray(self.scale)
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """Mahalanobis distance of each row's z-vector under the reference covariance."""
+        Z = self.z(X)
+        prec = np.linalg.pinv(np.asarray(self.covariance))
+        return np.sqrt(np.einsum("nf,fg,ng->n", Z, prec, Z).clip(min=0.0))
+
+
+def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float, **meta: Any) -> Profile:
+    """A profile from reference fingerprints ``X`` (documents x features)."""
+    from sklearn.covariance import LedoitWolf
+
+    cal = np.array([held_out(d) for d in docs])
+    if cal.sum() < 10 or (~cal).sum() < 20:
+        from ..errors import HeadlabError
+
+        raise HeadlabError(f"the reference has {len(docs)} documents ({int(cal.sum())} held out): too few to "
+                           "calibrate; use more --max-samples or a larger corpus")
+    fit = X[~cal]
+    med = np.median(fit, 0)
+    mad = 1.4826 * np.median(np.abs(fit - med), 0)
+    sd = fit.std(0)
+    scale = np.where(mad > 0, mad, np.where(sd > 0, sd, 1.0))
+    cov = LedoitWolf().fit((fit - med) / scale).covariance_
+    prof = Profile(features=list(features), median=med.tolist(), scale=scale.tolist(), covariance=cov.tolist(),
+                   threshold=0.0, fpr=fpr, n_fit=int((~cal).sum()), n_calibration=int(cal.sum()),
+                   calibration_flag_rate=0.0, calibration_scores=[], **meta)
+    cal_scores = prof.scores(X[cal])
+    prof.threshold = float(np.quantile(cal_scores, 1.0 - fpr))
+    prof.calibration_flag_rate = float((cal_scores > prof.threshold).mean())
+    prof.calibration_scores = [float(x) for x in cal_scores]
+    return prof

@@ -1,0 +1,48 @@
+"""The head monitor on a real model and real text: a profile of prose, checked on prose and on code."""
+
+import json
+
+import numpy as np
+import pytest
+
+from headlab.cli import main
+from headlab.monitor import Profile
+
+from ..support import need
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory):
+    need("minilm-l6")
+    out = tmp_path_factory.mktemp("monitor") / "profile"
+    assert main(["monitor", "fit", "minilm-l6", "--corpus", "wiki", "--max-samples", "300", "--out", str(out),
+                 "--no-progress"]) == 0
+    return out
+
+
+def test_profile_is_calibrated_and_round_trips(profile) -> None:
+    prof = Profile.read(profile / "profile.json")
+    assert prof.n_calibration >= 10 and len(prof.features) == 6 * 8
+    assert prof.calibration_flag_rate <= 0.05  # the 1% quantile of the held-out reference, a few documents
+    assert Profile.from_json(json.loads((profile / "profile.json").read_text())) == prof
+
+
+def test_code_is_flagged_more_often_than_prose_and_explained(profile, tmp_path, capsys) -> None:
+    assert main(["monitor", "check", str(profile), "--corpus", "pydoc", "--max-samples", "120", "--out",
+                 str(tmp_path / "code"), "--no-progress"]) == 0
+    code = json.loads((tmp_path / "code" / "check.json").read_text())
+    rows = [json.loads(x) for x in (tmp_path / "code" / "monitor.jsonl").read_text().splitlines()]
+    assert code["n_documents"] == len(rows) > 10
+    prof = Profile.read(profile / "profile.json")
+    # measured (seeded): code departs from the prose profile more than held-out prose does (AUROC ~0.65 here;
+    # whether heads beat cheap baselines is the evaluation's question, not this test's)
+    assert np.median([r["score"] for r in rows]) > 1.5 * np.median(prof.calibration_scores)
+    assert code["flag_rate"] >= prof.fpr
+    flagged = [r for r in rows if r["flag"]]
+    assert flagged and "spreads above reference" in flagged[0]["deviations"][0]["explanation"]
+    assert "![scores](scores.png)" in (tmp_path / "code" / "monitor.md").read_text()
+    assert (tmp_path / "code" / "scores.png").stat().st_size > 0
+    assert main(["monitor", "check", str(tmp_path), "--corpus", "pydoc", "--out", str(tmp_path / "x")]) == 2
+    assert "profile.json" in capsys.readouterr().err
