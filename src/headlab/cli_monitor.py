@@ -26,6 +26,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--max-samples", type=at_least(1), default=2000)
     _shared(c)
     c.set_defaults(func=_cmd_check)
+    from .monitor.evaluate import KINDS
+
+    e = ms.add_parser("evaluate", help="AUROC of the monitor vs a character-class baseline, per kind of structure")
+    e.add_argument("model")
+    list_option(e, "--reference", default=["wiki"], metavar="SRC")
+    list_option(e, "--kinds", choices=KINDS, default=["code", "python-doc", "shuffled", "boilerplate", "paths",
+                                                      "random-tokens"])
+    e.add_argument("--max-samples", type=at_least(20), default=600, help="reference samples (default 600)")
+    e.add_argument("--kind-samples", type=at_least(1), default=200, help="samples per kind (default 200)")
+    _shared(e)
+    e.set_defaults(func=_cmd_evaluate)
 
 
 def _shared(p: argparse.ArgumentParser) -> None:
@@ -67,4 +78,21 @@ def _cmd_check(a: argparse.Namespace) -> int:
     for t in res.top_features:
         print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
     print(f"wrote {out}/monitor.md, monitor.jsonl, check.json and scores.png")
+    return 0
+
+
+def _cmd_evaluate(a: argparse.Namespace) -> int:
+    import json
+
+    from .io import write_json_atomic, write_text_atomic, writing
+    from .monitor.evaluate import evaluate, markdown
+
+    with writing(a.out, ["evaluate.json", "evaluate.md"], a.overwrite) as out:
+        r = evaluate(a.model, a.reference, a.kinds, max_samples=a.max_samples, kind_samples=a.kind_samples,
+                     seed=a.seed, progress=not a.no_progress, device=a.device)
+        write_json_atomic(out / "evaluate.json", r)
+        write_text_atomic(out / "evaluate.md", markdown(r))
+    print(markdown(r))
+    print(json.dumps({k: v["verdict"] for k, v in r["kinds"].items()}))
+    print(f"wrote {out}/evaluate.json and evaluate.md")
     return 0
