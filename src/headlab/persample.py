@@ -63,8 +63,8 @@ class PerSampleWriter:
             "doc": pa.array([s.doc_id for s in samples], pa.string()),
             "window": pa.array([s.window for s in samples], pa.int32()),
             "n_tokens": pa.array([len(s.input_ids) for s in samples], pa.int32()),
-            "has_target": pa.array(None if token is None else ~np.isnan(token[:, 0, 0]), pa.bool_())
-            if token is not None else pa.nulls(len(samples), pa.bool_()),
+            "has_target": pa.array(~np.isnan(token[:, 0, 0]), pa.bool_()) if token is not None
+            else pa.nulls(len(samples), pa.bool_()),
             "ids": pa.ListArray.from_arrays(
                 np.cumsum([0] + [len(s.input_ids) for s in samples], dtype=np.int32),
                 np.fromiter((t for s in samples for t in s.input_ids), dtype=np.int32)),

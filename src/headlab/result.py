@@ -47,6 +47,14 @@ def _decode(hint: Any, value: Any) -> Any:
     return value
 
 
+def read_json(path: str | Path) -> Any:
+    """A result file's JSON; an unreadable one is one line naming it."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise HeadlabError(f"cannot read {path}: {exc}") from exc
+
+
 def floats(values: Any) -> Any:
     """JSON numbers (null for NaN) as a float array."""
     import numpy as np
@@ -87,11 +95,7 @@ class Result:
     @classmethod
     def read(cls: type[R], path: str | Path) -> R:
         """The result stored in ``path`` (a JSON file)."""
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise HeadlabError(f"cannot read {path}: {exc}") from exc
-        return cls.from_json(data)
+        return cls.from_json(read_json(path))
 
     def write(self, path: str | Path) -> Path:
         from .io import write_json_atomic

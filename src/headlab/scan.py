@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from .io import write_csv_atomic, write_json_atomic
 from .models import LoadedModel, load
 from .persample import PerSampleWriter
 from .progress import bar as progress_bar
-from .result import per_head
+from .result import per_head, read_json
 from .routes import DEFAULT_BLOCK_MB, choose
 from .scan_stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
 
@@ -129,7 +128,7 @@ class ScanResult:
 
     @staticmethod
     def read(path: str | Path) -> "ScanResult":
-        return ScanResult.from_json(json.loads(Path(path).read_text()))
+        return ScanResult.from_json(read_json(path))
 
     def write(self, out_dir: str | Path) -> Path:
         """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""

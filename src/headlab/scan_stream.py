@@ -15,6 +15,7 @@ numbers: a checkpoint of other settings is refused, a damaged one is reported an
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import warnings
@@ -63,13 +64,9 @@ def save_checkpoint(folder: Path, census: Census, w: World, parts: int, print_: 
     merged = w.all_sum(arrays)
     if not w.main:
         return
-    state = census.state()
-    state["counts"][:2] = merged[0]
-    i = 1
-    for name in sorted(census.moments):
-        for f in ("n", "sum", "sumsq", "above"):
-            state[f"moments.{name}.{f}"] = merged[i]
-            i += 1
+    snapshot = copy.deepcopy(census)  # the live census keeps this rank's share; the checkpoint holds the sum
+    snapshot.sums(sorted(snapshot.moments))[1](merged)
+    state = snapshot.state()
     tmp = folder / f".{CKPT_NPZ}.tmp.npz"
     np.savez(tmp, **state)  # type: ignore[arg-type]
     tmp.replace(folder / CKPT_NPZ)

@@ -12,7 +12,6 @@ All masses use the ``marked`` detector (keys = the marked target tokens, queries
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,7 +26,7 @@ from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
 from ..progress import bar as progress_bar
-from ..result import per_head
+from ..result import per_head, read_json
 from ..stats import ConsecutiveRule
 from ..stimuli import contexts, controls, positions, to_samples
 from ..stimuli.templates import CONTROL_SYMBOLS
@@ -120,7 +119,7 @@ class CharacterizeResult:
 
     @staticmethod
     def read(path: str | Path) -> "CharacterizeResult":
-        return CharacterizeResult.from_json(json.loads(Path(path).read_text()))
+        return CharacterizeResult.from_json(read_json(path))
 
     def markdown(self) -> str:
         s = self.settings

@@ -230,9 +230,9 @@ class ClaimsResult:
 
     @staticmethod
     def read(path: str | Path) -> "ClaimsResult":
-        import json
+        from ..result import read_json
 
-        return ClaimsResult.from_json(json.loads(Path(path).read_text()))
+        return ClaimsResult.from_json(read_json(path))
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]

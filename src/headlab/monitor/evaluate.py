@@ -39,11 +39,15 @@ def char_features(text: str) -> list[float]:
             float(np.mean([len(w) for w in words])) if words else 0.0]
 
 
-def _char_matrix(rows: Any, tokenizer: Any) -> tuple[np.ndarray, list[str]]:
-    feats = [char_features(tokenizer.decode(list(ids), skip_special_tokens=True)) for ids in rows["ids"]]
+def _decoded(rows: Any, tokenizer: Any) -> list[str]:
+    """The text of every window (decoded once, shared by the baseline and the derived kinds)."""
+    return [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in rows["ids"]]
+
+
+def _char_matrix(rows: Any, texts: list[str]) -> tuple[np.ndarray, list[str]]:
     import pandas as pd
 
-    df = pd.DataFrame(feats, columns=[f"char/{i}" for i in range(7)])
+    df = pd.DataFrame([char_features(t) for t in texts], columns=[f"char/{i}" for i in range(7)])
     df["doc"] = rows["doc"].to_numpy()
     means = df.groupby("doc", sort=True).mean()
     return means.to_numpy(dtype=np.float64), [str(d) for d in means.index]
@@ -90,11 +94,12 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
     features = choose_features(rows, per_detector)
     X, docs, _ = fingerprints(rows, features)
     heads = fit_profile(X, docs, features, fpr, model=loaded.name, corpus=list(reference), settings={})
-    C, cdocs = _char_matrix(rows, loaded.tokenizer)
+    texts = _decoded(rows, loaded.tokenizer)
+    C, cdocs = _char_matrix(rows, texts)
     chars = fit_profile(C, cdocs, [f"char/{i}" for i in range(7)], fpr, model="characters",
                         corpus=list(reference), settings={})
     neg_h, neg_c = np.array(heads.calibration_scores), np.array(chars.calibration_scores)
-    prose = [t for d, t in _texts(rows, loaded.tokenizer).items() if held_out(d)]
+    prose = [t for d, t in _texts(rows, texts).items() if held_out(d)]
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     vocab = [t for t in loaded.tokenizer.convert_ids_to_tokens(list(range(len(loaded.tokenizer))))
              if isinstance(t, str) and t.isalpha()]
@@ -110,7 +115,7 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
                 spec = str(folder)
             krows, _ = scan_rows(loaded, [spec], kind_samples, seed, 8, 128, progress, device)
             KX, _, _ = fingerprints(krows, features)
-            KC, _ = _char_matrix(krows, loaded.tokenizer)
+            KC, _ = _char_matrix(krows, _decoded(krows, loaded.tokenizer))
             ph, pc = heads.scores(KX), chars.scores(KC)
             h, c = _auroc(neg_h, ph, nrng), _auroc(neg_c, pc, nrng)
             verdict = "heads better" if h[1] > c[2] else "baseline better" if c[1] > h[2] else "tie"
@@ -122,11 +127,11 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
             "baseline": "character-class statistics (7 features), scored like the heads", "kinds": table}
 
 
-def _texts(rows: Any, tokenizer: Any) -> dict[str, str]:
-    """The decoded text of each reference document (its windows joined)."""
+def _texts(rows: Any, texts: list[str]) -> dict[str, str]:
+    """The text of each document (its windows joined)."""
     out: dict[str, list[str]] = {}
-    for doc, ids in zip(rows["doc"], rows["ids"]):
-        out.setdefault(str(doc), []).append(tokenizer.decode(list(ids), skip_special_tokens=True))
+    for doc, text in zip(rows["doc"], texts):
+        out.setdefault(str(doc), []).append(text)
     return {d: " ".join(t) for d, t in out.items()}
 
 

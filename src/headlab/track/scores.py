@@ -143,16 +143,15 @@ def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool
     run = Path(run)
     if not (run / "config.toml").exists():
         raise HeadlabError(f"{run} is not a training run (no config.toml)")
-    found = ckpt.checkpoints(run)
-    if not found:
+    if not ckpt.checkpoints(run):
         raise HeadlabError(f"{run} has no checkpoints")
+    found = ckpt.sound_checkpoints(run)  # damaged ones are named in a warning and left out
     cfg = load_config(run / "config.toml")
     steps, per_step = [], []
     probes = None
     bar = progress_bar(len(found), f"track {run.name}", "checkpoint", progress)
     for step, folder in found:
         try:
-            ckpt.verify(folder)
             loaded = load_checkpoint_model(run, folder)
         except HeadlabError as exc:
             warnings.warn(f"checkpoint {folder.name} is damaged ({exc}); skipped", stacklevel=2)
