@@ -51,6 +51,9 @@ RANGE = [  # (command line, the option that must be named)
     ("scan minilm-l6 --batch-size 0", "--batch-size"), ("scan minilm-l6 --max-length 1", "--max-length"),
     ("scan minilm-l6 --chunk-mb 0", "--chunk-mb"), ("scan minilm-l6 --stride 0", "--stride"),
     ("scan minilm-l6 --checkpoint-every -1", "--checkpoint-every"), ("top {tmp}/r.parquet --head 0.1 --k 0", "--k"),
+    ("monitor fit minilm-l6 --fpr 0.9 --out {tmp}/p", "--fpr"), ("monitor fit minilm-l6 --max-samples 5 --out {tmp}/p",
+                                                                 "--max-samples"),
+    ("monitor evaluate minilm-l6 --kinds poetry --out {tmp}/e", "--kinds"),
     ("scan minilm-l6 --max-offset -1", "--max-offset"), ("scan minilm-l6 --top 0", "--top"),
     ("scan minilm-l6 --route flash", "--route"), ("scan minilm-l6 --max-samples 2.5", "--max-samples"),
     ("retrieval generate --form minimal --depth 2 --n -3 --out {tmp}/g.jsonl", "--n"),
@@ -146,6 +149,8 @@ ROWS += [
     Row("top of a folder without a scan", "top {tmp}/empty --head 0.1".split(), 2, "scan.json",
         lambda t: (t / "empty").mkdir()),
     Row("top --head not of the form L.H", "top {tmp}/r.parquet --head x".split(), 2, "L.H", _file("r.parquet")),
+    Row("monitor check of a folder without a profile", "monitor check {tmp} --corpus pydoc --out {tmp}/c".split(),
+        2, "profile.json", absent=["c/check.json"]),
     Row("view text file missing", "view minilm-l6 --texts-file {tmp}/none.txt --out {tmp}/v.html".split(), 2,
         "none.txt"),
 ]
