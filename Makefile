@@ -19,12 +19,15 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "headlab: could not install chromium (needs root and apt-get); browser tests will be skipped"
 
-# Debian's Python documentation: the real long documents (>= 8k tokens) of the long-context scan test and of
-# bench/long_context.py.
+# Debian's documentation as real corpora: Python's docs (the long documents of the 8k-token scan test and of
+# bench/long_context.py; its HTML is the monitor's markup kind), the kernel documentation, and the translated
+# man pages (the monitor's language kinds).
+CORPORA_PACKAGES := python3.11-doc linux-doc manpages-de manpages-fr manpages-ja manpages-zh
 corpora:
-	@ls -d /usr/share/doc/python3*/html/_sources >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11-doc >/dev/null; } || \
-	  echo "headlab: could not install python3.11-doc (needs root and apt-get); the 8k-token scan test will be skipped"
+	@missing=$$(for p in $(CORPORA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } || \
+	  echo "headlab: could not install $$missing (needs root and apt-get); tests that read them will be skipped"
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)

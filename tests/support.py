@@ -10,7 +10,8 @@ import pytest
 from headlab.corpus import Sample
 from headlab.models import NAMED_MODELS
 
-#: a small training config: 12 steps of a 2-layer model on pydoc text, checkpoints and gradient signals every 4
+#: a small training config: 12 steps of a 2-layer model on pydoc text, checkpoints, gradient signals and the
+#: head monitor every 4
 TINY_RUN = {
     "model": {"n_layers": 2, "n_heads": 2, "d_model": 32, "max_length": 32},
     "data": {"corpus": ["pydoc"], "tokenizer": "bpe:300", "tokenizer_chars": 60000, "window": 32,
@@ -18,6 +19,7 @@ TINY_RUN = {
     "optim": {"steps": 12, "batch_size": 8, "warmup_steps": 3, "threads": 1},
     "checkpoints": {"early_points": 2, "early_fraction": 0.25, "every": 4},
     "track": {"grad_every": 4},
+    "monitor": {"every": 4},
 }
 
 

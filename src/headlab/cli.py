@@ -177,6 +177,9 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
         help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
         "sets (default 0: not measured)",
     )
+    p.add_argument("--monitor-evaluations", default=None, metavar="DIR",
+                   help="claim 9 from DIR/MODEL/evaluate.json, written by headlab monitor evaluate (default: not "
+                   "measured)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu")
@@ -203,6 +206,7 @@ def _cmd_claims(a: argparse.Namespace) -> int:
             on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
             save_dir=str(out),
             ablation_draws=a.ablate,
+            monitor_dir=a.monitor_evaluations,
         )
         r.write(out)
     print(r.markdown())

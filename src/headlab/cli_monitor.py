@@ -31,9 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = ms.add_parser("evaluate", help="AUROC of the monitor vs a character-class baseline, per kind of structure")
     e.add_argument("model")
     list_option(e, "--reference", default=["wiki"], metavar="SRC")
-    list_option(e, "--kinds", choices=KINDS, default=["code", "python-doc", "shuffled", "boilerplate", "paths",
-                                                      "random-tokens"])
-    e.add_argument("--max-samples", type=at_least(20), default=600, help="reference samples (default 600)")
+    list_option(e, "--kinds", choices=KINDS, default=None,
+                help="kinds of structure to detect (default: every kind whose corpus is installed)")
+    e.add_argument("--max-samples", type=at_least(20), default=3000, help="reference samples (default 3000)")
     e.add_argument("--kind-samples", type=at_least(1), default=200, help="samples per kind (default 200)")
     _shared(e)
     e.set_defaults(func=_cmd_evaluate)
@@ -85,14 +85,16 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     import json
 
     from .io import write_json_atomic, write_text_atomic, writing
-    from .monitor.evaluate import evaluate, markdown
+    from .monitor.evaluate import evaluate, installed_kinds, markdown
 
-    with writing(a.out, ["evaluate.json", "evaluate.md"], a.overwrite) as out:
-        r = evaluate(a.model, a.reference, a.kinds, max_samples=a.max_samples, kind_samples=a.kind_samples,
-                     seed=a.seed, progress=not a.no_progress, device=a.device)
+    kinds = installed_kinds(a.kinds)
+    with writing(a.out, ["evaluate.json", "evaluate.md", "calibration.png"], a.overwrite) as out:
+        r = evaluate(a.model, a.reference, kinds, max_samples=a.max_samples, kind_samples=a.kind_samples,
+                     seed=a.seed, batch_size=a.batch_size, progress=not a.no_progress, device=a.device,
+                     figure=out / "calibration.png")
         write_json_atomic(out / "evaluate.json", r)
         write_text_atomic(out / "evaluate.md", markdown(r))
     print(markdown(r))
     print(json.dumps({k: v["verdict"] for k, v in r["kinds"].items()}))
-    print(f"wrote {out}/evaluate.json and evaluate.md")
+    print(f"wrote {out}/evaluate.json, evaluate.md and calibration.png")
     return 0

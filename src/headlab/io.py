@@ -136,6 +136,29 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return rows
 
 
+class AppendLog:
+    """A JSON-lines log a training callback appends one row to per measured step; opened on the first row,
+    flushed at every checkpoint (``flush``), closed at the end (``close``)."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self._fh: Any = None
+
+    def write(self, row: dict[str, Any]) -> None:
+        if self._fh is None:
+            self._fh = open(self.path, "a")
+        self._fh.write(json.dumps(row) + "\n")
+
+    def flush(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     return write_text_atomic(path, json.dumps(_clean(obj), indent=2, ensure_ascii=False) + "\n")
 

@@ -48,13 +48,21 @@ def test_characterize_cli(tmp_path, capsys):
 
 def test_claims_table_on_one_model(tmp_path):
     from headlab.analysis.claims import claims
+    from headlab.errors import HeadlabError
 
-    r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, save_dir=str(tmp_path))
+    with pytest.raises(HeadlabError, match="minilm-l6/evaluate.json does not exist"):  # checked before the work
+        claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, monitor_dir=tmp_path)
+    (tmp_path / "mon" / "minilm-l6").mkdir(parents=True)
+    (tmp_path / "mon" / "minilm-l6" / "evaluate.json").write_text(json.dumps(
+        {"kinds": {"paths": {"verdict": "heads better"}}, "baselines": ["characters"], "fresh_documents": 9}))
+    r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, save_dir=str(tmp_path),
+               monitor_dir=tmp_path / "mon")
     r.write(tmp_path)
     md = (tmp_path / "claims.md").read_text()
-    assert md.count("\n| ") >= 8 and "15-20%" in md and "Rules:" in md
+    assert md.count("\n| ") >= 9 and "15-20%" in md and "Rules:" in md
+    assert "| 9. abnormal head activity reveals the input's structure |" in md and "1 of 1 kinds: supported" in md
     j = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in j["claims"]] == list(range(1, 9))
+    assert [c["id"] for c in j["claims"]] == list(range(1, 10))
     assert j["claims"][7]["per_model"]["minilm-l6"]["verdict"] == "n/a"  # an encoder has no accuracy to lose
     assert j["claims"][6]["cross_model"]["verdict"] == "inconclusive"  # one architecture kind only
     for c in j["claims"][:6]:

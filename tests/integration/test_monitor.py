@@ -24,7 +24,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory):
 
 def test_profile_is_calibrated_and_round_trips(profile) -> None:
     prof = Profile.read(profile / "profile.json")
-    assert prof.n_calibration >= 10 and len(prof.features) == 6 * 8
+    # the top 8 heads of each of the 6 census detectors, and every head's entropy (6 layers x 12 heads)
+    assert prof.n_calibration >= 10 and len(prof.features) == 6 * 8 + 6 * 12
+    assert prof.settings["detectors"][-1] == "entropy"
     assert prof.calibration_flag_rate <= 0.05  # the 1% quantile of the held-out reference, a few documents
     assert Profile.from_json(json.loads((profile / "profile.json").read_text())) == prof
 
@@ -46,3 +48,20 @@ def test_code_is_flagged_more_often_than_prose_and_explained(profile, tmp_path, 
     assert (tmp_path / "code" / "scores.png").stat().st_size > 0
     assert main(["monitor", "check", str(tmp_path), "--corpus", "pydoc", "--out", str(tmp_path / "x")]) == 2
     assert "profile.json" in capsys.readouterr().err
+
+
+def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> None:
+    need("minilm-l6")
+    out = tmp_path / "eval"
+    assert main(["monitor", "evaluate", "minilm-l6", "--max-samples", "250", "--kind-samples", "40", "--kinds",
+                 "paths", "--out", str(out), "--no-progress"]) == 0
+    r = json.loads((out / "evaluate.json").read_text())
+    assert set(r["baselines"]) == {"characters"}  # an encoder has no next-token loss
+    row = r["kinds"]["paths"]
+    # measured (seeded): the `/`-mass heads separate path-dense prose almost perfectly (AUROC 1.00 at 3000 samples)
+    assert row["auroc"]["heads"][0] > 0.9 and row["verdict"] in {"heads better", "tie"}
+    assert set(row["auroc"]) == {"heads", "heads-forest", "characters"} and row["best_baseline"] == "characters"
+    c = r["calibration"]
+    assert c["documents"] == r["fresh_documents"] > 20 and len(c["curve"]) == 5
+    assert r["fitted_documents"] + r["calibration_documents"] + r["fresh_documents"] == r["reference_documents"]
+    assert (out / "calibration.png").stat().st_size > 0 and "Calibration on" in (out / "evaluate.md").read_text()

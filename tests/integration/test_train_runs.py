@@ -56,6 +56,9 @@ def test_resume_after_interrupt_reproduces_the_run_exactly(uninterrupted, tmp_pa
     assert all(torch.equal(a[k], b[k]) for k in a)
     sig = [json.loads(x)["step"] for x in (run / "signals.jsonl").read_text().splitlines()]
     assert sig == [1, 4, 8, 12]
+    mon = [(tmp_path / "cut"), uninterrupted]  # the monitor's rows are the uninterrupted run's, none twice
+    a_rows, b_rows = ([json.loads(x) for x in (r / "monitor.jsonl").read_text().splitlines()] for r in mon)
+    assert [r["step"] for r in a_rows] == [1, 4, 8, 12] and a_rows == b_rows
     assert _losses(run)[-1] < _losses(run)[0]  # it learned something
 
 
@@ -112,7 +115,29 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
     assert np.all((pt >= 0) & (pt <= 1)) and np.ptp(pt) > 0  # scores move over training
     ph = json.loads((run / "track" / "phases.json").read_text())
     assert set(ph["scores"]["induction"]) == {"0.0", "0.1", "1.0", "1.1"}
-    for f in ("track.md", "track.csv", "loss.png", "heatmap_slash_mass.png", "trajectories_induction.png"):
+    for f in ("track.md", "track.csv", "loss.png", "heatmap_slash_mass.png", "trajectories_induction.png",
+              "monitor.png"):
         assert (run / "track" / f).stat().st_size > 0
+    assert "## Head monitor" in (run / "track" / "track.md").read_text()
     assert main(["predict", str(run)]) == 2  # one seed is not enough: one-line error
     assert main(["track", str(tmp_path / "nothing")]) == 2
+
+
+def test_head_monitor_on_the_smoke_config(tmp_path):
+    """The callback on configs/smoke.toml: a row every 10 steps with every head's scores, the collapse rules
+    said once when they start to hold, the state rebuilt on resume."""
+    from headlab.monitor.training import METRICS as MONITORED
+    from headlab.monitor.training import read_monitor
+    from headlab.train import load_config
+
+    cfg = load_config("configs/smoke.toml")
+    cfg.monitor.sink = 0.01  # every head holds more first-token mass than this: the all-sink rule must fire
+    train(cfg, tmp_path / "run", progress=False)
+    steps, series, said = read_monitor(tmp_path / "run")
+    assert steps == [1, 10, 20, 30, 40, 50, 60] and set(series) == set(MONITORED)
+    assert all(a.shape == (7, 2, 4) for a in series.values())
+    ent = series["entropy"]
+    assert np.all((ent > 0) & (ent <= 1.0 + 1e-6))  # normalized by uniform attention over the same keys
+    assert [w["step"] for w in said if w["rule"] == "all-sink"] == [20]  # after the warm-up, said once
+    rows = [json.loads(x) for x in (tmp_path / "run" / "monitor.jsonl").read_text().splitlines()]
+    assert all("all-sink" in r["holding"] for r in rows[2:]) and not rows[1]["holding"]

@@ -50,6 +50,11 @@ def test_training_run_page_has_every_checkpoint_map_and_nothing_external(tracked
     assert meta["steps"] == track["steps"] and len(meta["scores"]) == len(track["steps"])
     assert meta["scores"][-1]["previous-token"] == pytest.approx(np.array(track["scores"]["previous-token"][-1]))
     assert set(meta["phases"]) >= {"previous-token", "slash_mass"}
+    # the head monitor's series: the latest monitor row at or before each checkpoint
+    mon = [json.loads(x) for x in (tracked_run / "monitor.jsonl").read_text().splitlines()]
+    at = {r["step"]: r for r in mon}
+    assert meta["scores"][-1]["monitor entropy"] == pytest.approx(np.array(at[12]["scores"]["entropy"]))
+    assert any(n.startswith("Head monitor:") for n in meta["notes"])
     n_maps = len(meta["steps"]) * len(meta["samples"]) * 2 * 2
     assert len(data.maps) == n_maps and meta["map_checkpoints"] == list(range(len(meta["steps"])))
     page = render(data)
@@ -172,6 +177,8 @@ def test_untracked_training_run_is_scored_on_the_shown_samples(tracked_run, tmp_
     run = tmp_path / "untracked"
     shutil.copytree(tracked_run, run, ignore=shutil.ignore_patterns("track"))
     data = build(run, progress=False)
-    assert set(data.scores[0]) == {"slash_mass", "offset", "previous-token", "sink"} and data.phases is None
+    monitored = {f"monitor {m}" for m in ("slash_mass", "previous-token", "induction", "sink", "entropy")}
+    assert set(data.scores[0]) == {"slash_mass", "offset", "previous-token", "sink"} | monitored
+    assert data.phases is None
     assert all(np.isfinite(sc["previous-token"]).all() for sc in data.scores)
     assert "shown samples" in " ".join(data.notes)

@@ -70,4 +70,19 @@ def test_claim_8_reads_the_accuracy_drop_and_its_interval():
     assert ablation_row(rec, sdhs=True, causal=False)["verdict"] == "n/a"
     not_measured = ablation_row(None, sdhs=True, causal=True)
     assert not_measured["verdict"] == "n/a" and not_measured["reason"] == "not measured"
-    assert mod.CLAIMS[-1].id == 8
+    assert mod.CLAIMS[-2].id == 8
+
+
+def test_claim_9_reads_the_monitor_evaluation_per_kind():
+    from headlab.analysis.claims import monitor_row
+
+    def ev(*verdicts):
+        return {"kinds": {f"k{i}": {"verdict": v} for i, v in enumerate(verdicts)}, "baselines": ["characters"],
+                "fresh_documents": 500}
+
+    row = monitor_row(ev("heads better", "tie"))
+    assert row["verdict"] == "supported" and row["value"] == "1 of 2 kinds" and "heads better: k0" in row["detail"]
+    assert monitor_row(ev("tie", "baseline better"))["verdict"] == "not supported"
+    mixed = monitor_row(ev("heads better", "baseline better"))
+    assert mixed["verdict"] == "inconclusive" and mixed["reason"] == "mixed"
+    assert monitor_row(None)["reason"] == "not measured"

@@ -93,12 +93,31 @@ def test_pydoc_source_reads_stdlib_docstrings_without_importing():
     assert texts and all(len(t.split()) >= 5 for t in texts)
 
 
+def test_pysrc_reads_stdlib_source_files_whole():
+    docs = documents(["pysrc"])
+    assert len(docs) > 300 and docs[0].doc_id.startswith("pysrc:")
+    text = next(t for d in docs[:40] for t in d.load())
+    assert "def " in text or "import " in text
+
+
+def test_translated_man_pages_render_in_their_language():
+    import os
+
+    if not os.path.isdir("/usr/share/man/ja/man1"):
+        pytest.skip("manpages-ja is not installed (make test installs it where apt is available)")
+    text = next(t for d in documents(["man-ja"])[:5] for t in d.load())
+    assert sum(ord(c) > 0x3000 for c in text) > 20  # kana/kanji, not mojibake
+
+
 @pytest.mark.parametrize(
     "name,path",
     [
         ("foldoc", "/usr/share/dictd/foldoc.dict.dz"),
         ("linux-doc", "/usr/share/doc/linux-doc-6.1"),
         ("python-doc", "/usr/share/doc/python3.11/html/_sources"),
+        ("python-html", "/usr/share/doc/python3.11/html"),
+        ("man-de", "/usr/share/man/de/man1"),
+        ("man-zh", "/usr/share/man/zh_CN/man1"),
     ],
 )
 def test_debian_sources_say_how_to_install_when_missing(name, path):

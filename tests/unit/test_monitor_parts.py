@@ -1,12 +1,18 @@
-"""The head monitor's parts that need no model: the baseline's features, the derived kinds, the profile math."""
+"""The head monitor's parts on tiny inputs: the baselines, the derived kinds, streaming fingerprints, the
+profile math and its calibration check."""
 
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from headlab.errors import HeadlabError
-from headlab.monitor.evaluate import _auroc, _derived, char_features
+from headlab.monitor import fingerprint
+from headlab.monitor.baselines import char_features, window_losses
+from headlab.monitor.calibration import calibration_curve
+from headlab.monitor.evaluate import _auroc, _derived, installed_kinds
 from headlab.monitor.profile import Profile, fit_profile, held_out
 
 
@@ -53,3 +59,97 @@ def test_profile_flags_about_its_false_positive_rate_on_fresh_reference_data() -
     assert Profile.from_json(prof.to_json()) == prof
     with pytest.raises(HeadlabError, match="too few"):
         fit_profile(X[:20], docs[:20], ["a"] * 5, 0.05, model="m", corpus=["c"], settings={})
+
+
+def _per_sample_table(path, n: int = 1000, seed: int = 0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"doc": [f"doc{int(d)}" for d in rng.integers(0, 70, n)],
+                       "token/0.1": np.where(rng.random(n) < 0.3, np.nan, rng.random(n)).astype("float32"),
+                       "entropy/0.0": rng.random(n).astype("float32"), "entropy/1.0": rng.random(n).astype("float32"),
+                       "offset_delta/0.1": rng.integers(-3, 3, n).astype("int16")})
+    df.to_parquet(path)
+    return df
+
+
+def test_streamed_fingerprints_equal_a_pandas_groupby(tmp_path, monkeypatch) -> None:
+    df = _per_sample_table(tmp_path / "rows.parquet")
+    monkeypatch.setattr(fingerprint, "BATCH_ROWS", 97)  # documents straddle many row batches
+    feats = ["token/0.1", "entropy/1.0"]
+    X, docs, n = fingerprint.fingerprints(tmp_path / "rows.parquet", feats)
+    want = df[["doc", *feats]].fillna(0.0).groupby("doc", sort=True)
+    assert docs == list(want.mean().index) and n.tolist() == want.size().tolist()
+    np.testing.assert_allclose(X, want.mean().to_numpy(), rtol=1e-6)
+    means = fingerprint.column_means(tmp_path / "rows.parquet")
+    assert set(means) == {"token/0.1", "entropy/0.0", "entropy/1.0"}  # the offset diagonals are no score
+    assert means["token/0.1"] == pytest.approx(df["token/0.1"].fillna(0).mean(), rel=1e-6)
+    # every entropy head is a feature; other detectors give their top heads
+    assert fingerprint.choose_features(means, 1) == ["entropy/0.0", "entropy/1.0", "token/0.1"]
+    with pytest.raises(HeadlabError, match="same detectors"):
+        fingerprint.fingerprints(tmp_path / "rows.parquet", ["sink/0.0"])
+
+
+def test_window_losses_equal_the_models_own_loss_per_window() -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2)).eval()
+    loaded = SimpleNamespace(model=model, tokenizer=SimpleNamespace(pad_token_id=0))
+    ids = [[5, 9, 13, 2, 7], [3, 4], [8, 8, 8, 8, 8, 8, 1]]  # padded together in one batch
+    got = window_losses(loaded, ids, batch_size=3)
+    with torch.no_grad():
+        want = [float(model(input_ids=torch.tensor([r]), labels=torch.tensor([r])).loss) for r in ids]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_calibration_curve_counts_fresh_flags_at_each_target(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 3))
+    docs = [f"r{i}" for i in range(6000)]
+    prof = fit_profile(X, docs, ["a/0.0", "b/0.0", "c/0.0"], 0.01, model="m", corpus=["c"], settings={})
+    fresh = prof.scores(rng.normal(size=(4000, 3)))
+    c = calibration_curve(prof, fresh, tmp_path / "cal.png", "m")
+    assert [r["target"] for r in c["curve"]] == [0.005, 0.01, 0.02, 0.05, 0.1]
+    for r in c["curve"]:  # same distribution: the rate is near its target (the threshold is an estimate too)
+        assert r["flagged"] == int((fresh > np.quantile(prof.calibration_scores, 1 - r["target"])).sum())
+        assert 0.5 * r["target"] <= r["rate"] <= 2 * r["target"] and r["interval"][0] <= r["rate"] <= r["interval"][1]
+    assert c["within_band"] is True and (tmp_path / "cal.png").stat().st_size > 0
+
+
+def test_a_named_kind_without_its_corpus_is_refused_and_a_default_one_skipped(monkeypatch, capsys) -> None:
+    from headlab.monitor import evaluate
+
+    monkeypatch.setitem(evaluate.REAL, "man-ja", "/nonexistent/man-ja")
+    with pytest.raises(HeadlabError, match="--kinds man-ja: .*leave man-ja out"):
+        installed_kinds(["paths", "man-ja"])
+    assert "man-ja" not in installed_kinds(None) and "paths" in installed_kinds(None)
+    assert "kind man-ja skipped" in capsys.readouterr().err
+
+
+def test_training_monitor_rules() -> None:
+    from headlab.monitor.training import PeakWatch, collapse_warnings, uniform_entropy
+    from headlab.train.config import MonitorConfig
+
+    assert uniform_entropy([3], causal=False) == pytest.approx(np.log(3))
+    assert uniform_entropy([3], causal=True) == pytest.approx((0 + np.log(2) + np.log(3)) / 3)
+    cfg = MonitorConfig(every=1)
+    row = {"sink": np.full((2, 2), 0.95), "entropy": np.full((2, 2), 0.5)}
+    assert [w["rule"] for w in collapse_warnings(row, cfg)] == ["all-sink"]
+    row["sink"][0, 1] = 0.2  # one head still attends elsewhere
+    row["entropy"][:] = 0.99
+    assert [w["rule"] for w in collapse_warnings(row, cfg)] == ["entropy-uniform"]
+    row["entropy"][:] = 0.01
+    assert [w["rule"] for w in collapse_warnings(row, cfg)] == ["entropy-collapse"]
+
+    watch = PeakWatch(specialized=0.5, drop=0.5)
+    zeros = {m: np.zeros((1, 2)) for m in ("slash_mass", "previous-token", "induction")}
+    series = [0.3, 0.8, 0.5, 0.35, 0.3, 0.6, 0.2]  # head 0.1's `/` mass: rises, falls below 0.4, recovers, falls
+    said = []
+    for v in series:
+        row = {m: a.copy() for m, a in zeros.items()}
+        row["slash_mass"][0, 1] = v
+        said.append([w["message"] for w in watch.update(row)])
+    assert [i for i, s in enumerate(said) if s] == [3, 6]  # said when it falls, again after it recovered
+    assert "head 0.1 lost its slash_mass score: 0.35, down from a peak of 0.80" in said[3]

@@ -11,6 +11,9 @@ Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reas
 top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
 :func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the drop of next-token
 accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
+Claim 9 is read from a head-monitor evaluation (``headlab monitor evaluate``, ``monitor_dir/MODEL/evaluate.json``):
+``supported`` when the heads beat the best attention-free baseline on at least one kind of structure and lose on
+none, ``not supported`` when they beat it on none, else ``inconclusive`` (mixed).
 """
 
 from __future__ import annotations
@@ -72,6 +75,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(7, "consistent across architectures (encoder and decoder)", "observed across architectures",
           "all-models", None),
     Claim(8, "ablating the SDHs costs 2-3 accuracy points on text with `/`", "2-3 points", "range", (2.0, 3.0)),
+    Claim(9, "abnormal head activity reveals the input's structure", "a data-quality signal (application)",
+          "monitor", None, "ours: per kind of structure, the heads' AUROC interval above the best attention-free "
+          "baseline's"),
 )
 BY_ID = {c.id: c for c in CLAIMS}
 NO_SDH = "no SDH"
@@ -138,8 +144,24 @@ def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
     return {"interval": drop, "detail": detail, **_unless_no_sdh(verdict_range(drop, *BY_ID[8].bounds), sdhs)}  # type: ignore[misc]
 
 
+def monitor_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
+    """Claim 9 from an ``evaluate.json`` record: on how many kinds of structure the heads beat the best baseline."""
+    if evaluation is None:
+        return {"value": "not measured", "detail": "run headlab monitor evaluate, then claims --monitor-evaluations",
+                "verdict": Verdict.NA, "reason": "not measured"}
+    kinds = evaluation["kinds"]
+    by = {v: [k for k, r in kinds.items() if r["verdict"] == v] for v in ("heads better", "baseline better", "tie")}
+    better, worse = by["heads better"], by["baseline better"]
+    verdict = Verdict.NOT_SUPPORTED if not better else Verdict.INCONCLUSIVE if worse else Verdict.SUPPORTED
+    detail = "; ".join(f"{v}: {', '.join(ks) or 'none'}" for v, ks in by.items())
+    detail += (f" (AUROC vs {' and '.join(evaluation['baselines'])}, {evaluation['fresh_documents']} fresh reference "
+               "documents as negatives)")
+    return {"value": f"{len(better)} of {len(kinds)} kinds", "detail": detail, "verdict": verdict,
+            "reason": "mixed" if better and worse else ""}
+
+
 def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
-            ablation: Any = None) -> ModelClaims:
+            ablation: Any = None, evaluation: dict[str, Any] | None = None) -> ModelClaims:
     """The rows for one model from its scan (corpus), characterization (stimuli) and, optionally, the
     ablation of its SDHs (or top heads)."""
     L, H = sc.n_layers, sc.n_heads
@@ -176,6 +198,7 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     rows[8] = ablation_row(ablation, bool(sdhs), kind == "decoder")
     if "interval" in rows[8]:
         rows[8]["detail"] += f"; {basis}"
+    rows[9] = monitor_row(evaluation)
     return ModelClaims(sc.model, kind, rows)
 
 
@@ -244,7 +267,7 @@ class ClaimsResult:
                          for m in self.models]
                 label = f"{c.id}. {c.text}: **{_verdict(self.cross)}**"
             else:
-                cells = [_cell(m.rows[c.id]) for m in self.models]
+                cells = [_cell(m.rows.get(c.id, monitor_row(None))) for m in self.models]
                 label = f"{c.id}. {c.text}"
             lines.append(f"| {label} | {c.claimed} | " + " | ".join(cells) + " |")
         lines += ["", "Details:", ""]
@@ -253,7 +276,7 @@ class ClaimsResult:
             if c.id == 7:
                 lines.append(f"- {c.id}{src}: {self.cross['detail']}")
             for m in self.models if c.id != 7 else []:
-                lines.append(f"- {c.id} {m.model}{src}: {m.rows[c.id]['detail']}")
+                lines.append(f"- {c.id} {m.model}{src}: {m.rows.get(c.id, monitor_row(None))['detail']}")
         lines += ["", "Rules: " + RULES]
         return "\n".join(lines) + "\n"
 
@@ -298,18 +321,21 @@ def _row_from_json(row: dict[str, Any]) -> dict[str, Any]:
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512, kappa: float = 0.5,
            seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
            on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
-           ablation_draws: int = 0, ablation_samples: int = 48) -> ClaimsResult:
+           ablation_draws: int = 0, ablation_samples: int = 48,
+           monitor_dir: str | Path | None = None) -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
     With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
     finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them).
     ``ablation_draws`` > 0 measures claim 8 on decoders (``ablation_samples`` corpus windows, that many control
-    draws); it loads the model again with its language-model head."""
+    draws); it loads the model again with its language-model head. ``monitor_dir`` holds ``MODEL/evaluate.json``
+    of ``headlab monitor evaluate`` for every model (claim 9)."""
     from ..models.loader import check_source
 
     for m in models:  # every name is checked before the first model is measured
         if not isinstance(m, LoadedModel):
             check_source(m)
+    evaluations = {_folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
     out = []
     for m in models:
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
@@ -318,7 +344,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         sc = scan(lm, max_samples=scan_samples, seed=seed, batch_size=batch_size, progress=progress)
         ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
         if save_dir is not None:
-            folder = Path(save_dir) / Path(str(lm.name).rstrip("/")).name
+            folder = Path(save_dir) / _folder_name(lm)
             sc.write(folder)
             ch.write(folder)
         ablation = None
@@ -331,7 +357,23 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
                                          progress=progress, device=device)
             if save_dir is not None:
                 write_report(ablation, str(folder))
-        out.append(measure(sc, ch, lm.facts.kind, kappa, ablation))
+        out.append(measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(_folder_name(m))))
     return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
                                                 "seed": seed, "corpus": "wiki pydoc (default)",
-                                                "ablation_draws": ablation_draws})
+                                                "ablation_draws": ablation_draws,
+                                                "monitor_dir": str(monitor_dir) if monitor_dir else None})
+
+
+def _folder_name(model: str | LoadedModel) -> str:
+    return Path(str(model.name if isinstance(model, LoadedModel) else model).rstrip("/")).name
+
+
+def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
+    from ..errors import HeadlabError
+    from ..result import read_json
+
+    path = Path(monitor_dir) / _folder_name(model) / "evaluate.json"
+    if not path.exists():
+        raise HeadlabError(f"--monitor-evaluations: {path} does not exist; write it with headlab monitor evaluate "
+                           f"{_folder_name(model)} --out {path.parent}")
+    return read_json(path)

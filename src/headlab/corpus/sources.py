@@ -4,7 +4,10 @@
 ``pydoc``     docstrings of the running Python's standard library, read with ``ast`` (nothing is imported).
 ``linux-doc`` ``/usr/share/doc/linux-doc-*/Documentation`` (Debian ``linux-doc-*``), one text per file.
 ``python-doc`` ``/usr/share/doc/python3*/html/_sources`` (Debian ``python3.11-doc``), one text per file.
-``man``       rendered man pages (``man -l``), one text per page.
+``man``       rendered man pages (``man -l``), one text per page; ``man-de``, ``man-fr``, ``man-ja``, ``man-zh``:
+              Debian's translations (``manpages-de`` ...; Chinese is ``zh_CN``), the same way.
+``pysrc``     the running Python's standard-library source files, one text per file (real code).
+``python-html`` the HTML pages of Debian's ``python3.11-doc``, markup and all, one text per page.
 ``foldoc``    the Free On-line Dictionary of Computing (Debian ``dict-foldoc``), one text per entry.
 """
 
@@ -69,6 +72,22 @@ def pydoc() -> Iterator[Document]:
         yield Document(f"pydoc:{p.name}", lambda p=p: _docstrings(p))
 
 
+def _whole_file(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [text] if text.strip() else []
+
+
+def pysrc() -> Iterator[Document]:
+    for p in _stdlib_files():
+        yield Document(f"pysrc:{p.name}", lambda p=p: _whole_file(p))
+
+
+def python_html() -> Iterator[Document]:
+    root = Path(_installed_root("/usr/share/doc/python3*/html", "python-html", "python3.11-doc"))
+    for p in sorted(root.rglob("*.html")):
+        yield Document(f"python-html:{p.relative_to(root)}", lambda p=p: _whole_file(p))
+
+
 def _installed_root(pattern: str, name: str, package: str) -> str:
     roots = sorted(glob.glob(pattern))
     if not roots:
@@ -98,12 +117,26 @@ def _render_man(path: Path) -> list[str]:
     return [text] if text.strip() else []
 
 
-def man() -> Iterator[Document]:
-    files = sorted(glob.glob("/usr/share/man/man[1-8]/*.gz"))
+#: translated man pages: source name -> (folder under /usr/share/man, Debian package)
+MAN_LANGUAGES = {"man-de": ("de", "manpages-de"), "man-fr": ("fr", "manpages-fr"), "man-ja": ("ja", "manpages-ja"),
+                 "man-zh": ("zh_CN", "manpages-zh")}
+
+
+def _man_pages(name: str, folder: str, package: str) -> Iterator[Document]:
+    files = sorted(glob.glob(f"/usr/share/man/{folder}man[1-8]/*.gz"))
     if not files:
-        raise HeadlabError("corpus 'man' is not installed: apt-get install man-db manpages")
+        raise HeadlabError(f"corpus '{name}' is not installed: apt-get install man-db {package}")
     for p in map(Path, files):
-        yield Document(f"man:{p.name}", lambda p=p: _render_man(p))
+        yield Document(f"{name}:{p.name}", lambda p=p: _render_man(p))
+
+
+def man() -> Iterator[Document]:
+    yield from _man_pages("man", "", "manpages")
+
+
+def _translated(name: str) -> Callable[[], Iterator[Document]]:
+    folder, package = MAN_LANGUAGES[name]
+    return lambda: _man_pages(name, folder + "/", package)
 
 
 @lru_cache(maxsize=1)
@@ -135,6 +168,9 @@ NAMED_SOURCES: dict[str, Callable[[], Iterator[Document]]] = {
     "linux-doc": linux_doc,
     "python-doc": python_doc,
     "man": man,
+    **{name: _translated(name) for name in MAN_LANGUAGES},
+    "pysrc": pysrc,
+    "python-html": python_html,
     "foldoc": foldoc,
 }
 

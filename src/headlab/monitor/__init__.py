@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .check import CheckResult, check_rows, write
-from .fingerprint import choose_features, fingerprints, scan_rows
+from .fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
 from .profile import Profile, fit_profile
 
 
@@ -18,13 +18,13 @@ def fit(model: Any, corpus: Sequence[str], *, max_samples: int = 2000, per_detec
         seed: int = 0, batch_size: int = 8, max_length: int = 128, progress: bool = True,
         device: str = "cpu") -> Profile:
     """Scan the reference corpus, choose the features, fit and calibrate the profile."""
-    rows, r = scan_rows(model, corpus, max_samples, seed, batch_size, max_length, progress, device)
-    features = choose_features(rows, per_detector)
-    X, docs, _ = fingerprints(rows, features)
+    with scanned(model, corpus, max_samples, seed, batch_size, max_length, progress, device) as (path, r):
+        features = choose_features(column_means(path), per_detector)
+        X, docs, _ = fingerprints(path, features)
     return fit_profile(X, docs, features, fpr, model=r.model, corpus=list(corpus),
                        settings={"max_samples": max_samples, "per_detector": per_detector, "seed": seed,
                                  "batch_size": batch_size, "max_length": max_length,
-                                 "n_reference_samples": r.n_samples})
+                                 "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
 
 
 def check(profile: Profile | str | Path, corpus: Sequence[str], out: str | Path | None = None, *,
@@ -32,9 +32,10 @@ def check(profile: Profile | str | Path, corpus: Sequence[str], out: str | Path 
           device: str = "cpu") -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` against the profile; with ``out``, write the report there."""
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
-    rows, _ = scan_rows(model or prof.model, corpus, max_samples, seed, batch_size,
-                        prof.settings["max_length"], progress, device)
-    X, docs, windows = fingerprints(rows, prof.features)
+    detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
+    with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
+                 device, detectors) as (path, _):
+        X, docs, windows = fingerprints(path, prof.features)
     records = check_rows(prof, X, docs, windows)
     flagged = [r for r in records if r["flag"]]
     Z = prof.z(X)

@@ -1,15 +1,22 @@
-"""Does the monitor work? (``headlab monitor evaluate``): AUROC of the head monitor against an attention-free
-baseline, per kind of special structure, on held-out reference documents as negatives.
+"""Does the monitor work? (``headlab monitor evaluate``): AUROC of the head monitor against attention-free
+baselines, per kind of special structure, with fresh reference documents as negatives.
 
-Kinds (real text or derived from it): ``code`` (pydoc), ``python-doc`` (reST documentation), ``man`` (man
-pages), where Debian installed them; derived from held-out reference prose: ``shuffled`` (words shuffled in each
-document), ``boilerplate`` (one sentence repeated), ``paths`` (every fourth word replaced by a file path or URL
-built from the document's own words), ``random-tokens`` (uniformly random vocabulary tokens, decoded).
+Reference documents fall in five folds by a hash of their id: folds 2-4 fit the profiles, fold 0 calibrates
+their thresholds, fold 1 is *fresh*: never fitted nor calibrated on, it gives the negatives of every AUROC and
+the calibration check (the share of fresh documents flagged at each target false-positive rate).
 
-Baseline: character-class statistics of each window's text (shares of letters, digits, whitespace, punctuation,
-upper case, non-ASCII, and the mean word length), averaged per document and scored exactly like the heads (robust
-z, Ledoit-Wolf distance, the same held-out documents). AUROC intervals: percentile bootstrap over documents.
-Verdict per kind: ``heads better`` / ``baseline better`` when the AUROC intervals do not overlap, else ``tie``.
+Kinds (real text, where installed): ``code`` (standard-library source, ``pysrc``), ``docstrings`` (``pydoc``),
+``python-doc`` (reST), ``markup`` (HTML pages, ``python-html``), ``man``, ``linux-doc``, and text in another
+language ``man-de``, ``man-fr``, ``man-ja``, ``man-zh`` (Debian's translated man pages). Derived from the fresh
+reference prose: ``shuffled`` (words shuffled in each document), ``boilerplate`` (one sentence repeated),
+``paths`` (every fourth word replaced by a file path or URL built from the document's own words),
+``random-tokens`` (uniformly random vocabulary words).
+
+Baselines (:mod:`.baselines`) are scored exactly like the heads (robust z, Ledoit-Wolf distance, the same folds).
+The heads are also scored by an isolation forest on the same z-scores (``heads-forest``), the alternative to the
+Ledoit-Wolf distance the profile uses. AUROC intervals: percentile bootstrap over documents. Verdict per kind, the
+heads (Ledoit-Wolf) against the *best* baseline (highest AUROC): ``heads better`` / ``baseline better`` when the
+intervals do not overlap, else ``tie``.
 """
 
 from __future__ import annotations
@@ -21,36 +28,38 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .fingerprint import choose_features, fingerprints, scan_rows
-from .profile import fit_profile, held_out
+from .baselines import baselines, per_document
+from .calibration import calibration_curve
+from .fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, read_columns, scanned
+from .profile import ForestScorer, fit_profile, fold
 
-#: real kinds and the named corpus each one reads; derived kinds are built from held-out reference prose
-REAL = {"code": "pydoc", "python-doc": "python-doc", "man": "man", "linux-doc": "linux-doc"}
+#: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
+REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
+        "linux-doc": "linux-doc", "man-de": "man-de", "man-fr": "man-fr", "man-ja": "man-ja", "man-zh": "man-zh"}
 DERIVED = ("shuffled", "boilerplate", "paths", "random-tokens")
 KINDS = (*REAL, *DERIVED)
+FRESH = 1  # the fold kept out of fitting and calibration
 
 
-def char_features(text: str) -> list[float]:
-    n = max(1, len(text))
-    words = text.split()
-    return [sum(c.isalpha() for c in text) / n, sum(c.isdigit() for c in text) / n,
-            sum(c.isspace() for c in text) / n, sum((not c.isalnum()) and not c.isspace() for c in text) / n,
-            sum(c.isupper() for c in text) / n, sum(ord(c) > 127 for c in text) / n,
-            float(np.mean([len(w) for w in words])) if words else 0.0]
+def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
+    """``kinds`` checked before any work: a named kind whose corpus is missing is an error; ``None`` means
+    every kind whose corpus is installed (the missing ones are named on stderr)."""
+    import sys
 
+    from ..corpus import documents
+    from ..errors import HeadlabError
 
-def _decoded(rows: Any, tokenizer: Any) -> list[str]:
-    """The text of every window (decoded once, shared by the baseline and the derived kinds)."""
-    return [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in rows["ids"]]
-
-
-def _char_matrix(rows: Any, texts: list[str]) -> tuple[np.ndarray, list[str]]:
-    import pandas as pd
-
-    df = pd.DataFrame([char_features(t) for t in texts], columns=[f"char/{i}" for i in range(7)])
-    df["doc"] = rows["doc"].to_numpy()
-    means = df.groupby("doc", sort=True).mean()
-    return means.to_numpy(dtype=np.float64), [str(d) for d in means.index]
+    out = []
+    for kind in KINDS if kinds is None else kinds:
+        try:
+            if kind in REAL:
+                documents([REAL[kind]])
+            out.append(kind)
+        except HeadlabError as exc:
+            if kinds is not None:
+                raise HeadlabError(f"--kinds {kind}: {exc}; or leave {kind} out") from None
+            print(f"headlab: kind {kind} skipped: {exc}", file=sys.stderr)
+    return out
 
 
 def _derived(prose: list[str], kind: str, rng: random.Random, vocab: list[str]) -> list[str]:
@@ -73,36 +82,55 @@ def _derived(prose: list[str], kind: str, rng: random.Random, vocab: list[str]) 
 def _auroc(neg: np.ndarray, pos: np.ndarray, rng: np.random.Generator, n_boot: int = 500) -> list[float]:
     from sklearn.metrics import roc_auc_score
 
-    y = np.r_[np.zeros(len(neg)), np.ones(len(pos))]
-    s = np.r_[neg, pos]
-    point = float(roc_auc_score(y, s))
-    boots = []
-    for _ in range(n_boot):
-        a, b = rng.choice(neg, len(neg)), rng.choice(pos, len(pos))
-        boots.append(roc_auc_score(np.r_[np.zeros(len(a)), np.ones(len(b))], np.r_[a, b]))
+    def auc(a: np.ndarray, b: np.ndarray) -> float:
+        return float(roc_auc_score(np.r_[np.zeros(len(a)), np.ones(len(b))], np.r_[a, b]))
+
+    boots = [auc(rng.choice(neg, len(neg)), rng.choice(pos, len(pos))) for _ in range(n_boot)]
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    return [point, float(lo), float(hi)]
+    return [auc(neg, pos), float(lo), float(hi)]
 
 
-def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 600,
-             kind_samples: int = 200, per_detector: int = 8, fpr: float = 0.01, seed: int = 0,
-             progress: bool = True, device: str = "cpu") -> dict[str, Any]:
+class _Scorer:
+    """The heads' and each baseline's fingerprints of a scanned corpus, and their profiles' scores."""
+
+    def __init__(self, loaded: Any, features: list[str]):
+        self.loaded, self.features, self.base = loaded, features, baselines(loaded)
+
+    def matrices(self, path: Path) -> tuple[dict[str, np.ndarray], list[str], dict[str, str]]:
+        """{method: (documents x features)}, document ids, and each document's text (windows joined)."""
+        X, docs, _ = fingerprints(path, self.features)
+        rows = read_columns(path, ["doc", "ids"])
+        texts = [self.loaded.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in rows["ids"]]
+        out = {"heads": X}
+        for name, (_, values) in self.base.items():
+            out[name], bdocs = per_document(rows, values(rows, texts))
+            assert bdocs == docs, "baseline and head documents differ"
+        joined: dict[str, list[str]] = {}
+        for d, t in zip(rows["doc"], texts):
+            joined.setdefault(str(d), []).append(t)
+        return out, docs, {d: " ".join(t) for d, t in joined.items()}
+
+
+def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 3000,
+             kind_samples: int = 200, per_detector: int = 8, fpr: float = 0.01, seed: int = 0, batch_size: int = 8,
+             progress: bool = True, device: str = "cpu", figure: Path | None = None) -> dict[str, Any]:
     from ..models import load
 
-    loaded = model if not isinstance(model, str) else load(model, device=device)
-    rows, _ = scan_rows(loaded, reference, max_samples, seed, 8, 128, progress, device)
-    features = choose_features(rows, per_detector)
-    X, docs, _ = fingerprints(rows, features)
-    heads = fit_profile(X, docs, features, fpr, model=loaded.name, corpus=list(reference), settings={})
-    texts = _decoded(rows, loaded.tokenizer)
-    C, cdocs = _char_matrix(rows, texts)
-    chars = fit_profile(C, cdocs, [f"char/{i}" for i in range(7)], fpr, model="characters",
-                        corpus=list(reference), settings={})
-    neg_h, neg_c = np.array(heads.calibration_scores), np.array(chars.calibration_scores)
-    prose = [t for d, t in _texts(rows, texts).items() if held_out(d)]
+    loaded = model if not isinstance(model, str) else load(model, lm_head=True, device=device)
+    scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS)
+    with scanned(loaded, reference, max_samples, *scan_args) as (path, _):
+        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector))
+        mats, docs, texts = scorer.matrices(path)
+    fresh = np.array([fold(d) == FRESH for d in docs])
+    names = {"heads": scorer.features, **{k: list(v[0]) for k, v in scorer.base.items()}}
+    profiles: dict[str, Any] = {m: fit_profile(M, docs, names[m], fpr, exclude=fresh, model=loaded.name,
+                                                   corpus=list(reference), settings={}) for m, M in mats.items()}
+    profiles["heads-forest"] = ForestScorer(profiles["heads"], mats["heads"], docs, fresh, seed)
+    mats["heads-forest"] = mats["heads"]
+    neg = {m: profiles[m].scores(M[fresh]) for m, M in mats.items()}
+    prose = [texts[d] for d, f in zip(docs, fresh) if f]
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
-    vocab = [t for t in loaded.tokenizer.convert_ids_to_tokens(list(range(len(loaded.tokenizer))))
-             if isinstance(t, str) and t.isalpha()]
+    vocab = [t for t in loaded._vocab_tokens if t.isalpha()]
     table = {}
     with tempfile.TemporaryDirectory(prefix="headlab-eval-") as tmp:
         for kind in kinds:
@@ -113,35 +141,42 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
                 for i, text in enumerate(_derived(prose, kind, rng, vocab)):
                     (folder / f"{i:05d}.txt").write_text(text)
                 spec = str(folder)
-            krows, _ = scan_rows(loaded, [spec], kind_samples, seed, 8, 128, progress, device)
-            KX, _, _ = fingerprints(krows, features)
-            KC, _ = _char_matrix(krows, _decoded(krows, loaded.tokenizer))
-            ph, pc = heads.scores(KX), chars.scores(KC)
-            h, c = _auroc(neg_h, ph, nrng), _auroc(neg_c, pc, nrng)
-            verdict = "heads better" if h[1] > c[2] else "baseline better" if c[1] > h[2] else "tie"
-            table[kind] = {"documents": len(ph), "heads_auroc": h, "baseline_auroc": c,
-                           "heads_recall_at_fpr": float((ph > heads.threshold).mean()),
-                           "baseline_recall_at_fpr": float((pc > chars.threshold).mean()), "verdict": verdict}
-    return {"model": loaded.name, "reference": list(reference), "fpr": fpr, "features": len(features),
-            "held_out_reference_documents": len(neg_h), "calibration_flag_rate": heads.calibration_flag_rate,
-            "baseline": "character-class statistics (7 features), scored like the heads", "kinds": table}
+            with scanned(loaded, [spec], kind_samples, *scan_args) as (kpath, _):
+                kmats, _, _ = scorer.matrices(kpath)
+            kmats["heads-forest"] = kmats["heads"]
+            table[kind] = _kind_row(profiles, neg, kmats, list(scorer.base), nrng)
+    calib = calibration_curve(profiles["heads"], neg["heads"], figure, loaded.name)
+    return {"model": loaded.name, "reference": list(reference), "fpr": fpr, "features": len(scorer.features),
+            "detectors": list(MONITOR_DETECTORS), "reference_documents": len(docs),
+            "fitted_documents": profiles["heads"].n_fit, "calibration_documents": profiles["heads"].n_calibration,
+            "fresh_documents": int(fresh.sum()), "calibration": calib,
+            "baselines": {k: list(v[0]) for k, v in scorer.base.items()}, "kinds": table}
 
 
-def _texts(rows: Any, texts: list[str]) -> dict[str, str]:
-    """The text of each document (its windows joined)."""
-    out: dict[str, list[str]] = {}
-    for doc, text in zip(rows["doc"], texts):
-        out.setdefault(str(doc), []).append(text)
-    return {d: " ".join(t) for d, t in out.items()}
+def _kind_row(profiles: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[str, np.ndarray],
+              baseline_names: list[str], rng: np.random.Generator) -> dict[str, Any]:
+    pos = {m: profiles[m].scores(M) for m, M in kmats.items()}
+    auroc = {m: _auroc(neg[m], pos[m], rng) for m in pos}
+    recall = {m: float((pos[m] > profiles[m].threshold).mean()) for m in pos}
+    best = max(baseline_names, key=lambda m: auroc[m][0])
+    h, b = auroc["heads"], auroc[best]
+    verdict = "heads better" if h[1] > b[2] else "baseline better" if b[1] > h[2] else "tie"
+    return {"documents": len(pos["heads"]), "auroc": auroc, "recall_at_fpr": recall, "best_baseline": best,
+            "verdict": verdict}
 
 
 def markdown(r: dict[str, Any]) -> str:
     at = f"{100 * r['fpr']:.0f}% FPR"
-    lines = [f"| kind | documents | heads AUROC [95%] | baseline AUROC [95%] | heads recall @ {at} | baseline recall "
-             "| verdict |", "|---|---|---|---|---|---|---|"]
+    methods = ["heads", "heads-forest", *r["baselines"]]
+    head = " | ".join(f"{m} AUROC [95%]" for m in methods)
+    lines = [f"| kind | documents | {head} | recall @ {at} ({', '.join(methods)}) | verdict: heads vs best baseline |",
+             "|---|---|" + "---|" * len(methods) + "---|---|"]
     for kind, v in r["kinds"].items():
-        h, c = v["heads_auroc"], v["baseline_auroc"]
-        lines.append(f"| {kind} | {v['documents']} | {h[0]:.2f} [{h[1]:.2f}, {h[2]:.2f}] | {c[0]:.2f} [{c[1]:.2f}, "
-                     f"{c[2]:.2f}] | {v['heads_recall_at_fpr']:.2f} | {v['baseline_recall_at_fpr']:.2f} | "
-                     f"{v['verdict']} |")
+        cells = " | ".join(f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]" for a in (v["auroc"][m] for m in methods))
+        recall = " / ".join(f"{v['recall_at_fpr'][m]:.2f}" for m in methods)
+        lines.append(f"| {kind} | {v['documents']} | {cells} | {recall} | {v['verdict']} ({v['best_baseline']}) |")
+    c = r["calibration"]
+    lines += ["", f"Calibration on {r['fresh_documents']} fresh reference documents: at the {at} target "
+              f"{100 * c['flag_rate_at_fpr']:.1f}% flagged [{100 * c['interval_at_fpr'][0]:.1f}, "
+              f"{100 * c['interval_at_fpr'][1]:.1f}] (Wilson 95%); within [0.5%, 2%]: {c['within_band']}."]
     return "\n".join(lines) + "\n"

@@ -3,53 +3,106 @@ windows, for a chosen set of ``DETECTOR/L.H`` features.
 
 A score that is undefined in a window (the token detector's mass on a target the window lacks) counts as 0: the
 window gives that target no attention. A document is one row; its windows are all the scan drew from it.
+
+The per-sample table is read back in row batches of the feature columns only (never the token ids), so what is
+held in memory is one running sum per document and feature, whatever the number of windows.
 """
 
 from __future__ import annotations
 
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..detectors import DEFAULT_DETECTORS
 from ..errors import HeadlabError
 
+#: the monitor's detectors: the census defaults plus every head's attention entropy
+MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
+#: detectors whose every head is a feature (the others contribute their top heads)
+ALL_HEADS = ("entropy",)
+BATCH_ROWS = 4096
 
-def scan_rows(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
-              progress: bool, device: str) -> Any:
-    """A per-sample scan of ``corpus`` as a pandas DataFrame (and the scan result, for feature choice)."""
-    import pandas as pd
 
+@contextmanager
+def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
+            progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS) -> Iterator[tuple[Path, Any]]:
+    """A per-sample scan of ``corpus``: the Parquet path (removed on exit) and the scan result."""
     from ..scan import scan
 
     with tempfile.TemporaryDirectory(prefix="headlab-monitor-") as tmp:
         rows = Path(tmp) / "rows.parquet"
-        r = scan(model, corpus=list(corpus), max_samples=max_samples, seed=seed, batch_size=batch_size,
-                 max_length=max_length, progress=progress, device=device, per_sample=rows)
+        r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
+                 batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows)
         if r.interrupted:
             raise KeyboardInterrupt("interrupted while scanning the corpus")
-        return pd.read_parquet(rows), r
+        yield rows, r
 
 
-def fingerprints(rows: Any, features: Sequence[str]) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """``(documents, features)`` means over each document's windows, the document ids, windows per document."""
-    missing = [f for f in features if f not in rows.columns]
+def _batches(path: Path, columns: Sequence[str]) -> Iterator[Any]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering holds every row group read so far: memory grows
+    missing = [c for c in columns if c not in pf.schema_arrow.names]
     if missing:
         raise HeadlabError(f"the scan has no column {missing[0]!r}: fit and check with the same detectors")
-    grouped = rows[["doc", *features]].fillna(0.0).groupby("doc", sort=True)
-    means = grouped.mean()
-    return means.to_numpy(dtype=np.float64), [str(d) for d in means.index], grouped.size().to_numpy()
+    yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=list(columns))
 
 
-def choose_features(rows: Any, per_detector: int) -> list[str]:
-    """The ``per_detector`` heads with the highest mean score of every detector in the reference rows."""
-    cols = [c for c in rows.columns if "/" in c and not c.startswith("offset_delta/")]
+def fingerprints(path: Path, features: Sequence[str]) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """``(documents, features)`` means over each document's windows, the document ids (sorted), windows each."""
+    index: dict[str, int] = {}
+    sums: list[np.ndarray] = []
+    counts: list[int] = []
+    for b in _batches(path, ["doc", *features]):
+        X = np.nan_to_num(np.column_stack([b.column(i + 1).to_numpy(zero_copy_only=False)
+                                           for i in range(len(features))]).astype(np.float64), nan=0.0)
+        uniq, inv = np.unique(np.asarray(b.column(0).to_pylist(), dtype=str), return_inverse=True)
+        part = np.zeros((len(uniq), len(features)))
+        np.add.at(part, inv, X)
+        for d, row, c in zip(uniq.tolist(), part, np.bincount(inv, minlength=len(uniq))):
+            i = index.setdefault(d, len(sums))
+            if i == len(sums):
+                sums.append(np.zeros(len(features)))
+                counts.append(0)
+            sums[i] += row
+            counts[i] += int(c)
+    order = sorted(index)
+    n = np.array([counts[index[d]] for d in order])
+    X = np.array([sums[index[d]] for d in order]).reshape(len(order), len(features)) / np.maximum(n, 1)[:, None]
+    return X, order, n
+
+
+def column_means(path: Path) -> dict[str, float]:
+    """Mean of every ``DETECTOR/L.H`` score column over all windows (undefined = 0)."""
+    import pyarrow.parquet as pq
+
+    cols = [c for c in pq.ParquetFile(path).schema_arrow.names if "/" in c and not c.startswith("offset_delta/")]
+    total, n = np.zeros(len(cols)), 0
+    for b in _batches(path, cols):
+        total += np.nansum(np.column_stack([c.to_numpy(zero_copy_only=False) for c in b.columns]), 0)
+        n += b.num_rows
+    return dict(zip(cols, (total / max(n, 1)).tolist()))
+
+
+def choose_features(means: dict[str, float], per_detector: int) -> list[str]:
+    """The ``per_detector`` heads with the highest mean score of every detector (every head of
+    :data:`ALL_HEADS` detectors), in detector order."""
     by_det: dict[str, list[str]] = {}
-    for c in cols:
+    for c in means:
         by_det.setdefault(c.split("/")[0], []).append(c)
     out = []
-    for _, group in sorted(by_det.items()):
-        means = rows[group].fillna(0.0).mean()
-        out += list(means.sort_values(ascending=False).index[:per_detector])
+    for det, group in sorted(by_det.items()):
+        ranked = sorted(group, key=lambda c: -means[c])
+        out += group if det in ALL_HEADS else ranked[:per_detector]
     return out
+
+
+def read_columns(path: Path, columns: Sequence[str]) -> Any:
+    """Chosen columns of the per-sample table as a pandas DataFrame (the evaluation's window texts)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=list(columns)).to_pandas()

@@ -20,9 +20,14 @@ import numpy as np
 from ..result import Result
 
 
+def fold(doc: str) -> int:
+    """A document's fold 0-4, by a hash of its id (stable across runs and processes)."""
+    return int(hashlib.sha256(doc.encode()).hexdigest(), 16) % 5
+
+
 def held_out(doc: str) -> bool:
-    """Every fifth document (by a hash of its id, stable across runs) calibrates the threshold."""
-    return int(hashlib.sha256(doc.encode()).hexdigest(), 16) % 5 == 0
+    """Fold 0, every fifth document, calibrates the threshold."""
+    return fold(doc) == 0
 
 
 @dataclass
@@ -54,11 +59,15 @@ class Profile(Result):
         return np.sqrt(np.einsum("nf,fg,ng->n", Z, prec, Z).clip(min=0.0))
 
 
-def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float, **meta: Any) -> Profile:
-    """A profile from reference fingerprints ``X`` (documents x features)."""
+def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
+                exclude: np.ndarray | None = None, **meta: Any) -> Profile:
+    """A profile from reference fingerprints ``X`` (documents x features); rows where ``exclude`` is true are
+    neither fitted nor calibrated on (the evaluation keeps them as fresh reference documents)."""
     from sklearn.covariance import LedoitWolf
 
-    cal = np.array([held_out(d) for d in docs])
+    if exclude is not None:
+        X, docs = X[~exclude], [d for d, e in zip(docs, exclude) if not e]
+    cal = np.array([held_out(d) for d in docs], dtype=bool)
     if cal.sum() < 10 or (~cal).sum() < 20:
         from ..errors import HeadlabError
 
@@ -78,3 +87,23 @@ def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
     prof.calibration_flag_rate = float((cal_scores > prof.threshold).mean())
     prof.calibration_scores = [float(x) for x in cal_scores]
     return prof
+
+
+class ForestScorer:
+    """The alternative the evaluation weighs the profile against: an isolation forest (scikit-learn, 200 trees,
+    seeded) on the same robust z-scores, its anomaly score ``-decision_function``, its threshold calibrated on the
+    same held-out documents. Not stored in profiles: the evaluation reports both (docs/monitor.md says which
+    did better and why the profile uses the distance)."""
+
+    def __init__(self, prof: Profile, X: np.ndarray, docs: list[str], exclude: np.ndarray, seed: int = 0):
+        from sklearn.ensemble import IsolationForest
+
+        keep = ~exclude
+        X, docs = X[keep], [d for d, k in zip(docs, keep) if k]
+        cal = np.array([held_out(d) for d in docs], dtype=bool)
+        self.prof = prof
+        self.forest = IsolationForest(n_estimators=200, random_state=seed).fit(prof.z(X[~cal]))
+        self.threshold = float(np.quantile(self.scores(X[cal]), 1.0 - prof.fpr))
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        return -self.forest.decision_function(self.prof.z(X))

@@ -1,7 +1,9 @@
 """Tracking report: phases of every head's trajectories, the claim comparison, and the plots.
 
 Files written next to ``track.json``: ``phases.json``, ``track.md``, ``loss.png``, ``heatmap_<metric>.png``
-(heads x checkpoints), ``trajectories_<metric>.png`` (top heads with their phase bands).
+(heads x checkpoints), ``trajectories_<metric>.png`` (top heads with their phase bands), and for a run with the
+head monitor on (``monitor.jsonl``) ``monitor.png`` (each monitored score's highest and median head per row,
+warnings marked) with a section of ``track.md`` listing the warnings.
 """
 
 from __future__ import annotations
@@ -151,6 +153,33 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
     return written
 
 
+def monitor_report(run: Path, out: Path) -> list[str]:
+    """``monitor.png`` and the markdown lines of the head monitor's series (nothing for a run without them)."""
+    from ..monitor.training import read_monitor
+
+    steps, series, said = read_monitor(run)
+    if not steps:
+        return []
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(series), figsize=(2.6 * len(series), 2.8), squeeze=False)
+    for ax, (m, a) in zip(axes[0], series.items()):
+        flat = a.reshape(len(steps), -1)
+        ax.plot(steps, np.nanmax(flat, 1), marker="o", ms=2, label="highest head")
+        ax.plot(steps, np.nanmedian(flat, 1), marker="o", ms=2, label="median head")
+        for w in said:
+            ax.axvline(w["step"], color="tab:red", lw=0.6, alpha=0.6)
+        ax.set(title=m, xlabel="step")
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle("head monitor (probe windows; red: warnings)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "monitor.png", dpi=110)
+    plt.close(fig)
+    lines = ["", "## Head monitor", "", f"{len(steps)} rows (steps {steps[0]}..{steps[-1]}); ![monitor](monitor.png)",
+             ""]
+    lines += [f"- step {w['step']}, {w['rule']}: {w['message']}" for w in said] or ["No warning."]
+    return lines
+
+
 def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     """Phases, markdown and plots for a tracked run; returns the phases record."""
 
@@ -164,7 +193,7 @@ def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     record = {"claim_boundaries_scaled": claim_boundaries(total), "total_steps": total, "scores": ph,
               "slash_gradient_share": sp}
     write_json_atomic(out / "phases.json", record)
-    write_text_atomic(out / "track.md", markdown(t, ph, sp, total))
+    write_text_atomic(out / "track.md", markdown(t, ph, sp, total) + "\n".join(monitor_report(run, out) + [""]))
     rows = []
     if (run / "metrics.jsonl").exists():
         rows = read_jsonl(run / "metrics.jsonl")

@@ -13,13 +13,13 @@ Each row of ``signals.jsonl``: ``{"step", "signals": {name: [[L x H]]}}``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from ..io import AppendLog
 from ..models.adapters import parts
 
 SIGNALS = ("w_q", "w_k", "w_v", "w_o", "logit_slash", "logit_other")
@@ -92,7 +92,7 @@ class GradientSignals:
             pick &= probe_mask & ~self.is_slash & ~is_special
             self.labels = probe_ids.masked_fill(~pick, -100)
             self.inputs = probe_ids.masked_fill(pick, mask_id)
-        self._fh: Any = None
+        self.log = AppendLog(self.path)
 
     def on_step(self, trainer: Any, step: int, loss: float) -> None:
         if self.every <= 0 or (step != 1 and step % self.every):
@@ -100,15 +100,10 @@ class GradientSignals:
         dev = next(trainer.model.parameters()).device
         sig = head_signals(trainer.model, self.inputs.to(dev), self.mask.to(dev), self.is_slash.to(dev),
                            self.labels.to(dev))
-        if self._fh is None:
-            self._fh = open(self.path, "a")
-        self._fh.write(json.dumps({"step": step, "signals": sig}) + "\n")
+        self.log.write({"step": step, "signals": sig})
 
     def flush(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
+        self.log.flush()
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self.log.close()

@@ -1,4 +1,5 @@
-"""Training with the gradient-signal tracker: what ``headlab train`` runs (the Trainer itself knows no analysis)."""
+"""Training with the gradient-signal tracker and the head monitor: what ``headlab train`` runs (the Trainer
+itself knows no analysis)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,23 @@ from .signals import GradientSignals
 
 def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,
                      device: str = "cpu", callbacks: Sequence[Callback] = ()) -> Trainer:
-    """Train ``cfg`` into ``run`` with the gradient signals written every ``cfg.track.grad_every`` steps."""
+    """Train ``cfg`` into ``run`` with the gradient signals written every ``cfg.track.grad_every`` steps and the
+    head monitor's rows every ``cfg.monitor.every`` steps."""
 
     def signals(trainer: Trainer) -> list[Callback]:
-        if not trainer.main or cfg.track.grad_every <= 0:
-            return []
         tok, pool = trainer.tokenizer, trainer.pool
-        return [GradientSignals(trainer.run, cfg.track.grad_every, pool.probe_ids, pool.probe_mask,  # type: ignore[union-attr]
-                                slash_ids(tok), cfg.model.kind, cfg.model.mask_id, frozenset(tok.all_special_ids))]
+        if not trainer.main or pool is None:
+            return []
+        out: list[Callback] = []
+        if cfg.track.grad_every > 0:
+            out.append(GradientSignals(trainer.run, cfg.track.grad_every, pool.probe_ids, pool.probe_mask,
+                                       slash_ids(tok), cfg.model.kind, cfg.model.mask_id,
+                                       frozenset(tok.all_special_ids)))
+        if cfg.monitor.every > 0:
+            from ..monitor.training import HeadMonitor
+
+            out.append(HeadMonitor(trainer.run, cfg.monitor, pool.probe_ids, pool.probe_mask, tok,
+                                   cfg.model.max_length, cfg.model.kind == "decoder", cfg.optim.warmup_steps))
+        return out
 
     return train(cfg, run, resume=resume, progress=progress, device=device, callbacks=callbacks, first=signals)

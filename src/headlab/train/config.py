@@ -1,4 +1,5 @@
-"""Training configuration: a TOML file with ``[model]``, ``[data]``, ``[optim]``, ``[checkpoints]``, ``[track]``.
+"""Training configuration: a TOML file with ``[model]``, ``[data]``, ``[optim]``, ``[checkpoints]``, ``[track]``,
+``[monitor]``.
 
 Every key has a default (below); a config names only what it changes. Unknown keys are errors, so a typo
 cannot silently fall back to a default. The resolved config (defaults filled in) is written to the run
@@ -59,19 +60,30 @@ class TrackConfig:
 
 
 @dataclass
+class MonitorConfig:
+    every: int = 0                  # head-monitor rows (monitor.jsonl) every N steps; 0 = off
+    sink: float = 0.9               # all-sink warning: every head's first-token mass above this
+    entropy_low: float = 0.05       # entropy-collapse warning: every head's normalized entropy below this
+    entropy_high: float = 0.95      # entropy-uniform warning: every head's normalized entropy above this
+    specialized: float = 0.5        # a head is specialized once a tracked score reaches this
+    drop: float = 0.5               # lost-head warning: a specialized head's score below this share of its peak
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     track: TrackConfig = field(default_factory=TrackConfig)
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 _SECTIONS = {"model": ModelConfig, "data": DataConfig, "optim": OptimConfig, "checkpoints": CheckpointConfig,
-             "track": TrackConfig}
+             "track": TrackConfig, "monitor": MonitorConfig}
 
 
 def from_dict(raw: dict[str, Any], where: str = "config") -> TrainConfig:
@@ -136,6 +148,12 @@ def _check(cfg: TrainConfig, where: str) -> None:
         raise HeadlabError(f"{where}: data.window {d.window} exceeds model.max_length {cfg.model.max_length}")
     if d.slash_share is not None and not 0 <= d.slash_share <= 1:
         raise HeadlabError(f"{where}: data.slash_share must be in [0, 1] or \"natural\"")
+    m = cfg.monitor
+    if m.every < 0:
+        raise HeadlabError(f"{where}: monitor.every must be 0 (off) or a positive number of steps, not {m.every}")
+    for key in ("sink", "entropy_low", "entropy_high", "specialized", "drop"):
+        if not 0 < getattr(m, key) < 1:
+            raise HeadlabError(f"{where}: monitor.{key} must lie strictly between 0 and 1, not {getattr(m, key)}")
 
 
 def load_config(path: str | Path) -> TrainConfig:

@@ -27,6 +27,9 @@ from . import checkpoint as ckpt
 from .config import TrainConfig, to_toml
 from .data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool
 
+#: the run's per-step logs: a resumed run drops their rows after its checkpoint
+LOGS = ("metrics.jsonl", "signals.jsonl", "monitor.jsonl")
+
 
 class BatchSource(Protocol):
     """Training data other than a corpus window pool (e.g. a synthetic task): the global batch of a step."""
@@ -165,7 +168,7 @@ class Trainer:
 
                 warnings.warn(f"{self.run} has no usable checkpoint; starting from step 0 (and its logs afresh)",
                               stacklevel=2)
-                for name in ("metrics.jsonl", "signals.jsonl"):  # rows of the lost steps would be logged twice
+                for name in LOGS:  # rows of the lost steps would be logged twice
                     (self.run / name).unlink(missing_ok=True)
             return
         folder, state = found
@@ -174,7 +177,7 @@ class Trainer:
         ckpt.restore_rng(state["rng"])
         self.start = int(state["step"])
         if self.main:
-            for name in ("metrics.jsonl", "signals.jsonl"):
+            for name in LOGS:
                 _truncate_jsonl(self.run / name, self.start)
 
     # -- one step -------------------------------------------------------------------------------------------

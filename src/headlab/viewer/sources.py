@@ -168,6 +168,7 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
             bar.update(1)
     if bar is not None:
         bar.close()
+    _monitor_series(data, run)
     phases_file = run / "track" / "phases.json"
     if phases_file.exists():
         data.phases = {
@@ -184,6 +185,23 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
         + "."
     )
     return data
+
+
+def _monitor_series(data: ViewData, run: Path) -> None:
+    """The head monitor's scores (``monitor.jsonl``) as ``monitor <metric>`` scores of each checkpoint: the
+    latest row at or before its step; its warnings as notes."""
+    from ..monitor.training import read_monitor
+
+    steps, series, said = read_monitor(run)
+    if not steps:
+        return
+    for c, step in enumerate(data.steps):
+        k = int(np.searchsorted(steps, step or 0, side="right")) - 1
+        for m, a in series.items():
+            data.scores[c][f"monitor {m}"] = a[k] if k >= 0 else np.full(a.shape[1:], np.nan)
+    data.notes.append(f"Head monitor: {len(steps)} rows (steps {steps[0]}..{steps[-1]}), shown as the 'monitor' "
+                      "scores of the latest row at or before each checkpoint"
+                      + "".join(f"; step {w['step']}: {w['message']}" for w in said) + ".")
 
 
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
