@@ -365,11 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ablate(sub)
     _add_importance(sub)
     _add_prune(sub)
-    from . import cli_formation, cli_monitor, cli_retrieval, cli_scan, cli_view
+    from . import cli_formation, cli_induce, cli_monitor, cli_retrieval, cli_scan, cli_view
 
     cli_scan.register(sub)
     cli_monitor.register(sub)
     cli_formation.register(sub)
+    cli_induce.register(sub)
     cli_retrieval.register(sub)
     cli_view.register(sub)
     return p

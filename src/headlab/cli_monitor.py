@@ -70,14 +70,14 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
     if not (Path(a.profile) / "profile.json").exists():
         raise HeadlabError(f"{a.profile} holds no profile.json; write one with headlab monitor fit")
-    with writing(a.out, ["check.json", "monitor.jsonl", "monitor.md"], a.overwrite) as out:
+    with writing(a.out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], a.overwrite) as out:
         res, _ = check(a.profile, a.corpus, out, max_samples=a.max_samples, seed=a.seed, batch_size=a.batch_size,
                        progress=not a.no_progress, device=a.device)
     print(f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; reference rate "
           f"{100 * res.fpr:.0f}%)")
     for t in res.top_features:
         print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
-    print(f"wrote {out}/monitor.md, monitor.jsonl, check.json and scores.png")
+    print(f"wrote {out}/monitor.md, monitor.jsonl, monitor.parquet, check.json and scores.png")
     return 0
 
 

@@ -37,6 +37,12 @@ def test_code_is_flagged_more_often_than_prose_and_explained(profile, tmp_path, 
     code = json.loads((tmp_path / "code" / "check.json").read_text())
     rows = [json.loads(x) for x in (tmp_path / "code" / "monitor.jsonl").read_text().splitlines()]
     assert code["n_documents"] == len(rows) > 10
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "code" / "monitor.parquet")
+    assert list(table["doc"]) == [r["doc"] for r in rows] and list(table["flag"]) == [r["flag"] for r in rows]
+    top = rows[0]["deviations"][0]
+    assert table.loc[0, "z/" + top["feature"]] == pytest.approx(top["z"], rel=1e-5)
     prof = Profile.read(profile / "profile.json")
     # measured (seeded): code departs from the prose profile more than held-out prose does (AUROC ~0.65 here;
     # whether heads beat cheap baselines is the evaluation's question, not this test's)
@@ -53,7 +59,7 @@ def test_code_is_flagged_more_often_than_prose_and_explained(profile, tmp_path, 
 def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> None:
     need("minilm-l6")
     out = tmp_path / "eval"
-    assert main(["monitor", "evaluate", "minilm-l6", "--max-samples", "250", "--kind-samples", "40", "--kinds",
+    assert main(["monitor", "evaluate", "minilm-l6", "--max-samples", "200", "--kind-samples", "30", "--kinds",
                  "paths", "--out", str(out), "--no-progress"]) == 0
     r = json.loads((out / "evaluate.json").read_text())
     assert set(r["baselines"]) == {"characters"}  # an encoder has no next-token loss

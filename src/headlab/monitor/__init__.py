@@ -46,7 +46,7 @@ def check(profile: Profile | str | Path, corpus: Sequence[str], out: str | Path 
                       flag_rate=len(flagged) / max(1, len(records)), threshold=prof.threshold, fpr=prof.fpr,
                       top_features=top)
     if out is not None:
-        write(Path(out), res, records, prof, prof.calibration_scores, np.array([r["score"] for r in records]))
+        write(Path(out), res, records, prof, prof.calibration_scores, np.array([r["score"] for r in records]), Z)
     return res, records
 
 

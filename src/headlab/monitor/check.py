@@ -91,11 +91,24 @@ def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path)
     plt.close(fig)
 
 
+def write_table(path: Path, rows: list[dict], prof: Profile, Z: np.ndarray) -> None:
+    """``monitor.parquet``: per document its windows, score, flag and the signed robust z of every feature."""
+    import pandas as pd
+
+    df = pd.DataFrame({"doc": [r["doc"] for r in rows], "windows": [r["windows"] for r in rows],
+                       "score": [r["score"] for r in rows], "flag": [r["flag"] for r in rows]})
+    z = pd.DataFrame(Z.astype(np.float32), columns=[f"z/{f}" for f in prof.features])
+    tmp = path.with_suffix(".parquet.tmp")
+    pd.concat([df, z], axis=1).to_parquet(tmp, index=False)
+    tmp.replace(path)
+
+
 def write(out: Path, res: CheckResult, rows: list[dict], prof: Profile, ref_scores: list[float],
-          scores: np.ndarray) -> None:
+          scores: np.ndarray, Z: np.ndarray) -> None:
     import json
 
     write_text_atomic(out / "monitor.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    write_table(out / "monitor.parquet", rows, prof, Z)
     res.write(out / "check.json")
     plot(prof, ref_scores, scores, out / "scores.png")
     write_text_atomic(out / "monitor.md", markdown(res, rows, "scores.png"))

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .init import apply_init
+
 Kind = Literal["decoder", "encoder"]
 Positions = Literal["learned", "sinusoidal", "rope"]
 
@@ -42,8 +44,13 @@ class ModelConfig:
     tie_embeddings: bool = True
     pad_id: int = 0
     mask_id: int = 1  # encoders: the [MASK] token of masked-LM training
+    init: str = "default"  # initialization scheme, one of headlab.nn.init.INITS
 
     def __post_init__(self) -> None:
+        from .init import INITS
+
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}, not {self.init!r}")
         if self.kind not in ("decoder", "encoder"):
             raise ValueError(f"model kind must be decoder or encoder, not {self.kind!r}")
         if self.positions not in ("learned", "sinusoidal", "rope"):
@@ -108,6 +115,7 @@ class Attention(nn.Module):
         self.probs_hook: ProbsHook | None = None    # set by headlab.capture
         self.kernel_hook: KernelHook | None = None  # set by headlab.capture_kernel
         self.logits_sink: list[torch.Tensor] | None = None  # set by expose_logits
+        self.keep_probs: list[torch.Tensor] | None = None  # set by headlab.train.induce: probabilities, with grad
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None,
                 rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
@@ -127,7 +135,7 @@ class Attention(nn.Module):
             tril = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
             allowed = tril[None, None] if allowed is None else allowed & tril
         p_drop = self.cfg.dropout if self.training else 0.0
-        if self.probs_hook is None and self.logits_sink is None:
+        if self.probs_hook is None and self.logits_sink is None and self.keep_probs is None:
             # fused kernel; a fully padded query row would be NaN, so padded rows keep their own key
             mask = None if allowed is None else allowed | torch.eye(T, dtype=torch.bool, device=x.device)
             z = F.scaled_dot_product_attention(
@@ -141,6 +149,8 @@ class Attention(nn.Module):
             if allowed is not None:
                 logits = logits.masked_fill(~(allowed | torch.eye(T, dtype=torch.bool, device=x.device)), float("-inf"))
             probs = logits.softmax(-1)
+            if self.keep_probs is not None:
+                self.keep_probs.append(probs)
             if self.probs_hook is not None:
                 self.probs_hook(self.layer_idx, probs)
             z = F.dropout(probs, p_drop, self.training) @ v
@@ -185,15 +195,7 @@ class Transformer(nn.Module):
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.weight
-        self.apply(self._init)
-
-    @staticmethod
-    def _init(m: nn.Module) -> None:
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, std=0.02)
-            bias = getattr(m, "bias", None)
-            if bias is not None:
-                nn.init.zeros_(bias)
+        apply_init(self)  # headlab.nn.init: the default, then the config's scheme
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **_: Any) -> Output:
         B, T = input_ids.shape

@@ -1,5 +1,5 @@
 """Training configuration: a TOML file with ``[model]``, ``[data]``, ``[optim]``, ``[checkpoints]``, ``[track]``,
-``[monitor]``.
+``[monitor]``, ``[induce]``.
 
 Every key has a default (below); a config names only what it changes. Unknown keys are errors, so a typo
 cannot silently fall back to a default. The resolved config (defaults filled in) is written to the run
@@ -70,6 +70,14 @@ class MonitorConfig:
 
 
 @dataclass
+class InduceConfig:
+    heads: list[str] = field(default_factory=list)  # heads "L.H" the auxiliary `/` loss trains (train/induce.py)
+    weight: float = 0.0             # its weight λ; 0 = off
+    start: int = 0                  # first optimizer step (0-based) with the term
+    stop: int = 0                   # first step without it; 0 = to the end of training
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -77,13 +85,14 @@ class TrainConfig:
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     track: TrackConfig = field(default_factory=TrackConfig)
     monitor: MonitorConfig = field(default_factory=MonitorConfig)
+    induce: InduceConfig = field(default_factory=InduceConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 _SECTIONS = {"model": ModelConfig, "data": DataConfig, "optim": OptimConfig, "checkpoints": CheckpointConfig,
-             "track": TrackConfig, "monitor": MonitorConfig}
+             "track": TrackConfig, "monitor": MonitorConfig, "induce": InduceConfig}
 
 
 def from_dict(raw: dict[str, Any], where: str = "config") -> TrainConfig:
@@ -148,12 +157,29 @@ def _check(cfg: TrainConfig, where: str) -> None:
         raise HeadlabError(f"{where}: data.window {d.window} exceeds model.max_length {cfg.model.max_length}")
     if d.slash_share is not None and not 0 <= d.slash_share <= 1:
         raise HeadlabError(f"{where}: data.slash_share must be in [0, 1] or \"natural\"")
+    _check_induce(cfg.induce, where, cfg.model.n_layers, cfg.model.n_heads)
     m = cfg.monitor
     if m.every < 0:
         raise HeadlabError(f"{where}: monitor.every must be 0 (off) or a positive number of steps, not {m.every}")
     for key in ("sink", "entropy_low", "entropy_high", "specialized", "drop"):
         if not 0 < getattr(m, key) < 1:
             raise HeadlabError(f"{where}: monitor.{key} must lie strictly between 0 and 1, not {getattr(m, key)}")
+
+
+def _check_induce(i: InduceConfig, where: str, cfg_layers: int, cfg_heads: int) -> None:
+    from ..head import Head
+
+    for h in i.heads:
+        try:
+            Head.parse(h).check(cfg_layers, cfg_heads)
+        except HeadlabError as exc:
+            raise HeadlabError(f"{where}: [induce] heads: {exc}") from None
+    if i.weight < 0 or i.start < 0 or i.stop < 0:
+        raise HeadlabError(f"{where}: [induce] weight, start and stop must not be negative")
+    if i.stop and i.stop <= i.start:
+        raise HeadlabError(f"{where}: [induce] stop {i.stop} must come after start {i.start} (or be 0: to the end)")
+    if i.weight > 0 and not i.heads:
+        raise HeadlabError(f"{where}: [induce] weight {i.weight} names no heads; add heads = [\"L.H\", ...]")
 
 
 def load_config(path: str | Path) -> TrainConfig:

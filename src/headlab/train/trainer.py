@@ -25,7 +25,8 @@ from ..nn.transformer import Transformer
 from ..progress import bar as progress_bar
 from . import checkpoint as ckpt
 from .config import TrainConfig, to_toml
-from .data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool
+from .data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool, slash_ids
+from .induce import SlashAux
 
 #: the run's per-step logs: a resumed run drops their rows after its checkpoint
 LOGS = ("metrics.jsonl", "signals.jsonl", "monitor.jsonl")
@@ -95,6 +96,7 @@ class Trainer:
                 cfg.model.pad_id = int(self.tokenizer.pad_token_id)
             if self.tokenizer.mask_token_id is not None:
                 cfg.model.mask_id = int(self.tokenizer.mask_token_id)
+        self.induce = self._induce()
         torch.manual_seed(cfg.optim.seed)
         self.model = Transformer(cfg.model).to(self.device)
         self.opt = self._optimizer()
@@ -152,6 +154,15 @@ class Trainer:
                 save_pool(pool, tok, self.run, print_)
         self._barrier()
         return load_pool(self.run)
+
+    def _induce(self) -> SlashAux | None:
+        i = self.cfg.induce
+        if i.weight <= 0:
+            return None
+        if self.tokenizer is None:
+            raise HeadlabError("[induce] needs a corpus-trained run (a batch source has no `/` tokens)")
+        m = self.cfg.model
+        return SlashAux(i, slash_ids(self.tokenizer), m.n_layers, m.n_heads, m.kind == "decoder")
 
     def _optimizer(self) -> torch.optim.Optimizer:
         o = self.cfg.optim
@@ -215,6 +226,19 @@ class Trainer:
                                 ignore_index=-100, reduction="sum")
         return total * self.world / max(1, n_global)  # DDP averages over processes
 
+    def losses(self, net: torch.nn.Module, step: int, inputs: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor,
+               n_global: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The language-model loss of step ``step`` and, while ``[induce]`` is active, its auxiliary term (this
+        process's rows; DDP averages the gradients of both)."""
+        if self.induce is None or not self.induce.active(step):
+            return self.loss(net, inputs, mask, labels, n_global), None
+        kept = self.induce.attach(self.model)
+        try:
+            loss = self.loss(net, inputs, mask, labels, n_global)
+            return loss, self.induce.term(kept, inputs, mask)
+        finally:
+            self.induce.detach(self.model)
+
     def fit(self) -> Path:
         """Train from ``self.start`` to the configured steps; the run folder's lock is released at the end."""
         try:
@@ -239,9 +263,9 @@ class Trainer:
                 for g in self.opt.param_groups:
                     g["lr"] = lr
                 inputs, mask, labels, n_global = self.batch(step)
-                loss = self.loss(net, inputs, mask, labels, n_global)
+                loss, aux = self.losses(net, step, inputs, mask, labels, n_global)
                 self.opt.zero_grad(set_to_none=True)
-                loss.backward()
+                (loss if aux is None else loss + aux).backward()
                 gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.optim.grad_clip))
                 self.opt.step()
                 completed = step + 1
@@ -253,7 +277,8 @@ class Trainer:
                     raise HeadlabError(f"the loss became {value_f} at step {step + 1}; lower optim.lr")
                 tokens += int(mask.sum()) * self.world
                 if self.main:
-                    metrics.write(json.dumps({"step": step + 1, "loss": value_f, "lr": lr, "grad_norm": gnorm}) + "\n")
+                    row = {"step": step + 1, "loss": value_f, "lr": lr, "grad_norm": gnorm}
+                    metrics.write(json.dumps(row if aux is None else dict(row, aux=float(aux.detach()))) + "\n")
                     for cb in self.callbacks:
                         cb.on_step(self, step + 1, value_f)
                     if bar is not None:

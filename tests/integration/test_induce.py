@@ -1,0 +1,45 @@
+"""headlab induce end to end on a tiny config: two arms, one seed, a measured record per run, the summary,
+and an interrupted study that picks up its finished runs (slow: trains)."""
+
+import json
+
+import pytest
+
+from headlab.cli import main
+
+from ..support import TINY_RUN
+
+pytestmark = pytest.mark.slow
+
+
+def _toml(raw: dict) -> str:
+    out = []
+    for section, kv in raw.items():
+        out.append(f"[{section}]")
+        out += [f"{k} = {json.dumps(v)}" for k, v in kv.items()]
+    return "\n".join(out) + "\n"
+
+
+def test_induce_runs_arms_measures_and_reuses_finished_runs(tmp_path, capsys):
+    cfg = tmp_path / "tiny.toml"
+    raw = {k: v for k, v in TINY_RUN.items() if k != "monitor"}
+    cfg.write_text(_toml(dict(raw, track={"grad_every": 0})))
+    args = ["induce", str(cfg), "--out", str(tmp_path / "study"), "--arms", "plain,aux", "--seeds", "0",
+            "--weight", "5", "--draws", "2", "--no-progress"]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "study" / "induce.json").read_text())["summary"]
+    assert list(summary) == ["plain", "aux"]
+    assert summary["plain"]["loss_cost_vs_plain"]["mean"] == 0.0
+    rec = json.loads((tmp_path / "study" / "runs" / "aux-s0" / "measure.json").read_text())
+    assert rec["induced_heads"] == ["1.0"] and rec["aux_stop"] == 7  # 0.6 of 12 steps
+    assert len(rec["steps"]) == len(rec["mass"]) == len(rec["loss"]) and rec["ablation"]["draws"] == 2
+    plain = json.loads((tmp_path / "study" / "runs" / "plain-s0" / "measure.json").read_text())
+    assert rec["mass"][-1][1][0] > plain["mass"][-1][1][0]  # the trained head gained `/` mass
+    assert "| aux |" in (tmp_path / "study" / "induce.md").read_text()
+    assert main(args) == 2 and "--overwrite" in capsys.readouterr().err  # a finished study is not replaced
+    runs = tmp_path / "study" / "runs"
+    stamps = {p: p.stat().st_mtime_ns for p in runs.glob("*/*") if p.is_file()}
+    (tmp_path / "study" / "induce.json").unlink()
+    assert main(args + ["--overwrite"]) == 0  # the summary again, from the finished runs as they are
+    assert stamps == {p: p.stat().st_mtime_ns for p in runs.glob("*/*") if p.is_file()}
+    assert json.loads((tmp_path / "study" / "induce.json").read_text())["summary"] == summary
