@@ -37,10 +37,31 @@ def run_arm(base: dict[str, Any], arm: str, seed: int, levers: Levers, out: Path
         return json.loads(done.read_text())
     cfg = from_dict(arm_config(base, arm, levers, seed), f"arm {arm}")
     if not (run / "final.safetensors").exists():
+        share_pool(run, cfg)
         tracked_training(cfg, run, resume=bool(ckpt.checkpoints(run)), progress=progress)
     rec = dict(measure_run(run, draws, seed, progress=False), arm=arm)
     write_json_atomic(done, rec)
     return rec
+
+
+def share_pool(run: Path, cfg: Any) -> None:
+    """Copy a sibling run's data pool and tokenizer when it was built from the same data settings and seed (the
+    arms that change no data setting train on the same windows; building them again costs a BPE fit)."""
+    import shutil
+
+    from ..train.data import fingerprint, pool_matches
+
+    want = fingerprint(cfg.data, cfg.optim.seed)
+    if pool_matches(run, want) is None:
+        return
+    for other in sorted(run.parent.glob("*")):
+        if other != run and pool_matches(other, want) is None:
+            run.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(run / "tokenizer", ignore_errors=True)
+            shutil.copytree(other / "tokenizer", run / "tokenizer")
+            shutil.copy2(other / "data.safetensors", run / "data.safetensors")
+            shutil.copy2(other / "data.json", run / "data.json")  # last: it marks the pool finished
+            return
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
