@@ -50,3 +50,5 @@ def test_induce_runs_arms_measures_and_reuses_finished_runs(tmp_path, capsys):
     assert main(args + ["--overwrite"]) == 0  # the summary again, from the finished runs as they are
     assert stamps == {p: p.stat().st_mtime_ns for p in runs.glob("*/*") if p.is_file()}
     assert json.loads((tmp_path / "study" / "induce.json").read_text())["summary"] == summary
+    cfg.write_text(cfg.read_text().replace("steps = 12", "steps = 13"))  # another study in the same folder
+    assert main(args + ["--overwrite"]) == 2 and "trained from another config" in capsys.readouterr().err

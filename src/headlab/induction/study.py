@@ -1,7 +1,8 @@
 """``headlab induce CONFIG``: the active-induction study. Every arm (:mod:`.arms`) x seed is a training run under
 ``OUT/runs/ARM-sSEED`` with its ``measure.json`` (:mod:`.measure`); the study summary is ``OUT/induce.json``,
-``induce.md`` and ``induce.png``. A run that finished is reused, one that was interrupted is resumed, so an
-interrupted study keeps its finished work.
+``induce.md`` and ``induce.png``. Every run's data pool is made before the first run trains (built once per data
+settings and seed, shared by the arms that keep them). A run that finished is reused, one that was interrupted is
+resumed, so an interrupted study keeps its finished work.
 
 Per arm, over seeds (verdict rules are ours): ``SDH at the end`` k/n seeds (a head passes the strict rule on the
 final weights); the median first step at which any head passes; the held-out loss cost against the plain arm of
@@ -33,35 +34,41 @@ def run_arm(base: dict[str, Any], arm: str, seed: int, levers: Levers, out: Path
 
     run = out / "runs" / f"{arm}-s{seed}"
     done = run / "measure.json"
+    cfg = from_dict(arm_config(base, arm, levers, seed), f"arm {arm}")
     if done.exists() and (run / "final.safetensors").exists():
         return json.loads(done.read_text())
-    cfg = from_dict(arm_config(base, arm, levers, seed), f"arm {arm}")
     if not (run / "final.safetensors").exists():
-        share_pool(run, cfg)
         tracked_training(cfg, run, resume=bool(ckpt.checkpoints(run)), progress=progress)
     rec = dict(measure_run(run, draws, seed, progress=False), arm=arm)
     write_json_atomic(done, rec)
     return rec
 
 
-def share_pool(run: Path, cfg: Any) -> None:
-    """Copy a sibling run's data pool and tokenizer when it was built from the same data settings and seed (the
-    arms that change no data setting train on the same windows; building them again costs a BPE fit)."""
+def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
+    """Every run's data pool before the first run trains (a corpus too small for an arm's settings fails here, not
+    after hours of training): built once per data settings and seed, copied (digest-checked) to the runs that
+    share them, left alone where a run already holds its own."""
     import shutil
 
-    from ..train.data import fingerprint, pool_matches
+    from ..train.data import build_pool, fingerprint, pool_matches, save_pool
 
-    want = fingerprint(cfg.data, cfg.optim.seed)
-    if pool_matches(run, want) is None:
-        return
-    for other in sorted(run.parent.glob("*")):
-        if other != run and pool_matches(other, want) is None:
-            run.mkdir(parents=True, exist_ok=True)
+    built: dict[str, Path] = {}
+    for run, cfg in configs.items():
+        want = fingerprint(cfg.data, cfg.optim.seed)
+        if pool_matches(run, want) is None:
+            built.setdefault(want, run)
+            continue
+        run.mkdir(parents=True, exist_ok=True)
+        if want in built:
+            src = built[want]
             shutil.rmtree(run / "tokenizer", ignore_errors=True)
-            shutil.copytree(other / "tokenizer", run / "tokenizer")
-            shutil.copy2(other / "data.safetensors", run / "data.safetensors")
-            shutil.copy2(other / "data.json", run / "data.json")  # last: it marks the pool finished
-            return
+            shutil.copytree(src / "tokenizer", run / "tokenizer")
+            shutil.copy2(src / "data.safetensors", run / "data.safetensors")
+            shutil.copy2(src / "data.json", run / "data.json")  # last: it marks the pool finished
+        else:
+            pool, tok = build_pool(cfg.data, cfg.optim.seed, progress)
+            save_pool(pool, tok, run, want)
+            built[want] = run
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -137,13 +144,19 @@ def induce(config: str | Path, out: str | Path, arms: Sequence[str], seeds: Sequ
            draws: int = 10, progress: bool = True) -> dict[str, Any]:
     import tomllib
 
+    from ..errors import HeadlabError
+    from ..train import from_dict
+    from ..train.config import load_config, same_but_vocab
+
     out = Path(out)
     base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
-    for arm in arms:  # every arm's config is checked before the first run starts
-        for seed in seeds:
-            from ..train import from_dict
-
-            from_dict(arm_config(base, arm, levers, seed), f"{config} (arm {arm})")
+    configs = {out / "runs" / f"{arm}-s{seed}": from_dict(arm_config(base, arm, levers, seed), f"{config} (arm {arm})")
+               for arm in arms for seed in seeds}  # every arm's config is checked before the first run starts
+    for run, cfg in configs.items():  # and a run kept from an earlier study must be this study's run
+        if (run / "config.toml").exists() and not same_but_vocab(load_config(run / "config.toml"), cfg):
+            raise HeadlabError(f"{run} was trained from another config than this study's {run.name}; choose "
+                               "another --out or remove that run")
+    prepare_pools({r: c for r, c in configs.items() if not (r / "final.safetensors").exists()}, progress)
     records = [run_arm(base, arm, seed, levers, out, draws, progress) for arm in arms for seed in seeds]
     settings = {"config": str(config), "arms": list(arms), "seeds": list(seeds), "levers": vars(levers),
                 "draws": draws}

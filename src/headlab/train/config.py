@@ -182,6 +182,15 @@ def _check_induce(i: InduceConfig, where: str, cfg_layers: int, cfg_heads: int) 
         raise HeadlabError(f"{where}: [induce] weight {i.weight} names no heads; add heads = [\"L.H\", ...]")
 
 
+def same_but_vocab(a: TrainConfig, b: TrainConfig) -> bool:
+    """Whether two configs describe the same run (the vocabulary ids are filled in from the tokenizer)."""
+    da, db = a.to_dict(), b.to_dict()
+    for d in (da, db):
+        for k in ("vocab_size", "pad_id", "mask_id"):
+            d["model"].pop(k)
+    return da == db
+
+
 def load_config(path: str | Path) -> TrainConfig:
     p = Path(path)
     try:

@@ -24,7 +24,7 @@ from ..io import FolderLock, write_text_atomic
 from ..nn.transformer import Transformer
 from ..progress import bar as progress_bar
 from . import checkpoint as ckpt
-from .config import TrainConfig, to_toml
+from .config import TrainConfig, same_but_vocab, to_toml
 from .data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool, slash_ids
 from .induce import SlashAux
 
@@ -122,16 +122,9 @@ class Trainer:
             if resume and (self.run / "config.toml").exists():
                 from .config import load_config
 
-                if not self._same_but_vocab(load_config(self.run / "config.toml")):
+                if not same_but_vocab(load_config(self.run / "config.toml"), self.cfg):
                     raise HeadlabError(f"the config differs from {self.run}/config.toml; resume with the same one")
         self._barrier()
-
-    def _same_but_vocab(self, old: TrainConfig) -> bool:
-        a, b = old.to_dict(), self.cfg.to_dict()
-        for d in (a, b):
-            for k in ("vocab_size", "pad_id", "mask_id"):
-                d["model"].pop(k)
-        return a == b
 
     def _barrier(self) -> None:
         if self.world > 1:
