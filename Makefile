@@ -39,12 +39,14 @@ $(STAMP): pyproject.toml Makefile
 
 # The default study: scan, characterization and claims of the default model (minilm-l6) and the packaged decoder
 # (smollm2-135m, with claim 8's ablation against 10 matched random sets) on the default corpus (headlab claims
-# runs the scans and characterizations and keeps them), then the viewer and the report. Re-running it replaces
-# the previous study (--overwrite).
+# runs the scans and characterizations and keeps them; claim 9 reads the committed head-monitor evaluations of
+# results/monitor, which `bash results/monitor/run.sh` remakes in ~45 minutes), then the viewer and the report.
+# Re-running it replaces the previous study (--overwrite).
 STUDY := runs/study
 run: $(STAMP)
 	@echo "== headlab study 1/3: scan, characterize and claims on minilm-l6 and smollm2-135m (wiki + pydoc) =="
-	$(VENV)/bin/headlab claims minilm-l6 smollm2-135m --ablate 10 --out $(STUDY)/claims --overwrite
+	$(VENV)/bin/headlab claims minilm-l6 smollm2-135m --ablate 10 --monitor-evaluations results/monitor \
+	    --out $(STUDY)/claims --overwrite
 	@echo "== headlab study 2/3: offline attention viewer =="
 	$(VENV)/bin/headlab view $(STUDY)/claims/minilm-l6 --out $(STUDY)/viewer.html --overwrite
 	@echo "== headlab study 3/3: report =="
