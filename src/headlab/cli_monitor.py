@@ -1,4 +1,4 @@
-"""CLI of the head monitor: ``headlab monitor fit`` and ``headlab monitor check``."""
+"""CLI of the head monitor: ``headlab monitor fit``, ``check`` and ``evaluate``."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_scan(sub: argparse._SubParsersAction) -> None:
+    from .corpus import NAMED_SOURCES
     from .detectors import DEFAULT_DETECTORS, DETECTORS
 
     p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
@@ -24,7 +25,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                                    "Writes DIR/scan.json and DIR/heads.csv.")
     p.add_argument("model", help="named model (headlab models list), HF model directory, .gguf file or hub id")
     list_option(p, "--corpus", metavar="SRC",
-                   help="named sources (wiki pydoc linux-doc python-doc man foldoc) or files/folders "
+                   help=f"named sources ({' '.join(NAMED_SOURCES)}) or files/folders "
                         "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
     list_option(p, "--detectors", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
                 help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")

@@ -53,7 +53,8 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
     probe = _rows_to_samples(pool.probe_ids, pool.probe_mask, "probe")
     steps, mass, passed, loss = [], [], [], []
     for step, folder in ckpt.sound_checkpoints(run):
-        m, p, lo = checkpoint_scores(load_checkpoint_model(run, folder), probe)
+        last = load_checkpoint_model(run, folder)  # the last checkpoint is the final step's weights
+        m, p, lo = checkpoint_scores(last, probe)
         steps.append(step)
         mass.append(m.tolist())
         passed.append(p.tolist())
@@ -74,15 +75,14 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
            "aux_stop": (cfg.induce.stop or cfg.optim.steps) if cfg.induce.weight > 0 else None,
            "ablated": ablated, "ablated_is_sdh": bool(ok.any())}
     if draws > 0:
-        rec["ablation"] = _ablation(run, cfg, ablated, draws, seed, progress)
+        rec["ablation"] = _ablation(last, cfg, ablated, draws, seed, progress)
     return rec
 
 
-def _ablation(run: Path, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
+def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
     from ..ablation import ablate_experiment
-    from ..track.scores import load_checkpoint_model
 
-    r = ablate_experiment(load_checkpoint_model(run, None), [head], draws=draws, samples=32,
+    r = ablate_experiment(loaded, [head], draws=draws, samples=32,
                           window=cfg.data.window, corpus=cfg.data.corpus, seed=seed, progress=progress)
     c = r.control  # on the loss after `/`: the head's effect minus the matched random heads' mean effect
     return {"head": head, "loss_delta": r.slash["loss"]["delta"], "control_delta": c["delta_mean"],
