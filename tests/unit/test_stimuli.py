@@ -19,9 +19,15 @@ from headlab.stimuli.templates import CONTROL_SYMBOLS, TEMPLATES
 
 
 def test_slash_suite_covers_every_category_and_language_with_marked_spans():
-    items = slash(100, seed=3)
+    items = slash(100, seed=3)  # the default suite: English and Chinese, as every earlier characterization
     cats = {(s.meta["language"], s.meta["category"]) for s in items}
-    assert cats == {(lang, cat) for lang in TEMPLATES for cat in TEMPLATES[lang]}
+    assert cats == {(lang, cat) for lang in ("en", "zh") for cat in TEMPLATES[lang]}
+    every = slash(200, seed=3, languages=tuple(TEMPLATES))
+    assert {(s.meta["language"], s.meta["category"]) for s in every} == {
+        (lang, cat) for lang in TEMPLATES for cat in TEMPLATES[lang]}
+    assert set(TEMPLATES) == {"en", "zh", "de", "fr", "ja"}
+    assert all(set(TEMPLATES[lang]) == set(TEMPLATES["en"]) for lang in TEMPLATES)  # the same slots everywhere
+    items += every
     for s in items:
         assert s.spans and all(sym == "/" for sym in s.symbols)
         assert s.text.count("/") == len(s.spans)
