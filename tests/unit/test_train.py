@@ -22,3 +22,28 @@ def test_config_errors_are_one_line():
         from_dict({"optimizer": {}})
     with pytest.raises(HeadlabError, match="exceeds model.max_length"):
         from_dict({"data": {"window": 512}, "model": {"max_length": 64}})
+    with pytest.raises(HeadlabError, match="repeat_share must be in"):
+        from_dict({"data": {"repeat_share": -0.1}})
+
+
+def test_repeated_windows_end_with_a_copy_of_an_earlier_span_at_varying_distance():
+    from headlab.train.data import fingerprint, repeat_spans
+
+    rows = [tuple(range(1000 * i, 1000 * i + n)) for i, n in enumerate(list(range(2, 42)) * 2)]  # distinct tokens
+    out = repeat_spans(rows, 0.25, seed=1)
+    assert sum(a != b for a, b in zip(rows, out)) == 20
+    distances = set()
+    for r, o in zip(rows, out):
+        assert len(o) == len(r)
+        if o == r:
+            continue
+        a = next(i for i in range(len(r)) if o[i] != r[i])  # where the copy starts
+        assert a >= (len(r) + 1) // 2 and o[:a] == r[:a]
+        b = r.index(o[a])
+        assert o[a:] == r[b : b + len(r) - a]  # a contiguous span of the head
+        distances.add(a - b)
+    assert len(distances) > 5  # no fixed offset to learn instead of copying
+    assert repeat_spans(rows, 0.25, seed=1) == out and repeat_spans(rows, 0.0, seed=1) == rows
+    assert repeat_spans(rows, 0.25, seed=2) != out
+    cfg = from_dict({}).data
+    assert fingerprint(cfg, 0) != fingerprint(from_dict({"data": {"repeat_share": 0.5}}).data, 0)

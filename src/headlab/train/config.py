@@ -28,6 +28,7 @@ class DataConfig:
     n_windows: int = 20000          # size of the window pool (epochs cycle through it)
     slash_share: float | None = 0.25  # share of windows containing '/'; None = as the corpus has it
     probe_windows: int = 32         # held-out slash windows for the gradient signals and the tracker
+    repeat_share: float = 0.0       # share of windows whose second half repeats their first (copying lever)
     mask_prob: float = 0.15         # encoders: share of tokens masked for the masked-LM loss
 
 
@@ -157,6 +158,8 @@ def _check(cfg: TrainConfig, where: str) -> None:
         raise HeadlabError(f"{where}: data.window {d.window} exceeds model.max_length {cfg.model.max_length}")
     if d.slash_share is not None and not 0 <= d.slash_share <= 1:
         raise HeadlabError(f"{where}: data.slash_share must be in [0, 1] or \"natural\"")
+    if not 0 <= d.repeat_share <= 1:
+        raise HeadlabError(f"{where}: data.repeat_share must be in [0, 1], not {d.repeat_share}")
     _check_induce(cfg.induce, where, cfg.model.n_layers, cfg.model.n_heads)
     m = cfg.monitor
     if m.every < 0:

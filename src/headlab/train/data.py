@@ -5,7 +5,10 @@ fingerprint of the settings that built it and the file's digest) and reused on r
 exactly the data the uninterrupted run would; a pool left by other settings is rebuilt, never reused. Batch
 ``step`` is a pure function of ``(seed, step)``: epoch ``e`` visits the pool in the permutation drawn from
 ``seed + e``, so the data position of a run is just its step. ``slash_share`` windows (rounded) contain a `/`
-token; the rest do not. A separate set of probe windows with `/` (never trained on) feeds the gradient signals
+token; the rest do not. Then ``repeat_share`` of the windows (seeded choice) end with a copy of an earlier span
+of their own (:func:`repeat_spans`): real text made to reward copying, the lever that grows induction heads in
+a small model within a CPU budget (the realized slash share can drop slightly: a window's `/` may sit in the
+part that is replaced). A separate set of probe windows with `/` (never trained on) feeds the gradient signals
 and the tracker.
 """
 
@@ -126,15 +129,38 @@ def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[Windo
         )
     if not probe:
         raise HeadlabError("the corpus has no window with '/' for the probe set")
+    rows = repeat_spans(rows, cfg.repeat_share, seed)
     say(f"data pool ready: {len(rows)} windows, {len(probe)} probe windows")
     ids, mask = _pad(rows, cfg.window, pad_id)
     p_ids, p_mask = _pad(probe, cfg.window, pad_id)
     return WindowPool(ids, mask, p_ids, p_mask), tokenizer
 
 
+def repeat_spans(rows: list[tuple[int, ...]], share: float, seed: int) -> list[tuple[int, ...]]:
+    """``share`` of ``rows`` (seeded choice) keep a head of a >= ceil(n/2) tokens and end with a copy of the
+    span of the head that starts at a random b: positions a.. repeat positions b.., length n kept. Head length
+    and start are drawn per window, so the copy sits at no fixed distance a - b (a fixed one would be learned
+    as a positional shortcut, not as induction)."""
+    k = round(len(rows) * share)
+    if k == 0:
+        return rows
+    rng = np.random.default_rng(seed + 104729)
+    out = list(rows)
+    for i in rng.choice(len(rows), size=k, replace=False).tolist():
+        r = rows[i]
+        n = len(r)
+        a = int(rng.integers((n + 1) // 2, n)) if n > 1 else n
+        b = int(rng.integers(0, 2 * a - n + 1))
+        out[i] = r[:a] + r[b : b + n - a]
+    return out
+
+
 def fingerprint(cfg: DataConfig, seed: int) -> str:
     """What a pool is built from: the data settings and the seed (a pool from other settings is another pool)."""
-    blob = json.dumps({"data": asdict(cfg), "seed": seed}, sort_keys=True, default=str)
+    data = asdict(cfg)
+    if not data["repeat_share"]:  # pools built before the copying lever existed keep their fingerprint
+        del data["repeat_share"]
+    blob = json.dumps({"data": data, "seed": seed}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
