@@ -11,7 +11,6 @@ import os
 import sys
 import traceback
 import warnings
-from pathlib import Path
 from typing import Sequence
 
 from .cli_types import Parser, at_least, list_option, real_in
@@ -157,80 +156,6 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
     return 0
 
 
-def _add_claims(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "claims",
-        help="measure each claim of the slash-dominance write-up on one or more models",
-        description="One row per claim, one column per model: the measured value with its 95%% "
-        "interval and a verdict by the rule printed with the table. Writes "
-        "DIR/claims.md and DIR/claims.json.",
-    )
-    p.add_argument("models", nargs="+")
-    p.add_argument("--n", type=at_least(2), default=40, help="base items per stimulus suite (default 40)")
-    p.add_argument("--scan-samples", type=at_least(1), default=512, help="corpus samples per model (default 512)")
-    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
-    p.add_argument(
-        "--ablate",
-        type=at_least(0),
-        default=0,
-        metavar="DRAWS",
-        help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
-        "sets (default 0: not measured)",
-    )
-    p.add_argument("--monitor-evaluations", default=None, metavar="DIR",
-                   help="claim 9 from DIR/MODEL/evaluate.json, written by headlab monitor evaluate (default: not "
-                   "measured)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=at_least(1), default=8)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_claims)
-
-
-def _cmd_claims(a: argparse.Namespace) -> int:
-    from .analysis.claims import claims
-    from .io import writing
-
-    with writing(a.out, ["claims.json", "claims.md"], a.overwrite) as out:
-        r = claims(
-            a.models,
-            n=a.n,
-            scan_samples=a.scan_samples,
-            kappa=a.kappa,
-            seed=a.seed,
-            batch_size=a.batch_size,
-            progress=not a.no_progress,
-            device=a.device,
-            on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
-            save_dir=str(out),
-            ablation_draws=a.ablate,
-            monitor_dir=a.monitor_evaluations,
-        )
-        r.write(out)
-    print(r.markdown())
-    print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
-    return 0
-
-
-def _add_compare(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
-    p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
-    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="SlashScore threshold for the slash-pattern share")
-    p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
-    p.set_defaults(func=_cmd_compare)
-
-
-def _cmd_compare(a: argparse.Namespace) -> int:
-    from .analysis.compare import compare
-
-    compare(a.runs, a.out, a.kappa)
-    print((Path(a.out) / "compare.md").read_text())
-    print(f"wrote {a.out}/compare.md, compare.json and compare.png")
-    return 0
-
-
 def _add_ablate(sub: argparse._SubParsersAction) -> None:
     from .stimuli import SUITES
 
@@ -360,13 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(sub)
     _add_stimuli(sub)
     _add_characterize(sub)
-    _add_claims(sub)
-    _add_compare(sub)
     _add_ablate(sub)
     _add_importance(sub)
     _add_prune(sub)
-    from . import cli_formation, cli_induce, cli_monitor, cli_retrieval, cli_scan, cli_view
+    from . import cli_formation, cli_induce, cli_monitor, cli_retrieval, cli_scan, cli_study, cli_view
 
+    cli_study.register(sub)
     cli_scan.register(sub)
     cli_monitor.register(sub)
     cli_formation.register(sub)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -13,3 +14,13 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Write ``fig`` to ``path`` through a temporary file (a reader never sees half a PNG) and close it."""
+    plt = pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)

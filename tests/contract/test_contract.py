@@ -72,6 +72,8 @@ RANGE = [  # (command line, the option that must be named)
     ("claims minilm-l6 --ablate -1", "--ablate"), ("compare {tmp}/a --kappa -1", "--kappa"),
     ("track {tmp}/run --n 0", "--n"), ("predict {tmp}/run --early 0", "--early"),
     ("train configs/smoke.toml --out {tmp}/t --seed -1", "--seed"), ("stimuli slash --n 0 --out {tmp}/s.jsonl", "--n"),
+    ("claims minilm-l6 --filter without-target", "--filter"), ("languages minilm-l6 --languages xx", "--languages"),
+    ("languages minilm-l6 --n 2", "--n"),
 ]
 
 ROWS: list[Row] = [Row(f"range: {cmd.split()[0]} {opt}", cmd.split(), 2, opt,
@@ -83,6 +85,7 @@ RESULTS = [  # (command line, the result file an earlier run left in --out)
     ("ablate minilm-l6 --heads 0.1 --out {tmp}/out", "ablate.json"),
     ("importance minilm-l6 --out {tmp}/out", "importance.json"), ("prune minilm-l6 --out {tmp}/out", "prune.json"),
     ("report {tmp} --out {tmp}/out", "report.md"), ("track {tmp} --out {tmp}/out", "track.json"),
+    ("languages minilm-l6 --out {tmp}/out", "languages.md"),
 ]
 ROWS += [Row(f"no silent overwrite: {cmd.split()[0]}", cmd.split(), 2, "--overwrite", _file(f"out/{f}", "earlier"),
              untouched=[f"out/{f}"]) for cmd, f in RESULTS]
@@ -169,7 +172,26 @@ ROWS += [
         2, "profile.json", absent=["c/check.json"]),
     Row("view text file missing", "view minilm-l6 --texts-file {tmp}/none.txt --out {tmp}/v.html".split(), 2,
         "none.txt"),
+    Row("claims on a corpus path that does not exist", "claims minilm-l6 --corpus {tmp}/none --out {tmp}/c".split(),
+        2, "none", absent=["c/claims.json"]),
+    Row("a training run folder without final weights", "scan {tmp}/run --out {tmp}/o".split(), 2,
+        "no final.safetensors", _file("run/config.toml", "[model]\n"), absent=["o"]),
+    Row("scale of a folder without scans", "scale {tmp}/empty --out {tmp}/s".split(), 2, "no scan.json",
+        lambda t: (t / "empty").mkdir(), absent=["s"]),
+    Row("scale of scans made with other windows", "scale {tmp}/a {tmp}/b --out {tmp}/s".split(), 2,
+        "rescan so the models are measured alike", lambda t: _two_scans(t), absent=["s/scale.json"],
+        model="minilm-l6"),
+    Row("repeat share outside [0, 1]", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "repeat_share",
+        _file("bad.toml", "[data]\nrepeat_share = 1.5\n"), absent=["t/data.safetensors"]),
 ]
+
+
+def _two_scans(tmp: Path) -> None:
+    from headlab import load, scan
+
+    lm = load("minilm-l6")
+    scan(lm, ["a / b / c " * 8], max_samples=None, max_length=16, progress=False).write(tmp / "a")
+    scan(lm, ["a / b / c " * 8], max_samples=None, max_length=12, progress=False).write(tmp / "b")
 
 
 def _truncated_model(folder: Path) -> None:

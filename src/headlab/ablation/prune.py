@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from ..head import Head
-from ..plotting import pyplot
+from ..plotting import pyplot, save_figure
 from ..progress import bar as progress_bar
 from ..result import Result
 from .heads import ablate, parse_heads
@@ -99,12 +99,7 @@ def plot_prune(r: PruneResult, path: str | Path) -> None:
     ax.set_title(f"{r['model']}: pruning curves", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(p)
+    save_figure(fig, Path(path))
 
 
 def write_prune(r: PruneResult, out_dir: str | Path) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import HeadlabError
 from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
@@ -259,7 +260,11 @@ class ClaimsResult:
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]
-        lines = ["# Claims table", "", "| claim | claimed | " + " | ".join(names) + " |",
+        st = self.settings
+        corpus = st.get("corpus", "wiki pydoc (default)")
+        scans = (f"Scans: up to {st.get('scan_samples')} windows per model from {corpus}"
+                 + (f", only windows {st['filter']}" if st.get("filter", "any") != "any" else "") + ".")
+        lines = ["# Claims table", "", scans, "", "| claim | claimed | " + " | ".join(names) + " |",
                  "|---|---|" + "---|" * len(names)]
         for c in CLAIMS:
             if c.id == 7:
@@ -322,26 +327,35 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
            seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
            on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
            ablation_draws: int = 0, ablation_samples: int = 48,
-           monitor_dir: str | Path | None = None) -> ClaimsResult:
+           monitor_dir: str | Path | None = None, corpus: Sequence[str] | None = None,
+           target_filter: str = "any") -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
     With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
     finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them).
     ``ablation_draws`` > 0 measures claim 8 on decoders (``ablation_samples`` corpus windows, that many control
     draws); it loads the model again with its language-model head. ``monitor_dir`` holds ``MODEL/evaluate.json``
-    of ``headlab monitor evaluate`` for every model (claim 9)."""
+    of ``headlab monitor evaluate`` for every model (claim 9). ``corpus`` (named sources or paths; default
+    wiki + pydoc) feeds the scans and the ablation; ``target_filter`` ``with-target`` scans only windows holding
+    `/`, which leaves the slash-dominance rule as it is (windows without `/` are not part of its sequence)."""
+    from ..corpus import documents
     from ..models.loader import check_source
 
-    for m in models:  # every name is checked before the first model is measured
+    for m in models:  # every name and the corpus are checked before the first model is measured
         if not isinstance(m, LoadedModel):
             check_source(m)
+    if corpus:
+        documents(list(corpus))
+    if target_filter not in ("any", "with-target"):
+        raise HeadlabError(f"claims scan filter {target_filter!r}: use any or with-target")
     evaluations = {_folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
     out = []
     for m in models:
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
         if on_model:
             on_model(lm.name)
-        sc = scan(lm, max_samples=scan_samples, seed=seed, batch_size=batch_size, progress=progress)
+        sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size, progress=progress,
+                  target_filter=target_filter)
         ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
         if save_dir is not None:
             folder = Path(save_dir) / _folder_name(lm)
@@ -353,13 +367,15 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             from ..ablation.experiment import write_report
 
             ablation = ablate_experiment(m if isinstance(m, str) else lm, claim_heads(sc, ch), draws=ablation_draws,
-                                         samples=ablation_samples, seed=seed, batch_size=batch_size,
+                                         samples=ablation_samples, corpus=corpus, seed=seed, batch_size=batch_size,
                                          progress=progress, device=device)
             if save_dir is not None:
                 write_report(ablation, str(folder))
         out.append(measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(_folder_name(m))))
+    named = " ".join(corpus) if corpus else "wiki pydoc (default)"
     return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
-                                                "seed": seed, "corpus": "wiki pydoc (default)",
+                                                "seed": seed, "corpus": named,
+                                                "filter": target_filter,
                                                 "ablation_draws": ablation_draws,
                                                 "monitor_dir": str(monitor_dir) if monitor_dir else None})
 
@@ -369,7 +385,6 @@ def _folder_name(model: str | LoadedModel) -> str:
 
 
 def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
-    from ..errors import HeadlabError
     from ..result import read_json
 
     path = Path(monitor_dir) / _folder_name(model) / "evaluate.json"

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import HeadlabError
 from ..io import write_json_atomic, write_text_atomic
-from ..plotting import pyplot
+from ..plotting import pyplot, save_figure
 from ..scan import ScanResult
 from .characterize import CharacterizeResult
 
@@ -132,8 +132,4 @@ def _plot(sums: Sequence[RunSummary], path: Path) -> None:
     handles = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=s.model) for i, s in enumerate(sums)]
     axes[0].legend(handles=handles, fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path)

