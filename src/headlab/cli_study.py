@@ -49,6 +49,9 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse each model's scan, characterization and ablation that an earlier (interrupted) run "
+                   "left in --out with the same settings")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_claims)
 
@@ -73,6 +76,7 @@ def _cmd_claims(a: argparse.Namespace) -> int:
             monitor_dir=a.monitor_evaluations,
             corpus=a.corpus,
             target_filter=a.target_filter,
+            resume=a.resume,
         )
         r.write(out)
     print(r.markdown())

@@ -119,3 +119,21 @@ def test_languages_against_a_naive_loop_over_the_marked_masses(tmp_path):
     assert main(["languages", "minilm-l6", "--languages", "en", "fr", "--n", "4", "--out", str(tmp_path / "l")]) == 0
     assert "## minilm-l6" in (tmp_path / "l" / "languages.md").read_text()
     assert (tmp_path / "l" / "minilm-l6" / "languages.json").exists()
+
+
+def test_claims_resume_reuses_the_saved_parts_made_with_the_same_settings(corpus, tmp_path, monkeypatch):
+    import headlab.analysis.claims as claims_mod
+
+    lm = named("minilm-l6")
+    opts = dict(n=2, scan_samples=4, progress=False, save_dir=str(tmp_path), corpus=[str(corpus)])
+    first = claims_mod.claims([lm], **opts)
+
+    def no_rescan(*a, **k):
+        raise AssertionError("rescanned")
+
+    monkeypatch.setattr(claims_mod, "scan", no_rescan)
+    monkeypatch.setattr(claims_mod, "characterize", no_rescan)
+    again = claims_mod.claims([lm], resume=True, **opts)
+    assert again.to_json() == first.to_json()
+    with pytest.raises(AssertionError, match="rescanned"):  # other settings: measured again, not reused
+        claims_mod.claims([lm], resume=True, **{**opts, "scan_samples": 5})

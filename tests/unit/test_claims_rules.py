@@ -86,3 +86,22 @@ def test_claim_9_reads_the_monitor_evaluation_per_kind():
     mixed = monitor_row(ev("heads better", "baseline better"))
     assert mixed["verdict"] == "inconclusive" and mixed["reason"] == "mixed"
     assert monitor_row(None)["reason"] == "not measured"
+
+
+def test_claim_8_ablates_at_most_half_of_a_layer_by_slash_mass():
+    import numpy as np
+
+    from headlab.ablation.experiment import matched_control
+    from headlab.analysis.claims_parts import ablation_heads
+
+    mass = np.array([[0.9, 0.1, 0.8, 0.7], [0.2, 0.3, 0.0, 0.6]])
+    kept, dropped = ablation_heads(["0.0", "0.2", "0.3", "1.3", "1.1"], mass, n_heads=4)
+    assert kept == ["0.0", "0.2", "1.1", "1.3"] and dropped == ["0.3"]  # 0.3 has the least mass of layer 0
+    import random
+
+    by_layer: dict[int, list[int]] = {}
+    for h in kept:
+        layer, head = map(int, h.split("."))
+        by_layer.setdefault(layer, []).append(head)
+    matched_control(by_layer, 4, random.Random(0))  # no error: every layer has a control
+    assert ablation_heads(["0.0", "0.1"], mass, n_heads=3) == (["0.0"], ["0.1"])  # 3 heads: at most 1

@@ -32,6 +32,7 @@ from ..io import write_json_atomic, write_text_atomic
 from ..models import LoadedModel, load
 from ..scan import ScanResult, scan
 from .characterize import DEPTH_BINS, CharacterizeResult, characterize
+from .claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 
 Interval = tuple[float, float, float]  # value, lower, upper
 
@@ -328,7 +329,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
            on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
            ablation_draws: int = 0, ablation_samples: int = 48,
            monitor_dir: str | Path | None = None, corpus: Sequence[str] | None = None,
-           target_filter: str = "any") -> ClaimsResult:
+           target_filter: str = "any", resume: bool = False) -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
     With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
@@ -337,7 +338,10 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     draws); it loads the model again with its language-model head. ``monitor_dir`` holds ``MODEL/evaluate.json``
     of ``headlab monitor evaluate`` for every model (claim 9). ``corpus`` (named sources or paths; default
     wiki + pydoc) feeds the scans and the ablation; ``target_filter`` ``with-target`` scans only windows holding
-    `/`, which leaves the slash-dominance rule as it is (windows without `/` are not part of its sequence)."""
+    `/`, which leaves the slash-dominance rule as it is (windows without `/` are not part of its sequence).
+    ``resume`` reuses each model's scan, characterization and ablation saved in ``save_dir`` by an earlier run
+    with the same settings (:mod:`headlab.analysis.claims_parts`). Claim 8 ablates at most half of a layer's
+    heads (the ones with most `/` mass), so that every layer has a matched control; the rest are named."""
     from ..corpus import documents
     from ..models.loader import check_source
 
@@ -354,24 +358,37 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
         if on_model:
             on_model(lm.name)
-        sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size, progress=progress,
-                  target_filter=target_filter)
-        ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
-        if save_dir is not None:
-            folder = Path(save_dir) / _folder_name(lm)
+        folder = Path(save_dir) / _folder_name(lm) if save_dir is not None else None
+        sc = saved_scan(folder, corpus, scan_samples, seed, target_filter) if resume and folder else None
+        reused = sc is not None
+        if sc is None:
+            sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size,
+                      progress=progress, target_filter=target_filter)
+        ch = saved_characterization(folder, n, seed, kappa) if resume and folder else None
+        if ch is None:
+            ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
+        if folder is not None:
             sc.write(folder)
             ch.write(folder)
-        ablation = None
+        ablation = left_out = None
         if ablation_draws > 0 and lm.facts.causal:
             from ..ablation import ablate_experiment
             from ..ablation.experiment import write_report
 
-            ablation = ablate_experiment(m if isinstance(m, str) else lm, claim_heads(sc, ch), draws=ablation_draws,
-                                         samples=ablation_samples, corpus=corpus, seed=seed, batch_size=batch_size,
-                                         progress=progress, device=device)
-            if save_dir is not None:
+            heads, left_out = ablation_heads(claim_heads(sc, ch), ch.slash_mass["value"], lm.facts.n_heads)
+            if reused and folder is not None:  # an ablation is only as current as the scan it rests on
+                ablation = saved_ablation(folder, heads, ablation_draws, ablation_samples)
+            if ablation is None:
+                ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, draws=ablation_draws,
+                                             samples=ablation_samples, corpus=corpus, seed=seed,
+                                             batch_size=batch_size, progress=progress, device=device)
+            if folder is not None:
                 write_report(ablation, str(folder))
-        out.append(measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(_folder_name(m))))
+        mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(_folder_name(m)))
+        if left_out:
+            mc.rows[8]["detail"] += (f"; left out of the ablation: {', '.join(left_out)} (more than half of their "
+                                     "layer's heads: no layer-matched control)")
+        out.append(mc)
     named = " ".join(corpus) if corpus else "wiki pydoc (default)"
     return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
                                                 "seed": seed, "corpus": named,

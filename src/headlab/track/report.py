@@ -199,3 +199,38 @@ def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
         rows = read_jsonl(run / "metrics.jsonl")
     plots(t, ph, out, rows)
     return record
+
+
+def emergence_table(arms: dict[str, list[Path]],
+                    metrics: tuple[str, ...] = ("previous-token", "induction", "sink", "slash_mass")) -> str:
+    """Markdown, one row per arm (tracked runs, one per seed) and metric: per seed the heads that emerged (score
+    crosses :data:`THRESHOLDS` and stays above) and the heads that rose (a change-point rise of at least
+    :data:`MIN_RISE` that ends stable or at the run's end), the median step (emergence, else the rise's end),
+    their layers, and per seed the top head's final score. Reads each run's ``track/phases.json``."""
+    import statistics
+
+    lines = ["| arm | metric | emerged (≥ threshold) per seed | rose (≥ 0.1) per seed | median step | layers | "
+             "top final score per seed |", "|---|---|---|---|---|---|---|"]
+    for arm, runs in arms.items():
+        scores = [read_phases(r)["scores"] for r in runs]
+        for m in metrics:
+            emerged = [{h: v["emerged_at"] for h, v in s[m].items() if v["emerged_at"] is not None} for s in scores]
+            rose = [{h: v["rise"]["rise_end"] for h, v in s[m].items() if v["rise"] is not None} for s in scores]
+            steps = [int(x) for e, r in zip(emerged, rose) for x in {**r, **e}.values()]
+            layers = sorted({Head.parse(h).layer for e, r in zip(emerged, rose) for h in {**r, **e}})
+            tops = [max(v["final"] for v in s[m].values()) for s in scores]
+            lines.append(f"| {arm} | {m} (≥ {THRESHOLDS[m]}) | {', '.join(str(len(e)) for e in emerged)} | "
+                         f"{', '.join(str(len(r)) for r in rose)} | "
+                         f"{f'{statistics.median(steps):.0f}' if steps else '-'} | "
+                         f"{', '.join(map(str, layers)) or '-'} | {', '.join(f'{t:.2f}' for t in tops)} |")
+    return "\n".join(lines) + "\n"
+
+
+def read_phases(run: Path) -> dict[str, Any]:
+    from ..errors import HeadlabError
+    from ..result import read_json
+
+    path = Path(run) / "track" / "phases.json"
+    if not path.exists():
+        raise HeadlabError(f"{path} does not exist; run headlab track {run} first")
+    return read_json(path)
