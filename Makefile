@@ -55,20 +55,21 @@ run: $(STAMP)
 
 # The full study (docs/scale.md; about 75 minutes on 2 CPU cores): the claims table and characterization of all
 # four packaged models on the windows of Debian's kernel documentation that hold '/' (512 per model, so every
-# census counts 512 windows with '/'), claim 8 against 10 matched random sets on the decoders; four self-trained
-# decoders (configs/scale/, trained once, resumed when interrupted) measured alike; specialization against
+# census counts 512 windows with '/'), claim 8 against 10 matched random sets on the decoders; three self-trained
+# decoders (configs/scale/xs, s, m; SCALE_SIZES="xs s m l" adds the 3.7M-parameter one, about 25 more minutes;
+# trained once, resumed when interrupted) measured alike; specialization against
 # parameter count (headlab scale); the report. Without linux-doc it falls back to wiki + pydoc, and says so.
 # An interrupted study resumes: each model's finished scan, characterization and ablation are reused (claims
 # --resume; delete runs/study-full to start afresh).
 FULL := runs/study-full
-SCALE_SIZES := xs s m l
+SCALE_SIZES ?= xs s m
 SLASH_CORPUS = $(shell dpkg -s linux-doc >/dev/null 2>&1 && echo linux-doc || echo wiki pydoc)
 study: $(STAMP) $(TEST_MODELS) corpora
 	@[ "$(SLASH_CORPUS)" = linux-doc ] || echo "headlab: linux-doc is not installed; the study falls back to wiki pydoc, where far fewer windows hold '/'"
 	@echo "== headlab full study 1/4: claims on the four packaged models ($(SLASH_CORPUS), windows with '/') =="
 	$(VENV)/bin/headlab claims minilm-l6 mpnet-base smollm2-135m gemma3-270m --corpus $(SLASH_CORPUS) \
 	    --filter with-target --ablate 10 --out $(FULL)/claims --resume --overwrite
-	@echo "== headlab full study 2/4: self-trained decoders of four sizes =="
+	@echo "== headlab full study 2/4: self-trained decoders ($(SCALE_SIZES)) =="
 	for s in $(SCALE_SIZES); do [ -f $(FULL)/train/$$s/final.safetensors ] || \
 	    $(VENV)/bin/headlab train configs/scale/$$s.toml --out $(FULL)/train/$$s --no-progress \
 	    $$([ -d $(FULL)/train/$$s ] && echo --resume) || exit 1; done
