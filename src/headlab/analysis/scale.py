@@ -122,11 +122,13 @@ def markdown(points: Sequence[ScalePoint], settings: dict[str, Any]) -> str:
              f"{' '.join(settings.get('corpus') or [])} (filter {settings.get('filter')}). A head counts for a kind "
              "when its mean score reaches the formation tracker's threshold (ours); `/` is the strict "
              "slash-dominance rule (>0.5 in 3 consecutive windows with `/`).", "",
-             "| model | kind | parameters | heads | windows with `/` | " + " | ".join(f"share {k}" for k in kinds)
+             "| model | kind | parameters | heads | windows with `/` | " + " | ".join(f"{k} heads" for k in kinds[:-1])
+             + " | SDHs (`/`, strict rule)"
              + " | max `/` mass | top SlashScore (Δ) |",
              "|---|---|---|---|---|" + "---|" * len(kinds) + "---|---|"]
     for p in points:
-        cells = [f"{p.shares[k]:.2f}" if k in p.shares else "" for k in kinds]
+        cells = [f"{100 * p.shares[k]:.1f}%" if k in p.shares else "" for k in kinds]
+        cells[-1] = f"{round(p.shares['/'] * p.n_heads)} ({cells[-1]})"
         lines.append(f"| {p.model} | {p.kind} | {p.n_params / 1e6:.2f}M | {p.n_heads} | {p.n_windows_with_slash} | "
                      + " | ".join(cells) + f" | {p.max_slash_mass:.3f} | {p.top_slash_score:.3f} "
                      f"({p.top_slash_delta}) |")
