@@ -145,6 +145,7 @@ def _add_languages(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_languages(a: argparse.Namespace) -> int:
+    from .analysis.claims import folder_name
     from .analysis.languages import by_language
     from .io import write_text_atomic, writing
     from .models.loader import check_source
@@ -156,7 +157,7 @@ def _cmd_languages(a: argparse.Namespace) -> int:
         for m in a.models:
             print(f"measuring {m}", file=sys.stderr)
             r = by_language(m, a.languages, n=a.n, seed=a.seed, batch_size=a.batch_size, device=a.device)
-            r.write(out / Path(str(m).rstrip("/")).name)
+            r.write(out / folder_name(m))
             parts.append(r.markdown())
             write_text_atomic(out / "languages.md", "\n".join(parts))  # finished models are kept
     print("\n".join(parts))

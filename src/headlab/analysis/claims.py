@@ -352,13 +352,13 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         documents(list(corpus))
     if target_filter not in ("any", "with-target"):
         raise HeadlabError(f"claims scan filter {target_filter!r}: use any or with-target")
-    evaluations = {_folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
+    evaluations = {folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
     out = []
     for m in models:
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
         if on_model:
             on_model(lm.name)
-        folder = Path(save_dir) / _folder_name(lm) if save_dir is not None else None
+        folder = Path(save_dir) / folder_name(lm) if save_dir is not None else None
         sc = saved_scan(folder, corpus, scan_samples, seed, target_filter) if resume and folder else None
         reused = sc is not None
         if sc is None:
@@ -384,7 +384,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
                                              batch_size=batch_size, progress=progress, device=device)
             if folder is not None:
                 write_report(ablation, str(folder))
-        mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(_folder_name(m)))
+        mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(folder_name(m)))
         if left_out:
             mc.rows[8]["detail"] += (f"; left out of the ablation: {', '.join(left_out)} (more than half of their "
                                      "layer's heads: no layer-matched control)")
@@ -397,15 +397,16 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
                                                 "monitor_dir": str(monitor_dir) if monitor_dir else None})
 
 
-def _folder_name(model: str | LoadedModel) -> str:
+def folder_name(model: str | LoadedModel) -> str:
+    """A model's result folder name: a named model's name, or the last part of a path."""
     return Path(str(model.name if isinstance(model, LoadedModel) else model).rstrip("/")).name
 
 
 def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
     from ..result import read_json
 
-    path = Path(monitor_dir) / _folder_name(model) / "evaluate.json"
+    path = Path(monitor_dir) / folder_name(model) / "evaluate.json"
     if not path.exists():
         raise HeadlabError(f"--monitor-evaluations: {path} does not exist; write it with headlab monitor evaluate "
-                           f"{_folder_name(model)} --out {path.parent}")
+                           f"{folder_name(model)} --out {path.parent}")
     return read_json(path)

@@ -87,7 +87,9 @@ def point(sc: ScanResult) -> ScalePoint:
         top, delta = float(off[l, h, d]), int(d)
     else:
         top, delta = float("nan"), -1
-    return ScalePoint(model=Path(sc.model.rstrip("/")).name, kind="decoder" if facts["causal"] else "encoder",
+    from .claims import folder_name
+
+    return ScalePoint(model=folder_name(sc.model), kind="decoder" if facts["causal"] else "encoder",
                       n_params=int(facts["n_params"]), n_heads=sc.n_layers * sc.n_heads, shares=shares,
                       max_slash_mass=float(np.nanmax(tok)) if tok is not None and not np.isnan(tok).all()
                       else float("nan"),
