@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     list_option(s, "--seeds", parse=int, default=list(DEFAULT_GRID["seeds"]))
     _model_args(s)
     s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
-    s.add_argument(
-        "--jobs", type=at_least(1), default=2, help="runs trained at once, one torch thread each (default 2)"
-    )
+    s.add_argument("--jobs", type=at_least(1), default=2,
+                   help="ensembles (one per layers x depth) trained at once, one torch thread each (default 2)")
+    s.add_argument("--eval-n", type=at_least(1), default=256, help="held-out examples per depth (default 256)")
     s.add_argument("--out", default="runs/retrieval-sweep")
     s.set_defaults(func=_cmd_sweep)
 
@@ -72,6 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                 default=["assign", "assign-mc", "relatives", "relatives-mc"])
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--batch-size", type=at_least(1), default=8)
+    e.add_argument("--continuation", type=at_least(0), default=8,
+                   help="greedy continuation tokens for the outcome-classified scoring (default 8; 0 = off)")
     e.add_argument("--device", default="cpu")
     e.add_argument("--out", default=None)
     e.add_argument("--no-progress", action="store_true")
@@ -79,9 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    from .tasks.training import train_retrieval
+    from .tasks.training import retrieval_config, train_retrieval
 
-    d = lambda name: api_default(train_retrieval, name)  # noqa: E731 - defaults live in the Python API
+    d = lambda name: api_default(retrieval_config, name)  # noqa: E731 - defaults live in the Python API
     p.add_argument("--n-layers", type=at_least(1), default=d("n_layers"), help="(train) layers (default %(default)s)")
     p.add_argument("--n-heads", type=at_least(1), default=d("n_heads"), help="heads per layer (default %(default)s)")
     p.add_argument("--d-model", type=at_least(2), default=d("d_model"))
@@ -89,7 +91,11 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=at_least(1), default=d("batch_size"))
     p.add_argument("--lr", type=real_in(0, open_lo=True), default=d("lr"))
     p.add_argument("--distractors", type=at_least(0), default=2)
-    p.add_argument("--eval-every", type=at_least(1), default=d("eval_every"),
+    p.add_argument("--positions", default=d("positions"), choices=["rope", "learned", "sinusoidal"])
+    p.add_argument("--separator", action="store_true", help="a <sep> token after every (variable, reference) pair")
+    p.add_argument("--warmup-steps", type=at_least(0), default=None,
+                   help="(default min(100, steps/10))")
+    p.add_argument("--eval-every", type=at_least(1), default=api_default(train_retrieval, "eval_every"),
                    help="steps between held-out evaluations (default %(default)s)")
     p.add_argument("--no-progress", action="store_true")
 
@@ -111,7 +117,7 @@ def _cmd_train(a: argparse.Namespace) -> int:
     from .tasks.training import RetrievalTask, train_retrieval
 
     r = train_retrieval(
-        RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors),
+        RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors, separator=a.separator),
         a.out,
         n_layers=a.n_layers,
         n_heads=a.n_heads,
@@ -120,6 +126,8 @@ def _cmd_train(a: argparse.Namespace) -> int:
         batch_size=a.batch_size,
         lr=a.lr,
         seed=a.seed,
+        positions=a.positions,
+        warmup_steps=a.warmup_steps,
         eval_every=a.eval_every,
         progress=not a.no_progress,
     )
@@ -146,6 +154,10 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
         checkpoint_every=a.checkpoint_every,
         progress=not a.no_progress,
         jobs=a.jobs,
+        positions=a.positions,
+        separator=a.separator,
+        warmup_steps=a.warmup_steps,
+        eval_n=a.eval_n,
     )
     for k, v in r["cells"].items():
         print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
@@ -194,6 +206,11 @@ def _cmd_emergence(a: argparse.Namespace) -> int:
     return 0
 
 
+def _outcomes(c: dict) -> str:
+    shares = ", ".join(f"{k} {v / sum(c['counts'].values()):.2f}" for k, v in c["counts"].items())
+    return f"; continuation: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}] ({shares})"
+
+
 def _cmd_eval_llm(a: argparse.Namespace) -> int:
     from .tasks.llm_eval import eval_llm, plot_eval
 
@@ -207,6 +224,7 @@ def _cmd_eval_llm(a: argparse.Namespace) -> int:
         batch_size=a.batch_size,
         progress=not a.no_progress,
         device=a.device,
+        continuation=a.continuation,
     )
     out = Path(a.out or os.path.join("runs", "eval-llm-" + os.path.basename(str(a.model).rstrip("/"))))
     r.write(out / "eval_llm.json")
@@ -215,6 +233,7 @@ def _cmd_eval_llm(a: argparse.Namespace) -> int:
         print(
             f"  {c['form']:<13} depth {c['depth']}: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
             f"{c['interval'][1]:.3f}] (n={c['n']}, chance {c['chance']:.2f})"
+            + (_outcomes(c["continuation"]) if "continuation" in c else "")
         )
     print(f"wrote {out}/eval_llm.json and eval_llm.png")
     return 0

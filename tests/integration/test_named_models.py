@@ -106,3 +106,40 @@ def test_eval_llm_reads_the_same_logits_as_a_plain_forward(name):
             ref = lm.model(input_ids=ids, use_cache=False).logits[0, -1].float()
             assert torch.allclose(g, ref, atol=2e-3, rtol=1e-3), (p, (g - ref).abs().max())
             assert int(g.argmax()) == int(ref.argmax())
+
+
+def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
+    """Batched, left-padded generation must say what a one-prompt loop of full forwards and argmax says (end of
+    text barred as the first token); the cells carry the outcome counts."""
+    import torch
+
+    from headlab.ablation.metrics import load_for_metric
+    from headlab.tasks.llm_continuation import OUTCOMES, continuations
+    from headlab.tasks.llm_eval import _fused_attention, eval_llm
+
+    need("smollm2-135m")
+    lm = load_for_metric("smollm2-135m")
+    prompts = ["A = 7. B = A. C = B. What is the value of C? Answer:", "Ann lives in Paris. Where does Ann live?",
+               "Bob = 3. Answer:"]
+    with _fused_attention(lm.model):
+        got = continuations(lm, prompts, batch_size=3, max_new=4)
+    eos = lm.tokenizer.eos_token_id
+    with torch.no_grad():
+        for p, g in zip(prompts, got):
+            ids = lm.tokenizer(p, return_tensors="pt")["input_ids"]
+            new = []
+            for i in range(4):
+                logits = lm.model(input_ids=ids, use_cache=False).logits[0, -1].float()
+                if i == 0:
+                    logits[eos] = float("-inf")
+                nxt = int(logits.argmax())
+                if nxt == eos:
+                    break
+                new.append(nxt)
+                ids = torch.cat([ids, torch.tensor([[nxt]])], 1)
+            assert g == lm.tokenizer.decode(new, skip_special_tokens=True), (p, g)
+    r = eval_llm(lm, depths=(1,), n=4, forms=("assign", "relatives-mc"), progress=False, continuation=3)
+    for c in r["cells"]:
+        k = c["continuation"]
+        assert set(k["counts"]) == set(OUTCOMES) and sum(k["counts"].values()) == 4
+        assert k["accuracy"] == k["counts"]["answer"] / 4 and len(k["samples"]) == 4

@@ -24,6 +24,8 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert_round_trip(SweepResult, out / "sweep.json")
     assert set(r["cells"]) == {"L1-D1-none", "L1-D1-chain"} and len(r["runs"]) == 2
     assert (out / "success_map.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
+    assert "| 1 | " in (out / "sweep.md").read_text() and "log₃(2D)" in (out / "sweep.md").read_text()
+    assert all(x["trained_with"] == "ensemble of 2" for x in r["runs"])  # one (layers, depth) = one ensemble
     rows = [json.loads(x) for x in (out / "L1-D1-chain-s0" / "eval.jsonl").read_text().splitlines()]
     assert [x["step"] for x in rows] == [20, 40] and 0 <= rows[-1]["accuracy"]["1"] <= 1
     assert main(args) == 0  # finished cells are reused, not retrained

@@ -71,3 +71,20 @@ def test_emergence_table_counts_orders_pairwise_across_runs():
     assert (p["runs"], p["a_first"], p["b_first"], p["same_step"]) == (3, 2, 0, 1)
     q = pair[("L1:query→def-ref", "L1:ref→def-ref")]  # seen together in runs b and c only
     assert (q["runs"], q["a_first"], q["b_first"]) == (2, 1, 1)
+
+
+def test_continuation_outcomes_tell_format_from_retrieval_failures():
+    from headlab.tasks.llm_continuation import normalise, outcome
+
+    ex = next(generate("assign", 3, 1, seed=1))
+    assert normalise("\n\n 7.\nB = 3") == "7" and normalise(" :)") == "" and normalise("") == ""
+    assert outcome(ex, ex["answer"]) == "answer"
+    assert outcome(ex, ex["ends"][0]) == "distractor"
+    assert outcome(ex, ex["path"][0]) == "hop"  # stopped one hop early
+    other = next(n for n in ex["names"] if n not in ex["path"])
+    assert outcome(ex, other) == "other-name"
+    assert outcome(ex, "The") == outcome(ex, "") == "format"
+    mc = next(generate("relatives-mc", 2, 1, seed=1))
+    wrong = next(x for x in "ABCD" if x != mc["answer"])
+    assert outcome(mc, mc["answer"]) == outcome(mc, mc["answer_text"]) == "answer"
+    assert outcome(mc, wrong) == "distractor" and outcome(mc, mc["path"][-1]) == "hop"

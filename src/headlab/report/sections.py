@@ -217,16 +217,15 @@ def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = SweepResult.read(folder / "sweep.json")
     g = d["grid"]
     figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
+    from ..tasks.sweep import markdown
+
+    table = markdown(d).split("\n", 2)[2].replace("\n## ", "\n#### ")  # the title line is the section's
     lines = [
         f"Grid: layers {g['layers']} × depth {g['depths']} × curricula {g['curricula']} × seeds {g['seeds']}; "
-        f"{g['steps']} steps, d_model {g['d_model']}, {g['n_heads']} heads, lr {g['lr']}. "
-        f"Success: {d['success_rule']}.",
+        f"{g['steps']} steps of {g['batch_size']}, d_model {g['d_model']}, {g['n_heads']} heads, lr {g['lr']}, "
+        f"{g['n_distractors']} distractor chain(s).",
         "",
-        "| cell | successes | bound log₃(2D) |",
-        "|---|---|---|",
-    ]
-    lines += [f"| {k} | {v['successes']}/{v['seeds']} | {v['bound_layers']:.2f} |" for k, v in d["cells"].items()]
-    lines += [
+        table,
         "",
         "By curriculum: " + ", ".join(f"{c} {v['successes']}/{v['runs']}" for c, v in d["by_curriculum"].items()) + ".",
         "",
@@ -255,14 +254,17 @@ def eval_llm_section(folder: Path, figdir: Path, tag: str) -> Section:
     lines = [
         f"**{d['model']}**, {d['shots']}-shot, {d['n_distractors']} distractor chains. Scoring: {d['scoring']}",
         "",
-        "| form | depth | accuracy | 95% interval | n | chance |",
-        "|---|---|---|---|---|---|",
+        "| form | depth | first-token accuracy [95%] | continuation accuracy [95%] | distractor | hop | other name "
+        "| format | n | chance |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {c['form']} | {c['depth']} | {c['accuracy']:.3f} | [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}] "
-        f"| {c['n']} | {c['chance']:.2f} |"
-        for c in d["cells"]
-    ]
+    for c in d["cells"]:
+        k = c.get("continuation")
+        shares = ["–"] * 4 if k is None else [f"{k['counts'][o] / c['n']:.2f}"
+                                             for o in ("distractor", "hop", "other-name", "format")]
+        cont = "–" if k is None else f"{k['accuracy']:.3f} [{k['interval'][0]:.3f}, {k['interval'][1]:.3f}]"
+        lines.append(f"| {c['form']} | {c['depth']} | {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
+                     f"{c['interval'][1]:.3f}] | {cont} | " + " | ".join(shares) + f" | {c['n']} | {c['chance']:.2f} |")
     return Section(
         f"Retrieval from a prompt — {d['model']}",
         "\n".join(lines + [""] + [_img(f, figdir, "eval") for f in figs]),

@@ -67,8 +67,9 @@ def _positions(
 ) -> tuple[list[int], dict[str, list[tuple[int, dict[str, int]]]]]:
     """The input sequence and, per reader kind, (reader position, {key kind: key position})."""
     seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
-    n_pairs = (len(ex["tokens"]) - 3) // 2
-    defined = {ex["tokens"][1 + 2 * j]: 1 + 2 * j for j in range(n_pairs)}  # variable token -> its position
+    stride = 3 if task.separator else 2  # (variable, reference[, <sep>])
+    n_pairs = (len(ex["tokens"]) - 3) // stride
+    defined = {ex["tokens"][1 + stride * j]: 1 + stride * j for j in range(n_pairs)}  # variable -> its position
     readers: dict[str, list[tuple[int, dict[str, int]]]] = {r: [] for r in READERS}
 
     def keys(pos: int, tok: int) -> dict[str, int]:
@@ -78,7 +79,7 @@ def _positions(
         return k
 
     for j in range(n_pairs):
-        pv, pr = 1 + 2 * j, 2 + 2 * j
+        pv, pr = 1 + stride * j, 2 + stride * j
         readers["var"].append((pv, keys(pv, seq[pv])))
         readers["ref"].append((pr, keys(pr, seq[pr])))
     for pos in range(len(ex["tokens"]) - 1, len(seq)):

@@ -38,7 +38,10 @@ SCORING = ("multiple choice: the prompt ends in \"Answer:\"; the model's choice 
            "must be the first token of \" \" + answer (for a tokenizer that splits that into a bare space and the "
            "answer, the prompt ends in \" Answer: \" and the target is the answer's first token). Values are single "
            "digits and the places have distinct first tokens under the model's tokenizer (checked; otherwise the "
-           "cell is refused), so the first token decides the answer.")
+           "cell is refused), so the first token decides the answer. Continuation (cells' \"continuation\"): "
+           "greedy continuation of the prompt (free form: + \" Answer:\") up to max_new tokens, first word of its "
+           "first line, classified answer / distractor (another chain's end or option) / hop (a variable of the "
+           "queried chain) / other-name / format (headlab.tasks.llm_continuation).")
 
 
 def _first_token(tok: Any, text: str) -> int:
@@ -112,7 +115,9 @@ class EvalLLMResult(Result):
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
              n_distractors: int = 2, seed: int = 0, batch_size: int = 8, progress: bool = True,
-             device: str = "cpu") -> EvalLLMResult:
+             device: str = "cpu", continuation: int = 8) -> EvalLLMResult:
+    """Accuracy per form and depth by the first-token rule and, unless ``continuation`` is 0, by greedy
+    continuations of up to ``continuation`` tokens classified by :mod:`.llm_continuation`."""
     from ..ablation.metrics import load_for_metric
 
     loaded = load_for_metric(model, device)
@@ -152,12 +157,28 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
             _, lo, hi = wilson(right, n)
             cells.append({"form": form, "depth": d, "n": n, "correct": right, "accuracy": right / n,
                           "interval": [lo, hi], "chance": chance})
+            if continuation:
+                cells[-1]["continuation"] = _continuation_cell(loaded, exs, demo, form, batch_size, continuation)
             if bar is not None:
                 bar.update(n)
     if bar is not None:
         bar.close()
     return EvalLLMResult(model=loaded.name, shots=shots, n_distractors=n_distractors, seed=seed, cells=cells,
                          scoring=SCORING)
+
+
+def _continuation_cell(loaded: LoadedModel, exs: list[dict[str, Any]], demo: str, form: str, batch_size: int,
+                       max_new: int) -> dict[str, Any]:
+    from .llm_continuation import continuations, tally
+
+    prompts = [demo + e["prompt"] + ("" if form.endswith("-mc") else " Answer:") for e in exs]
+    with _fused_attention(loaded.model):
+        texts = continuations(loaded, prompts, batch_size, max_new)
+    counts, words = tally(exs, texts)
+    _, lo, hi = wilson(counts["answer"], len(exs))
+    return {"max_new": max_new, "counts": counts, "accuracy": counts["answer"] / len(exs), "interval": [lo, hi],
+            "samples": [{"continuation": t, "word": w, "answer": e["answer"]}
+                        for t, w, e in list(zip(texts, words, exs))[:5]]}
 
 
 def plot_eval(result: EvalLLMResult, path: Any) -> None:

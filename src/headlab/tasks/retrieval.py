@@ -91,15 +91,20 @@ def minimal(
     vocab: MinimalVocab = MinimalVocab(),
     shuffle: bool = True,
     query_depth: int | None = None,
+    separator: bool = False,
 ) -> dict[str, Any]:
     """One ``minimal`` example: ``tokens`` (prompt, ending with the queried variable), ``answer`` (value token)
-    and ``chain`` (the tokens from the queried variable's reference to the value: the full-chain target)."""
+    and ``chain`` (the tokens from the queried variable's reference to the value: the full-chain target).
+
+    ``separator``: a ``<sep>`` after every pair, so that a pair's variable is the only token right after
+    ``<sep>`` (without it, the token after a reference is the next pair's variable, and a lookup must tell
+    the two apart by position parity)."""
     chains, vals = _chains(depth, 1 + n_distractors, vocab.n_vars, vocab.n_values, rng)
     q = depth if query_depth is None else query_depth
     toks = [vocab.BOS]
     for c, k in _link_order(chains, shuffle, rng):
         ref = vocab.value(vals[c]) if k == 0 else vocab.var(chains[c][k - 1])
-        toks += [vocab.var(chains[c][k]), ref]
+        toks += [vocab.var(chains[c][k]), ref] + ([vocab.SEP] if separator else [])
     toks += [vocab.QUERY, vocab.var(chains[0][q - 1])]
     chain = [vocab.var(chains[0][k]) for k in range(q - 2, -1, -1)] + [vocab.value(vals[0])]
     return {"form": "minimal", "depth": q, "tokens": toks, "answer": vocab.value(vals[0]), "chain": chain}
@@ -127,7 +132,8 @@ def assign(
         ref = str(vals[c]) if k == 0 else names[chains[c][k - 1]]
         facts.append(f"{names[chains[c][k]]} = {ref}.")
     prompt = " ".join(facts) + f" What is the value of {names[chains[0][-1]]}?"
-    return _finish("assign", depth, prompt, str(vals[0]), [str(v) for v in vals[1:]], choices, rng)
+    cast = {"path": [names[v] for v in chains[0]], "names": [names[v] for c in chains for v in c]}
+    return _finish("assign", depth, prompt, str(vals[0]), [str(v) for v in vals[1:]], choices, rng, cast)
 
 
 def relatives(
@@ -160,14 +166,16 @@ def relatives(
         " ".join(facts + ["Wizards live with their mothers.", "Pirates live on ships."])
         + f" Where does {chains[0][-1]} live?"
     )
-    return _finish("relatives", depth, prompt, places[0], list(places[1:n_chains]), choices, rng)
+    cast = {"path": list(chains[0]), "names": list(people)}
+    return _finish("relatives", depth, prompt, places[0], list(places[1:n_chains]), choices, rng, cast)
 
 
-def _finish(
-    form: str, depth: int, prompt: str, answer: str, others: list[str], choices: bool, rng: random.Random
-) -> dict[str, Any]:
+def _finish(form: str, depth: int, prompt: str, answer: str, others: list[str], choices: bool, rng: random.Random,
+            cast: dict[str, list[str]]) -> dict[str, Any]:
+    """The example; ``ends`` (the distractor chains' ends), ``path`` (the queried chain's variables, first
+    link first) and ``names`` (every variable in the prompt) let a continuation's failure be classified."""
     if not choices:
-        return {"form": form, "depth": depth, "prompt": prompt, "answer": answer}
+        return {"form": form, "depth": depth, "prompt": prompt, "answer": answer, "ends": others, **cast}
     pool = list(dict.fromkeys(others))
     extra = [str(x) for x in range(10)] if form.startswith("assign") else list(PLACES)
     while len(pool) < 3:
@@ -178,7 +186,8 @@ def _finish(
     rng.shuffle(opts)
     letter = LETTERS[opts.index(answer)]
     prompt += " Options: " + " ".join(f"{LETTERS[i]}) {o}" for i, o in enumerate(opts)) + ". Answer:"
-    return {"form": f"{form}-mc", "depth": depth, "prompt": prompt, "answer": letter, "choices": opts}
+    return {"form": f"{form}-mc", "depth": depth, "prompt": prompt, "answer": letter, "choices": opts,
+            "answer_text": answer, "ends": others, **cast}
 
 
 def generate(form: str, depth: int, n: int, seed: int = 0, **options: Any) -> Iterator[dict[str, Any]]:
@@ -217,7 +226,7 @@ def solve(ex: dict[str, Any], vocab: MinimalVocab = MinimalVocab()) -> Any:
         toks = ex["tokens"]
         if toks[-2] != vocab.QUERY:
             raise HeadlabError("minimal example does not end with <query> VARIABLE")
-        body = toks[1:-2]
+        body = [t for t in toks[1:-2] if t != vocab.SEP]
         links = {str(body[i]): str(body[i + 1]) for i in range(0, len(body), 2)}
         return int(_follow(links, str(toks[-1]), lambda t: vocab.is_value(int(t))))
     prompt = ex["prompt"]

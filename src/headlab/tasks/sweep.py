@@ -19,7 +19,7 @@ from ..errors import HeadlabError
 from ..io import read_jsonl
 from ..plotting import pyplot
 from ..result import Result
-from .training import RetrievalTask, train_retrieval
+from .training import RetrievalTask
 
 
 def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
@@ -48,52 +48,44 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
           depths: Sequence[int] = DEFAULT_GRID["depths"], curricula: Sequence[str] = DEFAULT_GRID["curricula"],
           seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
           batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
-          checkpoint_every: int = 50, progress: bool = True, jobs: int = 2) -> SweepResult:
-    """Train every cell (``jobs`` at a time, one torch thread each) and aggregate; see the module docstring.
+          checkpoint_every: int = 50, progress: bool = True, jobs: int = 2, positions: str = "rope",
+          separator: bool = False, warmup_steps: int | None = None, eval_n: int = 256) -> SweepResult:
+    """Train every cell and aggregate; see the module docstring.
 
+    The cells of one (layers, depth) train together as one ensemble (``headlab.train.ensemble``: curricula x
+    seeds stacked, each member exactly its solo run), ``jobs`` ensembles at a time with one torch thread each.
     The default grid (36 runs, about 25 minutes on 2 cores) compares the three curricula at depths 2 and 3
     with 1 and 2 layers (the bound log_3(2D) is 1.26 and 1.63 layers there); checkpoints every 50 steps are
     what ``headlab retrieval analyze`` orders head emergence by."""
-    import shutil
     import sys
     import time
-    from concurrent.futures import ProcessPoolExecutor
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
-    todo = []
+    settings = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size}
+    todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
         if (run / "summary.json").exists():
-            old = json.loads((run / "summary.json").read_text())
-            want = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size}
-            if any(old.get(k) != v for k, v in want.items()) or old["task"]["n_distractors"] != n_distractors:
-                raise HeadlabError(f"{run} was trained with other settings ({ {k: old.get(k) for k in want} }); "
-                                   "use another --out")
+            _check_settings(run, settings, n_distractors, separator)
         else:
-            if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
-                shutil.rmtree(run)
-            todo.append(dict(task=RetrievalTask(d, c, n_distractors=n_distractors), run=run, n_layers=l,
-                             n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size, lr=lr, seed=s,
-                             eval_every=eval_every, checkpoint_every=checkpoint_every, progress=False))
+            todo.setdefault((l, d), []).append((c, s))
+    groups = [dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
+                   batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every,
+                   eval_n=eval_n, checkpoint_every=checkpoint_every, positions=positions, separator=separator,
+                   warmup_steps=warmup_steps) for (l, d), m in todo.items()]
+    # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
+    groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
+                                                          separator=separator).max_length)
     t0 = time.perf_counter()
-    if progress and todo:
-        print(f"headlab: sweep: {len(todo)} of {len(cells)} runs to train, {jobs} at a time", file=sys.stderr)
-    if jobs > 1 and len(todo) > 1:
-        import multiprocessing
-
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_train_cell, kw) for kw in todo]
-            for i, f in enumerate(futures):
-                name = f.result()
-                if progress:
-                    print(f"headlab: sweep run {i + 1}/{len(todo)} done: {name}", file=sys.stderr, flush=True)
-    else:
-        for i, kw in enumerate(todo):
-            name = _train_cell(kw)
-            if progress:
-                print(f"headlab: sweep run {i + 1}/{len(todo)} done: {name}", file=sys.stderr, flush=True)
+    n_todo = sum(len(g["members"]) for g in groups)
+    if progress and groups:
+        print(f"headlab: sweep: {n_todo} of {len(cells)} runs to train in {len(groups)} ensembles, {jobs} at a "
+              "time", file=sys.stderr)
+    for i, name in enumerate(_run_groups(groups, jobs)):
+        if progress:
+            print(f"headlab: sweep ensemble {i + 1}/{len(groups)} done: {name}", file=sys.stderr, flush=True)
     runs = [json.loads((out / cell_name(*c) / "summary.json").read_text()) for c in cells]
     for r in runs:
         r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
@@ -112,18 +104,86 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     result = SweepResult(
         grid={"layers": list(layers), "depths": list(depths), "curricula": list(curricula), "seeds": list(seeds),
               "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
-              "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every},
-        trained_now=len(todo), wall_s_this_call=round(time.perf_counter() - t0, 1),
+              "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
+              "positions": positions, "separator": separator, "warmup_steps": warmup_steps, "eval_n": eval_n},
+        trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
         success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
         cells=table, by_curriculum=by_curriculum, runs=runs)
     result.write(out / "sweep.json")
     plot_sweep(result, out)
+    (out / "sweep.md").write_text(markdown(result))
     return result
 
 
-def _train_cell(kw: dict[str, Any]) -> str:
-    r = train_retrieval(**kw)
-    return f"{Path(kw['run']).name}: success {r['success']} (step {r['success_step']})"
+def _check_settings(run: Path, settings: dict[str, Any], n_distractors: int, separator: bool) -> None:
+    old = json.loads((run / "summary.json").read_text())
+    if (any(old.get(k) != v for k, v in settings.items()) or old["task"]["n_distractors"] != n_distractors
+            or old["task"].get("separator", False) != separator):
+        raise HeadlabError(f"{run} was trained with other settings ({ {k: old.get(k) for k in settings} }); "
+                           "use another --out")
+
+
+def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
+    """Train the groups, ``jobs`` processes at a time; yields a line per finished group."""
+    if jobs > 1 and len(groups) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for f in as_completed([pool.submit(_train_group, g) for g in groups]):
+                yield f.result()
+    else:
+        for g in groups:
+            yield _train_group(g)
+
+
+def _train_group(g: dict[str, Any]) -> str:
+    import shutil
+
+    from .training_group import GroupMember, train_group
+
+    out = Path(g["out"])
+    members = []
+    for c, s in g["members"]:
+        run = out / cell_name(g["layers"], g["depth"], c, s)
+        if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
+            shutil.rmtree(run)
+        task = RetrievalTask(g["depth"], c, n_distractors=g["n_distractors"], separator=g["separator"])
+        members.append(GroupMember(task, run, seed=s, lr=g["lr"], warmup_steps=g["warmup_steps"]))
+    done = train_group(members, n_layers=g["layers"], n_heads=g["n_heads"], d_model=g["d_model"], steps=g["steps"],
+                       batch_size=g["batch_size"], positions=g["positions"], eval_every=g["eval_every"],
+                       eval_n=g["eval_n"], checkpoint_every=g["checkpoint_every"], progress=False)
+    wins = sum(r["success"] for r in done)
+    return f"L{g['layers']}-D{g['depth']}: {wins}/{len(done)} runs succeeded ({done[0]['ensemble_wall_s']} s)"
+
+
+def markdown(result: SweepResult) -> str:
+    """Per curriculum, a layers x depth table: successes/seeds, the median step of success, and the mean final
+    held-out accuracy at full depth; the bound log_3(2D) per depth."""
+    import statistics
+
+    g = result["grid"]
+    lines = [f"# Retrieval sweep: {g['steps']} steps of {g['batch_size']}, d={g['d_model']}, {g['n_heads']} heads, "
+             f"{g['n_distractors']} distractor chain(s), lr {g['lr']}", "",
+             "Cell: successes/seeds (median step of success) · mean final full-depth accuracy. Success: "
+             + result["success_rule"] + ".", ""]
+    depths = g["depths"]
+    bound = " | ".join(f"{math.log(2 * d, 3):.2f}" for d in depths)
+    for c in g["curricula"]:
+        lines += [f"## {c}", "", "| layers | " + " | ".join(f"D={d}" for d in depths) + " |",
+                  "|---" * (len(depths) + 1) + "|", f"| bound log₃(2D) | {bound} |"]
+        for l in g["layers"]:
+            row = []
+            for d in depths:
+                runs = [r for r in result["runs"] if r["n_layers"] == l and r["task"]["depth"] == d
+                        and r["task"]["curriculum"] == c]
+                wins = [r["success_step"] for r in runs if r["success"]]
+                acc = statistics.mean(r["final_accuracy"].get(str(d), 0.0) for r in runs) if runs else float("nan")
+                med = f" ({statistics.median(wins):.0f})" if wins else ""
+                row.append(f"{len(wins)}/{len(runs)}{med} · {acc:.2f}")
+            lines.append(f"| {l} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def plot_sweep(result: SweepResult, out: Path) -> None:

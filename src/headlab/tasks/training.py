@@ -42,6 +42,7 @@ class RetrievalTask:
     n_vars: int = 24
     n_values: int = 10
     shuffle: bool = True
+    separator: bool = False  # a <sep> token after every (variable, reference) pair
 
     def __post_init__(self) -> None:
         if self.curriculum not in CURRICULA:
@@ -53,11 +54,11 @@ class RetrievalTask:
 
     @property
     def max_length(self) -> int:
-        return 1 + 2 * self.depth * (1 + self.n_distractors) + 2 + self.depth
+        return 1 + (3 if self.separator else 2) * self.depth * (1 + self.n_distractors) + 2 + self.depth
 
     def example(self, rng: random.Random, query_depth: int | None = None) -> dict[str, Any]:
         return minimal(self.depth, rng, n_distractors=self.n_distractors, vocab=self.vocab, shuffle=self.shuffle,
-                       query_depth=query_depth)
+                       query_depth=query_depth, separator=self.separator)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,60 +140,66 @@ class RetrievalEval:
             fh.write(json.dumps(row) + "\n")
 
 
+def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
+                     steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0, positions: str = "rope",
+                     threads: int = 1, checkpoint_every: int | None = None, warmup_steps: int | None = None) -> Any:
+    """The :class:`~headlab.train.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
+    from ..nn.transformer import ModelConfig
+    from ..train.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
+
+    return TrainConfig(
+        model=ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
+                          max_length=task.max_length, positions=positions),  # type: ignore[arg-type]
+        data=DataConfig(corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0,
+                        probe_windows=0),  # unused: the task generates its own batches
+        optim=OptimConfig(steps=steps, batch_size=batch_size, lr=lr,
+                          warmup_steps=min(100, steps // 10) if warmup_steps is None else warmup_steps,
+                          seed=seed, weight_decay=0.01, log_every=50, threads=threads),
+        checkpoints=CheckpointConfig(early_points=6, early_fraction=0.1,
+                                     every=max(1, checkpoint_every or steps // 10)),
+        track=TrackConfig(grad_every=0),
+    )
+
+
+def summarize(run: Path, task: RetrievalTask, cfg: Any, success: float, **extra: Any) -> dict[str, Any]:
+    """A finished run's ``summary.json`` (written, and returned) from its ``eval.jsonl``."""
+    from ..io import write_json_atomic
+
+    rows = read_jsonl(run / "eval.jsonl")
+    full = str(task.depth)
+    hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
+    m, o = cfg.model, cfg.optim
+    summary = {
+        "task": task.to_json(), "n_layers": m.n_layers, "n_heads": m.n_heads, "d_model": m.d_model,
+        "positions": m.positions, "steps": o.steps, "seed": o.seed, "lr": o.lr, "warmup_steps": o.warmup_steps,
+        "batch_size": o.batch_size, "checkpoint_every": cfg.checkpoints.every, "success_threshold": success,
+        "success": hit is not None, "success_step": hit,
+        "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None,
+        **extra,
+    }
+    write_json_atomic(run / "summary.json", summary)
+    return summary
+
+
 def train_retrieval(
     task: RetrievalTask,
     run: str | Path,
     *,
-    n_layers: int = 2,
-    n_heads: int = 4,
-    d_model: int = 64,
-    steps: int = 2500,
-    batch_size: int = 64,
-    lr: float = 1e-3,
-    seed: int = 0,
-    eval_every: int = 100,
     success: float = 0.99,
-    positions: str = "rope",
+    eval_every: int = 100,
     progress: bool = True,
     resume: bool = False,
-    threads: int = 1,
-    checkpoint_every: int | None = None,
+    **shape: Any,
 ) -> dict[str, Any]:
     """Train one decoder on ``task`` into ``run``; returns its summary (also written to ``summary.json``).
 
-    ``threads``: torch threads (default 1: these models are too small to gain from more, and a sweep can then
-    run one cell per core)."""
+    ``shape``: :func:`retrieval_config`'s keywords (layers, width, steps, lr, seed, ...); ``threads`` defaults
+    to 1: these models are too small to gain from more, and a sweep can then run one cell per core."""
     from ..io import write_json_atomic
-    from ..nn.transformer import ModelConfig
-    from ..train.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
     from ..train.trainer import Trainer
 
     run = Path(run)
-    cfg = TrainConfig(
-        model=ModelConfig(
-            kind="decoder",
-            n_layers=n_layers,
-            n_heads=n_heads,
-            d_model=d_model,
-            max_length=task.max_length,
-            positions=positions,  # type: ignore[arg-type]
-        ),
-        data=DataConfig(
-            corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0, probe_windows=0
-        ),  # unused: the task generates its own batches
-        optim=OptimConfig(
-            steps=steps,
-            batch_size=batch_size,
-            lr=lr,
-            warmup_steps=min(100, steps // 10),
-            seed=seed,
-            weight_decay=0.01,
-            log_every=50,
-            threads=threads,
-        ),
-        checkpoints=CheckpointConfig(early_points=6, early_fraction=0.1, every=max(1, checkpoint_every or steps // 10)),
-        track=TrackConfig(grad_every=0),
-    )
+    cfg = retrieval_config(task, **shape)
     run.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run / "task.json", task.to_json())
     ev = RetrievalEval(run, task, eval_every)
@@ -200,24 +207,4 @@ def train_retrieval(
         (run / "eval.jsonl").unlink()
     trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
     trainer.fit()
-    rows = read_jsonl(run / "eval.jsonl")
-    full = str(task.depth)
-    hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
-    summary = {
-        "task": task.to_json(),
-        "n_layers": n_layers,
-        "n_heads": n_heads,
-        "d_model": d_model,
-        "steps": steps,
-        "seed": seed,
-        "lr": lr,
-        "batch_size": batch_size,
-        "checkpoint_every": cfg.checkpoints.every,
-        "success_threshold": success,
-        "success": hit is not None,
-        "success_step": hit,
-        "final_accuracy": rows[-1]["accuracy"] if rows else {},
-        "final_loss": rows[-1]["loss"] if rows else None,
-    }
-    write_json_atomic(run / "summary.json", summary)
-    return summary
+    return summarize(run, task, cfg, success)

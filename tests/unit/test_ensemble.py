@@ -1,0 +1,129 @@
+"""The ensemble trainer: stacked forward, each member's training and checkpoints equal its solo run's."""
+
+import json
+import random
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from headlab.errors import HeadlabError
+from headlab.nn import stacked
+from headlab.nn.transformer import ModelConfig, Transformer
+from headlab.tasks.retrieval import minimal, solve
+from headlab.tasks.training import RetrievalSource, RetrievalTask, accuracy, eval_set, retrieval_config, train_retrieval
+from headlab.tasks.training_group import GroupMember, stacked_accuracy, train_group
+from headlab.train.ensemble import Ensemble, Member
+
+STEPS = 12
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).norm() / b.norm().clamp_min(1e-12))
+
+
+@pytest.mark.parametrize("positions", ["rope", "learned", "sinusoidal"])
+@pytest.mark.parametrize("tie", [True, False])
+def test_stacked_forward_equals_each_models_own_forward(positions, tie):
+    cfg = ModelConfig(vocab_size=40, n_layers=2, n_heads=4, d_model=32, max_length=20, positions=positions,
+                      tie_embeddings=tie)
+    models = []
+    for s in range(3):
+        torch.manual_seed(s)
+        models.append(Transformer(cfg).eval())
+    ids = torch.randint(0, 40, (3, 5, 17))
+    with torch.no_grad():
+        out = stacked.forward(cfg, stacked.stack_weights(models), ids)
+        for e, m in enumerate(models):
+            assert _rel(out[e], m(ids[e]).logits) < 1e-6
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """Three members (different curricula, so one is padded; seeds; learning rates; warm-ups) trained at once,
+    and each trained alone."""
+    base = tmp_path_factory.mktemp("ensemble")
+    members = [GroupMember(RetrievalTask(2, "chain"), base / "g0", seed=0, lr=1e-3),
+               GroupMember(RetrievalTask(2, "none"), base / "g1", seed=1, lr=3e-3),
+               GroupMember(RetrievalTask(2, "mixed"), base / "g2", seed=2, lr=1e-3, warmup_steps=3)]
+    train_group(members, steps=STEPS, eval_every=4, eval_n=64, checkpoint_every=4, progress=False)
+    for i, m in enumerate(members):
+        train_retrieval(m.task, base / f"s{i}", steps=STEPS, eval_every=4, seed=m.seed, lr=m.lr,
+                        warmup_steps=m.warmup_steps, checkpoint_every=4, progress=False)
+    return base, members
+
+
+def test_each_members_losses_and_final_weights_equal_its_solo_run(pair):
+    base, members = pair
+    for i in range(len(members)):
+        rows = [[json.loads(x) for x in open(base / f"{k}{i}" / "metrics.jsonl")] for k in "gs"]
+        assert [r["step"] for r in rows[0]] == [r["step"] for r in rows[1]] == list(range(1, STEPS + 1))
+        for a, b in zip(*rows):
+            assert abs(a["loss"] - b["loss"]) <= 1e-5 * abs(b["loss"])
+            assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-5 * b["grad_norm"]
+        wa, wb = (load_file(base / f"{k}{i}" / "final.safetensors") for k in "gs")
+        assert wa.keys() == wb.keys()
+        assert max(_rel(wa[k], wb[k]) for k in wb) < 1e-5
+        assert max(_rel(wa[k], wb[k]) for k in wb) > 0 or i == 0  # the members did train apart from each other
+    first = load_file(base / "g0" / "final.safetensors")["embed.weight"]
+    assert _rel(load_file(base / "g1" / "final.safetensors")["embed.weight"], first) > 0.1
+
+
+def test_member_checkpoints_hold_the_solo_optimizer_state(pair):
+    base, _ = pair
+    for i in range(3):
+        for step in (4, STEPS):
+            folder = f"checkpoints/step-{step:07d}"
+            ga, sa = (load_file(base / f"{k}{i}" / folder / "optimizer.safetensors") for k in "gs")
+            assert ga.keys() == sa.keys()
+            # moments, unlike weights, are dominated by near-zero gradients early on: their float noise (summation
+            # order of the batched kernels) shows at 1e-5, far below any difference a wrong update would make
+            assert max(_rel(ga[k], sa[k]) for k in sa if "exp_avg" in k) < 1e-4
+            assert all(float(ga[k]) == float(sa[k]) for k in sa if k.endswith(".step"))
+            gs, ss = (json.loads((base / f"{k}{i}" / folder / "state.json").read_text()) for k in "gs")
+            assert gs["optimizer"]["param_groups"] == ss["optimizer"]["param_groups"]
+
+
+def test_held_out_accuracy_and_summaries_match_the_solo_runs(pair):
+    base, members = pair
+    for i in range(3):
+        ga, sa = (json.loads((base / f"{k}{i}" / "summary.json").read_text()) for k in "gs")
+        assert ga["final_accuracy"].keys() == sa["final_accuracy"].keys()
+        assert ga["trained_with"] == "ensemble of 3" and "trained_with" not in sa
+
+
+def test_stacked_accuracy_equals_solo_accuracy_member_by_member(tmp_path):
+    tasks = [RetrievalTask(3, c) for c in ("chain", "none", "mixed")]
+    members = [Member(retrieval_config(t, steps=1, seed=s), tmp_path / str(s), RetrievalSource(t))
+               for s, t in enumerate(tasks)]
+    ens = Ensemble(members, progress=False)
+    ens.fit()
+    for depth in (1, 3):
+        examples = eval_set(tasks[0], 40, 5, depth)
+        got = stacked_accuracy(ens, tasks, examples, batch_size=16)
+        assert got == [accuracy(m.model, t, examples) for m, t in zip(members, tasks)]
+
+
+def test_members_must_share_the_model_and_the_optimizers_form(tmp_path):
+    t = RetrievalTask(2, "chain")
+    a = Member(retrieval_config(t, steps=5), tmp_path / "a", RetrievalSource(t))
+    with pytest.raises(HeadlabError, match="same model config"):
+        Ensemble([a, Member(retrieval_config(t, steps=5, d_model=32), tmp_path / "b", RetrievalSource(t))])
+    a = Member(retrieval_config(t, steps=5), tmp_path / "c", RetrievalSource(t))
+    with pytest.raises(HeadlabError, match="optim.steps differs"):
+        Ensemble([a, Member(retrieval_config(t, steps=6), tmp_path / "d", RetrievalSource(t))])
+
+
+def test_a_member_folder_with_checkpoints_is_refused(pair, tmp_path):
+    base, members = pair
+    with pytest.raises(HeadlabError, match="already holds"):
+        train_group([GroupMember(RetrievalTask(2, "chain"), base / "g0")], steps=2, progress=False)
+
+
+def test_separator_layout_is_solved_and_sized():
+    rng = random.Random(0)
+    for depth in (1, 4):
+        ex = minimal(depth, rng, separator=True)
+        assert solve(ex) == ex["answer"]
+        assert len(ex["tokens"]) == RetrievalTask(depth, separator=True).max_length - depth
+        assert ex["tokens"][3] == 3 and ex["tokens"][-3] == 3  # <sep> after every pair
