@@ -127,3 +127,23 @@ def test_separator_layout_is_solved_and_sized():
         assert solve(ex) == ex["answer"]
         assert len(ex["tokens"]) == RetrievalTask(depth, separator=True).max_length - depth
         assert ex["tokens"][3] == 3 and ex["tokens"][-3] == 3  # <sep> after every pair
+
+
+def test_solo_callbacks_run_per_member_and_agree_with_the_stacked_evaluation(tmp_path):
+    from headlab.tasks.training import RetrievalEval
+    from headlab.tasks.training_group import StackedRetrievalEval
+    from headlab.train.ensemble import PerMember
+
+    tasks = [RetrievalTask(2, c) for c in ("chain", "none")]
+    runs = [tmp_path / f"m{i}" for i in range(2)]
+    solo = [RetrievalEval(tmp_path / f"solo{i}", t, every=3, n=32) for i, t in enumerate(tasks)]
+    for i in range(2):
+        (tmp_path / f"solo{i}").mkdir()
+    members = [Member(retrieval_config(t, steps=6, seed=i), r, RetrievalSource(t))
+               for i, (t, r) in enumerate(zip(tasks, runs))]
+    stacked_eval = StackedRetrievalEval([GroupMember(t, r) for t, r in zip(tasks, runs)], every=3, steps=6, n=32)
+    Ensemble(members, callbacks=[PerMember([[c] for c in solo]), stacked_eval], progress=False).fit()
+    for i in range(2):
+        a = [json.loads(x) for x in (tmp_path / f"solo{i}" / "eval.jsonl").read_text().splitlines()]
+        b = [json.loads(x) for x in (runs[i] / "eval.jsonl").read_text().splitlines()]
+        assert [x["step"] for x in a] == [3, 6] and a == b

@@ -18,7 +18,9 @@ Contract:
   and AdamW state in the solo format, so ``headlab train --resume`` can continue one member alone),
   ``final.safetensors``.
 
-Callbacks receive the ensemble: ``on_step(ensemble, step, losses)`` with one loss per member.
+Callbacks receive the ensemble: ``on_step(ensemble, step, losses)`` with one loss per member. A solo
+:class:`~headlab.train.trainer.Callback` runs per member through :class:`PerMember`, which hands it a view with
+the member's ``model``, ``cfg`` and ``run`` (what the solo callbacks read from the Trainer).
 """
 
 from __future__ import annotations
@@ -58,6 +60,30 @@ class Member:
 
 class EnsembleCallback(Protocol):
     def on_step(self, ensemble: "Ensemble", step: int, losses: list[float]) -> None: ...
+
+
+@dataclass
+class MemberView:
+    """What a solo callback reads from its Trainer, for one member."""
+
+    model: Transformer
+    cfg: TrainConfig
+    run: Path
+
+
+class PerMember:
+    """Ensemble callback running solo callbacks: ``callbacks[i]`` for member ``i``."""
+
+    def __init__(self, callbacks: Sequence[Sequence[Any]]):
+        self.callbacks = [list(c) for c in callbacks]
+
+    def on_step(self, ensemble: "Ensemble", step: int, losses: list[float]) -> None:
+        if len(self.callbacks) != ensemble.size:
+            raise HeadlabError(f"{len(self.callbacks)} callback lists for {ensemble.size} members")
+        for m, cbs, loss in zip(ensemble.members, self.callbacks, losses):
+            view = MemberView(m.model, m.cfg, m.run)  # type: ignore[arg-type]
+            for cb in cbs:
+                cb.on_step(view, step, loss)
 
 
 @dataclass
