@@ -21,7 +21,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -29,6 +29,9 @@ from ..errors import HeadlabError
 from ..io import read_jsonl
 from ..padding import pad_right
 from .retrieval import MinimalVocab, minimal
+
+if TYPE_CHECKING:
+    from ..train.config import TrainConfig
 
 CURRICULA = ("none", "mixed", "chain")
 PAPER_LIKE = "chain"
@@ -142,7 +145,8 @@ class RetrievalEval:
 
 def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
                      steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0, positions: str = "rope",
-                     threads: int = 1, checkpoint_every: int | None = None, warmup_steps: int | None = None) -> Any:
+                     threads: int = 1, checkpoint_every: int | None = None,
+                     warmup_steps: int | None = None) -> "TrainConfig":
     """The :class:`~headlab.train.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
     from ..nn.transformer import ModelConfig
     from ..train.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
@@ -161,7 +165,7 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4
     )
 
 
-def summarize(run: Path, task: RetrievalTask, cfg: Any, success: float, **extra: Any) -> dict[str, Any]:
+def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float, **extra: Any) -> dict[str, Any]:
     """A finished run's ``summary.json`` (written, and returned) from its ``eval.jsonl``."""
     from ..io import write_json_atomic
 
