@@ -142,4 +142,4 @@ def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
     for c in r["cells"]:
         k = c["continuation"]
         assert set(k["counts"]) == set(OUTCOMES) and sum(k["counts"].values()) == 4
-        assert k["accuracy"] == k["counts"]["answer"] / 4 and len(k["samples"]) == 4
+        assert k["accuracy"] == k["counts"]["answer"] / 4 and len(k["texts"]) == 4

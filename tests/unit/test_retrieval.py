@@ -77,14 +77,21 @@ def test_continuation_outcomes_tell_format_from_retrieval_failures():
     from headlab.tasks.llm_continuation import normalise, outcome
 
     ex = next(generate("assign", 3, 1, seed=1))
-    assert normalise("\n\n 7.\nB = 3") == "7" and normalise(" :)") == "" and normalise("") == ""
-    assert outcome(ex, ex["answer"]) == "answer"
-    assert outcome(ex, ex["ends"][0]) == "distractor"
-    assert outcome(ex, ex["path"][0]) == "hop"  # stopped one hop early
+    queried, first = ex["path"][-1], ex["path"][0]
     other = next(n for n in ex["names"] if n not in ex["path"])
-    assert outcome(ex, other) == "other-name"
-    assert outcome(ex, "The") == outcome(ex, "") == "format"
+    assert normalise("\n\nA: 7.\nB = 3") == ["7"] and normalise(" :)") == [] and normalise("") == []
+
+    def said(text):
+        return outcome(ex, normalise(text))
+
+    assert said(f" {ex['answer']}.") == said(f"\n\n{queried} = {ex['answer']}.") == "answer"
+    assert said(f"The answer is {ex['answer']}") == said(f"A: {ex['answer']}") == "answer"
+    assert said(f" {ex['ends'][0]}") == said(f"{queried} = {ex['ends'][0]}") == "distractor"
+    assert said(f"{first} = {ex['answer']}.") == "hop"  # a copied link, not a claim about the question
+    assert said(f" {queried}") == "hop" and said(f"{other} = 4") == "other-name"
+    assert said(" The value is") == said("") == said("A:") == "format"
     mc = next(generate("relatives-mc", 2, 1, seed=1))
     wrong = next(x for x in "ABCD" if x != mc["answer"])
-    assert outcome(mc, mc["answer"]) == outcome(mc, mc["answer_text"]) == "answer"
-    assert outcome(mc, wrong) == "distractor" and outcome(mc, mc["path"][-1]) == "hop"
+    assert outcome(mc, [mc["answer"]]) == outcome(mc, ["It", "is", mc["answer_text"]]) == "answer"
+    assert outcome(mc, [wrong]) == "distractor" and outcome(mc, [mc["path"][-1]]) == "hop"
+    assert outcome(mc, ["Pirates"]) == "format"

@@ -1,19 +1,22 @@
 """Continuation scoring of the retrieval problem: what did the model *say*, and which kind of wrong is it?
 
 The first-token rule of :mod:`.llm_eval` cannot tell a model that retrieves the wrong chain's end from one that
-answers in another format (" The value is 7", " Let's see"). Here the model continues each prompt greedily for
-up to ``max_new`` tokens (end-of-text not allowed first); the continuation is *normalised*: the first word
-made of letters or digits on its first non-blank line, compared case-sensitively (variable names are single
-capitals). Each answer gets one outcome (ours):
+answers in another format (" The value is 7", "\n\nK = 7."). Here the model continues each prompt greedily for
+up to ``max_new`` tokens (end-of-text not allowed first). The claim is read from the first non-blank line of
+the continuation, its words being runs of letters or digits (compared case-sensitively: variable names are
+single capitals), after a leading ``A:`` / ``Answer:`` marker is dropped. Each answer gets one outcome (ours):
 
-* ``answer`` — the queried chain's end (for multiple choice: the right letter, or the right option's text);
-* ``distractor`` — another chain's end (multiple choice: another letter, or another option's text);
-* ``hop`` — a variable of the queried chain (the model stopped early or echoed the question);
-* ``other-name`` — any other variable or person of the prompt;
-* ``format`` — anything else (no word, a sentence opener such as "The", a token not in the prompt).
+* free form — if the line starts with a variable (or person) of the prompt, the line is a statement about it:
+  the queried one followed by a chain's end is that end's answer ("K = 7"), any other is ``hop`` (a variable of
+  the queried chain: a copied link, an early stop) or ``other-name``; otherwise the first chain end on the line
+  decides ("The answer is 7"): ``answer`` (the queried chain's end) or ``distractor`` (another chain's end);
+  no end and no name: ``format``;
+* multiple choice — a first word A-D is the choice (``answer`` or ``distractor``); otherwise the first option
+  text on the line counts the same way; then names (``hop`` / ``other-name``); else ``format``.
 
 ``answer`` is the accuracy; ``distractor + hop + other-name`` are retrieval failures, ``format`` failures are
-the prompt's, not the retrieval's.
+the prompt's, not the retrieval's. The raw continuations are kept with the result, so a different reading can be
+applied without generating again.
 """
 
 from __future__ import annotations
@@ -28,31 +31,39 @@ from ..models import LoadedModel
 
 OUTCOMES = ("answer", "distractor", "hop", "other-name", "format")
 _WORD = re.compile(r"[A-Za-z0-9]+")
+_MARKER = re.compile(r"^\s*(A|Answer)\s*:")
 
 
-def normalise(text: str) -> str:
-    """The first word of the first non-blank line ('' when there is none)."""
-    m = _WORD.search(text.lstrip().split("\n", 1)[0])
-    return m.group(0) if m else ""
+def normalise(text: str) -> list[str]:
+    """The words of the first non-blank line, without a leading ``A:`` / ``Answer:`` marker."""
+    line = text.lstrip().split("\n", 1)[0]
+    return _WORD.findall(_MARKER.sub("", line, count=1))
 
 
-def outcome(ex: dict[str, Any], word: str) -> str:
-    """One of :data:`OUTCOMES` for the normalised continuation ``word`` of example ``ex``."""
-    if "choices" in ex:
-        right_text = ex["answer_text"]
-        if word == ex["answer"] or word == right_text:
-            return "answer"
-        if word in "ABCD" and len(word) == 1 or word in ex["choices"] or word in ex["ends"]:
-            return "distractor"
-    else:
-        if word == ex["answer"]:
-            return "answer"
-        if word in ex["ends"]:
-            return "distractor"
+def _by_name(ex: dict[str, Any], word: str) -> str | None:
     if word in ex["path"]:
         return "hop"
-    if word in ex["names"]:
-        return "other-name"
+    return "other-name" if word in ex["names"] else None
+
+
+def outcome(ex: dict[str, Any], words: list[str]) -> str:
+    """One of :data:`OUTCOMES` for the normalised continuation ``words`` of example ``ex``."""
+    if "choices" in ex:
+        if words and len(words[0]) == 1 and words[0] in "ABCD":
+            return "answer" if words[0] == ex["answer"] else "distractor"
+        for w in words:
+            if w in ex["choices"] or w in ex["ends"]:
+                return "answer" if w == ex["answer_text"] else "distractor"
+        return _by_name(ex, words[0]) or "format" if words else "format"
+    ends = [ex["answer"], *ex["ends"]]
+    if words and words[0] in ex["names"]:
+        rest = [w for w in words[1:] if w in ends]
+        if words[0] == ex["path"][-1] and rest:  # "K = 7": a claim about the queried variable
+            return "answer" if rest[0] == ex["answer"] else "distractor"
+        return _by_name(ex, words[0])  # type: ignore[return-value]
+    for w in words:
+        if w in ends:
+            return "answer" if w == ex["answer"] else "distractor"
     return "format"
 
 
@@ -87,10 +98,9 @@ def continuations(loaded: LoadedModel, prompts: list[str], batch_size: int, max_
     return out
 
 
-def tally(examples: list[dict[str, Any]], texts: list[str]) -> tuple[dict[str, int], list[str]]:
-    """(count per outcome, the normalised words)."""
-    words = [normalise(t) for t in texts]
+def tally(examples: list[dict[str, Any]], texts: list[str]) -> dict[str, int]:
+    """Count per outcome."""
     counts = dict.fromkeys(OUTCOMES, 0)
-    for ex, w in zip(examples, words):
-        counts[outcome(ex, w)] += 1
-    return counts, words
+    for ex, t in zip(examples, texts):
+        counts[outcome(ex, normalise(t))] += 1
+    return counts

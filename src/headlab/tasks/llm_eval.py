@@ -39,9 +39,9 @@ SCORING = ("multiple choice: the prompt ends in \"Answer:\"; the model's choice 
            "answer, the prompt ends in \" Answer: \" and the target is the answer's first token). Values are single "
            "digits and the places have distinct first tokens under the model's tokenizer (checked; otherwise the "
            "cell is refused), so the first token decides the answer. Continuation (cells' \"continuation\"): "
-           "greedy continuation of the prompt (free form: + \" Answer:\") up to max_new tokens, first word of its "
-           "first line, classified answer / distractor (another chain's end or option) / hop (a variable of the "
-           "queried chain) / other-name / format (headlab.tasks.llm_continuation).")
+           "greedy continuation of the prompt (free form: + \" Answer:\") up to max_new tokens; its first non-blank "
+           "line classified answer / distractor (another chain's end or option) / hop (a variable of the queried "
+           "chain) / other-name / format by headlab.tasks.llm_continuation; raw texts kept in \"texts\".")
 
 
 def _first_token(tok: Any, text: str) -> int:
@@ -174,11 +174,10 @@ def _continuation_cell(loaded: LoadedModel, exs: list[dict[str, Any]], demo: str
     prompts = [demo + e["prompt"] + ("" if form.endswith("-mc") else " Answer:") for e in exs]
     with _fused_attention(loaded.model):
         texts = continuations(loaded, prompts, batch_size, max_new)
-    counts, words = tally(exs, texts)
+    counts = tally(exs, texts)
     _, lo, hi = wilson(counts["answer"], len(exs))
     return {"max_new": max_new, "counts": counts, "accuracy": counts["answer"] / len(exs), "interval": [lo, hi],
-            "samples": [{"continuation": t, "word": w, "answer": e["answer"]}
-                        for t, w, e in list(zip(texts, words, exs))[:5]]}
+            "texts": texts}
 
 
 def plot_eval(result: EvalLLMResult, path: Any) -> None:
