@@ -1,0 +1,58 @@
+"""Circuits and emergence order for every successful run of a sweep (default results/retrieval/map).
+
+For each run whose summary says success: ``headlab retrieval analyze`` (64 probes, 10 matched-control draws;
+kept if already there), then per cell (layers x depth x curriculum) ``emergence_table`` over its successful
+seeds, written to OUT/emergence/<cell>.json. Prints a markdown table: per cell the labels found (count of
+each layer:label over seeds), the ablation check (full-depth accuracy, with the labelled heads zero-ablated,
+with as many matched random heads), and the most common emergence order.
+
+    OMP_NUM_THREADS=1 .venv/bin/python results/retrieval/circuits.py [SWEEP_FOLDER] > results/retrieval/circuits.md
+"""
+
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from headlab.tasks.analyze import AnalyzeResult, analyze, emergence_table, write_analysis
+
+root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/map")
+t0 = time.perf_counter()
+cells: dict[str, list[AnalyzeResult]] = {}
+for summary in sorted(root.glob("*/summary.json")):
+    s = json.loads(summary.read_text())
+    if not s["success"]:
+        continue
+    run = summary.parent
+    out = run / "analyze"
+    if not (out / "analyze.json").exists():
+        write_analysis(analyze(run, n=64, draws=10), out)
+    cell = run.name.rsplit("-s", 1)[0]
+    cells.setdefault(cell, []).append(AnalyzeResult.read(out / "analyze.json"))
+
+
+def fmt(x):
+    return "–" if x is None else f"{x:.2f}"
+
+
+print(f"Circuits of the successful runs in `{root}` ({sum(map(len, cells.values()))} runs, "
+      f"{time.perf_counter() - t0:.0f} s to analyze).\n")
+print("| cell | runs | labels over seeds (layer:label ×count) | accuracy: full → labelled ablated → matched random |"
+      " most common emergence order (runs sharing it) |")
+print("|---|---|---|---|---|")
+(root / "emergence").mkdir(exist_ok=True)
+for cell, runs in sorted(cells.items()):
+    labels = Counter(f"{li}:{lab}" for r in runs for li, row in enumerate(r["labels"]) for lab in row if lab != "-")
+    ab = [r["ablation"] for r in runs]
+    base = statistics.mean(a["accuracy_base"] for a in ab)
+    abl = statistics.mean(a["accuracy_labelled_ablated"] for a in ab)
+    ctl = [a["accuracy_control_mean"] for a in ab if a["accuracy_control_mean"] is not None]
+    em = emergence_table(runs)
+    em.write(root / "emergence" / f"{cell}.json")
+    order = " → ".join(em["most_common_order"]) or "none"
+    lab = ", ".join(f"{k} ×{v}" for k, v in sorted(labels.items()))
+    print(f"| {cell} | {len(runs)} | {lab} | {fmt(base)} → {fmt(abl)} → "
+          f"{fmt(statistics.mean(ctl)) if ctl else '– (no control)'} ({len(ctl)}/{len(ab)} with control) | "
+          f"{order} ({em['same_order']}/{em['n_runs']}) |")
