@@ -47,6 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--jobs", type=at_least(1), default=2,
                    help="ensembles (one per layers x depth) trained at once, one torch thread each (default 2)")
     s.add_argument("--eval-n", type=at_least(1), default=256, help="held-out examples per depth (default 256)")
+    s.add_argument("--no-train", action="store_true",
+                   help="only aggregate the finished cells; the others are shown as not run")
     s.add_argument("--out", default="runs/retrieval-sweep")
     s.set_defaults(func=_cmd_sweep)
 
@@ -158,8 +160,12 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
         separator=a.separator,
         warmup_steps=a.warmup_steps,
         eval_n=a.eval_n,
+        train=not a.no_train,
     )
     for k, v in r["cells"].items():
+        if not v["seeds"]:
+            print(f"  {k:<16} not run")
+            continue
         print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
     for c, v in r["by_curriculum"].items():
         print(f"  curriculum {c}: {v['successes']}/{v['runs']} runs succeeded")

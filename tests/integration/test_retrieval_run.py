@@ -29,6 +29,11 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     rows = [json.loads(x) for x in (out / "L1-D1-chain-s0" / "eval.jsonl").read_text().splitlines()]
     assert [x["step"] for x in rows] == [20, 40] and 0 <= rows[-1]["accuracy"]["1"] <= 1
     assert main(args) == 0  # finished cells are reused, not retrained
+    wider = [a if a != "1" or args[i - 1] != "--depths" else "1,2" for i, a in enumerate(args)]
+    assert main(wider + ["--no-train"]) == 0  # a time-boxed sweep: the missing depth is shown, not trained
+    partial = json.loads((out / "sweep.json").read_text())
+    assert partial["cells"]["L1-D2-chain"]["seeds"] == 0 and partial["grid"]["not_run"] == 2
+    assert not (out / "L1-D2-chain-s0").exists() and "not run" in (out / "sweep.md").read_text()
     other = [a if a != "40" else "60" for a in args]
     assert main(other) == 2  # the same folder with other settings is refused, not mixed
     run = out / "L1-D1-chain-s0"

@@ -49,14 +49,16 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
           seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
           batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
           checkpoint_every: int = 50, progress: bool = True, jobs: int = 2, positions: str = "rope",
-          separator: bool = False, warmup_steps: int | None = None, eval_n: int = 256) -> SweepResult:
+          separator: bool = False, warmup_steps: int | None = None, eval_n: int = 256,
+          train: bool = True) -> SweepResult:
     """Train every cell and aggregate; see the module docstring.
 
     The cells of one (layers, depth) train together as one ensemble (``headlab.train.ensemble``: curricula x
     seeds stacked, each member exactly its solo run), ``jobs`` ensembles at a time with one torch thread each.
     The default grid (36 runs, about 25 minutes on 2 cores) compares the three curricula at depths 2 and 3
     with 1 and 2 layers (the bound log_3(2D) is 1.26 and 1.63 layers there); checkpoints every 50 steps are
-    what ``headlab retrieval analyze`` orders head emergence by."""
+    what ``headlab retrieval analyze`` orders head emergence by. ``train=False`` only aggregates the finished
+    cells: the others show as not run (0 seeds), for a time-boxed sweep."""
     import sys
     import time
 
@@ -74,7 +76,7 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     groups = [dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
                    batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every,
                    eval_n=eval_n, checkpoint_every=checkpoint_every, positions=positions, separator=separator,
-                   warmup_steps=warmup_steps) for (l, d), m in todo.items()]
+                   warmup_steps=warmup_steps) for (l, d), m in todo.items() if train]
     # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
     groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
                                                           separator=separator).max_length)
@@ -86,7 +88,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     for i, name in enumerate(_run_groups(groups, jobs)):
         if progress:
             print(f"headlab: sweep ensemble {i + 1}/{len(groups)} done: {name}", file=sys.stderr, flush=True)
-    runs = [json.loads((out / cell_name(*c) / "summary.json").read_text()) for c in cells]
+    runs = [json.loads((out / cell_name(*c) / "summary.json").read_text()) for c in cells
+            if (out / cell_name(*c) / "summary.json").exists()]
     for r in runs:
         r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
     table: dict[str, Any] = {}
@@ -105,7 +108,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
         grid={"layers": list(layers), "depths": list(depths), "curricula": list(curricula), "seeds": list(seeds),
               "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
               "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
-              "positions": positions, "separator": separator, "warmup_steps": warmup_steps, "eval_n": eval_n},
+              "positions": positions, "separator": separator, "warmup_steps": warmup_steps, "eval_n": eval_n,
+              "not_run": len(cells) - len(runs)},
         trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
         success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
         cells=table, by_curriculum=by_curriculum, runs=runs)
@@ -180,7 +184,7 @@ def markdown(result: SweepResult) -> str:
                 wins = [r["success_step"] for r in runs if r["success"]]
                 acc = statistics.mean(r["final_accuracy"].get(str(d), 0.0) for r in runs) if runs else float("nan")
                 med = f" ({statistics.median(wins):.0f})" if wins else ""
-                row.append(f"{len(wins)}/{len(runs)}{med} · {acc:.2f}")
+                row.append(f"{len(wins)}/{len(runs)}{med} · {acc:.2f}" if runs else "not run")
             lines.append(f"| {l} | " + " | ".join(row) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -197,7 +201,8 @@ def plot_sweep(result: SweepResult, out: Path) -> None:
         rate = np.array(
             [
                 [
-                    result["cells"][f"L{l}-D{d}-{c}"]["successes"] / max(1, result["cells"][f"L{l}-D{d}-{c}"]["seeds"])
+                    result["cells"][f"L{l}-D{d}-{c}"]["successes"] / result["cells"][f"L{l}-D{d}-{c}"]["seeds"]
+                    if result["cells"][f"L{l}-D{d}-{c}"]["seeds"] else np.nan  # not run
                     for d in D
                 ]
                 for l in L
@@ -210,7 +215,7 @@ def plot_sweep(result: SweepResult, out: Path) -> None:
                 ax.text(
                     j,
                     i,
-                    f"{cell['successes']}/{cell['seeds']}",
+                    f"{cell['successes']}/{cell['seeds']}" if cell["seeds"] else "not run",
                     ha="center",
                     va="center",
                     fontsize=9,
