@@ -4,7 +4,8 @@ For each run whose summary says success: ``headlab retrieval analyze`` (64 probe
 kept if already there), then per cell (layers x depth x curriculum) ``emergence_table`` over its successful
 seeds, written to OUT/emergence/<cell>.json. Prints a markdown table: per cell the labels found (count of
 each layer:label over seeds), the ablation check (full-depth accuracy, with the labelled heads zero-ablated,
-with as many matched random heads), and the most common emergence order.
+with as many matched random heads; and each head alone, averaged over labelled and over unlabelled heads: the
+control that exists when a layer has no unlabelled heads left), and the most common emergence order.
 
     OMP_NUM_THREADS=1 .venv/bin/python results/retrieval/circuits.py [SWEEP_FOLDER] > results/retrieval/circuits.md
 """
@@ -40,8 +41,8 @@ def fmt(x):
 print(f"Circuits of the successful runs in `{root}` ({sum(map(len, cells.values()))} runs, "
       f"{time.perf_counter() - t0:.0f} s to analyze).\n")
 print("| cell | runs | labels over seeds (layer:label ×count) | accuracy: full → labelled ablated → matched random |"
-      " most common emergence order (runs sharing it) |")
-print("|---|---|---|---|---|")
+      " one head ablated: labelled / unlabelled (mean accuracy) | most common emergence order (runs sharing it) |")
+print("|---|---|---|---|---|---|")
 (root / "emergence").mkdir(exist_ok=True)
 for cell, runs in sorted(cells.items()):
     labels = Counter(f"{li}:{lab}" for r in runs for li, row in enumerate(r["labels"]) for lab in row if lab != "-")
@@ -49,10 +50,19 @@ for cell, runs in sorted(cells.items()):
     base = statistics.mean(a["accuracy_base"] for a in ab)
     abl = statistics.mean(a["accuracy_labelled_ablated"] for a in ab)
     ctl = [a["accuracy_control_mean"] for a in ab if a["accuracy_control_mean"] is not None]
+    one = {True: [], False: []}
+    for r in runs:
+        for k, v in r["ablation"]["single_head"].items():
+            li, h = map(int, k.split("."))
+            one[r["labels"][li][h] != "-"].append(v)
     em = emergence_table(runs)
     em.write(root / "emergence" / f"{cell}.json")
     order = " → ".join(em["most_common_order"]) or "none"
+    if em["same_order"] == 1 and em["n_runs"] > 1:
+        order = "no order shared by two runs; e.g. " + order
     lab = ", ".join(f"{k} ×{v}" for k, v in sorted(labels.items()))
     print(f"| {cell} | {len(runs)} | {lab} | {fmt(base)} → {fmt(abl)} → "
           f"{fmt(statistics.mean(ctl)) if ctl else '– (no control)'} ({len(ctl)}/{len(ab)} with control) | "
+          f"{fmt(statistics.mean(one[True]) if one[True] else None)} / "
+          f"{fmt(statistics.mean(one[False]) if one[False] else None)} | "
           f"{order} ({em['same_order']}/{em['n_runs']}) |")

@@ -42,4 +42,6 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert_round_trip(AnalyzeResult, run / "analyze" / "analyze.json")
     assert len(a["labels"]) == 1 and len(a["labels"][0]) == 4
     assert 0 <= a["ablation"]["accuracy_base"] <= 1 and a["emergence"]["steps"]
+    assert sorted(a["ablation"]["single_head"]) == [f"0.{h}" for h in range(4)]
+    assert all(0 <= v <= 1 for v in a["ablation"]["single_head"].values())
     assert main(["retrieval", "analyze", str(tmp_path)]) == 2  # not a retrieval run

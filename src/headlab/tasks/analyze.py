@@ -194,6 +194,8 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
         except HeadlabError:  # a layer whose every head is labelled has no matched control
             break
         ctrl.append(_ablated_accuracy(model, task, pick, test))
+    # every head alone: a control that exists even when a layer's heads are all labelled
+    single = {f"{l}.{h}": _ablated_accuracy(model, task, {l: [h]}, test) for l in range(L) for h in range(H)}
     circuit = circuit_of(prof, labels)
     return AnalyzeResult(
         run=str(run),
@@ -209,6 +211,7 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
             "control_note": None
             if ctrl or not labelled
             else "no matched control: a layer has fewer unlabelled than labelled heads",
+            "single_head": single,
         },
         emergence=emergence(run, model, task, labels, probes[:16], min_mass),
     )
@@ -290,6 +293,12 @@ def write_analysis(r: AnalyzeResult, out: Path) -> None:
         f"Ablation: full-depth accuracy {a['accuracy_base']:.3f}; labelled heads ablated "
         f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
         f"{_round(a['accuracy_control_mean'])}.",
+    ]
+    if a.get("single_head"):  # older analyses lack it
+        lines.append("One head at a time: " + ", ".join(
+            f"{k} ({r['labels'][int(k.split('.')[0])][int(k.split('.')[1])]}) {v:.2f}"
+            for k, v in a["single_head"].items()) + ".")
+    lines += [
         "",
         "Emergence order: " + (", ".join(r["emergence"]["order"]) or "none emerged"),
     ]
