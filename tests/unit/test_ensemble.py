@@ -147,3 +147,11 @@ def test_solo_callbacks_run_per_member_and_agree_with_the_stacked_evaluation(tmp
         a = [json.loads(x) for x in (tmp_path / f"solo{i}" / "eval.jsonl").read_text().splitlines()]
         b = [json.loads(x) for x in (runs[i] / "eval.jsonl").read_text().splitlines()]
         assert [x["step"] for x in a] == [3, 6] and a == b
+
+
+def test_two_members_in_one_folder_are_refused_before_anything_is_written(tmp_path):
+    t = RetrievalTask(2, "chain")
+    members = [Member(retrieval_config(t, steps=2, seed=s), tmp_path / "same", RetrievalSource(t)) for s in (0, 1)]
+    with pytest.raises(HeadlabError, match="share the run folder"):
+        Ensemble(members)
+    assert not (tmp_path / "same").exists()

@@ -112,11 +112,15 @@ class Ensemble:
         if threads:
             torch.set_num_threads(threads)
         self.steps, self.batch_size = first.optim.steps, first.optim.batch_size
+        runs = [m.run.resolve() for m in self.members]
+        if len(set(runs)) < len(runs):
+            shared = next(r for r in runs if runs.count(r) > 1)
+            raise HeadlabError(f"two ensemble members share the run folder {shared}")
         for m in self.members:
-            m.run.mkdir(parents=True, exist_ok=True)
             if ckpt.checkpoints(m.run):
                 raise HeadlabError(f"{m.run} already holds checkpoints; choose another folder")
-            m.lock = FolderLock(m.run).acquire()
+        self._lock_all()
+        for m in self.members:
             torch.manual_seed(m.cfg.optim.seed)  # as Trainer: the member's initial weights are its solo run's
             m.model = Transformer(m.cfg.model)
             write_text_atomic(m.run / "config.toml", to_toml(m.cfg))
@@ -128,6 +132,18 @@ class Ensemble:
         self.ckpt_steps = [set(ckpt.schedule(self.steps, m.cfg.checkpoints.early_points,
                                              m.cfg.checkpoints.early_fraction, m.cfg.checkpoints.every))
                            for m in self.members]
+
+    def _lock_all(self) -> None:
+        """One writer per run folder; on a refused lock, the ones taken are given back."""
+        try:
+            for m in self.members:
+                m.run.mkdir(parents=True, exist_ok=True)
+                m.lock = FolderLock(m.run).acquire()
+        except BaseException:
+            for m in self.members:
+                if m.lock is not None:
+                    m.lock.release()
+            raise
 
     @property
     def size(self) -> int:
