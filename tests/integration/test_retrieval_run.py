@@ -36,6 +36,7 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert not (out / "L1-D2-chain-s0").exists() and "not run" in (out / "sweep.md").read_text()
     other = [a if a != "40" else "60" for a in args]
     assert main(other) == 2  # the same folder with other settings is refused, not mixed
+    assert main(args + ["--positions", "learned"]) == 2 and main(args + ["--warmup-steps", "7"]) == 2
     run = out / "L1-D1-chain-s0"
     assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0
     a = json.loads((run / "analyze" / "analyze.json").read_text())

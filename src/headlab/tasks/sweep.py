@@ -65,7 +65,9 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
-    settings = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size}
+    settings = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size,
+                "positions": positions,
+                "warmup_steps": min(100, steps // 10) if warmup_steps is None else warmup_steps}
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
@@ -121,6 +123,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
 
 def _check_settings(run: Path, settings: dict[str, Any], n_distractors: int, separator: bool) -> None:
     old = json.loads((run / "summary.json").read_text())
+    old.setdefault("positions", "rope")  # summaries written before these were recorded
+    old.setdefault("warmup_steps", settings["warmup_steps"])
     if (any(old.get(k) != v for k, v in settings.items()) or old["task"]["n_distractors"] != n_distractors
             or old["task"].get("separator", False) != separator):
         raise HeadlabError(f"{run} was trained with other settings ({ {k: old.get(k) for k in settings} }); "
