@@ -1,7 +1,7 @@
-"""Markdown table of the diagnosis variants (results/retrieval/diagnose/*/sweep.json), one row per variant and
-depth/curriculum cell: final held-out accuracy at full depth per seed, step of success, ensemble wall time.
+"""Markdown table of the diagnosis variants (results/retrieval/diagnose/*/sweep.json), one row per variant
+and depth/curriculum cell: final held-out accuracy at full depth per seed, step of success, ensemble wall time.
 
-    .venv/bin/python results/retrieval/diagnose_table.py > results/retrieval/diagnose_table.md
+    .venv/bin/python results/retrieval/diagnose_table.py  # the table of diagnose.md
 """
 
 import json
@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/diagnose")
-print("| variant | cell | pairs in prompt | chains (chance) | final full-depth accuracy per seed | success step per seed "
-      "| wall s |")
+print("| variant | cell | pairs in prompt | chains (chance) | final full-depth accuracy per seed "
+      "| success step per seed | wall s |")
 print("|---|---|---|---|---|---|---|")
 for f in sorted(root.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime):
     r = json.loads(f.read_text())

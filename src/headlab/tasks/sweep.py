@@ -75,10 +75,11 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
             _check_settings(run, settings, n_distractors, separator)
         else:
             todo.setdefault((l, d), []).append((c, s))
-    groups = [dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
-                   batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every,
-                   eval_n=eval_n, checkpoint_every=checkpoint_every, positions=positions, separator=separator,
-                   warmup_steps=warmup_steps) for (l, d), m in todo.items() if train]
+    groups: list[dict[str, Any]] = [
+        dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
+             batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every, eval_n=eval_n,
+             checkpoint_every=checkpoint_every, positions=positions, separator=separator, warmup_steps=warmup_steps)
+        for (l, d), m in todo.items() if train]
     # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
     groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
                                                           separator=separator).max_length)

@@ -80,8 +80,8 @@ class PerMember:
     def on_step(self, ensemble: "Ensemble", step: int, losses: list[float]) -> None:
         if len(self.callbacks) != ensemble.size:
             raise HeadlabError(f"{len(self.callbacks)} callback lists for {ensemble.size} members")
-        for m, cbs, loss in zip(ensemble.members, self.callbacks, losses):
-            view = MemberView(m.model, m.cfg, m.run)  # type: ignore[arg-type]
+        for m, model, cbs, loss in zip(ensemble.members, ensemble.models, self.callbacks, losses):
+            view = MemberView(model, m.cfg, m.run)
             for cb in cbs:
                 cb.on_step(view, step, loss)
 
@@ -120,13 +120,15 @@ class Ensemble:
             if ckpt.checkpoints(m.run):
                 raise HeadlabError(f"{m.run} already holds checkpoints; choose another folder")
         self._lock_all()
+        self.models: list[Transformer] = []
         for m in self.members:
             torch.manual_seed(m.cfg.optim.seed)  # as Trainer: the member's initial weights are its solo run's
             m.model = Transformer(m.cfg.model)
+            self.models.append(m.model)
             write_text_atomic(m.run / "config.toml", to_toml(m.cfg))
-        self.params = {n: p.requires_grad_() for n, p in stacked.stack_weights([m.model for m in self.members]).items()}
-        for i, m in enumerate(self.members):
-            _bind_views(m.model, self.params, i)
+        self.params = {n: p.requires_grad_() for n, p in stacked.stack_weights(self.models).items()}
+        for i, model in enumerate(self.models):
+            _bind_views(model, self.params, i)
         self.moments = _Moments({n: torch.zeros_like(p) for n, p in self.params.items()},
                                 {n: torch.zeros_like(p) for n, p in self.params.items()})
         self.ckpt_steps = [set(ckpt.schedule(self.steps, m.cfg.checkpoints.early_points,
@@ -189,9 +191,10 @@ class Ensemble:
             lr = lrs.view(shape)
             if p.ndim - 1 >= 2:  # the solo optimizer decays matrices only
                 p.mul_(1 - lr * o.weight_decay)
-            m, v = self.moments.exp_avg[n], self.moments.exp_avg_sq[n]
-            m.lerp_(p.grad, 1 - o.beta1)
-            v.mul_(o.beta2).addcmul_(p.grad, p.grad, value=1 - o.beta2)
+            m, v, g = self.moments.exp_avg[n], self.moments.exp_avg_sq[n], p.grad
+            assert g is not None  # every stacked weight is used by the forward
+            m.lerp_(g, 1 - o.beta1)
+            v.mul_(o.beta2).addcmul_(g, g, value=1 - o.beta2)
             denom = (v.sqrt() / bc2_sqrt).add_(EPS)
             p.sub_(m / denom * (lr / bc1))
 
@@ -223,8 +226,8 @@ class Ensemble:
                         self.save(i, step + 1)
                 if bar is not None:
                     bar.update(1)
-            for m in self.members:
-                _save_final(m)
+            for m, model in zip(self.members, self.models):
+                _save_final(m.run, model)
         finally:
             if bar is not None:
                 bar.close()
@@ -238,7 +241,7 @@ class Ensemble:
         """Member ``i``'s AdamW as its solo run would hold it after ``step`` updates (for its checkpoint)."""
         m = self.members[i]
         o = m.cfg.optim
-        named = list(m.model.named_parameters())
+        named = list(self.models[i].named_parameters())
         opt = torch.optim.AdamW([{"params": [p for _, p in named if p.ndim >= 2], "weight_decay": o.weight_decay},
                                  {"params": [p for _, p in named if p.ndim < 2], "weight_decay": 0.0}],
                                 lr=lr_at(step - 1, m.cfg), betas=(o.beta1, o.beta2))
@@ -249,7 +252,7 @@ class Ensemble:
 
     def save(self, i: int, step: int) -> None:
         m = self.members[i]
-        ckpt.save(m.run, step, m.model, self.optimizer(i, step),
+        ckpt.save(m.run, step, self.models[i], self.optimizer(i, step),
                   {"data_position": {"step": step, "seed": m.cfg.optim.seed}})
 
 
@@ -263,9 +266,9 @@ def _bind_views(model: Transformer, params: stacked.Stack, i: int) -> None:
         model.lm_head.weight = model.embed.weight
 
 
-def _save_final(m: Member) -> None:
+def _save_final(run: Path, model: Transformer) -> None:
     from safetensors.torch import save_file
 
-    tmp = m.run / "final.safetensors.tmp"
-    save_file({k: v.detach().clone().contiguous() for k, v in m.model.state_dict().items()}, str(tmp))
-    tmp.replace(m.run / "final.safetensors")
+    tmp = run / "final.safetensors.tmp"
+    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    tmp.replace(run / "final.safetensors")
