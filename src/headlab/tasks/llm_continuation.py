@@ -26,7 +26,6 @@ from typing import Any
 
 import torch
 
-from ..errors import HeadlabError
 from ..models import LoadedModel
 
 OUTCOMES = ("answer", "distractor", "hop", "other-name", "format")
@@ -73,14 +72,11 @@ def continuations(loaded: LoadedModel, prompts: list[str], batch_size: int, max_
     padding so that every row's next token follows its own last prompt token. End-of-text is not allowed as the
     first new token (SmolLM2 would end most free-form answers right after "Answer:"; its next choice is
     what it would say)."""
+    from .llm_eval import encode_by_length
+
     tok = loaded.tokenizer
-    enc = [tok(p)["input_ids"] for p in prompts]
-    longest = max(map(len, enc), default=0)
-    if longest + max_new > loaded.facts.max_length:
-        raise HeadlabError(f"a prompt of {longest} tokens plus {max_new} new ones exceeds {loaded.name}'s window "
-                           f"({loaded.facts.max_length})")
+    enc, order = encode_by_length(loaded, prompts, reserve=max_new)
     device = next(loaded.model.parameters()).device
-    order = sorted(range(len(enc)), key=lambda i: len(enc[i]))
     out = [""] * len(enc)
     for i in range(0, len(order), batch_size):
         rows = order[i:i + batch_size]

@@ -72,18 +72,25 @@ def _fused_attention(model: Any) -> Iterator[None]:
         model.set_attn_implementation(previous)
 
 
+def encode_by_length(loaded: LoadedModel, prompts: list[str], reserve: int = 0) -> tuple[list[list[int]], list[int]]:
+    """(token ids per prompt, prompt indices shortest first: batches of similar length pad little); refuses a
+    prompt that with ``reserve`` more tokens would not fit the model's window."""
+    enc = [loaded.tokenizer(p)["input_ids"] for p in prompts]
+    longest = max(map(len, enc), default=0)
+    if longest + reserve > loaded.facts.max_length:
+        more = f" plus {reserve} new ones" if reserve else ""
+        raise HeadlabError(f"a prompt of {longest} tokens{more} exceeds {loaded.name}'s window "
+                           f"({loaded.facts.max_length})")
+    return enc, sorted(range(len(enc)), key=lambda i: len(enc[i]))
+
+
 @torch.no_grad()
 def _next_logits(loaded: LoadedModel, prompts: list[str], batch_size: int) -> torch.Tensor:
     """(N, V) next-token logits after each prompt.
 
     Prompts are batched by length (less padding) with right padding; only each row's last real position goes
     through the language-model head (``logits_to_keep``), which matters for Gemma's 262k-token vocabulary."""
-    tok = loaded.tokenizer
-    enc = [tok(p)["input_ids"] for p in prompts]
-    longest = max(map(len, enc), default=0)
-    if longest > loaded.facts.max_length:
-        raise HeadlabError(f"a prompt of {longest} tokens exceeds {loaded.name}'s window ({loaded.facts.max_length})")
-    order = sorted(range(len(enc)), key=lambda i: len(enc[i]))
+    enc, order = encode_by_length(loaded, prompts)
     device = next(loaded.model.parameters()).device
     out = torch.empty(len(enc), 0)
     for i in range(0, len(order), batch_size):

@@ -87,6 +87,13 @@ def save(run: Path, step: int, model: torch.nn.Module, opt: torch.optim.Optimize
     return final
 
 
+def save_final(run: Path, model: torch.nn.Module) -> Path:
+    """``run/final.safetensors``, written to a temporary name and renamed (tied weights stored as clones)."""
+    tmp = run / "final.safetensors.tmp"
+    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    return tmp.replace(run / "final.safetensors")
+
+
 def _np_state() -> list[Any]:
     name, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)  # type: ignore[misc]
     return [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]

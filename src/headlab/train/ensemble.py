@@ -42,7 +42,7 @@ from ..nn.transformer import Transformer
 from ..progress import bar as progress_bar
 from . import checkpoint as ckpt
 from .config import TrainConfig, to_toml
-from .trainer import BatchSource, lr_at
+from .trainer import BatchSource, adamw, decays, lr_at
 
 #: optimizer fields members must share (the rest: seed, lr, warmup_steps, min_lr_ratio may differ)
 SHARED_OPTIM = ("steps", "batch_size", "weight_decay", "beta1", "beta2", "grad_clip")
@@ -189,7 +189,7 @@ class Ensemble:
         for n, p in self.params.items():
             shape = (-1, *[1] * (p.ndim - 1))
             lr = lrs.view(shape)
-            if p.ndim - 1 >= 2:  # the solo optimizer decays matrices only
+            if decays(p[0]):  # as the solo optimizer
                 p.mul_(1 - lr * o.weight_decay)
             m, v, g = self.moments.exp_avg[n], self.moments.exp_avg_sq[n], p.grad
             assert g is not None  # every stacked weight is used by the forward
@@ -227,7 +227,7 @@ class Ensemble:
                 if bar is not None:
                     bar.update(1)
             for m, model in zip(self.members, self.models):
-                _save_final(m.run, model)
+                ckpt.save_final(m.run, model)
         finally:
             if bar is not None:
                 bar.close()
@@ -240,11 +240,8 @@ class Ensemble:
     def optimizer(self, i: int, step: int) -> torch.optim.AdamW:
         """Member ``i``'s AdamW as its solo run would hold it after ``step`` updates (for its checkpoint)."""
         m = self.members[i]
-        o = m.cfg.optim
         named = list(self.models[i].named_parameters())
-        opt = torch.optim.AdamW([{"params": [p for _, p in named if p.ndim >= 2], "weight_decay": o.weight_decay},
-                                 {"params": [p for _, p in named if p.ndim < 2], "weight_decay": 0.0}],
-                                lr=lr_at(step - 1, m.cfg), betas=(o.beta1, o.beta2))
+        opt = adamw(self.models[i], m.cfg, lr=lr_at(step - 1, m.cfg))
         for n, p in named:
             opt.state[p] = {"step": torch.tensor(float(step)), "exp_avg": self.moments.exp_avg[n][i].clone(),
                             "exp_avg_sq": self.moments.exp_avg_sq[n][i].clone()}
@@ -264,11 +261,3 @@ def _bind_views(model: Transformer, params: stacked.Stack, i: int) -> None:
         setattr(module, leaf, torch.nn.Parameter(full.data[i], requires_grad=False))
     if model.cfg.tie_embeddings:
         model.lm_head.weight = model.embed.weight
-
-
-def _save_final(run: Path, model: Transformer) -> None:
-    from safetensors.torch import save_file
-
-    tmp = run / "final.safetensors.tmp"
-    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp))
-    tmp.replace(run / "final.safetensors")

@@ -49,6 +49,20 @@ class Callback(Protocol):
     def on_step(self, trainer: "Trainer", step: int, loss: float) -> None: ...
 
 
+def decays(p: torch.Tensor) -> bool:
+    """Weight decay applies to matrices (embeddings, projections), not to norms and biases."""
+    return p.ndim >= 2
+
+
+def adamw(model: torch.nn.Module, cfg: TrainConfig, lr: float | None = None) -> torch.optim.AdamW:
+    """The run's optimizer: AdamW with weight decay on the matrices only (:func:`decays`)."""
+    o = cfg.optim
+    params = list(model.parameters())
+    return torch.optim.AdamW([{"params": [p for p in params if decays(p)], "weight_decay": o.weight_decay},
+                              {"params": [p for p in params if not decays(p)], "weight_decay": 0.0}],
+                             lr=o.lr if lr is None else lr, betas=(o.beta1, o.beta2))
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate for optimizer step ``step`` (0-based): linear warm-up, then cosine to lr·min_lr_ratio."""
     o = cfg.optim
@@ -158,11 +172,7 @@ class Trainer:
         return SlashAux(i, slash_ids(self.tokenizer), m.n_layers, m.n_heads, m.kind == "decoder")
 
     def _optimizer(self) -> torch.optim.Optimizer:
-        o = self.cfg.optim
-        decay = [p for n, p in self.model.named_parameters() if p.ndim >= 2]
-        rest = [p for n, p in self.model.named_parameters() if p.ndim < 2]
-        return torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                                  {"params": rest, "weight_decay": 0.0}], lr=o.lr, betas=(o.beta1, o.beta2))
+        return adamw(self.model, self.cfg)
 
     def _resume(self) -> None:
         found = ckpt.latest_good(self.run)
@@ -291,11 +301,7 @@ class Trainer:
             if metrics is not None:
                 metrics.close()
         if self.main:
-            from safetensors.torch import save_file
-
-            tmp = self.run / "final.safetensors.tmp"
-            save_file({k: v.detach().clone().contiguous() for k, v in self.model.state_dict().items()}, str(tmp))
-            tmp.replace(self.run / "final.safetensors")
+            ckpt.save_final(self.run, self.model)
         self._barrier()
         self.tokens_per_s = tokens / max(1e-9, time.perf_counter() - t0)
         return self.run
