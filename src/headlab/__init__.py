@@ -1,21 +1,51 @@
 """headlab: find, test and explain specialized attention heads in Transformers.
 
-Public API (the CLI mirrors it):
+Every ``headlab`` command is a function here (or in :mod:`headlab.models`, :mod:`headlab.monitor`,
+:mod:`headlab.retrieval` for the grouped commands), with the command's option names and defaults, returning a
+typed result that shows itself in a notebook (``_repr_html_``) and gives ``to_pandas()`` where a table is
+natural. A command-line run and a Python call run the same code: the CLI parses options into these calls.
 
     load(name_or_path) -> LoadedModel          named offline models, HF directories, .gguf files, hub ids
     scan(model, texts=None, corpus=...) -> ScanResult   every head scored by every detector, streaming
+    characterize / ablate / importance / prune           constructed stimuli, causal tests
+    claims / compare / scale / languages                 the cross-model study
+    train / track / predict / induce                     formation
+    view(source) -> ViewerPage / report(run)             seeing it (the viewer shows inline in Jupyter)
     capture(model, callback)                   per-layer attention probabilities, one layer at a time
+
+Example::
+
+    import headlab
+    r = headlab.scan("minilm-l6", max_samples=64)
+    r                                   # in Jupyter: the top heads of every detector
+    r.to_pandas().nlargest(5, "token")  # the heads that give most attention to '/'
 """
 
+# Subpackages whose names are also commands (train, track, stimuli, report) are imported first: the command
+# function then takes the name, and importing the subpackage later cannot put the module back in its place.
+from . import models, monitor, retrieval
+from . import report as _report_package  # noqa: F401
+from . import stimuli as _stimuli_package  # noqa: F401
+from . import track as _track_package  # noqa: F401
+from . import train as _train_package  # noqa: F401
+from .api import Summary, Written
+from .api.analysis import ablate, characterize, importance, prune, stimuli
+from .api.census import TopSamples, scan, top
+from .api.formation import TrainedRun, induce, predict, track, train
+from .api.seeing import ViewerPage, report, view
+from .api.study import claims, compare, languages, scale
 from .capture import capture
 from .detectors import DEFAULT_DETECTORS, DETECTORS, Detector
 from .detectors import make as make_detector
 from .detectors import register as register_detector
 from .errors import HeadlabError
 from .models import LoadedModel, ModelFacts, load
-from .scan import ScanResult, scan
+from .scan import ScanResult
 
 __version__ = "0.1.0"
 
 __all__ = ["DEFAULT_DETECTORS", "DETECTORS", "Detector", "HeadlabError", "LoadedModel", "ModelFacts", "ScanResult",
-           "capture", "load", "make_detector", "register_detector", "scan"]
+           "Summary", "TopSamples", "TrainedRun", "ViewerPage", "Written", "ablate", "capture", "characterize",
+           "claims", "compare", "induce", "languages", "load", "make_detector", "models", "monitor", "predict",
+           "prune", "register_detector", "report", "retrieval", "scale", "scan", "stimuli", "importance", "top",
+           "track", "train", "view"]

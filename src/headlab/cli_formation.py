@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from .cli_types import at_least, real_in
-from .errors import HeadlabError
+from .api import formation
+from .cli_types import at_least, bind, call, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,19 +26,13 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=at_least(0), default=None, help="override optim.seed (one run per seed)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_train)
+    bind(p, formation.train, _cmd_train)
 
 
 def _cmd_train(a: argparse.Namespace) -> int:
-    from .track.training import tracked_training
-    from .train import load_config
-
-    cfg = load_config(a.config)
-    if a.seed is not None:
-        cfg.optim.seed = a.seed
-    t = tracked_training(cfg, a.out, resume=a.resume, progress=not a.no_progress, device=a.device)
-    if t.main:
-        print(f"trained {t.cfg.optim.steps} steps ({t.tokens_per_s:.0f} tokens/s); run folder {a.out}")
+    r = call(a)
+    if r.main:
+        print(f"trained {r.steps} steps ({r.tokens_per_s:.0f} tokens/s); run folder {a.out}")
     return 0
 
 
@@ -50,18 +44,12 @@ def _add_track(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=at_least(1), default=24, help="slash stimuli in the probe set (default 24)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_track)
+    bind(p, formation.track, _cmd_track)
 
 
 def _cmd_track(a: argparse.Namespace) -> int:
-    from .io import writing
-    from .track.report import write_track_report
-    from .track.scores import track
-
-    with writing(a.out or os.path.join(a.run, "track"), ["track.json", "track.md"], a.overwrite) as out:
-        t = track(a.run, n_stimuli=a.n, seed=a.seed, progress=not a.no_progress)
-        t.write(out)
-        write_track_report(t, Path(a.run), out)
+    out = Path(a.out or os.path.join(a.run, "track"))
+    call(a, out=out)
     print((out / "track.md").read_text())
     print(f"wrote {out}/track.json, track.csv, phases.json, track.md and plots")
     return 0
@@ -76,35 +64,12 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--early", type=real_in(0, 1, open_lo=True), default=0.1,
                    help="share of training the features come from")
     p.add_argument("--out", default=None, help="write predict.json here")
-    p.set_defaults(func=_cmd_predict)
+    bind(p, formation.predict, _cmd_predict)
 
 
 def _cmd_predict(a: argparse.Namespace) -> int:
-    import json
-
-    from .track.predict import RunData, early_prediction
-    from .track.report import THRESHOLDS
-    from .track.scores import TrackResult, read_signals
-    from .train.config import load_config
-
-    runs = []
-    for r in a.runs:
-        path = Path(r) / "track" / "track.json"
-        if not path.exists():
-            raise HeadlabError(f"{r} has not been tracked: run headlab track {r} first")
-        t = TrackResult.from_json(json.loads(path.read_text()))
-        if a.metric not in t.scores:
-            raise HeadlabError(f"unknown metric {a.metric!r}; tracked: {', '.join(t.scores)}")
-        steps, sig = read_signals(r)
-        runs.append(RunData(str(r), t, steps, sig, load_config(Path(r) / "config.toml").optim.steps))
-    thr = a.threshold if a.threshold is not None else THRESHOLDS.get(a.metric, 0.5)
-    try:
-        res = early_prediction(runs, a.metric, thr, a.early)
-    except ValueError as exc:
-        raise HeadlabError(str(exc)) from None
-    if a.out:
-        res.write(Path(a.out) / "predict.json")
-    print(f"{a.metric} >= {thr} at the end; features from the first {a.early:.0%}; {len(runs)} runs, "
+    res = call(a)
+    print(f"{a.metric} >= {res['threshold']} at the end; features from the first {a.early:.0%}; {len(a.runs)} runs, "
           f"{res['n_heads']} heads, {res['n_positive']} specialized ({res['evaluation']})")
     for k in ("early_model", "early_score_alone"):
         v = res[k]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .cli_types import at_least, list_option, real_in
+from .api import formation
+from .cli_types import at_least, bind, call, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,22 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="matched random heads in each run's ablation test (0: no ablation; default 10)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier summary in --out (runs are reused)")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_induce)
+    bind(p, formation.induce, _cmd_induce)
 
 
 def _cmd_induce(a: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from .errors import HeadlabError
-    from .induction.arms import Levers
-    from .induction.study import induce
-    from .io import writing
-
-    if not Path(a.config).is_file():
-        raise HeadlabError(f"config file {a.config} does not exist")
-    levers = Levers(slash_share=a.slash_share, heads=list(a.heads), weight=a.weight, stop=a.stop)
-    with writing(a.out, ["induce.json", "induce.md"], a.overwrite) as out:
-        induce(a.config, out, a.arms, a.seeds, levers, draws=a.draws, progress=not a.no_progress)
-    print((Path(a.out) / "induce.md").read_text())
+    print(call(a).markdown())
     print(f"wrote {a.out}/induce.md, induce.json and induce.png (runs in {a.out}/runs)")
     return 0

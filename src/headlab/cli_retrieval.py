@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
-from .cli_types import api_default, at_least, list_option, real_in
-from .errors import HeadlabError
+from . import retrieval
+from .cli_types import api_default, at_least, bind, call, list_option, real_in
 from .tasks.retrieval import FORMS
 from .tasks.sweep import DEFAULT_GRID
 from .tasks.training import CURRICULA
@@ -25,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains (default 2)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True, help="FILE.jsonl")
-    g.set_defaults(func=_cmd_generate)
+    bind(g, retrieval.generate, _cmd_generate)
 
     t = rs.add_parser("train", help="train one decoder on the minimal form")
     t.add_argument("--depth", type=at_least(1), required=True)
@@ -34,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _model_args(t)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True)
-    t.set_defaults(func=_cmd_train)
+    bind(t, retrieval.train, _cmd_train)
 
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
     list_option(s, "--layers", parse=int, default=list(DEFAULT_GRID["layers"]), help="layer counts (default 1 2)")
@@ -42,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                 help="(default 2 3: the bound log3(2D) is 1.26 and 1.63 layers; depth 5 needs 3 and far more steps)")
     list_option(s, "--curricula", choices=CURRICULA, default=list(DEFAULT_GRID["curricula"]))
     list_option(s, "--seeds", parse=int, default=list(DEFAULT_GRID["seeds"]))
-    _model_args(s)
+    _model_args(s, layers=False)
     s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
     s.add_argument("--jobs", type=at_least(1), default=2,
                    help="ensembles (one per layers x depth) trained at once, one torch thread each (default 2)")
@@ -50,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--no-train", action="store_true",
                    help="only aggregate the finished cells; the others are shown as not run")
     s.add_argument("--out", default="runs/retrieval-sweep")
-    s.set_defaults(func=_cmd_sweep)
+    bind(s, retrieval.sweep, _cmd_sweep)
 
     an = rs.add_parser("analyze", help="label heads from attention maps, check by ablation, emergence order")
     an.add_argument("run", help="a run of headlab retrieval train (or a sweep cell)")
@@ -58,12 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--draws", type=at_least(0), default=10)
     an.add_argument("--min-mass", type=real_in(0, 1), default=0.3)
     an.add_argument("--out", default=None, help="default RUN/analyze")
-    an.set_defaults(func=_cmd_analyze)
+    bind(an, retrieval.analyze, _cmd_analyze)
 
     em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
     em.add_argument("runs", nargs="+", help="runs already analyzed (headlab retrieval analyze RUN)")
     em.add_argument("--out", default=None, help="write emergence.json here")
-    em.set_defaults(func=_cmd_emergence)
+    bind(em, retrieval.emergence, _cmd_emergence)
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
@@ -79,14 +78,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--device", default="cpu")
     e.add_argument("--out", default=None)
     e.add_argument("--no-progress", action="store_true")
-    e.set_defaults(func=_cmd_eval_llm)
+    bind(e, retrieval.eval_llm, _cmd_eval_llm)
 
 
-def _model_args(p: argparse.ArgumentParser) -> None:
+def _model_args(p: argparse.ArgumentParser, layers: bool = True) -> None:
     from .tasks.training import retrieval_config, train_retrieval
 
     d = lambda name: api_default(retrieval_config, name)  # noqa: E731 - defaults live in the Python API
-    p.add_argument("--n-layers", type=at_least(1), default=d("n_layers"), help="(train) layers (default %(default)s)")
+    if layers:
+        p.add_argument("--n-layers", type=at_least(1), default=d("n_layers"), help="layers (default %(default)s)")
     p.add_argument("--n-heads", type=at_least(1), default=d("n_heads"), help="heads per layer (default %(default)s)")
     p.add_argument("--d-model", type=at_least(2), default=d("d_model"))
     p.add_argument("--steps", type=at_least(1), default=d("steps"))
@@ -103,65 +103,19 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_generate(a: argparse.Namespace) -> int:
-    from .io import write_text_atomic
-    from .tasks.retrieval import generate
-
-    rows = [
-        json.dumps({k: v for k, v in ex.items() if k != "chain"})
-        for ex in generate(a.form, a.depth, a.n, a.seed, n_distractors=a.distractors)
-    ]
-    write_text_atomic(a.out, "\n".join(rows) + "\n")
+    rows = call(a)
     print(f"wrote {len(rows)} {a.form} examples of depth {a.depth} to {a.out} (all checked by the solver)")
     return 0
 
 
 def _cmd_train(a: argparse.Namespace) -> int:
-    from .tasks.training import RetrievalTask, train_retrieval
-
-    r = train_retrieval(
-        RetrievalTask(a.depth, a.curriculum, n_distractors=a.distractors, separator=a.separator),
-        a.out,
-        n_layers=a.n_layers,
-        n_heads=a.n_heads,
-        d_model=a.d_model,
-        steps=a.steps,
-        batch_size=a.batch_size,
-        lr=a.lr,
-        seed=a.seed,
-        positions=a.positions,
-        warmup_steps=a.warmup_steps,
-        eval_every=a.eval_every,
-        progress=not a.no_progress,
-    )
+    r = call(a).data
     print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
     return 0
 
 
 def _cmd_sweep(a: argparse.Namespace) -> int:
-    from .tasks.sweep import sweep
-
-    r = sweep(
-        a.out,
-        layers=a.layers,
-        depths=a.depths,
-        curricula=a.curricula,
-        seeds=a.seeds,
-        steps=a.steps,
-        d_model=a.d_model,
-        n_heads=a.n_heads,
-        batch_size=a.batch_size,
-        lr=a.lr,
-        n_distractors=a.distractors,
-        eval_every=a.eval_every,
-        checkpoint_every=a.checkpoint_every,
-        progress=not a.no_progress,
-        jobs=a.jobs,
-        positions=a.positions,
-        separator=a.separator,
-        warmup_steps=a.warmup_steps,
-        eval_n=a.eval_n,
-        train=not a.no_train,
-    )
+    r = call(a)
     for k, v in r["cells"].items():
         if not v["seeds"]:
             print(f"  {k:<16} not run")
@@ -174,26 +128,15 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
-    from .tasks.analyze import analyze, write_analysis
-
-    r = analyze(a.run, n=a.n, draws=a.draws, min_mass=a.min_mass)
     out = Path(a.out or os.path.join(a.run, "analyze"))
-    write_analysis(r, out)
+    call(a, out=out)
     print((out / "analyze.md").read_text())
     print(f"wrote {out}/analyze.json, analyze.md and circuit.png")
     return 0
 
 
 def _cmd_emergence(a: argparse.Namespace) -> int:
-    from .tasks.analyze import AnalyzeResult, emergence_table
-
-    analyses = []
-    for r in a.runs:
-        f = Path(r) / "analyze" / "analyze.json"
-        if not f.exists():
-            raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
-        analyses.append(AnalyzeResult.read(f))
-    t = emergence_table(analyses)
+    t = call(a)
     for title, tab in (("by layer and label", t), ("by layer and key (reader dropped)", t["by_layer_and_key"])):
         print(f"{title}:")
         for o in tab["runs"]:
@@ -207,8 +150,6 @@ def _cmd_emergence(a: argparse.Namespace) -> int:
                 f"  {p['a']} before {p['b']} in {p['a_first']} of {p['runs']} runs, after in {p['b_first']}, "
                 f"same checkpoint in {p['same_step']}"
             )
-    if a.out:
-        t.write(Path(a.out) / "emergence.json")
     return 0
 
 
@@ -218,23 +159,8 @@ def _outcomes(c: dict) -> str:
 
 
 def _cmd_eval_llm(a: argparse.Namespace) -> int:
-    from .tasks.llm_eval import eval_llm, plot_eval
-
-    r = eval_llm(
-        a.model,
-        depths=a.depths,
-        n=a.n,
-        forms=a.forms,
-        shots=a.shots,
-        seed=a.seed,
-        batch_size=a.batch_size,
-        progress=not a.no_progress,
-        device=a.device,
-        continuation=a.continuation,
-    )
     out = Path(a.out or os.path.join("runs", "eval-llm-" + os.path.basename(str(a.model).rstrip("/"))))
-    r.write(out / "eval_llm.json")
-    plot_eval(r, out / "eval_llm.png")
+    r = call(a, out=out)
     for c in r["cells"]:
         print(
             f"  {c['form']:<13} depth {c['depth']}: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from .cli_types import at_least, common_options, default_out, list_option, real_in
-from .errors import HeadlabError
+from .api import census
+from .cli_types import at_least, bind, call, common_options, default_out, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,63 +55,23 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--per-sample", default=None, metavar="FILE.parquet",
                    help="also write one row of scores per sample (columns: docs/scan.md)")
     common_options(p, "scan", seed=False, batch=False)
-    p.set_defaults(func=_cmd_scan)
+    bind(p, census.scan, _cmd_scan)
 
 
 def _cmd_scan(a: argparse.Namespace) -> int:
-    import contextlib
-    from pathlib import Path
+    from .distributed import world
 
-    from .distributed import device_for, world
-    from .io import claim_file, writing
-    from .scan import scan
-    from .scan_stream import CKPT_JSON
-
-    w = world()
-    out_dir = default_out(a, "scan")
-    if a.per_sample is not None and not a.per_sample.endswith(".parquet"):
-        raise HeadlabError(f"--per-sample {a.per_sample}: give a .parquet file path")
-    if a.resume and a.overwrite:
-        raise HeadlabError("--resume continues the scan in --out and --overwrite starts it over: pass one of them")
-    if a.resume and not (Path(out_dir) / CKPT_JSON).exists():
-        raise HeadlabError(f"{out_dir} holds no scan checkpoint to resume; run without --resume")
-    if w.main and not a.resume and not a.overwrite and (Path(out_dir) / CKPT_JSON).exists():
-        raise HeadlabError(f"{out_dir} holds the checkpoint of an unfinished scan; pass --resume to continue it or "
-                           "--overwrite to start over")
-    if w.main and a.per_sample is not None:
-        claim_file(a.per_sample, a.overwrite)
-    # one writer per folder: under torchrun only rank 0 claims and locks it
-    files = ["scan.json", "heads.csv"]
-    held = writing(out_dir, files, a.overwrite) if w.main else contextlib.nullcontext(Path(out_dir))
-    with held as out:
-        r = scan(a.model, corpus=a.corpus, detectors=a.detectors, target=a.target, bare=a.bare, queries=a.queries,
-                 max_offset=a.max_offset, threshold=a.threshold, consecutive=a.consecutive,
-                 max_samples=a.max_samples or None, batch_size=a.batch_size, max_length=a.max_length,
-                 stride=a.stride, seed=a.seed, target_filter=a.target_filter, progress=not a.no_progress,
-                 device=device_for(a.device, w), route=a.route, chunk_mb=a.chunk_mb, checkpoint_dir=out,
-                 checkpoint_every=a.checkpoint_every, resume=a.resume, per_sample=a.per_sample)
-        if w.main:
-            r.write(out)
-            _drop_checkpoint(out, r.interrupted)
-    if not w.main:
+    r = call(a, out=default_out(a, "scan"))
+    if not world().main:
         return 0
     print(r.table(a.top))
     extra = f" and {a.per_sample}" if a.per_sample and r.n_samples else ""
-    print(f"wrote {out}/scan.json and {out}/heads.csv{extra}")
+    print(f"wrote {default_out(a, 'scan')}/scan.json and {default_out(a, 'scan')}/heads.csv{extra}")
     if r.interrupted:
         print(f"headlab: interrupted ({r.interrupted_by}): wrote the statistics of the {r.n_samples} samples whose "
               "batches finished, marked interrupted", file=sys.stderr)
         return 143 if r.interrupted_by == "SIGTERM" else 130
     return 0
-
-
-def _drop_checkpoint(out: Any, interrupted: bool) -> None:
-    """A finished scan's checkpoint has served its purpose; an interrupted one keeps it for --resume."""
-    from .scan_stream import CKPT_JSON, CKPT_NPZ
-
-    if not interrupted:
-        for name in (CKPT_JSON, CKPT_NPZ):
-            (out / name).unlink(missing_ok=True)
 
 
 def _add_top(sub: argparse._SubParsersAction) -> None:
@@ -124,41 +83,14 @@ def _add_top(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--detector", default="token")
     p.add_argument("--k", type=at_least(1), default=20)
     p.add_argument("--model", default=None, help="tokenizer for the text (default: the scan's model)")
-    p.set_defaults(func=_cmd_top)
+    bind(p, census.top, _cmd_top)
 
 
 def _cmd_top(a: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    from .head import Head
-    from .persample import top
-
-    path, model = Path(a.source), a.model
-    if path.is_dir():
-        scan_json = path / "scan.json"
-        if not scan_json.exists():
-            raise HeadlabError(f"{path} holds no scan.json; give the .parquet file of scan --per-sample")
-        settings = json.loads(scan_json.read_text())
-        model = model or settings["model"]
-        found = settings["settings"].get("per_sample")
-        if not found:
-            raise HeadlabError(f"the scan in {path} wrote no per-sample file; rerun it with --per-sample FILE.parquet")
-        path = Path(found)
-    if not path.exists():
-        raise HeadlabError(f"{path} does not exist")
-    head = str(Head.parse(a.head))
-    rows = top(path, head, a.detector, a.k)
-    tok = _tokenizer(model) if model else None
-    print(f"top {len(rows)} samples of head {head} by {a.detector} in {path}:")
-    for rank, row in enumerate(rows, 1):
-        text = tok.decode(row["ids"], skip_special_tokens=True) if tok is not None else f"{len(row['ids'])} tokens"
+    r = call(a)
+    print(f"top {len(r.rows)} samples of head {r.head} by {r.detector} in {r.source}:")
+    for rank, row in enumerate(r.rows, 1):
+        text = row["text"] if row["text"] is not None else f"{len(row['ids'])} tokens"
         print(f"{rank:>3}. {row['score']:.4f}  sample {row['sample']}  {row['doc']} #{row['window']}  "
               f"{' '.join(text.split())[:160]!r}")
     return 0
-
-
-def _tokenizer(model: str) -> Any:
-    from .models.loader import load_tokenizer
-
-    return load_tokenizer(model)

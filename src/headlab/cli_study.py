@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-from .cli_types import at_least, list_option, real_in
+from .api import study
+from .cli_types import at_least, bind, call, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,32 +52,11 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
                    help="reuse each model's scan, characterization and ablation that an earlier (interrupted) run "
                    "left in --out with the same settings")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_cmd_claims)
+    bind(p, study.claims, _cmd_claims)
 
 
 def _cmd_claims(a: argparse.Namespace) -> int:
-    from .analysis.claims import claims
-    from .io import writing
-
-    with writing(a.out, ["claims.json", "claims.md"], a.overwrite) as out:
-        r = claims(
-            a.models,
-            n=a.n,
-            scan_samples=a.scan_samples,
-            kappa=a.kappa,
-            seed=a.seed,
-            batch_size=a.batch_size,
-            progress=not a.no_progress,
-            device=a.device,
-            on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
-            save_dir=str(out),
-            ablation_draws=a.ablate,
-            monitor_dir=a.monitor_evaluations,
-            corpus=a.corpus,
-            target_filter=a.target_filter,
-            resume=a.resume,
-        )
-        r.write(out)
+    r = call(a)
     print(r.markdown())
     print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
     return 0
@@ -89,14 +67,11 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
     p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="SlashScore threshold for the slash-pattern share")
     p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
-    p.set_defaults(func=_cmd_compare)
+    bind(p, study.compare, _cmd_compare)
 
 
 def _cmd_compare(a: argparse.Namespace) -> int:
-    from .analysis.compare import compare
-
-    compare(a.runs, a.out, a.kappa)
-    print((Path(a.out) / "compare.md").read_text())
+    print(call(a).markdown())
     print(f"wrote {a.out}/compare.md, compare.json and compare.png")
     return 0
 
@@ -110,18 +85,13 @@ def _add_scale(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+")
     p.add_argument("--out", default="runs/scale", help="output folder (default runs/scale)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.set_defaults(func=_cmd_scale)
+    bind(p, study.scale, _cmd_scale)
 
 
 def _cmd_scale(a: argparse.Namespace) -> int:
-    from .analysis.scale import scale, scan_files
-    from .io import writing
-
-    scan_files(a.runs)  # every folder is checked before the output folder is claimed
-    with writing(a.out, ["scale.json", "scale.md", "scale.png"], a.overwrite) as out:
-        points = scale(a.runs, out)
-    print((Path(a.out) / "scale.md").read_text())
-    print(f"wrote {a.out}/scale.md, scale.json and scale.png ({len(points)} models)")
+    r = call(a)
+    print(r.markdown())
+    print(f"wrote {a.out}/scale.md, scale.json and scale.png ({len(r.data)} models)")
     return 0
 
 
@@ -141,25 +111,11 @@ def _add_languages(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default="runs/languages", help="output folder (default runs/languages)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.set_defaults(func=_cmd_languages)
+    bind(p, study.languages, _cmd_languages)
 
 
 def _cmd_languages(a: argparse.Namespace) -> int:
-    from .analysis.claims import folder_name
-    from .analysis.languages import by_language
-    from .io import write_text_atomic, writing
-    from .models.loader import check_source
-
-    for m in a.models:  # every model is checked before the first is measured
-        check_source(m)
-    with writing(a.out, ["languages.md"], a.overwrite) as out:
-        parts = ["# `/` heads across languages (slash stimulus suite)", ""]
-        for m in a.models:
-            print(f"measuring {m}", file=sys.stderr)
-            r = by_language(m, a.languages, n=a.n, seed=a.seed, batch_size=a.batch_size, device=a.device)
-            r.write(out / folder_name(m))
-            parts.append(r.markdown())
-            write_text_atomic(out / "languages.md", "\n".join(parts))  # finished models are kept
-    print("\n".join(parts))
+    results = call(a)
+    print("\n".join(["# `/` heads across languages (slash stimulus suite)", ""] + [r.markdown() for r in results]))
     print(f"wrote {a.out}/languages.md and {a.out}/MODEL/languages.json")
     return 0

@@ -84,6 +84,35 @@ def list_option(p: argparse.ArgumentParser, *flags: str, parse: Callable[[str], 
     p.add_argument(*flags, nargs="+", type=items(parse, choices), action=_Flatten, **kwargs)
 
 
+#: parameters whose command-line default differs on purpose: the CLI always writes a folder (its default name
+#: depends on the model), a Python call writes only when given one; ``progress`` is ``--no-progress``.
+CLI_OWN = ("out", "progress")
+
+
+def bind(p: argparse.ArgumentParser, api: Callable[..., Any], cmd: Callable[[argparse.Namespace], int]) -> None:
+    """Make ``cmd`` run ``p``'s command and take every option default from ``api``, the command's Python twin
+    (the one place each default is defined)."""
+    import inspect
+
+    dests = {a.dest for a in p._actions}
+    defaults = {name: prm.default for name, prm in inspect.signature(api).parameters.items()
+                if prm.default is not prm.empty and name in dests and name not in CLI_OWN}
+    p.set_defaults(func=cmd, api=api, **defaults)
+
+
+def call(a: argparse.Namespace, **given: Any) -> Any:
+    """The command's Python twin (``a.api``) called with the parsed options that are its parameters;
+    ``--no-progress`` becomes ``progress``; ``given`` adds or replaces arguments."""
+    import inspect
+
+    params = inspect.signature(a.api).parameters
+    kwargs = {k: v for k, v in vars(a).items() if k in params}
+    if "progress" in params and hasattr(a, "no_progress"):
+        kwargs["progress"] = not a.no_progress
+    kwargs.update(given)
+    return a.api(**kwargs)
+
+
 def api_default(fn: Callable[..., Any], name: str) -> Any:
     """The default of ``fn``'s parameter ``name``: the Python API defines each default once; the CLI reads it."""
     import inspect

@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import HeadlabError
+from .api import seeing
+from .cli_types import bind, call
 from .viewer.codec import SCALES
 
 
@@ -29,41 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
     v.add_argument("--device", default="cpu")
     v.add_argument("--no-progress", action="store_true")
-    v.set_defaults(func=_cmd_view)
+    bind(v, seeing.view, _cmd_view)
 
     r = sub.add_parser("report", help="Markdown + HTML report with PNG figures of every result in a run folder")
     r.add_argument("run", help="a folder of headlab results (searched two levels deep)")
     r.add_argument("--out", default=None, help="output folder (default RUN/report)")
     r.add_argument("--title", default=None)
     r.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
-    r.set_defaults(func=_cmd_report)
-
-
-def _texts(a: argparse.Namespace) -> list[tuple[str, str]] | None:
-    texts = [(f"text {i}", t) for i, t in enumerate(a.text or [])]
-    if a.texts_file:
-        try:
-            lines = Path(a.texts_file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HeadlabError(f"cannot read {a.texts_file} as UTF-8 text: {exc}") from None
-        texts += [(f"{Path(a.texts_file).name}:{i + 1}", t) for i, t in enumerate(lines) if t.strip()]
-        if not texts:
-            raise HeadlabError(f"{a.texts_file} holds no text")
-    return texts or None
+    bind(r, seeing.report, _cmd_report)
 
 
 def _cmd_view(a: argparse.Namespace) -> int:
-    from .io import claim_file
-    from .viewer import view
-
-    out = a.out or os.path.join("runs", "view-" + os.path.basename(str(a.source).rstrip("/")) + ".html")
-    claim_file(out, a.overwrite)
-    path = view(a.source, out, _texts(a), device=a.device, progress=not a.no_progress, scale=a.scale)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
+    out = Path(a.out or os.path.join("runs", "view-" + os.path.basename(str(a.source).rstrip("/")) + ".html"))
+    call(a, out=out)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
     if a.check:
         from .viewer.browser import open_page
 
-        with open_page(path) as (_, log):
+        with open_page(out) as (_, log):
             pass
         print(f"  Chromium: ready in {log['load_s']:.2f} s; console errors {len(log['console_errors'])}, page errors "
               f"{len(log['page_errors'])}, network requests {len(log['requests'])}")
@@ -74,11 +58,7 @@ def _cmd_view(a: argparse.Namespace) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from .io import writing
-    from .report import report
-
-    with writing(a.out or os.path.join(a.run, "report"), ["report.md", "report.html"], a.overwrite) as out:
-        r = report(a.run, out, a.title)
+    r = call(a).data
     print(f"report: {len(r['sections'])} sections, {r['figures']} figures")
     for s in r["sections"]:
         print(f"  {s}")

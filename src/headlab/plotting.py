@@ -1,19 +1,33 @@
-"""matplotlib for files, never a window: the one place the non-interactive backend is chosen."""
+"""matplotlib for files, never a window: the one place the non-interactive backend is chosen.
+
+Figures a result returns (``result.figure()``) are built with :func:`new_figure`, outside pyplot's registry:
+a notebook shows the returned figure once, and no figure is left open.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend (figures are written to files; no display is needed)."""
+    """``matplotlib.pyplot`` on the Agg backend (figures are written to files; no display is needed). Inside a
+    Jupyter kernel the notebook's backend is left alone, so the notebook's own plots still show."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "ipykernel" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def new_figure(**kwargs: Any) -> Any:
+    """A ``matplotlib.figure.Figure`` not registered with pyplot (``kwargs`` as for ``Figure``)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 
 def save_figure(fig: Any, path: Path) -> None:

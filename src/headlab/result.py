@@ -14,6 +14,7 @@ import typing
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from .display import Displayable
 from .errors import HeadlabError
 from .head import Head
 
@@ -71,10 +72,21 @@ def per_head(heads: list[dict[str, Any]], n_layers: int, n_heads: int, get: Any)
 
 
 @dataclasses.dataclass
-class Result:
+class Result(Displayable):
     """Base of typed results; subclasses are dataclasses and set ``KIND`` (the file they are written to)."""
 
     KIND: ClassVar[str] = "result"
+
+    def markdown(self) -> str:
+        """The scalar fields as a two-column table (results with a richer summary override this)."""
+        lines = [f"**{self.KIND}**", "", "| field | value |", "|---|---|"]
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (str, int, float, bool, Head)) or value is None:
+                lines.append(f"| {f.name} | {value} |")
+            elif isinstance(value, (list, dict)):
+                lines.append(f"| {f.name} | {type(value).__name__} of {len(value)} |")
+        return "\n".join(lines) + "\n"
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}

@@ -12,6 +12,7 @@ import numpy as np
 from .census import Census
 from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
 from .detectors import DEFAULT_DETECTORS, Detector, make
+from .display import Displayable, preformatted_html
 from .distributed import world
 from .errors import HeadlabError
 from .head import name as head_name
@@ -29,8 +30,11 @@ SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset
 
 
 @dataclass
-class ScanResult:
-    """Per-head statistics of one scan. ``means[name]`` is ``(L, H)`` (``(L, H, K+1)`` for offset)."""
+class ScanResult(Displayable):
+    """Per-head statistics of one scan. ``means[name]`` is ``(L, H)`` (``(L, H, K+1)`` for offset).
+
+    In a notebook it shows :meth:`table`; ``to_pandas()`` gives one row per head (the columns of ``heads.csv``)
+    and :meth:`per_sample` the per-sample scores of a scan run with ``per_sample=``."""
 
     model: str
     n_layers: int
@@ -161,6 +165,26 @@ class ScanResult:
             for i in best
             if np.isfinite(flat[i])
         ]
+
+    def markdown(self) -> str:
+        return "```\n" + self.table() + "\n```\n"
+
+    def _repr_html_(self) -> str:
+        return preformatted_html(self.table())
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per head, ``L.H`` in ``head``: every detector's mean (offset: the best Δ and its score)."""
+        return [{"head": h["name"], "layer": h["layer"], "index": h["head"], "sdh": h["sdh"],
+                 **{k: v for k, v in h["scores"].items() if k != "offset_by_delta"}} for h in self.heads()]
+
+    def per_sample(self) -> Any:
+        """The per-sample Parquet of this scan as a ``pandas.DataFrame`` (one row per sample; docs/scan.md)."""
+        path = self.settings.get("per_sample")
+        if not path:
+            raise HeadlabError("this scan wrote no per-sample file; scan again with per_sample='FILE.parquet'")
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pandas()
 
     def table(self, n: int = 5) -> str:
         """A compact human summary: the top heads of each detector and the SDH count."""

@@ -119,8 +119,9 @@ def test_calibration_curve_counts_fresh_flags_at_each_target(tmp_path) -> None:
 
 
 def test_a_named_kind_without_its_corpus_is_refused_and_a_default_one_skipped(monkeypatch, capsys) -> None:
-    from headlab.monitor import evaluate
+    import importlib
 
+    evaluate = importlib.import_module("headlab.monitor.evaluate")
     monkeypatch.setitem(evaluate.REAL, "man-ja", "/nonexistent/man-ja")
     with pytest.raises(HeadlabError, match="--kinds man-ja: .*leave man-ja out"):
         installed_kinds(["paths", "man-ja"])

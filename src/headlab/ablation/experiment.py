@@ -143,6 +143,21 @@ class AblateResult(Result):
     n_samples: int
     n_tokens: int
 
+    def markdown(self) -> str:
+        return "```\n" + format_report(self) + "\n```\n"
+
+    def _repr_html_(self) -> str:
+        from ..display import preformatted_html
+
+        return preformatted_html(format_report(self))
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per (text part, metric): base, ablated, the change and the controls' mean change."""
+        parts = [("slash", self.slash), ("no_slash", self.no_slash)]
+        parts += [(f"suite {s}", v["near"]) for s, v in self.suites.items()]
+        return [{"part": part, "metric": name, **{k: v for k, v in values.items() if not isinstance(v, list)}}
+                for part, block in parts for name, values in block.items()]
+
 
 def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, mode: str = "zero", draws: int = 20,
                       samples: int = 48, window: int = 64, k: int = 3, corpus: Sequence[str] | None = None,

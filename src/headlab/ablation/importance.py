@@ -89,6 +89,18 @@ class ImportanceResult(Result):
     spearman_exact_vs_gradient: float | None
     heads: list[dict[str, Any]]
 
+    def markdown(self) -> str:
+        return "```\n" + format_importance(self) + "\n```\n"
+
+    def _repr_html_(self) -> str:
+        from ..display import preformatted_html
+
+        return preformatted_html(format_importance(self))
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per head: the exact single-head ablation change and the gradient importance."""
+        return [dict(h) for h in self.heads]
+
 
 def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
                seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",

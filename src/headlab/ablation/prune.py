@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from ..head import Head
-from ..plotting import pyplot, save_figure
+from ..plotting import new_figure, save_figure
 from ..progress import bar as progress_bar
 from ..result import Result
 from .heads import ablate, parse_heads
@@ -42,6 +42,15 @@ class PruneResult(Result):
     kept: list[Head]
     n_heads: int
     importance: dict[str, Any]
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per (removal order, fraction removed): the metric, None where the order cannot get there."""
+        return [{"order": name, "fraction": x, self.metric: y}
+                for name, ys in self.curves.items() for x, y in zip(self.fractions, ys)]
+
+    def figure(self) -> Any:
+        """The pruning curves as a matplotlib figure."""
+        return prune_figure(self)
 
 
 def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Sequence[str] = (), seed: int = 0,
@@ -88,9 +97,12 @@ def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Seque
 
 
 def plot_prune(r: PruneResult, path: str | Path) -> None:
-    plt = pyplot()
+    save_figure(prune_figure(r), Path(path))
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+
+def prune_figure(r: PruneResult) -> Any:
+    fig = new_figure(figsize=(6, 4))
+    ax = fig.subplots()
     for i, (name, ys) in enumerate(r["curves"].items()):
         xs = [x for x, y in zip(r["fractions"], ys) if y is not None]
         ax.plot(xs, [y for y in ys if y is not None], marker="o", ms=3, color=f"C{i}", label=name)
@@ -99,7 +111,7 @@ def plot_prune(r: PruneResult, path: str | Path) -> None:
     ax.set_title(f"{r['model']}: pruning curves", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, Path(path))
+    return fig
 
 
 def write_prune(r: PruneResult, out_dir: str | Path) -> None:

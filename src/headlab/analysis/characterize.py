@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..detectors import make
+from ..display import Displayable, flat
 from ..engine import score_samples
 from ..errors import HeadlabError
 from ..head import Head
@@ -49,7 +50,10 @@ def _triple(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[str, np.nd
 
 
 @dataclass
-class CharacterizeResult:
+class CharacterizeResult(Displayable):
+    """Every head's behaviour on constructed stimuli with bootstrap 95% intervals; ``to_pandas()``: one row per
+    head (``slash_mass``, ``slash_mass_lo``, ``slash_mass_hi``, specificity, position CV, context ratios)."""
+
     model: str
     n_layers: int
     n_heads: int
@@ -86,6 +90,19 @@ class CharacterizeResult:
                 "position_cv": cell(self.position_cv),
                 "position_curve": [float(x) for x in self.position_curve[:, layer, head]],
                 "context": {k: cell(v) for k, v in self.context.items()}}
+
+    def records(self) -> list[dict[str, Any]]:
+        rows = []
+        for l in range(self.n_layers):
+            for h in range(self.n_heads):
+                d = self.head(l, h)
+                row: dict[str, Any] = {"head": d["name"], "layer": l, "index": h, "sdh": d["sdh"]}
+                triples = {"slash_mass": d["slash_mass"], "position_cv": d["position_cv"],
+                           **flat("specificity", d["specificity"]), **flat("context", d["context"])}
+                for key, (v, lo, hi) in triples.items():
+                    row.update({key: v, f"{key}_lo": lo, f"{key}_hi": hi})
+                rows.append(row)
+        return rows
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..display import Displayable
 from ..errors import HeadlabError
 from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
@@ -228,10 +229,24 @@ def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
 
 
 @dataclass
-class ClaimsResult:
+class ClaimsResult(Displayable):
+    """The claims table; ``to_pandas()``: one row per (claim, model) with the value, its interval and the
+    verdict (claim 7, across models, has model ``*``)."""
+
     models: list[ModelClaims]
     cross: dict[str, Any]
     settings: dict[str, Any]
+
+    def records(self) -> list[dict[str, Any]]:
+        rows = []
+        for c in CLAIMS:
+            cells = [("*", self.cross)] if c.id == 7 else [(m.model, m.rows.get(c.id)) for m in self.models]
+            for model, row in cells:
+                j = _json_row(row) or {}
+                rows.append({"claim": c.id, "text": c.text, "claimed": c.claimed, "model": model,
+                             "value": j.get("value"), "lower": j.get("lower"), "upper": j.get("upper"),
+                             "verdict": j.get("verdict"), "detail": j.get("detail")})
+        return rows
 
     def to_json(self) -> dict[str, Any]:
         return {"settings": self.settings, "rules": RULES,

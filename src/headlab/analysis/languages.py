@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..display import Displayable
 from ..errors import HeadlabError
 from ..head import name as head_name
 from ..io import write_json_atomic, write_text_atomic
@@ -42,7 +43,9 @@ class LanguageRow:
 
 
 @dataclass
-class LanguagesResult:
+class LanguagesResult(Displayable):
+    """Per language: the top heads by mass on `/`, the strict rule's SDHs, the reference's top head's rank."""
+
     model: str
     settings: dict[str, Any]
     rows: list[LanguageRow]
@@ -50,6 +53,9 @@ class LanguagesResult:
     @property
     def same_top(self) -> bool:
         return len({r.top[0][0] for r in self.rows}) == 1
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{k: v for k, v in asdict(r).items()} for r in self.rows]
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "settings": self.settings, "same_top": self.same_top,

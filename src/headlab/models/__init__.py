@@ -1,8 +1,15 @@
-"""Models: named offline models, any Hugging Face model, and the architecture facts of each."""
+"""Models: named offline models, any HF directory or hub id, and the ``headlab models`` commands
+(``list``, ``install``, ``check``, ``families``, ``verify``)."""
 
+# after the submodule ``check`` is imported, the name ``check`` is the command (the module stays importable as
+# ``headlab.models.check`` through ``from headlab.models.check import ...``)
+from . import check as _check_module  # noqa: E402,F401,I001
 from .cache import cache_dir
+from .commands import check, families, verify
+from .commands import list_ as list
 from .loaded import LoadedModel, ModelFacts, read_facts
 from .loader import load
 from .registry import NAMED_MODELS, NamedModel, install
 
-__all__ = ["LoadedModel", "ModelFacts", "NAMED_MODELS", "NamedModel", "cache_dir", "install", "load", "read_facts"]
+__all__ = ["LoadedModel", "ModelFacts", "NAMED_MODELS", "NamedModel", "cache_dir", "check", "families", "install",
+           "list", "load", "read_facts", "verify"]

@@ -1,6 +1,7 @@
 """The head monitor: a reference profile of a model's head activity, and flags on documents that depart from it
-(``headlab monitor fit`` / ``check``). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`;
-checking and explaining: :mod:`.check`."""
+(``headlab monitor fit`` / ``check`` / ``evaluate``; the functions of the same names here are their Python
+twins). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`; checking and explaining: the module
+``check``; the evaluation: the module ``evaluate``."""
 
 from __future__ import annotations
 
@@ -9,15 +10,35 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import evaluate as _evaluate_module  # noqa: F401 - loaded before the function takes its name
 from .check import CheckResult, check_rows, write
 from .fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
 from .profile import Profile, fit_profile
 
 
-def fit(model: Any, corpus: Sequence[str], *, max_samples: int = 2000, per_detector: int = 8, fpr: float = 0.01,
-        seed: int = 0, batch_size: int = 8, max_length: int = 128, progress: bool = True,
-        device: str = "cpu") -> Profile:
-    """Scan the reference corpus, choose the features, fit and calibrate the profile."""
+def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 2000, per_detector: int = 8,
+        fpr: float = 0.01, seed: int = 0, batch_size: int = 8, max_length: int = 128, device: str = "cpu",
+        progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> Profile:
+    """Scan the reference ``corpus`` (up to ``max_samples`` windows), choose the features (each census
+    detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
+    to flag ``fpr`` of held-out reference documents. With ``out``, writes ``profile.json`` there.
+
+    Example::
+
+        prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=400)
+        res, rows = headlab.monitor.check(prof, corpus=["pydoc"])
+    """
+    from ..api import saving
+
+    with saving(out, ["profile.json"], overwrite) as folder:
+        prof = _fit(model, corpus, max_samples, per_detector, fpr, seed, batch_size, max_length, progress, device)
+        if folder is not None:
+            prof.write(folder / "profile.json")
+    return prof
+
+
+def _fit(model: Any, corpus: Sequence[str], max_samples: int, per_detector: int, fpr: float, seed: int,
+         batch_size: int, max_length: int, progress: bool, device: str) -> Profile:
     with scanned(model, corpus, max_samples, seed, batch_size, max_length, progress, device) as (path, r):
         features = choose_features(column_means(path), per_detector)
         X, docs, _ = fingerprints(path, features)
@@ -27,10 +48,24 @@ def fit(model: Any, corpus: Sequence[str], *, max_samples: int = 2000, per_detec
                                  "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
 
 
-def check(profile: Profile | str | Path, corpus: Sequence[str], out: str | Path | None = None, *,
-          model: Any = None, max_samples: int = 2000, seed: int = 0, batch_size: int = 8, progress: bool = True,
-          device: str = "cpu") -> tuple[CheckResult, list[dict[str, Any]]]:
-    """Score every document of ``corpus`` against the profile; with ``out``, write the report there."""
+def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None, max_samples: int = 2000,
+          seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
+          out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
+    """Score every document of ``corpus`` against the profile (a :class:`Profile` or the folder of
+    ``monitor fit``); returns the summary and one record per document (score, flag, its most deviating
+    features explained). With ``out``, writes ``monitor.md``, ``monitor.jsonl``, ``monitor.parquet``,
+    ``check.json`` and ``scores.png`` there."""
+    from ..api import saving
+    from ..errors import HeadlabError
+
+    if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
+        raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
+    with saving(out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], overwrite) as folder:
+        return _check(profile, corpus, folder, model, max_samples, seed, batch_size, progress, device)
+
+
+def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any, max_samples: int,
+           seed: int, batch_size: int, progress: bool, device: str) -> tuple[CheckResult, list[dict[str, Any]]]:
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
@@ -50,4 +85,27 @@ def check(profile: Profile | str | Path, corpus: Sequence[str], out: str | Path 
     return res, records
 
 
-__all__ = ["CheckResult", "Profile", "check", "fit"]
+def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
+             max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,
+             device: str = "cpu", progress: bool = True, out: str | Path = "runs/monitor-evaluate",
+             overwrite: bool = False) -> Any:
+    """AUROC of the monitor against a character-class baseline (and, for decoders, the model's own loss), per
+    kind of structure (default: every kind whose corpus is installed), on documents held out in hash folds;
+    the calibration check at 0.5-10% targets. Writes ``evaluate.json``, ``evaluate.md`` and
+    ``calibration.png``; returns them as a :class:`~headlab.api.Written` (``data``: the JSON document)."""
+    from ..api import Written, saving
+    from ..io import write_json_atomic, write_text_atomic
+    from .evaluate import evaluate as run
+    from .evaluate import installed_kinds, markdown
+
+    chosen = installed_kinds(kinds)
+    with saving(out, ["evaluate.json", "evaluate.md", "calibration.png"], overwrite) as folder:
+        assert folder is not None
+        r = run(model, reference, chosen, max_samples=max_samples, kind_samples=kind_samples, seed=seed,
+                batch_size=batch_size, progress=progress, device=device, figure=folder / "calibration.png")
+        write_json_atomic(folder / "evaluate.json", r)
+        write_text_atomic(folder / "evaluate.md", markdown(r))
+    return Written(Path(out), "evaluate.md", r)
+
+
+__all__ = ["CheckResult", "Profile", "check", "evaluate", "fit"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import torch
@@ -28,7 +29,7 @@ from ..analysis.claims import wilson
 from ..errors import HeadlabError
 from ..models import LoadedModel
 from ..padding import pad_right
-from ..plotting import pyplot
+from ..plotting import new_figure, save_figure
 from ..progress import bar as progress_bar
 from ..result import Result
 from .retrieval import PLACES, generate
@@ -118,6 +119,31 @@ class EvalLLMResult(Result):
     cells: list[dict[str, Any]]
     scoring: str
 
+    def markdown(self) -> str:
+        lines = [f"**{self.model}**, {self.shots}-shot, {self.n_distractors} distractor chain(s)", "",
+                 "| form | depth | n | accuracy [95%] | chance | continuation [95%] |", "|---|---|---|---|---|---|"]
+        for c in self.cells:
+            cont = c.get("continuation")
+            more = f"{cont['accuracy']:.3f} [{cont['interval'][0]:.3f}, {cont['interval'][1]:.3f}]" if cont else "-"
+            lines.append(f"| {c['form']} | {c['depth']} | {c['n']} | {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
+                         f"{c['interval'][1]:.3f}] | {c['chance']:.2f} | {more} |")
+        return "\n".join(lines) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per (form, depth): accuracy, interval, chance and the continuation scoring's outcomes."""
+        rows = []
+        for c in self.cells:
+            cont = c.get("continuation") or {}
+            rows.append({"form": c["form"], "depth": c["depth"], "n": c["n"], "accuracy": c["accuracy"],
+                         "lower": c["interval"][0], "upper": c["interval"][1], "chance": c["chance"],
+                         "continuation_accuracy": cont.get("accuracy"),
+                         **{f"continuation_{k}": v for k, v in cont.get("counts", {}).items()}})
+        return rows
+
+    def figure(self) -> Any:
+        """Accuracy against depth (matplotlib figure)."""
+        return eval_figure(self)
+
 
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
@@ -188,10 +214,14 @@ def _continuation_cell(loaded: LoadedModel, exs: list[dict[str, Any]], demo: str
 
 
 def plot_eval(result: EvalLLMResult, path: Any) -> None:
-    plt = pyplot()
+    save_figure(eval_figure(result), Path(path))
 
+
+def eval_figure(result: EvalLLMResult) -> Any:
+    """Accuracy against depth per form, with Wilson intervals, as a matplotlib figure."""
     forms = list(dict.fromkeys(c["form"] for c in result["cells"]))
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig = new_figure(figsize=(6.5, 4))
+    ax = fig.subplots()
     for f in forms:
         cs = [c for c in result["cells"] if c["form"] == f]
         d = [c["depth"] for c in cs]
@@ -203,5 +233,4 @@ def plot_eval(result: EvalLLMResult, path: Any) -> None:
            title=f"retrieval problem from a prompt — {result['model']} ({result['shots']}-shot)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig

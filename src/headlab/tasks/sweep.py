@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ..errors import HeadlabError
 from ..io import read_jsonl
-from ..plotting import pyplot
+from ..plotting import new_figure, pyplot, save_figure
 from ..result import Result
 from .training import RetrievalTask
 
@@ -42,6 +42,18 @@ class SweepResult(Result):
     cells: dict[str, Any]
     by_curriculum: dict[str, Any]
     runs: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        return markdown(self)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per cell (layers, depth, curriculum): seeds run, successes, the bound log_3(2D)."""
+        return [{"cell": k, **{f: v for f, v in cell.items() if not isinstance(v, (list, dict))}}
+                for k, cell in self.cells.items()]
+
+    def figure(self) -> Any:
+        """The success map (matplotlib figure)."""
+        return success_figure(self)
 
 
 def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
@@ -197,11 +209,33 @@ def markdown(result: SweepResult) -> str:
 
 def plot_sweep(result: SweepResult, out: Path) -> None:
     plt = pyplot()
+    save_figure(success_figure(result), out / "success_map.png")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for r in result["runs"]:
+        rows = read_jsonl(out / r["run"] / "eval.jsonl") if (out / r["run"] / "eval.jsonl").exists() else []
+        d = str(r["task"]["depth"])
+        ax.plot(
+            [x["step"] for x in rows],
+            [x["accuracy"][d] for x in rows],
+            lw=0.8,
+            ls="-" if r["task"]["curriculum"] != "none" else ":",
+            label=r["run"],
+        )
+    ax.set(xlabel="step", ylabel="held-out accuracy at full depth", title="retrieval learning curves", ylim=(0, 1.02))
+    ax.legend(fontsize=5, ncol=3)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curves.png", dpi=110)
+    plt.close(fig)
+
+
+def success_figure(result: SweepResult) -> Any:
+    """Per curriculum, the layers x depth success rate with the bound log_3(2D) (matplotlib figure)."""
     import numpy as np
 
     g = result["grid"]
     L, D, C = g["layers"], g["depths"], g["curricula"]
-    fig, axes = plt.subplots(1, len(C), figsize=(4.2 * len(C), 3.6), squeeze=False)
+    fig = new_figure(figsize=(4.2 * len(C), 3.6))
+    axes = fig.subplots(1, len(C), squeeze=False)
     for ax, c in zip(axes[0], C):
         rate = np.array(
             [
@@ -234,21 +268,4 @@ def plot_sweep(result: SweepResult, out: Path) -> None:
         ax.set(xlabel="chain depth D", ylabel="layers", title=f"success rate, curriculum {c}")
         ax.legend(fontsize=7, loc="upper left")
     fig.colorbar(im, ax=axes[0].tolist(), label="share of seeds with accuracy ≥ 99%")
-    fig.savefig(out / "success_map.png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for r in result["runs"]:
-        rows = read_jsonl(out / r["run"] / "eval.jsonl") if (out / r["run"] / "eval.jsonl").exists() else []
-        d = str(r["task"]["depth"])
-        ax.plot(
-            [x["step"] for x in rows],
-            [x["accuracy"][d] for x in rows],
-            lw=0.8,
-            ls="-" if r["task"]["curriculum"] != "none" else ":",
-            label=r["run"],
-        )
-    ax.set(xlabel="step", ylabel="held-out accuracy at full depth", title="retrieval learning curves", ylim=(0, 1.02))
-    ax.legend(fontsize=5, ncol=3)
-    fig.tight_layout()
-    fig.savefig(out / "learning_curves.png", dpi=110)
-    plt.close(fig)
+    return fig

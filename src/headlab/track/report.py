@@ -16,7 +16,7 @@ import numpy as np
 from ..head import Head
 from ..head import name as head_name
 from ..io import read_jsonl, write_json_atomic, write_text_atomic
-from ..plotting import pyplot
+from ..plotting import new_figure, pyplot, save_figure
 from .phases import claim_boundaries, emergence_step, phases
 from .scores import TrackResult
 
@@ -108,6 +108,21 @@ def markdown(t: TrackResult, ph: dict[str, Any], sig: dict[str, Any], total_step
     return "\n".join(lines) + "\n"
 
 
+def heatmap_figure(t: TrackResult, m: str) -> Any:
+    """Every head's ``m`` score at every checkpoint (matplotlib figure)."""
+    a = t.scores[m]  # (S, L, H)
+    fig = new_figure(figsize=(7, 0.3 * t.n_layers * t.n_heads + 1.5))
+    ax = fig.subplots()
+    im = ax.imshow(a.reshape(len(t.steps), -1).T, aspect="auto", cmap="viridis", interpolation="nearest")
+    ax.set_xticks(range(len(t.steps)), [str(s) for s in t.steps], rotation=90, fontsize=7)
+    ax.set_yticks(range(t.n_layers * t.n_heads),
+                  [head_name(l, h) for l in range(t.n_layers) for h in range(t.n_heads)], fontsize=7)
+    ax.set(xlabel="checkpoint step", ylabel="head (layer.head)", title=f"{m} score per head over training")
+    fig.colorbar(im, ax=ax, label=f"{m} score")
+    fig.tight_layout()
+    return fig
+
+
 def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[str, Any]]) -> list[Path]:
     plt = pyplot()
 
@@ -122,16 +137,7 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
         written.append(out / "loss.png")
     for m in PLOTTED:
         a = t.scores[m]  # (S, L, H)
-        fig, ax = plt.subplots(figsize=(7, 0.3 * t.n_layers * t.n_heads + 1.5))
-        im = ax.imshow(a.reshape(len(t.steps), -1).T, aspect="auto", cmap="viridis", interpolation="nearest")
-        ax.set_xticks(range(len(t.steps)), [str(s) for s in t.steps], rotation=90, fontsize=7)
-        ax.set_yticks(range(t.n_layers * t.n_heads),
-                      [head_name(l, h) for l in range(t.n_layers) for h in range(t.n_heads)], fontsize=7)
-        ax.set(xlabel="checkpoint step", ylabel="head (layer.head)", title=f"{m} score per head over training")
-        fig.colorbar(im, ax=ax, label=f"{m} score")
-        fig.tight_layout()
-        fig.savefig(out / f"heatmap_{m}.png", dpi=110)
-        plt.close(fig)
+        save_figure(heatmap_figure(t, m), out / f"heatmap_{m}.png")
         written.append(out / f"heatmap_{m}.png")
         fig, ax = plt.subplots(figsize=(6.5, 3.8))
         top = sorted(ph[m], key=lambda k: -ph[m][k]["final"])[:3]

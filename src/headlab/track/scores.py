@@ -25,6 +25,7 @@ import torch
 
 from ..corpus import Sample
 from ..detectors import make
+from ..display import Displayable
 from ..engine import score_samples
 from ..errors import HeadlabError
 from ..io import read_jsonl, write_json_atomic, write_text_atomic
@@ -38,7 +39,9 @@ METRICS = ("slash_mass", "slash_mass_stimuli", "offset", "offset_delta", "previo
 
 
 @dataclass
-class TrackResult:
+class TrackResult(Displayable):
+    """Every head's scores at every checkpoint of a run; ``to_pandas()``: one row per (step, metric, head)."""
+
     run: str
     steps: list[int]
     n_layers: int
@@ -46,6 +49,30 @@ class TrackResult:
     scores: dict[str, np.ndarray]                 # metric -> (S, L, H)
     loss: dict[int, float] = field(default_factory=dict)  # step -> training loss at that step
     probes: dict[str, int] = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        lines = [f"**{self.run}**: {len(self.steps)} checkpoints (steps {self.steps[0]}..{self.steps[-1]}), "
+                 f"{self.n_layers}x{self.n_heads} heads", "", "| metric | top heads at the last checkpoint |",
+                 "|---|---|"]
+        for m, a in self.scores.items():
+            last = np.nan_to_num(a[-1], nan=-np.inf)  # (L, H)
+            best = np.argsort(-last, axis=None)[:3]
+            cells = [f"{l}.{h} {a[-1, l, h]:.3f}" for l, h in zip(*np.unravel_index(best, last.shape))]
+            lines.append(f"| {m} | {', '.join(cells)} |")
+        return "\n".join(lines) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"step": s, "metric": m, "head": f"{l}.{h}", "layer": l, "index": h, "score": float(a[i, l, h])}
+                for m, a in self.scores.items() for i, s in enumerate(self.steps)
+                for l in range(self.n_layers) for h in range(self.n_heads)]
+
+    def figure(self, metric: str = "slash_mass") -> Any:
+        """Every head's ``metric`` score over the checkpoints (matplotlib figure)."""
+        from .report import heatmap_figure
+
+        if metric not in self.scores:
+            raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(self.scores)}")
+        return heatmap_figure(self, metric)
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "steps": self.steps, "n_layers": self.n_layers, "n_heads": self.n_heads,

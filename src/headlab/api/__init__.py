@@ -1,0 +1,70 @@
+"""The Python twin of every ``headlab`` command: one function per command, the same names and defaults, the
+typed result returned. The CLI parses its options into these calls (:mod:`headlab.cli`), so a notebook and a
+shell run the same code.
+
+Where a command writes a folder, its twin writes only when given ``out=`` (a notebook often wants the object,
+not the files); ``overwrite`` and ``progress`` mean what ``--overwrite`` and ``--no-progress`` mean.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..display import Displayable
+
+
+@contextlib.contextmanager
+def saving(out: str | Path | None, files: Sequence[str], overwrite: bool) -> Iterator[Path | None]:
+    """``io.writing`` when ``out`` is given (the folder is checked before the work), else nothing to write."""
+    if out is None:
+        yield None
+        return
+    from ..io import writing
+
+    with writing(out, files, overwrite) as folder:
+        yield folder
+
+
+@dataclasses.dataclass
+class Written(Displayable):
+    """What a folder-writing command returns: the folder, its Markdown summary, and the data behind it.
+
+    ``data`` is the command's own value (a list of per-run records, or the JSON document it wrote);
+    ``records()`` are its rows where it is a list.
+    """
+
+    folder: Path
+    summary: str
+    data: Any
+
+    def markdown(self) -> str:
+        return (self.folder / self.summary).read_text(encoding="utf-8")
+
+    def records(self) -> list[dict[str, Any]]:
+        if not isinstance(self.data, list):
+            return super().records()
+        return [dataclasses.asdict(x) if dataclasses.is_dataclass(x) and not isinstance(x, type) else dict(x)
+                for x in self.data]
+
+
+@dataclasses.dataclass
+class Summary(Displayable):
+    """A command's JSON-like outcome (``data``) under a title; shows its scalar entries as a table."""
+
+    title: str
+    data: dict[str, Any]
+
+    def markdown(self) -> str:
+        lines = [f"**{self.title}**", "", "| | |", "|---|---|"]
+        for k, v in self.data.items():
+            if isinstance(v, (str, int, float, bool)) or v is None:
+                lines.append(f"| {k} | {v} |")
+            elif isinstance(v, dict) and all(isinstance(x, (str, int, float, bool)) for x in v.values()):
+                lines.append(f"| {k} | {', '.join(f'{a}: {b}' for a, b in v.items())} |")
+        return "\n".join(lines) + "\n"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]

@@ -1,0 +1,113 @@
+"""Python twins of ``headlab characterize``, ``ablate``, ``importance``, ``prune`` and ``stimuli``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..ablation.experiment import AblateResult
+from ..ablation.importance import ImportanceResult
+from ..ablation.prune import PruneResult
+from ..analysis.characterize import CharacterizeResult
+from ..models import LoadedModel
+from . import saving
+
+Model = str | LoadedModel
+
+
+def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float = 0.5, consecutive: int = 3,
+                 top: int = 10, kappa: float = 0.5, rope_samples: int = 64, batch_size: int = 8,
+                 device: str = "cpu", progress: bool = True, out: str | Path | None = None,
+                 overwrite: bool = False) -> CharacterizeResult:
+    """Characterize every head with constructed stimuli: mass on ``/`` (SDH rule: mass > ``threshold`` in
+    ``consecutive`` consecutive stimuli), specificity against other symbols, position sensitivity (coefficient of
+    variation over relative gaps), context independence, layer profile; bootstrap 95% intervals over the ``n``
+    base items per suite. RoPE models also get the (κ, Δ) slash-pattern analysis on ``rope_samples`` prompts.
+    With ``out``, writes ``characterize.json`` and ``characterize.md`` there.
+
+    Example::
+
+        r = headlab.characterize("minilm-l6", n=12)
+        r.to_pandas().sort_values("slash_mass").tail()   # one row per head, value and 95% interval
+    """
+    from ..analysis import characterize as run
+
+    with saving(out, ["characterize.json", "characterize.md"], overwrite) as folder:
+        r = run(model, n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, batch_size=batch_size,
+                progress=progress, device=device, kappa=kappa, rope_samples=rope_samples)
+        if folder is not None:
+            r.write(folder)
+    return r
+
+
+def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draws: int = 20,
+           suites: Sequence[str] = (), suite_n: int = 16, samples: int = 48, window: int = 64,
+           corpus: Sequence[str] | None = None, seed: int = 0, batch_size: int = 8, device: str = "cpu",
+           progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> AblateResult:
+    """Ablate ``heads`` (``L.H``) together at the output projection's input (``mode``: zero, mean or resample)
+    and ``draws`` random head sets matched by layer; the change of the loss-based metric on ``samples`` windows
+    of ``window`` tokens (half with ``/``), target minus control with a bootstrap 95% interval and a permutation
+    p-value. ``suites`` adds stimulus suites (``suite_n`` items each). With ``out``, writes ``ablate.json``.
+
+    Example::
+
+        r = headlab.ablate("smollm2-135m", ["3.2", "5.7"], draws=10)
+        r.control["interval"]     # target minus matched controls, 95%
+    """
+    from ..ablation import ablate_experiment
+
+    with saving(out, ["ablate.json"], overwrite) as folder:
+        r = ablate_experiment(model, heads, mode=mode, draws=draws, samples=samples, window=window, corpus=corpus,
+                              suites=suites, suite_n=suite_n, seed=seed, batch_size=batch_size, progress=progress,
+                              device=device)
+        if folder is not None:
+            r.write(folder / "ablate.json")
+    return r
+
+
+def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
+               seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
+               out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
+    """Every head's exact importance (the metric's change when that head alone is zeroed) and its gradient
+    importance, on ``samples`` corpus windows of ``window`` tokens. With ``out``, writes ``importance.json``."""
+    from ..ablation.importance import importance as run
+
+    with saving(out, ["importance.json"], overwrite) as folder:
+        r = run(model, samples=samples, window=window, corpus=corpus, seed=seed, batch_size=batch_size,
+                progress=progress, device=device)
+        if folder is not None:
+            r.write(folder / "importance.json")
+    return r
+
+
+def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: int = 64, seed: int = 0,
+          batch_size: int = 8, device: str = "cpu", progress: bool = True, out: str | Path | None = None,
+          overwrite: bool = False) -> PruneResult:
+    """Pruning curves: the metric after removing each fraction of heads, by several removal orders; ``keep``
+    names heads (``L.H``) the keep order never removes. ``r.figure()`` draws them. With ``out``, writes
+    ``prune.json`` and ``prune.png``."""
+    from ..ablation.prune import prune_curves, write_prune
+
+    with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
+        r = prune_curves(model, samples=samples, window=window, keep=keep, seed=seed, batch_size=batch_size,
+                         progress=progress, device=device)
+        if folder is not None:
+            write_prune(r, folder)
+    return r
+
+
+def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = None,
+            out: str | Path | None = None) -> list[Any]:
+    """A seeded stimulus suite (texts with their target character spans); ``model``'s tokenizer draws the
+    random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there."""
+    from ..stimuli import make_suite, write_jsonl
+
+    opts: dict[str, Any] = {}
+    if suite == "contexts" and model is not None:
+        from ..models import load
+
+        opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
+    items = list(make_suite(suite, n, seed, **opts))
+    if out is not None:
+        write_jsonl(items, out)
+    return items

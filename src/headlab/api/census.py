@@ -1,0 +1,142 @@
+"""Python twins of the census: ``headlab scan`` (with its folder, checkpoints and per-sample file) and
+``headlab top``."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..detectors import DEFAULT_DETECTORS, Detector
+from ..display import Displayable
+from ..errors import HeadlabError
+from ..models import LoadedModel
+from ..scan import ScanResult
+
+_FILES = ["scan.json", "heads.csv"]
+
+
+def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
+         detectors: Sequence[str | Detector] = DEFAULT_DETECTORS, target: str = "/", bare: bool = False,
+         queries: str = "can-see", max_offset: int = 8, threshold: float = 0.5, consecutive: int = 3,
+         max_samples: int | None = 512, batch_size: int = 8, max_length: int = 128, stride: int | None = None,
+         target_filter: str = "any", seed: int = 0, route: str = "auto", chunk_mb: float = 256.0,
+         checkpoint_every: int | None = None, resume: bool = False, per_sample: str | Path | None = None,
+         device: str = "cpu", progress: bool = True, out: str | Path | None = None,
+         overwrite: bool = False) -> ScanResult:
+    """Score every head of ``model`` with ``detectors`` over ``texts`` or ``corpus`` (named sources or paths;
+    default wiki pydoc), streaming windows of ``max_length`` tokens (``stride`` apart; default no overlap), at
+    most ``max_samples`` of them (None or 0: all). The token detector scores mass on ``target`` (``bare``: the
+    plain token only; ``queries``: "can-see" or "all"); the SDH rule is mass > ``threshold`` in ``consecutive``
+    consecutive samples that hold the target. ``route`` picks the capture route (auto: fused where possible;
+    no T×T matrix is built on the fused and chunked routes; ``chunk_mb`` bounds one block).
+
+    With ``out``: writes ``scan.json`` and ``heads.csv``, a checkpoint every ``checkpoint_every`` samples
+    (``resume`` continues one), and ``per_sample`` (a ``.parquet`` file: one row of scores per sample).
+    Under torchrun only rank 0 writes. ``means[detector]`` of the result is ``(L, H)`` (offset: ``(L, H, K+1)``).
+
+    Example::
+
+        r = headlab.scan("minilm-l6", max_samples=64)
+        r.to_pandas().nlargest(5, "token")      # the heads that give most attention to '/'
+    """
+    from ..distributed import device_for, world
+    from ..io import claim_file, writing
+    from ..scan import scan as run
+    from ..scan_stream import CKPT_JSON
+
+    w = world()
+    if per_sample is not None and not str(per_sample).endswith(".parquet"):
+        raise HeadlabError(f"--per-sample {per_sample}: give a .parquet file path")
+    if (resume or checkpoint_every) and out is None:
+        raise HeadlabError("checkpoints live in the output folder: pass --out (out=) to checkpoint or resume")
+    if out is not None:
+        _check_resume(Path(out), resume, overwrite, w.main, CKPT_JSON)
+    if w.main and per_sample is not None:
+        claim_file(per_sample, overwrite)
+    # one writer per folder: under torchrun only rank 0 claims and locks it
+    held = writing(out, _FILES, overwrite) if out is not None and w.main else contextlib.nullcontext(out)
+    with held as folder:
+        r = run(model, texts, corpus=corpus, detectors=detectors, target=target, bare=bare, queries=queries,
+                max_offset=max_offset, threshold=threshold, consecutive=consecutive,
+                max_samples=max_samples or None, batch_size=batch_size, max_length=max_length, stride=stride,
+                seed=seed, target_filter=target_filter, progress=progress, device=device_for(device, w),
+                route=route, chunk_mb=chunk_mb, checkpoint_dir=folder, checkpoint_every=checkpoint_every,
+                resume=resume, per_sample=per_sample)
+        if folder is not None and w.main:
+            r.write(folder)
+            _drop_checkpoint(Path(folder), r.interrupted)
+    return r
+
+
+def _check_resume(out: Path, resume: bool, overwrite: bool, main: bool, ckpt: str) -> None:
+    if resume and overwrite:
+        raise HeadlabError("--resume continues the scan in --out and --overwrite starts it over: pass one of them")
+    if resume and not (out / ckpt).exists():
+        raise HeadlabError(f"{out} holds no scan checkpoint to resume; run without --resume")
+    if main and not resume and not overwrite and (out / ckpt).exists():
+        raise HeadlabError(f"{out} holds the checkpoint of an unfinished scan; pass --resume to continue it or "
+                           "--overwrite to start over")
+
+
+def _drop_checkpoint(out: Path, interrupted: bool) -> None:
+    """A finished scan's checkpoint has served its purpose; an interrupted one keeps it for --resume."""
+    from ..scan_stream import CKPT_JSON, CKPT_NPZ
+
+    if not interrupted:
+        for name in (CKPT_JSON, CKPT_NPZ):
+            (out / name).unlink(missing_ok=True)
+
+
+@dataclasses.dataclass
+class TopSamples(Displayable):
+    """The samples where one head scores highest: rank, score, sample, document, window and decoded text."""
+
+    head: str
+    detector: str
+    source: str
+    rows: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        lines = [f"top {len(self.rows)} samples of head {self.head} by {self.detector} in {self.source}", "",
+                 "| rank | score | sample | document | window | text |", "|---|---|---|---|---|---|"]
+        for i, r in enumerate(self.rows, 1):
+            text = " ".join(str(r["text"]).split())[:160].replace("|", "\\|")
+            lines.append(f"| {i} | {r['score']:.4f} | {r['sample']} | {r['doc']} | {r['window']} | {text} |")
+        return "\n".join(lines) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.rows]
+
+
+def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
+        model: str | None = None) -> TopSamples:
+    """The ``k`` samples where ``head`` (``L.H``) scores highest under ``detector``, read from a scan's
+    per-sample Parquet (``source``: the file, or the scan folder that names it); texts decoded with ``model``'s
+    tokenizer (default: the scan's model)."""
+    import json
+
+    from ..head import Head
+    from ..models.loader import load_tokenizer
+    from ..persample import top as ranked
+
+    path = Path(source)
+    if path.is_dir():
+        scan_json = path / "scan.json"
+        if not scan_json.exists():
+            raise HeadlabError(f"{path} holds no scan.json; give the .parquet file of scan --per-sample")
+        settings = json.loads(scan_json.read_text())
+        model = model or settings["model"]
+        found = settings["settings"].get("per_sample")
+        if not found:
+            raise HeadlabError(f"the scan in {path} wrote no per-sample file; rerun it with --per-sample FILE.parquet")
+        path = Path(found)
+    if not path.exists():
+        raise HeadlabError(f"{path} does not exist")
+    name = str(Head.parse(head))
+    rows = ranked(path, name, detector, k)
+    tok = load_tokenizer(model) if model else None
+    for row in rows:
+        row["text"] = tok.decode(row["ids"], skip_special_tokens=True) if tok is not None else None
+    return TopSamples(name, detector, str(path), rows)

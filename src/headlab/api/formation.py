@@ -1,0 +1,121 @@
+"""Python twins of the formation work: ``headlab train``, ``track``, ``predict`` and ``induce``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Sequence
+
+from ..display import Displayable
+from ..errors import HeadlabError
+from ..track.predict import PredictResult
+from ..track.scores import TrackResult
+from ..train.config import TrainConfig
+from . import Written, saving
+
+
+@dataclasses.dataclass
+class TrainedRun(Displayable):
+    """A finished (or resumed and finished) training run: its folder, steps and throughput."""
+
+    folder: Path
+    steps: int
+    tokens_per_s: float
+    checkpoints: list[int]
+    main: bool = True  # False on the other ranks under torchrun
+
+    def markdown(self) -> str:
+        return (f"trained **{self.steps}** steps ({self.tokens_per_s:.0f} tokens/s) into `{self.folder}`; "
+                f"{len(self.checkpoints)} checkpoints (steps {', '.join(map(str, self.checkpoints))})\n")
+
+
+def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = False, seed: int | None = None,
+          device: str = "cpu", progress: bool = True) -> TrainedRun:
+    """Train a small Transformer from scratch on real text: ``config`` is a TOML file (see configs/ and
+    docs/training.md) or a :class:`~headlab.train.config.TrainConfig`; ``seed`` overrides ``optim.seed``. The
+    run folder ``out`` gets checkpoints, metrics, gradient signals and the head monitor's rows; ``resume``
+    continues from its last good checkpoint. Also runs under torchrun.
+
+    Example::
+
+        run = headlab.train("configs/smoke.toml", out="runs/smoke")
+        headlab.track(run.folder).figure("previous-token")
+    """
+    from ..track.training import tracked_training
+    from ..train import load_config
+    from ..train.checkpoint import checkpoints
+
+    cfg = config if isinstance(config, TrainConfig) else load_config(config)
+    if seed is not None:
+        cfg.optim.seed = seed
+    t = tracked_training(cfg, out, resume=resume, progress=progress, device=device)
+    steps = [s for s, _ in checkpoints(Path(out))] if t.main else []
+    return TrainedRun(Path(out), t.cfg.optim.steps, float(t.tokens_per_s), steps, t.main)
+
+
+def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True, out: str | Path | None = None,
+          overwrite: bool = False) -> TrackResult:
+    """Score every head at every checkpoint of a training run (slash mass on ``n`` slash stimuli, and the census
+    detectors on the run's probe windows); phases and plots are written to ``out`` (default RUN/track).
+    ``r.figure(metric)`` draws one metric over training; ``to_pandas()``: one row per (step, metric, head)."""
+    from ..io import writing
+    from ..track.report import write_track_report
+    from ..track.scores import track as run_track
+
+    with writing(out or Path(run) / "track", ["track.json", "track.md"], overwrite) as folder:
+        t = run_track(run, n_stimuli=n, seed=seed, progress=progress)
+        t.write(folder)
+        write_track_report(t, Path(run), folder)
+    return t
+
+
+def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", threshold: float | None = None,
+            early: float = 0.1, out: str | Path | None = None) -> PredictResult:
+    """Predict from the first ``early`` share of training which heads end with ``metric`` >= ``threshold``
+    (default: the tracker's threshold for the metric), over tracked runs of several seeds, leave one seed out:
+    precision, recall and ROC AUC of the early model and of the early score alone."""
+    from ..track.predict import RunData, early_prediction
+    from ..track.report import THRESHOLDS
+    from ..track.scores import read_signals
+    from ..train.config import load_config
+
+    data = []
+    for r in runs:
+        path = Path(r) / "track" / "track.json"
+        if not path.exists():
+            raise HeadlabError(f"{r} has not been tracked: run headlab track {r} first")
+        t = TrackResult.from_json(json.loads(path.read_text()))
+        if metric not in t.scores:
+            raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(t.scores)}")
+        steps, sig = read_signals(r)
+        data.append(RunData(str(r), t, steps, sig, load_config(Path(r) / "config.toml").optim.steps))
+    thr = threshold if threshold is not None else THRESHOLDS.get(metric, 0.5)
+    try:
+        res = early_prediction(data, metric, thr, early)
+    except ValueError as exc:
+        raise HeadlabError(str(exc)) from None
+    if out is not None:
+        res.write(Path(out) / "predict.json")
+    return res
+
+
+def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = None,
+           seeds: Sequence[int] = (0, 1, 2), heads: Sequence[str] = ("1.0",), weight: float = 1.0,
+           stop: float = 0.6, slash_share: float = 0.5, draws: int = 10, progress: bool = True,
+           overwrite: bool = False) -> Written:
+    """Grow a ``/`` head on purpose: train ``config`` under each arm (default: all; the data lever with
+    ``slash_share``, the auxiliary loss on ``heads`` with ``weight`` until ``stop`` of the run, the
+    initialization lever, and their combinations) and seed; measure every checkpoint on held-out probe windows;
+    ablate against ``draws`` matched random heads. Writes ``induce.md``, ``induce.json`` and ``induce.png``;
+    finished runs in ``out/runs`` are reused and interrupted ones resumed."""
+    from ..induction.arms import ARMS, Levers
+    from ..induction.study import induce as run
+
+    if not Path(config).is_file():
+        raise HeadlabError(f"config file {config} does not exist")
+    levers = Levers(slash_share=slash_share, heads=list(heads), weight=weight, stop=stop)
+    with saving(out, ["induce.json", "induce.md"], overwrite) as folder:
+        summary = run(config, folder, list(arms or ARMS), list(seeds), levers,  # type: ignore[arg-type]
+                      draws=draws, progress=progress)
+    return Written(Path(out), "induce.md", summary)

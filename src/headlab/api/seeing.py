@@ -1,0 +1,98 @@
+"""Python twins of ``headlab view`` and ``headlab report``: the viewer as an object that shows itself in a
+notebook, and the report of a run folder."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..display import Displayable
+from ..errors import HeadlabError
+from ..viewer.data import ViewData
+from . import Written
+
+#: the inline frame runs the page's scripts but gets an opaque origin: no cookies, no storage, no access to the
+#: notebook; the page's own Content-Security-Policy (no request to any host) still applies inside it.
+_SANDBOX = "allow-scripts"
+
+
+class ViewerPage(Displayable):
+    """The self-contained offline attention viewer for one source. In a notebook it shows inline (an
+    ``<iframe srcdoc>`` holding the same page :meth:`save` writes); ``html`` is the page itself."""
+
+    def __init__(self, data: ViewData, page: str, height: int = 760) -> None:
+        self.data = data
+        self.html = page
+        self.height = height
+
+    def markdown(self) -> str:
+        return f"attention viewer: {self.data.title} ({len(self.html) / 1e6:.2f} MB page)\n"
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" sandbox="{_SANDBOX}" '
+                f'style="width:100%;height:{self.height}px;border:1px solid #ddd" '
+                f'title="{html.escape(self.data.title, quote=True)}"></iframe>')
+
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the page to ``path`` (an ``.html`` file; an existing file is replaced only with ``overwrite``)."""
+        from ..io import claim_file, write_text_atomic
+
+        claim_file(path, overwrite)
+        return write_text_atomic(path, self.html)
+
+
+def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> list[tuple[str, str]] | None:
+    if isinstance(text, str):
+        text = [text]
+    texts = [(f"text {i}", t) for i, t in enumerate(text or [])]
+    if texts_file:
+        try:
+            lines = Path(texts_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HeadlabError(f"cannot read {texts_file} as UTF-8 text: {exc}") from None
+        texts += [(f"{Path(texts_file).name}:{i + 1}", t) for i, t in enumerate(lines) if t.strip()]
+        if not texts:
+            raise HeadlabError(f"{texts_file} holds no text")
+    return texts or None
+
+
+def view(source: str | Path, *, text: Sequence[str] | str | None = None, texts_file: str | Path | None = None,
+         scale: str = "sqrt", device: str = "cpu", progress: bool = True, out: str | Path | None = None,
+         overwrite: bool = False) -> ViewerPage:
+    """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores
+    colour the grid), a training run (a checkpoint slider) or a retrieval run (the labelled circuit). ``text``
+    (one or several) or ``texts_file`` (one text a line) replace the default texts; ``scale``: sqrt (default;
+    diffuse attention stays visible) or linear (smaller files). With ``out``, writes the page there too.
+
+    Example::
+
+        page = headlab.view("minilm-l6", text="see https://example.org/a/b")
+        page             # shown inline in Jupyter; no request leaves the page
+        page.save("runs/view.html")
+    """
+    from ..viewer import build
+    from ..viewer.page import render
+
+    if out is not None:
+        from ..io import claim_file
+
+        claim_file(out, overwrite)  # before the work, as the command does
+    data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale)
+    page = ViewerPage(data, render(data))
+    if out is not None:
+        page.save(out, overwrite=True)
+    return page
+
+
+def report(run: str | Path, *, title: str | None = None, out: str | Path | None = None,
+           overwrite: bool = False) -> Written:
+    """A Markdown and HTML report with PNG figures of every headlab result found in ``run`` (two levels deep),
+    written to ``out`` (default RUN/report)."""
+    from ..io import writing
+    from ..report import report as run_report
+
+    folder = Path(out) if out is not None else Path(run) / "report"
+    with writing(folder, ["report.md", "report.html"], overwrite) as o:
+        r: Any = run_report(run, o, title)
+    return Written(folder, "report.md", r)

@@ -1,0 +1,91 @@
+"""Python twins of the cross-model study: ``headlab claims``, ``compare``, ``scale`` and ``languages``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ..analysis.claims import ClaimsResult
+from ..analysis.languages import LanguagesResult
+from ..models import LoadedModel
+from . import Written, saving
+
+
+def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512,
+           corpus: Sequence[str] | None = None, target_filter: str = "any", kappa: float = 0.5, ablate: int = 0,
+           monitor_evaluations: str | Path | None = None, seed: int = 0, batch_size: int = 8, device: str = "cpu",
+           progress: bool = True, out: str | Path = "runs/claims", overwrite: bool = False,
+           resume: bool = False) -> ClaimsResult:
+    """Measure each claim of the slash-dominance write-up on every model: one row per claim, the measured value
+    with its 95% interval and a verdict by the printed rule. Scans ``scan_samples`` windows of ``corpus``
+    (``target_filter="with-target"``: only windows holding ``/``), characterizes with ``n`` items per suite;
+    ``ablate`` > 0 measures claim 8 on decoders against that many matched random sets; claim 9 is read from
+    ``monitor_evaluations`` (folders of ``headlab monitor evaluate``). Writes ``claims.md``, ``claims.json``
+    and each model's scan and characterization under ``out`` (``resume`` reuses those with the same settings).
+
+    Example::
+
+        r = headlab.claims(["minilm-l6"], n=12, scan_samples=64, out="runs/claims-demo")
+        r.to_pandas()[["claim", "model", "value", "lower", "upper", "verdict"]]
+    """
+    from ..analysis.claims import claims as run
+
+    with saving(out, ["claims.json", "claims.md"], overwrite) as folder:
+        r = run(models, n=n, scan_samples=scan_samples, kappa=kappa, seed=seed, batch_size=batch_size,
+                progress=progress, device=device, on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
+                save_dir=str(folder), ablation_draws=ablate, monitor_dir=monitor_evaluations, corpus=corpus,
+                target_filter=target_filter, resume=resume)
+        r.write(folder)  # type: ignore[arg-type]
+    return r
+
+
+def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare") -> Written:
+    """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
+    ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
+    slash-pattern share. ``records()``: one row per run."""
+    from ..analysis.compare import compare as run
+
+    sums = run(runs, out, kappa)
+    return Written(Path(out), "compare.md", sums)
+
+
+def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> Written:
+    """Specialization against parameter count, one point per scanned model (scan folders, or folders of them):
+    share of heads per kind, highest mass on ``/`` and top SlashScore. Writes ``scale.md``, ``scale.json`` and
+    ``scale.png``; ``records()``: one row per model."""
+    from ..analysis.scale import scale as run
+    from ..analysis.scale import scan_files
+
+    scan_files(runs)  # every folder is checked before the output folder is claimed
+    with saving(out, ["scale.json", "scale.md", "scale.png"], overwrite) as folder:
+        points = run(runs, folder)  # type: ignore[arg-type]
+    return Written(Path(out), "scale.md", points)
+
+
+def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = ("en", "zh", "de", "fr", "ja"),
+              n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu",
+              out: str | Path | None = "runs/languages", overwrite: bool = False) -> list[LanguagesResult]:
+    """Per model and language (the first is the reference): every head's mass on ``/`` in the slash stimulus
+    suite with its interval, the strict rule's SDHs, and whether the reference's top head stays on top. With
+    ``out``, writes ``languages.md`` and ``MODEL/languages.json`` (finished models are kept if one fails)."""
+    from ..analysis.claims import folder_name
+    from ..analysis.languages import by_language
+    from ..io import write_text_atomic
+    from ..models.loader import check_source
+
+    for m in models:  # every model is checked before the first is measured
+        if not isinstance(m, LoadedModel):
+            check_source(m)
+    results = []
+    with saving(out, ["languages.md"], overwrite) as folder:
+        parts = ["# `/` heads across languages (slash stimulus suite)", ""]
+        for m in models:
+            print(f"measuring {m if isinstance(m, str) else m.name}", file=sys.stderr)
+            r = by_language(m, languages, n=n, seed=seed, batch_size=batch_size, device=device)
+            results.append(r)
+            parts.append(r.markdown())
+            if folder is not None:
+                r.write(folder / folder_name(m))
+                write_text_atomic(folder / "languages.md", "\n".join(parts))
+    return results

@@ -1,0 +1,69 @@
+"""How results show themselves in a notebook: HTML from their Markdown summary, tables as data frames.
+
+A result opts in by inheriting :class:`Displayable` and giving ``markdown()`` (the summary a person reads: top
+heads, verdicts, effects with their intervals) and, where a table is natural, ``records()`` (one dict per row).
+Jupyter calls ``_repr_html_``; ``to_pandas()`` / ``to_polars()`` build frames from the same rows, so a notebook
+and the written files never disagree.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .errors import HeadlabError
+
+_STYLE = ("<style>.headlab-result table{border-collapse:collapse;font-size:12px}"
+          ".headlab-result td,.headlab-result th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+          ".headlab-result pre{font-size:12px}</style>")
+
+
+def markdown_html(text: str) -> str:
+    """``text`` (Markdown with pipe tables) as an HTML fragment for a notebook cell."""
+    import markdown
+
+    return f'{_STYLE}<div class="headlab-result">{markdown.markdown(text, extensions=["tables"])}</div>'
+
+
+def preformatted_html(text: str) -> str:
+    """A plain-text summary (fixed-width columns) as an HTML fragment."""
+    return f'{_STYLE}<div class="headlab-result"><pre>{html.escape(text)}</pre></div>'
+
+
+class Displayable:
+    """Mixin: ``_repr_html_`` from ``markdown()``, data frames from ``records()``."""
+
+    def markdown(self) -> str:
+        raise NotImplementedError
+
+    def records(self) -> list[dict[str, Any]]:
+        raise HeadlabError(f"{type(self).__name__} has no natural table; read its fields instead")
+
+    def _repr_html_(self) -> str:
+        return markdown_html(self.markdown())
+
+    def to_pandas(self) -> Any:
+        """The rows of :meth:`records` as a ``pandas.DataFrame`` (needs pandas: ``pip install pandas``)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise HeadlabError("to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame.from_records(self.records())
+
+    def to_polars(self) -> Any:
+        """The rows of :meth:`records` as a ``polars.DataFrame`` (needs polars: ``pip install polars``)."""
+        try:
+            import polars as pl
+        except ImportError:
+            raise HeadlabError("to_polars needs polars: pip install polars") from None
+        return pl.DataFrame(self.records())
+
+
+def flat(prefix: str, value: Any) -> dict[str, Any]:
+    """Nested dicts as one row: ``{"a": {"b": 1}}`` becomes the column ``a_b``; lists stay one cell."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(flat(f"{prefix}_{k}" if prefix else str(k), v))
+        return out
+    return {prefix: value}

@@ -1,0 +1,50 @@
+"""Python twins of ``headlab models list | install | check | families | verify`` (exported by
+:mod:`headlab.models` under the command names: ``headlab.models.list()`` and so on)."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from .registry import install
+
+
+def list_() -> list[dict[str, Any]]:
+    """Each named offline model: name, whether it is installed, download size (MB) and architecture."""
+    from .registry import NAMED_MODELS
+
+    return [{"name": m.name, "installed": m.installed(), "download_mb": m.download_mb,
+             "architecture": m.architecture} for m in NAMED_MODELS.values()]
+
+
+def check(model: str) -> dict[str, Any]:
+    """Whether headlab supports ``model`` (named, HF directory or hub id), from its config alone: family,
+    capture route, census routes, intervention sites. No weights are read."""
+    from .check import report, skeleton
+
+    return report(skeleton(model))
+
+
+def families() -> str:
+    """The supported architecture families as a Markdown table."""
+    from .adapters import families_table
+
+    return families_table()
+
+
+def verify() -> list[dict[str, Any]]:
+    """Every cached model copy compared with the digests written with it; a damaged copy is removed (the next
+    load rebuilds it). One record per copy: folder and ``damage`` (None when sound)."""
+    from .cache import cache_dir, damage
+
+    folders = sorted(p for p in (cache_dir() / "models").glob("*") if p.is_dir() and not p.name.endswith(".partial"))
+    out = []
+    for f in folders:
+        why = damage(f, full=True)
+        if why is not None:
+            shutil.rmtree(f)
+        out.append({"folder": str(f), "damage": why})
+    return out
+
+
+__all__ = ["check", "families", "install", "list_", "verify"]

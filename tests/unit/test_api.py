@@ -1,0 +1,127 @@
+"""The Python API is the CLI's other face: every command has a public twin, the CLI calls it, their option
+names and defaults are the same; results render in a notebook and give data frames."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+import headlab
+from headlab.cli import build_parser
+from headlab.errors import HeadlabError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: command path -> its public Python twin
+TWINS = {
+    "models list": headlab.models.list, "models install": headlab.models.install,
+    "models check": headlab.models.check, "models families": headlab.models.families,
+    "models verify": headlab.models.verify, "stimuli": headlab.stimuli, "characterize": headlab.characterize,
+    "ablate": headlab.ablate, "importance": headlab.importance, "prune": headlab.prune, "claims": headlab.claims,
+    "compare": headlab.compare, "scale": headlab.scale, "languages": headlab.languages, "scan": headlab.scan,
+    "top": headlab.top, "monitor fit": headlab.monitor.fit, "monitor check": headlab.monitor.check,
+    "monitor evaluate": headlab.monitor.evaluate, "train": headlab.train, "track": headlab.track,
+    "predict": headlab.predict, "induce": headlab.induce, "retrieval generate": headlab.retrieval.generate,
+    "retrieval train": headlab.retrieval.train, "retrieval sweep": headlab.retrieval.sweep,
+    "retrieval analyze": headlab.retrieval.analyze, "retrieval emergence": headlab.retrieval.emergence,
+    "retrieval eval-llm": headlab.retrieval.eval_llm, "view": headlab.view, "report": headlab.report,
+}
+#: options that only shape what the command prints or checks after the work (no Python counterpart)
+PRINT_ONLY = {"scan": {"top"}, "view": {"check"}}
+PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd"}
+
+
+def _leaves(p: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            out = {}
+            for name, sub in action.choices.items():
+                out.update(_leaves(sub, path + (name,)))
+            return out
+    return {" ".join(path): p}
+
+
+LEAVES = _leaves(build_parser())
+
+
+def test_every_command_has_a_public_python_twin_that_the_cli_calls() -> None:
+    assert set(LEAVES) == set(TWINS)
+    for cmd, p in LEAVES.items():
+        assert p.get_default("api") is TWINS[cmd], cmd
+
+
+@pytest.mark.parametrize("cmd", sorted(TWINS))
+def test_option_names_and_defaults_are_the_twins(cmd: str) -> None:
+    params = inspect.signature(TWINS[cmd]).parameters
+    dests = {a.dest for a in LEAVES[cmd]._actions} - PARSER_KEYS - {"help"} - PRINT_ONLY.get(cmd, set())
+    assert dests <= set(params), f"{cmd}: options without a Python parameter: {sorted(dests - set(params))}"
+    for name in dests - {"out"}:
+        default = params[name].default
+        if default is not inspect.Parameter.empty:
+            assert LEAVES[cmd].get_default(name) == default, f"{cmd} --{name}"
+    if "no_progress" in {a.dest for a in LEAVES[cmd]._actions}:
+        assert params["progress"].default is True
+
+
+def test_the_cli_runs_the_twin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from headlab.cli import main
+
+    out = tmp_path / "ex.jsonl"
+    assert main(["retrieval", "generate", "--form", "assign", "--depth", "2", "--n", "5", "--out", str(out)]) == 0
+    rows = headlab.retrieval.generate(form="assign", depth=2, n=5)
+    assert [json.loads(line) for line in out.read_text().splitlines()] == rows
+    assert "wrote 5 assign examples" in capsys.readouterr().out
+
+
+def test_sweep_result_renders_and_tabulates() -> None:
+    from headlab.tasks.sweep import SweepResult
+
+    r = SweepResult.read(ROOT / "results/retrieval/map/sweep.json")
+    html = r._repr_html_()
+    assert "<table>" in html and "bound log₃(2D)" in html and "chain" in html
+    df = r.to_pandas()
+    assert len(df) == len(r.cells) and {"cell", "seeds", "successes"} <= set(df.columns)
+    fig = r.figure()
+    from matplotlib.figure import Figure
+
+    assert isinstance(fig, Figure) and len(fig.axes) >= len(r.grid["curricula"])
+
+
+def test_eval_llm_result_renders_intervals() -> None:
+    from headlab.tasks.llm_eval import EvalLLMResult
+
+    r = EvalLLMResult.read(ROOT / "results/retrieval/eval-llm/smollm2-135m-0shot/eval_llm.json")
+    df = r.to_pandas()
+    assert len(df) == len(r.cells) and (df["lower"] <= df["accuracy"]).all() and (df["accuracy"] <= df["upper"]).all()
+    c = r.cells[0]
+    assert f"{c['accuracy']:.3f} [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}]" in r._repr_html_()
+
+
+def test_a_result_without_a_table_says_so() -> None:
+    from headlab.tasks.analyze import EmergenceResult
+
+    e = EmergenceResult(runs=[], most_common_order=[], same_order=0, n_runs=0, pairwise=[])
+    assert "n_runs | 0" in e.markdown()
+    with pytest.raises(HeadlabError, match="no natural table"):
+        e.to_pandas()
+
+
+def test_figures_for_files_do_not_switch_a_notebook_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import matplotlib
+
+    from headlab.plotting import pyplot
+
+    before = matplotlib.get_backend()
+    monkeypatch.setitem(sys.modules, "ipykernel", sys)  # as inside a Jupyter kernel
+    matplotlib.use("svg")
+    try:
+        pyplot()
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)
