@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from ..display import Displayable
 from ..errors import HeadlabError
+from ..models.loaded import LoadedModel
 from ..viewer.data import ViewData
 from . import Written
 
@@ -57,7 +58,7 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
     return texts or None
 
 
-def view(source: str | Path, *, text: Sequence[str] | str | None = None, texts_file: str | Path | None = None,
+def view(source: "str | Path | LoadedModel", *, text: Sequence[str] | str | None = None, texts_file: str | Path | None = None,
          scale: str = "sqrt", device: str = "cpu", progress: bool = True, out: str | Path | None = None,
          overwrite: bool = False) -> ViewerPage:
     """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores

@@ -11,19 +11,22 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import HeadlabError
+from ..models.loaded import LoadedModel
 from .codec import SCALES, dequantize, quantize
 from .data import ViewData, ViewSample
 from .page import render, write_html
 from .sources import from_model, from_retrieval, from_scan, from_training, kind_of
 
 
-def build(source: str | Path, texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
+def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
           progress: bool = True, scale: str = "sqrt") -> ViewData:
     """The page's data for ``source``; ``texts`` are ``(name, text)`` pairs shown instead of the defaults
     (not used for retrieval runs, whose inputs are task examples); ``scale``: map quantization, ``sqrt``
     (default: diffuse attention stays visible) or ``linear`` (about 5x smaller files on long inputs)."""
     if scale not in SCALES:
         raise HeadlabError(f"unknown scale {scale!r}; known: {', '.join(SCALES)}")
+    if isinstance(source, LoadedModel):  # already loaded (a notebook's model object)
+        return from_model(source, texts, None, device, progress, scale)
     kind = kind_of(source)
     if kind == "retrieval":
         return from_retrieval(Path(source), progress, scale=scale)

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import HeadlabError
+from ..models.loaded import LoadedModel
 from ..progress import bar as progress_bar
 from .data import ViewData, ViewSample, make_sample, store_maps, text_sample
 
@@ -62,14 +63,15 @@ def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.nd
     return out
 
 
-def from_model(source: str, texts: Sequence[tuple[str, str]] | None, scan_json: dict[str, Any] | None = None,
-               device: str = "cpu", progress: bool = True, scale: str = "sqrt") -> ViewData:
+def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | None,
+               scan_json: dict[str, Any] | None = None, device: str = "cpu", progress: bool = True,
+               scale: str = "sqrt") -> ViewData:
     """A pretrained model: maps on ``texts`` (default: :func:`default_texts`), scores from ``scan_json`` when
     given (a corpus scan), else from a scan of the shown texts themselves."""
     from ..models import load
     from ..scan import scan
 
-    loaded = load(source, device=device)
+    loaded = source if isinstance(source, LoadedModel) else load(source, device=device)
     texts = list(texts) if texts else default_texts(loaded)
     samples = [text_sample(loaded, t, name) for name, t in texts]
     L, H = loaded.facts.n_layers, loaded.facts.n_heads

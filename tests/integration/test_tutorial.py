@@ -1,0 +1,61 @@
+"""docs/tutorial.ipynb runs top to bottom in a fresh Jupyter kernel, and its key outputs keep their shape."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import need
+
+pytestmark = pytest.mark.integration
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _kernel(tmp: Path) -> str:
+    """A kernel spec running this interpreter (a machine's own ``python3`` spec may point elsewhere)."""
+    spec = tmp / "kernels" / "headlab-tutorial"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "headlab tutorial", "language": "python"}))
+    return spec.name
+
+
+def _outputs(cell: dict) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for out in cell.get("outputs", []):
+        for mime, value in out.get("data", {}).items():
+            found[mime] = "".join(value) if isinstance(value, list) else str(value)
+    return found
+
+
+def test_tutorial_notebook_runs_and_shows_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    need("minilm-l6")
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(DOCS / "tutorial.ipynb", as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name=_kernel(tmp_path),
+                                     resources={"metadata": {"path": str(DOCS)}})
+    client.execute()  # raises CellExecutionError naming the cell when any cell fails
+    nbformat.write(nb, tmp_path / "executed.ipynb")  # kept for a failing assertion's inspection
+
+    by_source = {c["source"].splitlines()[-1]: _outputs(c) for c in nb.cells if c["cell_type"] == "code"}
+    census = by_source["census"]
+    assert "<pre>" in census["text/html"] and "minilm-l6: 6x12 heads, 64 samples (64 with target)" in census["text/html"]
+    top5 = by_source['heads.nlargest(5, "token")[["head", "layer", "index", "token", "previous_token", "sink", "sdh"]]']
+    assert top5["text/html"].count("</tr>") == 6  # header and five heads
+    assert "<table>" in by_source["ch"]["text/html"] and "Top 10 heads by mass on <code>/</code>" in by_source["ch"]["text/html"]
+    assert "matched random sets" in by_source["ab"]["text/html"]
+    assert by_source["page"]["text/html"].startswith('<iframe srcdoc="')
+    assert "trained <strong>60</strong> steps" in by_source["run"]["text/html"]
+    assert "image/png" in by_source['tracked.figure("previous-token")']
+    # long work shows notebook (widget) progress bars in Jupyter
+    widgets = [o for c in nb.cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+               if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert widgets, "no notebook progress bar was shown"
