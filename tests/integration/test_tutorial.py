@@ -47,10 +47,12 @@ def test_tutorial_notebook_runs_and_shows_results(tmp_path: Path, monkeypatch: p
 
     by_source = {c["source"].splitlines()[-1]: _outputs(c) for c in nb.cells if c["cell_type"] == "code"}
     census = by_source["census"]
-    assert "<pre>" in census["text/html"] and "minilm-l6: 6x12 heads, 64 samples (64 with target)" in census["text/html"]
+    assert "<pre>" in census["text/html"]
+    assert "minilm-l6: 6x12 heads, 64 samples (64 with target)" in census["text/html"]
     top5 = by_source['heads.nlargest(5, "token")[["head", "layer", "index", "token", "previous_token", "sink", "sdh"]]']
     assert top5["text/html"].count("</tr>") == 6  # header and five heads
-    assert "<table>" in by_source["ch"]["text/html"] and "Top 10 heads by mass on <code>/</code>" in by_source["ch"]["text/html"]
+    characterized = by_source["ch"]["text/html"]
+    assert "<table>" in characterized and "Top 10 heads by mass on <code>/</code>" in characterized
     assert "matched random sets" in by_source["ab"]["text/html"]
     assert by_source["page"]["text/html"].startswith('<iframe srcdoc="')
     assert "trained <strong>60</strong> steps" in by_source["run"]["text/html"]

@@ -58,9 +58,9 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
     return texts or None
 
 
-def view(source: "str | Path | LoadedModel", *, text: Sequence[str] | str | None = None, texts_file: str | Path | None = None,
-         scale: str = "sqrt", device: str = "cpu", progress: bool = True, out: str | Path | None = None,
-         overwrite: bool = False) -> ViewerPage:
+def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None = None,
+         texts_file: str | Path | None = None, scale: str = "sqrt", device: str = "cpu", progress: bool = True,
+         out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
     """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores
     colour the grid), a training run (a checkpoint slider) or a retrieval run (the labelled circuit). ``text``
     (one or several) or ``texts_file`` (one text a line) replace the default texts; ``scale``: sqrt (default;
