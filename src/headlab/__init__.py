@@ -13,7 +13,7 @@ natural. A command-line run and a Python call run the same code: the CLI parses 
     view(source) -> ViewerPage / report(run)             seeing it (the viewer shows inline in Jupyter)
     capture(model, callback)                   per-layer attention probabilities, one layer at a time
 
-Example::
+Example:
 
     import headlab
     r = headlab.scan("minilm-l6", max_samples=64)

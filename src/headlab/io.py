@@ -47,8 +47,8 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
         raise HeadlabError(f"--out {p} is an existing file, not a folder; choose a folder path")
     held = [f for f in files if (p / f).exists()]
     if held and not overwrite:
-        raise HeadlabError(f"{p} already holds {held[0]} from an earlier run; pass --overwrite to replace it, "
-                           "or choose another --out")
+        raise HeadlabError(f"{p} already holds {held[0]} from an earlier run; pass --overwrite (overwrite=True) to "
+                           "replace it, or choose another --out")
     base = p
     while not base.exists():
         base = base.parent

@@ -1,11 +1,12 @@
 """The retrieval problem from Python: the twins of ``headlab retrieval generate | train | sweep | analyze |
 emergence | eval-llm``, the same names (``eval_llm`` for ``eval-llm``) and defaults.
 
-Example::
+Example:
 
     from headlab import retrieval
     run = retrieval.train(depth=2, n_layers=2, steps=300, out="runs/ret-d2")
-    retrieval.analyze(run.folder)          # labelled heads, ablation check, emergence steps
+    run["success"], run["final_accuracy"]
+    retrieval.analyze("runs/ret-d2")       # labelled heads, ablation check, emergence steps
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .api import Summary, Written
+from .api import Summary
 from .errors import HeadlabError
 from .models import LoadedModel
 from .tasks.analyze import AnalyzeResult, EmergenceResult
@@ -47,21 +48,18 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
           batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
           positions: str = _shape("positions"), separator: bool = False, warmup_steps: int | None = None,
-          eval_every: int = 100, seed: int = 0, progress: bool = True) -> Written:
+          eval_every: int = 100, seed: int = 0, progress: bool = True) -> Summary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed or chain)
     into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
-    full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary."""
+    full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary (success, the
+    step of success, final accuracy by depth)."""
     from .tasks.training import RetrievalTask
 
     r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator), out,
                         n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
                         lr=lr, seed=seed, positions=positions, warmup_steps=warmup_steps, eval_every=eval_every,
                         progress=progress)
-    folder = Path(out)
-    from .io import write_text_atomic
-
-    write_text_atomic(folder / "summary.md", Summary(f"retrieval run {folder}", r).markdown())
-    return Written(folder, "summary.md", r)
+    return Summary(f"retrieval run {out}", r)
 
 
 def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[int] = DEFAULT_GRID["depths"],

@@ -392,3 +392,44 @@ def test_viewer_tokens_show_whole_characters_not_replacement_marks() -> None:
     hints = byte_hints(tok, ids, shown)  # the raw bytes behind each merged character, shown on hover
     split = bytes.fromhex(" ".join(h for h in hints if h)).decode("utf-8")
     assert split.strip() and all(c in text for c in split)
+
+
+# --- the same refusals from Python: one line naming the value and the fix, before any work -------------------
+def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
+    import headlab
+
+    (tmp / "held").mkdir()
+    (tmp / "held" / "characterize.json").write_text("earlier")
+    (tmp / "page.html").write_text("earlier")
+    (tmp / "untracked").mkdir()
+    return [
+        ("scan resume without a folder", lambda: headlab.scan("minilm-l6", resume=True), "pass --out (out=)"),
+        ("scan per-sample not parquet", lambda: headlab.scan("minilm-l6", per_sample=str(tmp / "s.csv")),
+         "give a .parquet file path"),
+        ("characterize into a held folder", lambda: headlab.characterize("minilm-l6", out=tmp / "held"),
+         "overwrite=True"),
+        ("view onto an existing page", lambda: headlab.view("minilm-l6", out=tmp / "page.html"), "overwrite=True"),
+        ("top of a missing file", lambda: headlab.top(tmp / "none.parquet", head="0.1"), "does not exist"),
+        ("check without a profile", lambda: headlab.monitor.check(tmp / "untracked", corpus=["wiki"]),
+         "holds no profile.json"),
+        ("predict an untracked run", lambda: headlab.predict([tmp / "untracked"]), "has not been tracked"),
+        ("induce a missing config", lambda: headlab.induce(tmp / "none.toml", out=tmp / "ind"), "does not exist"),
+    ]
+
+
+def test_python_api_refuses_before_the_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from headlab.errors import HeadlabError
+
+    def no_model(*_a: object, **_k: object) -> None:
+        raise AssertionError("the model was loaded before the input was checked")
+
+    import importlib
+
+    for where in ("headlab.models", "headlab.scan", "headlab.analysis.characterize", "headlab.ablation.metrics"):
+        monkeypatch.setattr(importlib.import_module(where), "load", no_model)
+    for name, run, phrase in _api_cases(tmp_path):
+        with pytest.raises(HeadlabError) as info:
+            run()
+        assert phrase in str(info.value) and "\n" not in str(info.value), name
+    assert (tmp_path / "held" / "characterize.json").read_text() == "earlier"
+    assert (tmp_path / "page.html").read_text() == "earlier"

@@ -182,3 +182,26 @@ def test_untracked_training_run_is_scored_on_the_shown_samples(tracked_run, tmp_
     assert data.phases is None
     assert all(np.isfinite(sc["previous-token"]).all() for sc in data.scores)
     assert "shown samples" in " ".join(data.notes)
+
+
+@pytest.mark.browser
+@pytest.mark.integration
+def test_inline_viewer_runs_inside_a_notebook_like_page_with_no_request(tmp_path):
+    """What Jupyter shows for ``headlab.view(...)``: the frame's page loads, draws and reacts, and neither it
+    nor its host requests anything."""
+    _browser_or_skip()
+    import headlab
+    from headlab.viewer.browser import open_page
+
+    need("minilm-l6")
+    inline = headlab.view("minilm-l6", text="See https://example.com/a/b and/or c.", progress=False)
+    host = tmp_path / "notebook.html"
+    host.write_text(f'<!DOCTYPE html><html><body data-ready="1"><h1>a notebook cell</h1>'
+                    f"{inline._repr_html_()}</body></html>")
+    with open_page(host) as (page, log):
+        frame = page.frames[1]
+        frame.wait_for_selector("body[data-ready='1']")
+        frame.click("#cell-2-3")
+        frame.wait_for_selector("#map[data-head='2.3']")
+        assert frame.locator("#tokens text.slash").count() >= 2
+    assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []

@@ -125,3 +125,19 @@ def test_figures_for_files_do_not_switch_a_notebook_backend(monkeypatch: pytest.
         assert matplotlib.get_backend() == "svg"
     finally:
         matplotlib.use(before)
+
+
+def test_defaults_written_in_the_help_are_the_real_ones() -> None:
+    import re
+
+    checked = 0
+    for cmd, p in LEAVES.items():
+        for a in p._actions:
+            m = re.search(r"\(default:? ([-0-9. ]+)\)", a.help or "")
+            if not m:
+                continue
+            shown = [float(x) for x in m.group(1).split()]
+            d = p.get_default(a.dest)
+            assert shown == [float(x) for x in (d if isinstance(d, (list, tuple)) else [d])], f"{cmd} --{a.dest}"
+            checked += 1
+    assert checked >= 20

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import HeadlabError
 from ..io import write_json_atomic, write_text_atomic
-from ..plotting import pyplot, save_figure
+from ..plotting import new_figure, save_figure
 from ..scan import ScanResult
 from .characterize import CharacterizeResult
 
@@ -109,14 +109,18 @@ def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = 0.5)
 
 
 def _plot(sums: Sequence[RunSummary], path: Path) -> None:
-    plt = pyplot()
+    save_figure(compare_figure(sums), path)
 
+
+def compare_figure(sums: Sequence[RunSummary]) -> Any:
+    """Per-layer maxima of the `/` scores against relative depth, one colour per run (matplotlib figure)."""
     panels = [
         ("token_by_layer", "max mean mass on '/' (corpus)"),
         ("marked_by_layer", "max mass on '/' (stimuli)"),
         ("offset_by_layer", "max best SlashScore(Δ) (corpus)"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig = new_figure(figsize=(13, 3.8))
+    axes = fig.subplots(1, 3)
     for ax, (attr, title) in zip(axes, panels):
         for i, s in enumerate(sums):  # one colour per run in every panel
             y = getattr(s, attr)
@@ -132,4 +136,4 @@ def _plot(sums: Sequence[RunSummary], path: Path) -> None:
     handles = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=s.model) for i, s in enumerate(sums)]
     axes[0].legend(handles=handles, fontsize=8)
     fig.tight_layout()
-    save_figure(fig, path)
+    return fig

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import HeadlabError
 from ..io import write_json_atomic, write_text_atomic
-from ..plotting import pyplot, save_figure
+from ..plotting import new_figure, save_figure
 from ..scan import ScanResult
 
 # kind -> (scan detector, threshold key of THRESHOLDS)
@@ -138,8 +138,13 @@ def markdown(points: Sequence[ScalePoint], settings: dict[str, Any]) -> str:
 
 
 def plot(points: Sequence[ScalePoint], path: Path) -> None:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    save_figure(scale_figure(points), path)
+
+
+def scale_figure(points: Sequence[ScalePoint]) -> Any:
+    """Share of heads per kind, highest `/` mass and top SlashScore against parameters (matplotlib figure)."""
+    fig = new_figure(figsize=(14, 4.2))
+    axes = fig.subplots(1, 3)
     marker = {"encoder": "o", "decoder": "s"}
     x = np.array([p.n_params for p in points], dtype=float)
     for i, kind in enumerate(list(KINDS) + ["/"]):
@@ -166,4 +171,4 @@ def plot(points: Sequence[ScalePoint], path: Path) -> None:
         if len(x):
             ax.set_xlim(x.min() / 2, x.max() * 3)
     fig.tight_layout()
-    save_figure(fig, path)
+    return fig

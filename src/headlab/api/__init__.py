@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..display import Displayable
+from ..errors import HeadlabError
 
 
 @contextlib.contextmanager
@@ -39,9 +40,16 @@ class Written(Displayable):
     folder: Path
     summary: str
     data: Any
+    figure_of: Callable[[Any], Any] | None = dataclasses.field(default=None, repr=False)
 
     def markdown(self) -> str:
         return (self.folder / self.summary).read_text(encoding="utf-8")
+
+    def figure(self) -> Any:
+        """The command's figure drawn again from ``data`` (a matplotlib figure)."""
+        if self.figure_of is None:
+            raise HeadlabError(f"{self.summary} has no figure to draw in Python; its PNG files are in {self.folder}")
+        return self.figure_of(self.data)
 
     def records(self) -> list[dict[str, Any]]:
         if not isinstance(self.data, list):

@@ -25,7 +25,7 @@ def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float =
     base items per suite. RoPE models also get the (κ, Δ) slash-pattern analysis on ``rope_samples`` prompts.
     With ``out``, writes ``characterize.json`` and ``characterize.md`` there.
 
-    Example::
+    Example:
 
         r = headlab.characterize("minilm-l6", n=12)
         r.to_pandas().sort_values("slash_mass").tail()   # one row per head, value and 95% interval
@@ -49,7 +49,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draw
     of ``window`` tokens (half with ``/``), target minus control with a bootstrap 95% interval and a permutation
     p-value. ``suites`` adds stimulus suites (``suite_n`` items each). With ``out``, writes ``ablate.json``.
 
-    Example::
+    Example:
 
         r = headlab.ablate("smollm2-135m", ["3.2", "5.7"], draws=10)
         r.control["interval"]     # target minus matched controls, 95%
@@ -69,7 +69,13 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
                seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
                out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
     """Every head's exact importance (the metric's change when that head alone is zeroed) and its gradient
-    importance, on ``samples`` corpus windows of ``window`` tokens. With ``out``, writes ``importance.json``."""
+    importance, on ``samples`` corpus windows of ``window`` tokens. With ``out``, writes ``importance.json``.
+
+    Example:
+
+        imp = headlab.importance("smollm2-135m", samples=16)
+        imp.to_pandas().nlargest(10, "exact_delta")   # the heads whose removal costs most
+    """
     from ..ablation.importance import importance as run
 
     with saving(out, ["importance.json"], overwrite) as folder:
@@ -85,7 +91,14 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
           overwrite: bool = False) -> PruneResult:
     """Pruning curves: the metric after removing each fraction of heads, by several removal orders; ``keep``
     names heads (``L.H``) the keep order never removes. ``r.figure()`` draws them. With ``out``, writes
-    ``prune.json`` and ``prune.png``."""
+    ``prune.json`` and ``prune.png``.
+
+    Example:
+
+        r = headlab.prune("smollm2-135m", keep=["3.2"])
+        r.figure()                                  # metric against the fraction of heads removed
+        r.to_pandas().pivot(index="fraction", columns="order")
+    """
     from ..ablation.prune import prune_curves, write_prune
 
     with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
@@ -99,7 +112,13 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
 def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = None,
             out: str | Path | None = None) -> list[Any]:
     """A seeded stimulus suite (texts with their target character spans); ``model``'s tokenizer draws the
-    random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there."""
+    random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there.
+
+    Example:
+
+        items = headlab.stimuli("slash", n=5)
+        items[0].text, items[0].spans    # the text and its target character spans [start, end)
+    """
     from ..stimuli import make_suite, write_jsonl
 
     opts: dict[str, Any] = {}

@@ -36,7 +36,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     (``resume`` continues one), and ``per_sample`` (a ``.parquet`` file: one row of scores per sample).
     Under torchrun only rank 0 writes. ``means[detector]`` of the result is ``(L, H)`` (offset: ``(L, H, K+1)``).
 
-    Example::
+    Example:
 
         r = headlab.scan("minilm-l6", max_samples=64)
         r.to_pandas().nlargest(5, "token")      # the heads that give most attention to '/'
@@ -114,7 +114,13 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
         model: str | None = None) -> TopSamples:
     """The ``k`` samples where ``head`` (``L.H``) scores highest under ``detector``, read from a scan's
     per-sample Parquet (``source``: the file, or the scan folder that names it); texts decoded with ``model``'s
-    tokenizer (default: the scan's model)."""
+    tokenizer (default: the scan's model).
+
+    Example:
+
+        headlab.scan("minilm-l6", per_sample="runs/s.parquet", out="runs/s")
+        headlab.top("runs/s", head="0.4", k=5)        # rank, score, document, window, text
+    """
     import json
 
     from ..head import Head

@@ -37,7 +37,7 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
     run folder ``out`` gets checkpoints, metrics, gradient signals and the head monitor's rows; ``resume``
     continues from its last good checkpoint. Also runs under torchrun.
 
-    Example::
+    Example:
 
         run = headlab.train("configs/smoke.toml", out="runs/smoke")
         headlab.track(run.folder).figure("previous-token")
@@ -58,7 +58,14 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
           overwrite: bool = False) -> TrackResult:
     """Score every head at every checkpoint of a training run (slash mass on ``n`` slash stimuli, and the census
     detectors on the run's probe windows); phases and plots are written to ``out`` (default RUN/track).
-    ``r.figure(metric)`` draws one metric over training; ``to_pandas()``: one row per (step, metric, head)."""
+    ``r.figure(metric)`` draws one metric over training; ``to_pandas()``: one row per (step, metric, head).
+
+    Example:
+
+        t = headlab.track("runs/smoke", n=8)
+        t.figure("previous-token")
+        t.to_pandas().query("metric == 'slash_mass'").pivot(index="step", columns="head", values="score")
+    """
     from ..io import writing
     from ..track.report import write_track_report
     from ..track.scores import track as run_track
@@ -74,7 +81,13 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
             early: float = 0.1, out: str | Path | None = None) -> PredictResult:
     """Predict from the first ``early`` share of training which heads end with ``metric`` >= ``threshold``
     (default: the tracker's threshold for the metric), over tracked runs of several seeds, leave one seed out:
-    precision, recall and ROC AUC of the early model and of the early score alone."""
+    precision, recall and ROC AUC of the early model and of the early score alone.
+
+    Example:
+
+        p = headlab.predict(["runs/s0", "runs/s1", "runs/s2"], metric="induction")
+        p.early_model["roc_auc"], p.early_score_alone["roc_auc"]
+    """
     from ..track.predict import RunData, early_prediction
     from ..track.report import THRESHOLDS
     from ..track.scores import read_signals
@@ -108,7 +121,13 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
     ``slash_share``, the auxiliary loss on ``heads`` with ``weight`` until ``stop`` of the run, the
     initialization lever, and their combinations) and seed; measure every checkpoint on held-out probe windows;
     ablate against ``draws`` matched random heads. Writes ``induce.md``, ``induce.json`` and ``induce.png``;
-    finished runs in ``out/runs`` are reused and interrupted ones resumed."""
+    finished runs in ``out/runs`` are reused and interrupted ones resumed.
+
+    Example:
+
+        study = headlab.induce("configs/induce.toml", out="runs/ind", arms=["plain", "aux"], seeds=[0])
+        study            # the verdict table; study.data is induce.json
+    """
     from ..induction.arms import ARMS, Levers
     from ..induction.study import induce as run
 

@@ -66,7 +66,7 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
     (one or several) or ``texts_file`` (one text a line) replace the default texts; ``scale``: sqrt (default;
     diffuse attention stays visible) or linear (smaller files). With ``out``, writes the page there too.
 
-    Example::
+    Example:
 
         page = headlab.view("minilm-l6", text="see https://example.org/a/b")
         page             # shown inline in Jupyter; no request leaves the page
@@ -89,7 +89,12 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
 def report(run: str | Path, *, title: str | None = None, out: str | Path | None = None,
            overwrite: bool = False) -> Written:
     """A Markdown and HTML report with PNG figures of every headlab result found in ``run`` (two levels deep),
-    written to ``out`` (default RUN/report)."""
+    written to ``out`` (default RUN/report).
+
+    Example:
+
+        headlab.report("runs/study")      # shows report.md; report.html beside it
+    """
     from ..io import writing
     from ..report import report as run_report
 

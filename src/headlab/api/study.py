@@ -8,6 +8,7 @@ from typing import Sequence
 
 from ..analysis.claims import ClaimsResult
 from ..analysis.languages import LanguagesResult
+from ..errors import HeadlabError
 from ..models import LoadedModel
 from . import Written, saving
 
@@ -24,13 +25,15 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     ``monitor_evaluations`` (folders of ``headlab monitor evaluate``). Writes ``claims.md``, ``claims.json``
     and each model's scan and characterization under ``out`` (``resume`` reuses those with the same settings).
 
-    Example::
+    Example:
 
         r = headlab.claims(["minilm-l6"], n=12, scan_samples=64, out="runs/claims-demo")
         r.to_pandas()[["claim", "model", "value", "lower", "upper", "verdict"]]
     """
     from ..analysis.claims import claims as run
 
+    if out is None:
+        raise HeadlabError("claims keeps each model's scan and characterization in its folder: give out=")
     with saving(out, ["claims.json", "claims.md"], overwrite) as folder:
         r = run(models, n=n, scan_samples=scan_samples, kappa=kappa, seed=seed, batch_size=batch_size,
                 progress=progress, device=device, on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
@@ -43,24 +46,37 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
 def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare") -> Written:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
-    slash-pattern share. ``records()``: one row per run."""
+    slash-pattern share. ``records()``: one row per run; ``figure()``: the per-layer maxima against depth.
+
+    Example:
+
+        c = headlab.compare(["runs/claims/minilm-l6", "runs/claims/smollm2-135m"])
+        c.to_pandas(); c.figure()
+    """
     from ..analysis.compare import compare as run
+    from ..analysis.compare import compare_figure
 
     sums = run(runs, out, kappa)
-    return Written(Path(out), "compare.md", sums)
+    return Written(Path(out), "compare.md", sums, compare_figure)
 
 
 def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> Written:
     """Specialization against parameter count, one point per scanned model (scan folders, or folders of them):
     share of heads per kind, highest mass on ``/`` and top SlashScore. Writes ``scale.md``, ``scale.json`` and
-    ``scale.png``; ``records()``: one row per model."""
+    ``scale.png``; ``records()``: one row per model; ``figure()``: the three panels.
+
+    Example:
+
+        s = headlab.scale(["runs/study-full/claims", "runs/study-full/trained"], out="runs/scale")
+        s.to_pandas()[["model", "n_params", "max_slash_mass"]]
+    """
     from ..analysis.scale import scale as run
-    from ..analysis.scale import scan_files
+    from ..analysis.scale import scale_figure, scan_files
 
     scan_files(runs)  # every folder is checked before the output folder is claimed
     with saving(out, ["scale.json", "scale.md", "scale.png"], overwrite) as folder:
         points = run(runs, folder)  # type: ignore[arg-type]
-    return Written(Path(out), "scale.md", points)
+    return Written(Path(out), "scale.md", points, scale_figure)
 
 
 def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = ("en", "zh", "de", "fr", "ja"),
@@ -68,7 +84,13 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
               out: str | Path | None = "runs/languages", overwrite: bool = False) -> list[LanguagesResult]:
     """Per model and language (the first is the reference): every head's mass on ``/`` in the slash stimulus
     suite with its interval, the strict rule's SDHs, and whether the reference's top head stays on top. With
-    ``out``, writes ``languages.md`` and ``MODEL/languages.json`` (finished models are kept if one fails)."""
+    ``out``, writes ``languages.md`` and ``MODEL/languages.json`` (finished models are kept if one fails).
+
+    Example:
+
+        [r] = headlab.languages(["smollm2-135m"], languages=["en", "de"], n=20, out=None)
+        r.to_pandas()[["language", "sdh", "reference_top_rank", "spearman"]]
+    """
     from ..analysis.claims import folder_name
     from ..analysis.languages import by_language
     from ..io import write_text_atomic

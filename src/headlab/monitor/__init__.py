@@ -23,7 +23,7 @@ def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 200
     detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
     to flag ``fpr`` of held-out reference documents. With ``out``, writes ``profile.json`` there.
 
-    Example::
+    Example:
 
         prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=400)
         res, rows = headlab.monitor.check(prof, corpus=["pydoc"])
