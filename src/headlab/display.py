@@ -8,7 +8,6 @@ and the written files never disagree.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from .errors import HeadlabError
@@ -23,11 +22,6 @@ def markdown_html(text: str) -> str:
     import markdown
 
     return f'{_STYLE}<div class="headlab-result">{markdown.markdown(text, extensions=["tables"])}</div>'
-
-
-def preformatted_html(text: str) -> str:
-    """A plain-text summary (fixed-width columns) as an HTML fragment."""
-    return f'{_STYLE}<div class="headlab-result"><pre>{html.escape(text)}</pre></div>'
 
 
 class Displayable:

@@ -12,7 +12,7 @@ import numpy as np
 from .census import Census
 from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
 from .detectors import DEFAULT_DETECTORS, Detector, make
-from .display import Displayable, preformatted_html
+from .display import Displayable
 from .distributed import world
 from .errors import HeadlabError
 from .head import name as head_name
@@ -166,11 +166,17 @@ class ScanResult(Displayable):
             if np.isfinite(flat[i])
         ]
 
-    def markdown(self) -> str:
-        return "```\n" + self.table() + "\n```\n"
-
-    def _repr_html_(self) -> str:
-        return preformatted_html(self.table())
+    def markdown(self, n: int = 5) -> str:
+        """The summary as Markdown: one row per detector with its ``n`` top heads, then the SDH rule's count."""
+        first, *rest = self.table(n).splitlines()
+        lines = [f"**{first}**", ""]
+        lines += [line.strip() for line in rest if line.strip().startswith("route:")]
+        lines += ["", "| detector | top heads (mean score) |", "|---|---|"]
+        for name in self.means:
+            cells = [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)]
+            lines.append(f"| {name} | {', '.join(cells) or 'undefined'} |")
+        lines += [""] + [line.strip() for line in rest if line.strip().startswith("SDH")]
+        return "\n".join(lines) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
         """One row per head, ``L.H`` in ``head``: every detector's mean (offset: the best Δ and its score)."""

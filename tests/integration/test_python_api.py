@@ -27,7 +27,8 @@ def test_scan_frame_equals_its_arrays_and_per_sample_rows(tmp_path: Path) -> Non
     assert np.allclose(df["token"].to_numpy(dtype=float), r.means["token"].reshape(-1), equal_nan=True)
     assert list(df["head"][:2]) == ["0.0", "0.1"]
     assert len(r.per_sample()) == r.n_samples
-    assert "<pre>" in r._repr_html_() and "minilm" in r._repr_html_()
+    shown = r._repr_html_()
+    assert "<table>" in shown and "minilm" in shown and f"<td>{r.top('token', 1)[0][0]} " in shown
     assert (tmp_path / "scan" / "scan.json").exists()
     with pytest.raises(HeadlabError, match="already holds scan.json"):
         headlab.scan("minilm-l6", max_samples=4, progress=False, out=tmp_path / "scan")

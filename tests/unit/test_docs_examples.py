@@ -1,6 +1,7 @@
 """Every ``headlab`` command line shown in a code block of the README or docs/ is a valid command: it parses
-with this version's parser (options exist, values are in range, required ones are given). The tutorial's steps
-are executed by tests/integration/test_tutorial.py; the outputs shown beside the commands come from real runs."""
+with this version's parser (options exist, values are in range, required ones are given), and the cheap ones
+run. The tutorial's steps are executed by tests/integration/test_tutorial.py; the outputs shown beside the
+commands come from real runs."""
 
 from __future__ import annotations
 
@@ -46,3 +47,20 @@ def test_every_shown_command_parses(page: str, line: str, capsys: pytest.Capture
     except SystemExit as exc:
         if exc.code:
             pytest.fail(f"{page}: `headlab {line}` does not parse: {capsys.readouterr().err.strip()}")
+
+
+#: commands cheap enough to run here, output redirected into the test's folder
+CHEAP = ("stimuli", "retrieval generate", "models list", "models families")
+
+
+@pytest.mark.parametrize("page,line", [(p, l) for p, l in EXAMPLES if l.startswith(CHEAP)])
+def test_cheap_shown_commands_run(page: str, line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from headlab.cli import main
+
+    argv = shlex.split(line, comments=True)
+    if "--out" in argv:
+        i = argv.index("--out") + 1
+        argv[i] = str(tmp_path / Path(argv[i]).name)
+    assert main(argv) == 0, f"{page}: `headlab {line}`: {capsys.readouterr().err.strip()}"
+    if "--out" in argv:
+        assert Path(argv[argv.index("--out") + 1]).stat().st_size > 0

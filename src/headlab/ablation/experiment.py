@@ -144,12 +144,19 @@ class AblateResult(Result):
     n_tokens: int
 
     def markdown(self) -> str:
-        return "```\n" + format_report(self) + "\n```\n"
-
-    def _repr_html_(self) -> str:
-        from ..display import preformatted_html
-
-        return preformatted_html(format_report(self))
+        """The effect per text part and metric, then the target against its matched controls with the
+        interval and p-value."""
+        c = self.control
+        lines = [f"**{self.model}**: {self.mode}-ablating {', '.join(map(str, self.heads))}; {self.n_samples} "
+                 f"samples, {self.n_tokens} tokens; slash = {self.slash_definition}", "",
+                 "| part | metric | base | ablated | Δ | controls' mean Δ |", "|---|---|---|---|---|---|"]
+        for r in self.records():
+            lines.append(f"| {r['part']} | {r['metric']} | {r['base']:.4f} | {r['ablated']:.4f} | {r['delta']:+.4f} | "
+                         f"{r['control_delta_mean']:+.4f} |")
+        lines += ["", f"Target minus {c['draws']} matched random sets ({self.metric} on slash tokens): "
+                  f"**{c['difference']:+.4f}** [{c['interval'][0]:+.4f}, {c['interval'][1]:+.4f}] (95%), "
+                  f"permutation p = {c['p_value']:.3f}."]
+        return "\n".join(lines) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
         """One row per (text part, metric): base, ablated, the change and the controls' mean change."""

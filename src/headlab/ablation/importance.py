@@ -89,13 +89,16 @@ class ImportanceResult(Result):
     spearman_exact_vs_gradient: float | None
     heads: list[dict[str, Any]]
 
-    def markdown(self) -> str:
-        return "```\n" + format_importance(self) + "\n```\n"
-
-    def _repr_html_(self) -> str:
-        from ..display import preformatted_html
-
-        return preformatted_html(format_importance(self))
+    def markdown(self, top: int = 10) -> str:
+        """The ``top`` heads by exact importance with their gradient importance, and the rank agreement."""
+        lines = [f"**{self.model}**: {self.n_samples} samples, {self.n_tokens} tokens; metric {self.metric}, base "
+                 f"{self.base:.4f}", "", "| head | exact Δ | gradient |", "|---|---|---|"]
+        for h in sorted(self.heads, key=lambda h: -h["exact_delta"])[:top]:
+            grad = "-" if h.get("gradient") is None else f"{h['gradient']:.3f}"
+            lines.append(f"| {h['name']} | {h['exact_delta']:+.4f} | {grad} |")
+        if self.spearman_exact_vs_gradient is not None:
+            lines += ["", f"Spearman(exact, gradient) = {self.spearman_exact_vs_gradient:.3f}"]
+        return "\n".join(lines) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
         """One row per head: the exact single-head ablation change and the gradient importance."""

@@ -55,6 +55,8 @@ class TrackResult(Displayable):
                  f"{self.n_layers}x{self.n_heads} heads", "", "| metric | top heads at the last checkpoint |",
                  "|---|---|"]
         for m, a in self.scores.items():
+            if m.endswith("_delta"):  # a diagonal index, not a score to rank by
+                continue
             last = np.nan_to_num(a[-1], nan=-np.inf)  # (L, H)
             best = np.argsort(-last, axis=None)[:3]
             cells = [f"{l}.{h} {a[-1, l, h]:.3f}" for l, h in zip(*np.unravel_index(best, last.shape))]
