@@ -9,10 +9,13 @@ from typing import Sequence
 
 from ..display import Displayable
 from ..errors import HeadlabError
+from ..induction.arms import Levers
 from ..track.predict import PredictResult
 from ..track.scores import TrackResult
 from ..train.config import TrainConfig
 from . import Written, saving
+
+_LEVERS = Levers()  # the levers' defaults are defined with the levers
 
 
 @dataclasses.dataclass
@@ -114,9 +117,9 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
 
 
 def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = None,
-           seeds: Sequence[int] = (0, 1, 2), heads: Sequence[str] = ("1.0",), weight: float = 1.0,
-           stop: float = 0.6, slash_share: float = 0.5, draws: int = 10, progress: bool = True,
-           overwrite: bool = False) -> Written:
+           seeds: Sequence[int] = (0, 1, 2), heads: Sequence[str] = tuple(_LEVERS.heads),
+           weight: float = _LEVERS.weight, stop: float = _LEVERS.stop, slash_share: float = _LEVERS.slash_share,
+           draws: int = 10, progress: bool = True, overwrite: bool = False) -> Written:
     """Grow a ``/`` head on purpose: train ``config`` under each arm (default: all; the data lever with
     ``slash_share``, the auxiliary loss on ``heads`` with ``weight`` until ``stop`` of the run, the
     initialization lever, and their combinations) and seed; measure every checkpoint on held-out probe windows;
@@ -128,7 +131,7 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
         study = headlab.induce("configs/induce.toml", out="runs/ind", arms=["plain", "aux"], seeds=[0])
         study            # the verdict table; study.data is induce.json
     """
-    from ..induction.arms import ARMS, Levers
+    from ..induction.arms import ARMS
     from ..induction.study import induce as run
 
     if not Path(config).is_file():

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..analysis.claims import ClaimsResult
-from ..analysis.languages import LanguagesResult
+from ..analysis.languages import LANGUAGES, LanguagesResult
 from ..errors import HeadlabError
 from ..models import LoadedModel
 from . import Written, saving
@@ -79,7 +79,7 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
     return Written(Path(out), "scale.md", points, scale_figure)
 
 
-def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = ("en", "zh", "de", "fr", "ja"),
+def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = LANGUAGES,
               n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu",
               out: str | Path | None = "runs/languages", overwrite: bool = False) -> list[LanguagesResult]:
     """Per model and language (the first is the reference): every head's mass on ``/`` in the slash stimulus
