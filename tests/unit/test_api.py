@@ -141,3 +141,19 @@ def test_defaults_written_in_the_help_are_the_real_ones() -> None:
             assert shown == [float(x) for x in (d if isinstance(d, (list, tuple)) else [d])], f"{cmd} --{a.dest}"
             checked += 1
     assert checked >= 20
+
+
+def test_a_retrieval_analysis_renders_its_circuit() -> None:
+    from matplotlib.figure import Figure
+
+    from headlab.tasks.analyze import AnalyzeResult
+
+    folder = ROOT / "results/retrieval/map/L2-D2-chain-s0/analyze"
+    r = AnalyzeResult.read(folder / "analyze.json")
+    assert r.markdown() == (folder / "analyze.md").read_text()  # the notebook shows what the run wrote
+    shown = r._repr_html_()
+    assert "Retrieval circuit" in shown and shown.count("<tr>") == len(r.labels) + 1 + len(
+        [k for k, v in r.emergence["emerged_at"].items() if v is not None]) + 1
+    assert f"{r.ablation['accuracy_base']:.3f}" in shown
+    fig = r.figure()
+    assert isinstance(fig, Figure) and len(fig.axes[0].patches) == len(r.labels) * len(r.labels[0])

@@ -46,6 +46,13 @@ class CheckResult(Result):
     fpr: float
     top_features: list[dict[str, Any]]
 
+    def markdown(self) -> str:
+        lines = [f"**{self.n_flagged} of {self.n_documents}** documents of {', '.join(self.corpus)} flagged "
+                 f"({100 * self.flag_rate:.1f}%; the profile flags {100 * self.fpr:.0f}% of its reference)", "",
+                 "| feature | mean robust z over the flagged documents |", "|---|---|"]
+        lines += [f"| {t['feature']} | {t['mean_z']:+.1f} |" for t in self.top_features]
+        return "\n".join(lines) + "\n"
+
 
 def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarray, top: int = 3) -> list[dict]:
     """One record per document: score, flag, its most deviating features (signed robust z) explained."""

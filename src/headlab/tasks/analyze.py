@@ -35,7 +35,7 @@ from ..head import Head
 from ..head import name as head_name
 from ..io import read_jsonl
 from ..nn import Transformer
-from ..plotting import pyplot
+from ..plotting import new_figure, save_figure
 from ..result import Result
 from ..track.phases import emergence_step
 from ..train import checkpoint as ckpt
@@ -159,6 +159,13 @@ class AnalyzeResult(Result):
     ablation: dict[str, Any]
     emergence: dict[str, Any]
 
+    def markdown(self) -> str:
+        return analysis_markdown(self)
+
+    def figure(self) -> Any:
+        """The labelled circuit (matplotlib figure)."""
+        return circuit_figure(self)
+
 
 @dataclass
 class EmergenceResult(Result):
@@ -271,11 +278,15 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
 
 
 def write_analysis(r: AnalyzeResult, out: Path) -> None:
-    plt = pyplot()
-
     from ..io import write_text_atomic
 
     r.write(out / "analyze.json")
+    write_text_atomic(out / "analyze.md", analysis_markdown(r))
+    save_figure(circuit_figure(r), out / "circuit.png")
+
+
+def analysis_markdown(r: AnalyzeResult) -> str:
+    """The labelled circuit, the ablation check and the emergence steps (``analyze.md``)."""
     L = len(r["labels"])
     lines = [
         "# Retrieval circuit",
@@ -317,11 +328,19 @@ def write_analysis(r: AnalyzeResult, out: Path) -> None:
             acc = ", ".join(f"D{d} {v:.2f}" for d, v in (c.get("accuracy") or {}).items())
             loss = "n/a" if c.get("loss") is None else f"{c['loss']:.3f}"
             lines.append(f"| {k} | {lab} | {step} | {loss} | {acc or 'n/a'} ({c.get('accuracy_step')}) |")
-    write_text_atomic(out / "analyze.md", "\n".join(lines) + "\n")
-    fig, ax = plt.subplots(figsize=(1.6 * len(r["labels"][0]) + 1, 1.1 * L + 1))
+    return "\n".join(lines) + "\n"
+
+
+def circuit_figure(r: AnalyzeResult) -> Any:
+    """Each head's reader→key label in a layers x heads grid (matplotlib figure)."""
+    from matplotlib.patches import Rectangle
+
+    L = len(r["labels"])
+    fig = new_figure(figsize=(1.6 * len(r["labels"][0]) + 1, 1.1 * L + 1))
+    ax = fig.subplots()
     for l in range(L):
         for h, lab in enumerate(r["labels"][l]):
-            ax.add_patch(plt.Rectangle((h, l), 0.9, 0.9, color="#9ecae1" if lab != "-" else "#eeeeee"))
+            ax.add_patch(Rectangle((h, l), 0.9, 0.9, color="#9ecae1" if lab != "-" else "#eeeeee"))
             ax.text(h + 0.45, l + 0.45, lab, ha="center", va="center", fontsize=7)
     ax.set(
         xlim=(0, len(r["labels"][0])),
@@ -333,8 +352,7 @@ def write_analysis(r: AnalyzeResult, out: Path) -> None:
     ax.set_xticks([h + 0.45 for h in range(len(r["labels"][0]))], [str(h) for h in range(len(r["labels"][0]))])
     ax.set_yticks([l + 0.45 for l in range(L)], [str(l) for l in range(L)])
     fig.tight_layout()
-    fig.savefig(out / "circuit.png", dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def emergence_table(analyses: list[Any], coarse: bool = False) -> EmergenceResult:

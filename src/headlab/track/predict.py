@@ -116,6 +116,17 @@ class PredictResult(Result):
     early_model: dict[str, Any]
     early_score_alone: dict[str, Any]
 
+    def markdown(self) -> str:
+        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        lines = [f"**{self.metric} >= {self.threshold}** at the end, predicted from the first "
+                 f"{self.early_fraction:.0%} of training: {len(self.runs)} runs, {self.n_heads} heads, "
+                 f"{self.n_positive} specialized ({self.evaluation})", "",
+                 "| predictor | precision | recall | ROC AUC |", "|---|---|---|---|"]
+        for name in ("early_model", "early_score_alone"):
+            v = getattr(self, name)
+            lines.append(f"| {name} | {fmt(v['precision'])} | {fmt(v['recall'])} | {fmt(v['roc_auc'])} |")
+        return "\n".join(lines) + "\n"
+
 
 def early_prediction(
     runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
