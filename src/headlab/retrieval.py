@@ -33,7 +33,13 @@ def _shape(name: str) -> Any:
 def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
              out: str | Path | None = None) -> list[dict[str, Any]]:
     """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
-    by the solver; with ``out`` (a ``.jsonl`` file), written one JSON a line."""
+    by the solver; with ``out`` (a ``.jsonl`` file), written one JSON a line.
+
+    Example:
+
+        ex = retrieval.generate(form="assign", depth=3, n=2)
+        print(ex[0]["prompt"]); ex[0]["answer"]
+    """
     from .io import write_text_atomic
     from .tasks.retrieval import generate as run
 
@@ -52,7 +58,13 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed or chain)
     into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary (success, the
-    step of success, final accuracy by depth)."""
+    step of success, final accuracy by depth).
+
+    Example:
+
+        run = retrieval.train(depth=2, n_layers=2, steps=500, out="runs/ret-d2")
+        run["success"], run["final_accuracy"]
+    """
     from .tasks.training import RetrievalTask
 
     r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator), out,
@@ -73,7 +85,13 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
     """Layers x depth x curriculum x seeds, each (layers, depth) trained as one ensemble, cheapest first,
     ``jobs`` at once; ``no_train`` only aggregates finished cells. Writes ``sweep.json``, ``sweep.md``,
     ``success_map.png`` and ``learning_curves.png``; ``r.figure()`` is the success map, ``to_pandas()`` one row
-    per cell."""
+    per cell.
+
+    Example:
+
+        r = retrieval.sweep(layers=[1, 2], depths=[2], seeds=[0], steps=500, out="runs/sweep-small")
+        r.figure(); r.to_pandas()[["cell", "seeds", "successes"]]
+    """
     from .tasks.sweep import sweep as run
 
     return run(out, layers=layers, depths=depths, curricula=curricula, seeds=seeds, steps=steps, d_model=d_model,
@@ -87,7 +105,14 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
     ``min_mass`` of attention), check the circuit by ablation against ``draws`` matched random sets and each
     head alone, and find the step each labelled head emerges. Writes ``analyze.json``, ``analyze.md`` and
-    ``circuit.png`` to ``out`` (default RUN/analyze)."""
+    ``circuit.png`` to ``out`` (default RUN/analyze).
+
+    Example:
+
+        a = retrieval.analyze("runs/sweep-small/L2-D2-chain-s0")
+        a                    # the labelled circuit, the ablation check, the emergence steps
+        a.figure()
+    """
     from .tasks.analyze import analyze as run_analysis
     from .tasks.analyze import write_analysis
 
@@ -98,7 +123,13 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
 
 def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> EmergenceResult:
     """The order in which labelled heads emerge across analyzed runs (seeds): each run's order, how often the
-    most common one repeats, pairwise precedence; with ``out``, writes ``emergence.json``."""
+    most common one repeats, pairwise precedence; with ``out``, writes ``emergence.json``.
+
+    Example:
+
+        e = retrieval.emergence([f"runs/sweep/L2-D2-chain-s{s}" for s in range(3)])
+        e.most_common_order, e.same_order, e.n_runs
+    """
     from .tasks.analyze import emergence_table
 
     analyses = []
@@ -120,7 +151,13 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
     """Accuracy of a pretrained causal LM on the text forms by chain depth (``n`` questions per cell,
     ``shots`` solved examples in the prompt), with Wilson 95% intervals; ``continuation`` > 0 also classifies a
     greedy continuation of that many tokens (answer, distractor, hop, other name, format). With ``out``,
-    writes ``eval_llm.json`` and ``eval_llm.png``."""
+    writes ``eval_llm.json`` and ``eval_llm.png``.
+
+    Example:
+
+        r = retrieval.eval_llm("smollm2-135m", depths=[1, 2], n=40, forms=["assign-mc"])
+        r.to_pandas()[["form", "depth", "accuracy", "lower", "upper", "chance"]]; r.figure()
+    """
     from .tasks.llm_eval import eval_llm as run
     from .tasks.llm_eval import plot_eval
 

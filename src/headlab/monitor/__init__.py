@@ -54,7 +54,14 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     """Score every document of ``corpus`` against the profile (a :class:`Profile` or the folder of
     ``monitor fit``); returns the summary and one record per document (score, flag, its most deviating
     features explained). With ``out``, writes ``monitor.md``, ``monitor.jsonl``, ``monitor.parquet``,
-    ``check.json`` and ``scores.png`` there."""
+    ``check.json`` and ``scores.png`` there.
+
+    Example:
+
+        res, rows = headlab.monitor.check("runs/monitor/profile", corpus=["pydoc"])
+        res                                    # flagged share, the features that moved most
+        sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
+    """
     from ..api import saving
     from ..errors import HeadlabError
 
@@ -92,7 +99,13 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
     """AUROC of the monitor against a character-class baseline (and, for decoders, the model's own loss), per
     kind of structure (default: every kind whose corpus is installed), on documents held out in hash folds;
     the calibration check at 0.5-10% targets. Writes ``evaluate.json``, ``evaluate.md`` and
-    ``calibration.png``; returns them as a :class:`~headlab.api.Written` (``data``: the JSON document)."""
+    ``calibration.png``; returns them as a :class:`~headlab.api.Written` (``data``: the JSON document).
+
+    Example:
+
+        ev = headlab.monitor.evaluate("minilm-l6", kinds=["code", "man"], out="runs/monitor-eval")
+        {k: v["verdict"] for k, v in ev.data["kinds"].items()}
+    """
     from ..api import Written, saving
     from ..io import write_json_atomic, write_text_atomic
     from .evaluate import evaluate as run
