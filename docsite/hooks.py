@@ -38,19 +38,18 @@ def readme_sections() -> dict[str, str]:
     return {title.strip(): body for title, body in zip(parts[1::2], parts[2::2])}
 
 
-def _relink(text: str) -> str:
-    """README links, written from the repository root, as seen from ``guide/PAGE.md``."""
+def _relink(text: str, up: str) -> str:
+    """Links of a root file (written from the repository root) as seen from a site page ``up`` levels below
+    the site root (``up``: "" or "../"): ``docs/X`` is the site's ``X``, BENCHMARKS.md its benchmarks page."""
     def fix(m: re.Match) -> str:
         target = m.group(2)
         if re.match(r"[a-z]+:", target) or target.startswith("#"):
             return m.group(0)
         if target.startswith("docs/"):
-            target = "../" + target[len("docs/"):]
+            target = target[len("docs/"):]
         elif target == "BENCHMARKS.md":
-            target = "../benchmarks.md"
-        else:
-            target = "../" + target
-        return f"{m.group(1)}({target})"
+            target = "benchmarks.md"
+        return f"{m.group(1)}({up}{target})"
 
     return re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", fix, text)
 
@@ -67,7 +66,7 @@ def guide_pages() -> dict[str, str]:
         for name in names:
             if name != title or len(names) > 1:
                 body.append(f"## {name}")
-            body.append(_relink(sections[name]).strip("\n"))
+            body.append(_relink(sections[name], "../").strip("\n"))
             body.append("")
         pages[f"guide/{slug}.md"] = "\n".join(body)
     return pages
@@ -77,23 +76,10 @@ def on_files(files: Files, config) -> Files:
     for uri, content in guide_pages().items():
         files.append(File.generated(config, uri, content=content))
     bench = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    files.append(File.generated(config, "benchmarks.md", content=_relink_root(bench, depth=0)))
+    files.append(File.generated(config, "benchmarks.md", content=_relink(bench, "")))
     for png in sorted((ROOT / "results").rglob("*.png")):
         files.append(File.generated(config, png.relative_to(ROOT).as_posix(), abs_src_path=str(png)))
     return files
-
-
-def _relink_root(text: str, depth: int) -> str:
-    """Links of a root file (BENCHMARKS.md) as seen from the site root."""
-    def fix(m: re.Match) -> str:
-        target = m.group(2)
-        if re.match(r"[a-z]+:", target) or target.startswith("#"):
-            return m.group(0)
-        if target.startswith("docs/"):
-            return f"{m.group(1)}({target[len('docs/'):]})"
-        return m.group(0)
-
-    return re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", fix, text)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

@@ -49,10 +49,7 @@ def _shared(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_fit(a: argparse.Namespace) -> int:
-    prof = call(a)
-    print(f"profile of {prof.model} on {', '.join(prof.corpus)}: {len(prof.features)} features, "
-          f"{prof.n_fit} documents fitted, {prof.n_calibration} held out; threshold {prof.threshold:.2f} flags "
-          f"{100 * prof.calibration_flag_rate:.1f}% of the held-out reference (target {100 * prof.fpr:.0f}%)")
+    print(call(a).summary())
     print(f"wrote {a.out}/profile.json")
     return 0
 

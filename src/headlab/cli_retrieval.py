@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from . import retrieval
-from .cli_types import api_default, at_least, bind, call, list_option, real_in
+from .cli_types import at_least, bind, call, list_option, real_in
 from .tasks.retrieval import FORMS
 from .tasks.sweep import DEFAULT_GRID
 from .tasks.training import CURRICULA
@@ -82,23 +82,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser, layers: bool = True) -> None:
-    from .tasks.training import retrieval_config, train_retrieval
-
-    d = lambda name: api_default(retrieval_config, name)  # noqa: E731 - defaults live in the Python API
+    """The model and training options of ``train`` and ``sweep`` (their defaults come from the twins)."""
     if layers:
-        p.add_argument("--n-layers", type=at_least(1), default=d("n_layers"), help="layers (default %(default)s)")
-    p.add_argument("--n-heads", type=at_least(1), default=d("n_heads"), help="heads per layer (default %(default)s)")
-    p.add_argument("--d-model", type=at_least(2), default=d("d_model"))
-    p.add_argument("--steps", type=at_least(1), default=d("steps"))
-    p.add_argument("--batch-size", type=at_least(1), default=d("batch_size"))
-    p.add_argument("--lr", type=real_in(0, open_lo=True), default=d("lr"))
-    p.add_argument("--distractors", type=at_least(0), default=2)
-    p.add_argument("--positions", default=d("positions"), choices=["rope", "learned", "sinusoidal"])
+        p.add_argument("--n-layers", type=at_least(1), help="layers (default %(default)s)")
+    p.add_argument("--n-heads", type=at_least(1), help="heads per layer (default %(default)s)")
+    p.add_argument("--d-model", type=at_least(2))
+    p.add_argument("--steps", type=at_least(1))
+    p.add_argument("--batch-size", type=at_least(1))
+    p.add_argument("--lr", type=real_in(0, open_lo=True))
+    p.add_argument("--distractors", type=at_least(0))
+    p.add_argument("--positions", choices=["rope", "learned", "sinusoidal"])
     p.add_argument("--separator", action="store_true", help="a <sep> token after every (variable, reference) pair")
-    p.add_argument("--warmup-steps", type=at_least(0), default=None,
-                   help="(default min(100, steps/10))")
-    p.add_argument("--eval-every", type=at_least(1), default=api_default(train_retrieval, "eval_every"),
-                   help="steps between held-out evaluations (default %(default)s)")
+    p.add_argument("--warmup-steps", type=at_least(0), help="(default min(100, steps/10))")
+    p.add_argument("--eval-every", type=at_least(1), help="steps between held-out evaluations (default %(default)s)")
     p.add_argument("--no-progress", action="store_true")
 
 

@@ -113,13 +113,6 @@ def call(a: argparse.Namespace, **given: Any) -> Any:
     return a.api(**kwargs)
 
 
-def api_default(fn: Callable[..., Any], name: str) -> Any:
-    """The default of ``fn``'s parameter ``name``: the Python API defines each default once; the CLI reads it."""
-    import inspect
-
-    return inspect.signature(fn).parameters[name].default
-
-
 def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True) -> None:
     """Options every analysis command shares."""
     if seed:

@@ -53,6 +53,22 @@ class Displayable:
         return pl.DataFrame(self.records())
 
 
+def field_table(title: str, items: Any) -> str:
+    """``(name, value)`` pairs as a two-column Markdown table under a bold title: scalars as they are, flat dicts
+    as ``key: value`` lists, other containers by their size."""
+    lines = [f"**{title}**", "", "| field | value |", "|---|---|"]
+    for name, value in items:
+        if isinstance(value, (str, int, float, bool)) or value is None:
+            lines.append(f"| {name} | {value} |")
+        elif isinstance(value, dict) and all(isinstance(x, (str, int, float, bool)) for x in value.values()):
+            lines.append(f"| {name} | {', '.join(f'{a}: {b}' for a, b in value.items())} |")
+        elif isinstance(value, (list, dict)):
+            lines.append(f"| {name} | {type(value).__name__} of {len(value)} |")
+        else:
+            lines.append(f"| {name} | {value} |")
+    return "\n".join(lines) + "\n"
+
+
 def flat(prefix: str, value: Any) -> dict[str, Any]:
     """Nested dicts as one row: ``{"a": {"b": 1}}`` becomes the column ``a_b``; lists stay one cell."""
     if isinstance(value, dict):

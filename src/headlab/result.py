@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from .display import Displayable
+from .display import Displayable, field_table
 from .errors import HeadlabError
 from .head import Head
 
@@ -78,15 +78,8 @@ class Result(Displayable):
     KIND: ClassVar[str] = "result"
 
     def markdown(self) -> str:
-        """The scalar fields as a two-column table (results with a richer summary override this)."""
-        lines = [f"**{self.KIND}**", "", "| field | value |", "|---|---|"]
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, (str, int, float, bool, Head)) or value is None:
-                lines.append(f"| {f.name} | {value} |")
-            elif isinstance(value, (list, dict)):
-                lines.append(f"| {f.name} | {type(value).__name__} of {len(value)} |")
-        return "\n".join(lines) + "\n"
+        """The fields as a two-column table (results with a richer summary override this)."""
+        return field_table(self.KIND, ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)))
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}

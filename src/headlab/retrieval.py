@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,9 +26,11 @@ from .tasks.training import retrieval_config, train_retrieval
 
 
 def _shape(name: str) -> Any:
-    import inspect
-
+    """A model or training default of one retrieval decoder, where it is defined (``retrieval_config``)."""
     return inspect.signature(retrieval_config).parameters[name].default
+
+
+_EVAL_EVERY = inspect.signature(train_retrieval).parameters["eval_every"].default
 
 
 def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
@@ -54,7 +57,7 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
           batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
           positions: str = _shape("positions"), separator: bool = False, warmup_steps: int | None = None,
-          eval_every: int = 100, seed: int = 0, progress: bool = True) -> Summary:
+          eval_every: int = _EVAL_EVERY, seed: int = 0, progress: bool = True) -> Summary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed or chain)
     into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary (success, the
@@ -79,7 +82,7 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"),
           steps: int = _shape("steps"), batch_size: int = _shape("batch_size"), lr: float = _shape("lr"),
           distractors: int = 2, positions: str = _shape("positions"), separator: bool = False,
-          warmup_steps: int | None = None, eval_every: int = 100, checkpoint_every: int = 50, jobs: int = 2,
+          warmup_steps: int | None = None, eval_every: int = _EVAL_EVERY, checkpoint_every: int = 50, jobs: int = 2,
           eval_n: int = 256, no_train: bool = False, progress: bool = True,
           out: str | Path = "runs/retrieval-sweep") -> SweepResult:
     """Layers x depth x curriculum x seeds, each (layers, depth) trained as one ensemble, cheapest first,

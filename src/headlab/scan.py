@@ -168,15 +168,10 @@ class ScanResult(Displayable):
 
     def markdown(self, n: int = 5) -> str:
         """The summary as Markdown: one row per detector with its ``n`` top heads, then the SDH rule's count."""
-        first, *rest = self.table(n).splitlines()
-        lines = [f"**{first}**", ""]
-        lines += [line.strip() for line in rest if line.strip().startswith("route:")]
-        lines += ["", "| detector | top heads (mean score) |", "|---|---|"]
-        for name in self.means:
-            cells = [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)]
-            lines.append(f"| {name} | {', '.join(cells) or 'undefined'} |")
-        lines += [""] + [line.strip() for line in rest if line.strip().startswith("SDH")]
-        return "\n".join(lines) + "\n"
+        header, route, rows, sdh = self._summary(n)
+        lines = [f"**{header}**", "", route or "", "", "| detector | top heads (mean score) |", "|---|---|"]
+        lines += [f"| {name} | {', '.join(cells) or 'undefined'} |" for name, cells in rows]
+        return "\n".join(lines + ["", sdh or ""]) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
         """One row per head, ``L.H`` in ``head``: every detector's mean (offset: the best Δ and its score)."""
@@ -192,37 +187,35 @@ class ScanResult(Displayable):
 
         return pq.read_table(path).to_pandas()
 
-    def table(self, n: int = 5) -> str:
-        """A compact human summary: the top heads of each detector and the SDH count."""
-        lines = [
-            f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
-            f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
-            + (
-                f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
-                if self.interrupted
-                else ""
-            )
-        ]
-        if "route" in self.settings:
-            lines.append(f"  route: {self.settings['route']} ({self.settings.get('route_reason', '')})")
-        for name in self.means:
-            cells = [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)]
-            lines.append(f"  {name:<16} " + ("  ".join(cells) if cells else "(undefined)"))
+    def _summary(self, n: int) -> tuple[str, str | None, list[tuple[str, list[str]]], str | None]:
+        """The parts of every summary: header, route, each detector's ``n`` top heads, the SDH rule's count."""
+        header = (f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
+                  f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
+                  + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
+                     if self.interrupted else ""))
+        route = (f"route: {self.settings['route']} ({self.settings.get('route_reason', '')})"
+                 if "route" in self.settings else None)
+        rows = [(name, [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)])
+                for name in self.means]
+        sdh = None
         if "token" in self.means:
             st = self.settings.get("sdh_rule", {})
             rule = f"token {st.get('target')!r} > {st.get('threshold')} in {st.get('consecutive')} consecutive samples"
             if self.sdh_share is None:
-                lines.append(
-                    f"  SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "
-                    f"fewer than the rule's k = {st.get('consecutive')}"
-                )
+                sdh = (f"SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "
+                       f"fewer than the rule's k = {st.get('consecutive')}")
             else:
                 names = [head_name(l, h) for l, h in zip(*np.nonzero(self.sdh))]
-                lines.append(
-                    f"  SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
-                    f"({100 * self.sdh_share:.1f}%)" + (f": {' '.join(names)}" if names else "")
-                )
-        return "\n".join(lines)
+                sdh = (f"SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
+                       f"({100 * self.sdh_share:.1f}%)" + (f": {' '.join(names)}" if names else ""))
+        return header, route, rows, sdh
+
+    def table(self, n: int = 5) -> str:
+        """A compact human summary: the top heads of each detector and the SDH count."""
+        header, route, rows, sdh = self._summary(n)
+        lines = [header] + [f"  {route}"] * (route is not None)
+        lines += [f"  {name:<16} " + ("  ".join(cells) if cells else "(undefined)") for name, cells in rows]
+        return "\n".join(lines + [f"  {sdh}"] * (sdh is not None))
 
 
 def scan(

@@ -414,6 +414,7 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
          "holds no profile.json"),
         ("predict an untracked run", lambda: headlab.predict([tmp / "untracked"]), "has not been tracked"),
         ("induce a missing config", lambda: headlab.induce(tmp / "none.toml", out=tmp / "ind"), "does not exist"),
+        ("claims without a folder", lambda: headlab.claims(["minilm-l6"], out=None), "give out="),  # type: ignore
     ]
 
 

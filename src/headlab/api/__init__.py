@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..display import Displayable
+from ..display import Displayable, field_table
 from ..errors import HeadlabError
 
 
@@ -66,13 +66,7 @@ class Summary(Displayable):
     data: dict[str, Any]
 
     def markdown(self) -> str:
-        lines = [f"**{self.title}**", "", "| | |", "|---|---|"]
-        for k, v in self.data.items():
-            if isinstance(v, (str, int, float, bool)) or v is None:
-                lines.append(f"| {k} | {v} |")
-            elif isinstance(v, dict) and all(isinstance(x, (str, int, float, bool)) for x in v.values()):
-                lines.append(f"| {k} | {', '.join(f'{a}: {b}' for a, b in v.items())} |")
-        return "\n".join(lines) + "\n"
+        return field_table(self.title, self.data.items())
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

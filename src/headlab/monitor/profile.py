@@ -49,11 +49,14 @@ class Profile(Result):
     calibration_scores: list[float]
     settings: dict[str, Any]
 
-    def markdown(self) -> str:
-        return (f"**profile of {self.model}** on {', '.join(self.corpus)}: {len(self.features)} features, "
+    def summary(self) -> str:
+        return (f"profile of {self.model} on {', '.join(self.corpus)}: {len(self.features)} features, "
                 f"{self.n_fit} documents fitted, {self.n_calibration} held out; threshold {self.threshold:.2f} "
                 f"flags {100 * self.calibration_flag_rate:.1f}% of the held-out reference (target "
-                f"{100 * self.fpr:.0f}%)\n")
+                f"{100 * self.fpr:.0f}%)")
+
+    def markdown(self) -> str:
+        return self.summary() + "\n"
 
     def z(self, X: np.ndarray) -> np.ndarray:
         return (X - np.asarray(self.median)) / np.asarray(self.scale)
