@@ -15,7 +15,7 @@ import torch
 
 from .capture import capture, capture_kernel
 from .corpus import Sample
-from .detectors import Batch, Detector, prepare_batch
+from .detectors import Batch, Detector, bind_to, prepare_batch
 from .errors import HeadlabError
 from .models import LoadedModel
 from .models.loaded import device_of
@@ -57,6 +57,7 @@ def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: I
     """
     if route not in ROUTES:
         raise HeadlabError(f"unknown route {route!r}; choose {', '.join(ROUTES)}")
+    bind_to(loaded, detectors)  # every census path passes here: none scores with an unbound detector
     L = loaded.facts.n_layers
     current: dict[str, object] = {}
 
@@ -98,8 +99,7 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
     """
     if batch_size < 1:
         raise HeadlabError("batch size must be at least 1")
-    for d in detectors:
-        d.bind(loaded)
+    bind_to(loaded, detectors)
     route = choose(loaded.model, detectors, route).route
     chunk: list[Sample] = []
     for s in samples:

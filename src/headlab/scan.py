@@ -11,7 +11,7 @@ import numpy as np
 
 from .census import Census
 from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
-from .detectors import DEFAULT_DETECTORS, Detector, make
+from .detectors import DEFAULT_DETECTORS, Detector, bind_to, make
 from .display import Displayable
 from .distributed import world
 from .errors import HeadlabError
@@ -279,9 +279,8 @@ def scan(
         raise HeadlabError(f"--chunk-mb must be positive, not {chunk_mb}")
     choice = choose(loaded.model, dets, route)
     window = min(max_length, loaded.facts.max_length)
+    bind_to(loaded, dets)  # before the sampler (it needs the token's target ids) and the recorded settings
     token = next((d for d in dets if d.name == "token"), None)
-    if token is not None:
-        token.bind(loaded)
     docs = _documents(texts, corpus)
     targets = token.target_ids if token is not None else ()  # type: ignore[attr-defined]
     sampler = Sampler(loaded.tokenizer, window, stride, seed, targets, target_filter)  # type: ignore[arg-type]

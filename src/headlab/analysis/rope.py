@@ -139,7 +139,7 @@ def rope_analysis(loaded: LoadedModel, *, n: int = 64, length: int = 64, max_off
     if randoms is None:
         randoms = random_token_samples(loaded, n, length, seed)
     det = make("offset", max_offset=max_offset)
-    det.bind(loaded)
+    det.bind_once(loaded)
     means = {}
     device = device_of(loaded.model)
     for name, samples in (("natural", natural), ("random", randoms)):

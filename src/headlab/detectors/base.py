@@ -24,9 +24,10 @@ one by name. No if-chains: the scan, the CLI and the docs read this registry.
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, TypeVar
+from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
 
 import torch
 
@@ -117,9 +118,22 @@ class Detector(ABC):
     columns: tuple[str, ...] | None = None
     #: "pairs": sparse pair sums (every route); "rows": whole probability rows (chunked and eager routes).
     needs: ClassVar[Literal["pairs", "rows"]] = "pairs"
+    _bound: "weakref.ref[Any] | None" = None
 
     def bind(self, loaded: Any) -> None:
-        """Resolve model-specific facts (token ids, special tokens) once, before the first batch."""
+        """Resolve model-specific facts (token ids, special tokens) once, before the first batch.
+
+        Never called directly by a census: :func:`bind_to` (through the engine) calls it once per model."""
+
+    def bound_to(self, loaded: Any) -> bool:
+        """Whether :meth:`bind` has run for exactly this loaded model."""
+        return self._bound is not None and self._bound() is loaded
+
+    def bind_once(self, loaded: Any) -> None:
+        """:meth:`bind` unless already bound to ``loaded`` (a weak reference: a detector keeps no model alive)."""
+        if not self.bound_to(loaded):
+            self.bind(loaded)
+            self._bound = weakref.ref(loaded)
 
     def prepare(self, batch: Batch) -> None:
         """Declare this batch's pair sums (``batch.key_mass`` and friends), once per batch."""
@@ -158,6 +172,15 @@ def make(name: str, **options: Any) -> Detector:
         return cls(**options)
     except TypeError as exc:
         raise HeadlabError(f"detector '{key}': {exc}") from exc
+
+
+def bind_to(loaded: Any, detectors: "Sequence[Detector]") -> None:
+    """Bind every detector to ``loaded`` (once per model: a detector already bound to it is left as it is).
+
+    The engine calls this before every batch it scores, so no census path can score with a detector that
+    has not learned the model's token ids (a ``sink`` that counts no separator, a ``token`` with no target)."""
+    for d in detectors:
+        d.bind_once(loaded)
 
 
 def prepare_batch(detectors: "list[Detector] | tuple[Detector, ...]", batch: Batch) -> None:
