@@ -23,24 +23,24 @@ Example:
 
 # Subpackages whose names are also commands (train, track, stimuli, report) are imported first: the command
 # function then takes the name, and importing the subpackage later cannot put the module back in its place.
-from . import models, monitor, retrieval
-from . import report as _report_package  # noqa: F401
-from . import stimuli as _stimuli_package  # noqa: F401
-from . import track as _track_package  # noqa: F401
-from . import train as _train_package  # noqa: F401
-from .api import Summary, Written
-from .api.analysis import ablate, characterize, importance, prune, stimuli
-from .api.census import TopSamples, scan, top
-from .api.formation import TrainedRun, induce, predict, track, train
-from .api.seeing import ViewerPage, report, view
-from .api.study import claims, compare, languages, scale
-from .capture import capture
-from .detectors import DEFAULT_DETECTORS, DETECTORS, Detector
-from .detectors import make as make_detector
-from .detectors import register as register_detector
-from .errors import HeadlabError
-from .models import LoadedModel, ModelFacts, load
-from .scan import ScanResult
+from headlab import models, monitor, retrieval
+from headlab import report as _report_package  # noqa: F401
+from headlab import stimuli as _stimuli_package  # noqa: F401
+from headlab import track as _track_package  # noqa: F401
+from headlab import train as _train_package  # noqa: F401
+from headlab.api import Summary, Written
+from headlab.api.analysis import ablate, characterize, importance, prune, stimuli
+from headlab.api.census import TopSamples, scan, top
+from headlab.api.formation import TrainedRun, induce, predict, track, train
+from headlab.api.seeing import ViewerPage, report, view
+from headlab.api.study import claims, compare, languages, scale
+from headlab.capture import capture
+from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
+from headlab.detectors import make as make_detector
+from headlab.detectors import register as register_detector
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel, ModelFacts, load
+from headlab.scan import ScanResult
 
 __version__ = "0.1.0"
 

@@ -35,9 +35,9 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from .errors import HeadlabError
-from .models.adapters import adapter_for, parts
-from .routes.spec import AttentionSpec
+from headlab.errors import HeadlabError
+from headlab.models.adapters import adapter_for, parts
+from headlab.routes.spec import AttentionSpec
 
 LayerCallback = Callable[[int, torch.Tensor], None]  # (layer, probs (B, H, T, T))
 #: (layer, q (B, H, T, d), k (B, Hkv, T, d), v (B, Hkv, T, dv), spec) -> output (B, H, T, dv)

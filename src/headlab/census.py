@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .corpus import Sample
-from .stats import ConsecutiveRule, RunningMoments
+from headlab.corpus import Sample
+from headlab.stats import ConsecutiveRule, RunningMoments
 
 _MOMENT_FIELDS = ("n", "sum", "sumsq", "above")
 

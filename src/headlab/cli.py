@@ -13,18 +13,18 @@ import traceback
 import warnings
 from typing import Sequence
 
-from .api import analysis as api
-from .cli_types import Parser, at_least, bind, call, list_option, real_in
-from .cli_types import common_options as _common
-from .cli_types import default_out as _out
-from .errors import HeadlabError
-from .interrupts import Terminated, exit_code, sigterm_as_interrupt
+from headlab.api import analysis as api
+from headlab.cli_types import Parser, at_least, bind, call, list_option, real_in
+from headlab.cli_types import common_options as _common
+from headlab.cli_types import default_out as _out
+from headlab.errors import HeadlabError
+from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
 
 
 def _add_models(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list or install the named offline models")
     msub = p.add_subparsers(dest="models_cmd", required=True)
-    from . import models
+    from headlab import models
 
     bind(msub.add_parser("list", help="show each named model, whether it is installed, size and architecture"),
          models.list, _cmd_models_list)
@@ -68,7 +68,7 @@ def _cmd_models_families(a: argparse.Namespace) -> int:
 def _cmd_models_verify(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .models.cache import cache_dir
+    from headlab.models.cache import cache_dir
 
     copies = call(a)
     for c in copies:
@@ -81,7 +81,7 @@ def _cmd_models_verify(a: argparse.Namespace) -> int:
 
 
 def _add_stimuli(sub: argparse._SubParsersAction) -> None:
-    from .stimuli import SUITES
+    from headlab.stimuli import SUITES
 
     p = sub.add_parser("stimuli", help="write a constructed stimulus suite as JSONL",
                        description="Write a seeded stimulus suite (texts with target character spans) to a "
@@ -127,7 +127,7 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
 
 
 def _add_ablate(sub: argparse._SubParsersAction) -> None:
-    from .stimuli import SUITES
+    from headlab.stimuli import SUITES
 
     p = sub.add_parser(
         "ablate",
@@ -156,7 +156,7 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_ablate(a: argparse.Namespace) -> int:
-    from .ablation import format_report
+    from headlab.ablation import format_report
 
     out = _out(a, "ablate")
     r = call(a, out=out)
@@ -176,7 +176,7 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_importance(a: argparse.Namespace) -> int:
-    from .ablation.importance import format_importance
+    from headlab.ablation.importance import format_importance
 
     out = _out(a, "importance")
     r = call(a, out=out)
@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ablate(sub)
     _add_importance(sub)
     _add_prune(sub)
-    from . import cli_formation, cli_induce, cli_monitor, cli_retrieval, cli_scan, cli_study, cli_view
+    from headlab import cli_formation, cli_induce, cli_monitor, cli_retrieval, cli_scan, cli_study, cli_view
 
     cli_study.register(sub)
     cli_scan.register(sub)

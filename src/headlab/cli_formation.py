@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from .api import formation
-from .cli_types import at_least, bind, call, real_in
+from headlab.api import formation
+from headlab.cli_types import at_least, bind, call, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from .api import formation
-from .cli_types import at_least, bind, call, list_option, real_in
+from headlab.api import formation
+from headlab.cli_types import at_least, bind, call, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .induction.arms import ARMS, Levers
+    from headlab.induction.arms import ARMS, Levers
 
     lv = Levers()
     p = sub.add_parser("induce", help="grow a `/` head on purpose: training arms x seeds, with verdicts",

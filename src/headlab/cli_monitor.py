@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import monitor
-from .cli_types import at_least, bind, call, list_option, real_in
+from headlab import monitor
+from headlab.cli_types import at_least, bind, call, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--max-samples", type=at_least(1), default=2000)
     _shared(c)
     bind(c, monitor.check, _cmd_check)
-    from .monitor.evaluate import KINDS
+    from headlab.monitor.evaluate import KINDS
 
     e = ms.add_parser("evaluate", help="AUROC of the monitor vs a character-class baseline, per kind of structure")
     e.add_argument("model")

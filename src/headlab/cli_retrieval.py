@@ -6,11 +6,11 @@ import argparse
 import os
 from pathlib import Path
 
-from . import retrieval
-from .cli_types import at_least, bind, call, list_option, real_in
-from .tasks.retrieval import FORMS
-from .tasks.sweep import DEFAULT_GRID
-from .tasks.training import CURRICULA
+from headlab import retrieval
+from headlab.cli_types import at_least, bind, call, list_option, real_in
+from headlab.tasks.retrieval import FORMS
+from headlab.tasks.sweep import DEFAULT_GRID
+from headlab.tasks.training import CURRICULA
 
 
 def register(sub: argparse._SubParsersAction) -> None:

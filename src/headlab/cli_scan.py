@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .api import census
-from .cli_types import at_least, bind, call, common_options, default_out, list_option, real_in
+from headlab.api import census
+from headlab.cli_types import at_least, bind, call, common_options, default_out, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,8 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_scan(sub: argparse._SubParsersAction) -> None:
-    from .corpus import NAMED_SOURCES
-    from .detectors import DEFAULT_DETECTORS, DETECTORS
+    from headlab.corpus import NAMED_SOURCES
+    from headlab.detectors import DEFAULT_DETECTORS, DETECTORS
 
     p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
                        description="Score every head of MODEL with head detectors over a corpus, streaming. "
@@ -59,7 +59,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_scan(a: argparse.Namespace) -> int:
-    from .distributed import world
+    from headlab.distributed import world
 
     r = call(a, out=default_out(a, "scan"))
     if not world().main:

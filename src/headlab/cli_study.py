@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .api import study
-from .cli_types import at_least, bind, call, list_option, real_in
+from headlab.api import study
+from headlab.cli_types import at_least, bind, call, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,7 +96,7 @@ def _cmd_scale(a: argparse.Namespace) -> int:
 
 
 def _add_languages(sub: argparse._SubParsersAction) -> None:
-    from .analysis.languages import LANGUAGES
+    from headlab.analysis.languages import LANGUAGES
 
     p = sub.add_parser("languages", help="`/` heads on the slash stimulus suite in several languages",
                        description="Per model and language: every head's mass on '/' with its interval, the strict "

@@ -7,9 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from .api import seeing
-from .cli_types import bind, call
-from .viewer.codec import SCALES
+from headlab.api import seeing
+from headlab.cli_types import bind, call
+from headlab.viewer.codec import SCALES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def _cmd_view(a: argparse.Namespace) -> int:
     call(a, out=out)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
     if a.check:
-        from .viewer.browser import open_page
+        from headlab.viewer.browser import open_page
 
         with open_page(out) as (_, log):
             pass

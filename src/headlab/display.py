@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import HeadlabError
+from headlab.errors import HeadlabError
 
 _STYLE = ("<style>.headlab-result table{border-collapse:collapse;font-size:12px}"
           ".headlab-result td,.headlab-result th{border:1px solid #ccc;padding:2px 6px;text-align:left}"

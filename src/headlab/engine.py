@@ -13,15 +13,15 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .capture import capture, capture_kernel
-from .corpus import Sample
-from .detectors import Batch, Detector, bind_to, prepare_batch
-from .errors import HeadlabError
-from .models import LoadedModel
-from .models.loaded import device_of
-from .padding import pad_right
-from .routes import DEFAULT_BLOCK_MB, ROUTES, LayerScorer, choose
-from .routes.spec import AttentionSpec
+from headlab.capture import capture, capture_kernel
+from headlab.corpus import Sample
+from headlab.detectors import Batch, Detector, bind_to, prepare_batch
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
+from headlab.models.loaded import device_of
+from headlab.padding import pad_right
+from headlab.routes import DEFAULT_BLOCK_MB, ROUTES, LayerScorer, choose
+from headlab.routes.spec import AttentionSpec
 
 #: a chunk holds this many batches; samples are sorted by length inside a chunk (less padding) and the
 #: scores put back in seeded order, so results do not depend on the batch size.

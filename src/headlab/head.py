@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from .errors import HeadlabError
+from headlab.errors import HeadlabError
 
 
 class Head(NamedTuple):

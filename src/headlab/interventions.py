@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 import torch
 from torch import nn
 
-from .errors import HeadlabError
-from .models.adapters import Parts, head_dims, parts
+from headlab.errors import HeadlabError
+from headlab.models.adapters import Parts, head_dims, parts
 
 SITES = ("z", "q", "k")
 

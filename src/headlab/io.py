@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from .errors import HeadlabError
+from headlab.errors import HeadlabError
 
 
 def _umask() -> int:

@@ -21,9 +21,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .corpus import Sample
-from .errors import HeadlabError
-from .head import name as head_name
+from headlab.corpus import Sample
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
 
 
 def columns_of(name: str, block: np.ndarray) -> dict[str, np.ndarray]:

@@ -14,9 +14,9 @@ import typing
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from .display import Displayable, field_table
-from .errors import HeadlabError
-from .head import Head
+from headlab.display import Displayable, field_table
+from headlab.errors import HeadlabError
+from headlab.head import Head
 
 R = TypeVar("R", bound="Result")
 
@@ -103,7 +103,7 @@ class Result(Displayable):
         return cls.from_json(read_json(path))
 
     def write(self, path: str | Path) -> Path:
-        from .io import write_json_atomic
+        from headlab.io import write_json_atomic
 
         return write_json_atomic(path, self.to_json())
 

@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .api import Summary
-from .errors import HeadlabError
-from .models import LoadedModel
-from .tasks.analyze import AnalyzeResult, EmergenceResult
-from .tasks.llm_eval import EvalLLMResult
-from .tasks.sweep import DEFAULT_GRID, SweepResult
-from .tasks.training import retrieval_config, train_retrieval
+from headlab.api import Summary
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
+from headlab.tasks.analyze import AnalyzeResult, EmergenceResult
+from headlab.tasks.llm_eval import EvalLLMResult
+from headlab.tasks.sweep import DEFAULT_GRID, SweepResult
+from headlab.tasks.training import retrieval_config, train_retrieval
 
 
 def _shape(name: str) -> Any:
@@ -43,8 +43,8 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
         ex = retrieval.generate(form="assign", depth=3, n=2)
         print(ex[0]["prompt"]); ex[0]["answer"]
     """
-    from .io import write_text_atomic
-    from .tasks.retrieval import generate as run
+    from headlab.io import write_text_atomic
+    from headlab.tasks.retrieval import generate as run
 
     rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in run(form, depth, n, seed,
                                                                        n_distractors=distractors)]
@@ -68,7 +68,7 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
         run = retrieval.train(depth=2, n_layers=2, steps=500, out="runs/ret-d2")
         run["success"], run["final_accuracy"]
     """
-    from .tasks.training import RetrievalTask
+    from headlab.tasks.training import RetrievalTask
 
     r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator), out,
                         n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
@@ -95,7 +95,7 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
         r = retrieval.sweep(layers=[1, 2], depths=[2], seeds=[0], steps=500, out="runs/sweep-small")
         r.figure(); r.to_pandas()[["cell", "seeds", "successes"]]
     """
-    from .tasks.sweep import sweep as run
+    from headlab.tasks.sweep import sweep as run
 
     return run(out, layers=layers, depths=depths, curricula=curricula, seeds=seeds, steps=steps, d_model=d_model,
                n_heads=n_heads, batch_size=batch_size, lr=lr, n_distractors=distractors, eval_every=eval_every,
@@ -116,8 +116,8 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
         a                    # the labelled circuit, the ablation check, the emergence steps
         a.figure()
     """
-    from .tasks.analyze import analyze as run_analysis
-    from .tasks.analyze import write_analysis
+    from headlab.tasks.analyze import analyze as run_analysis
+    from headlab.tasks.analyze import write_analysis
 
     r = run_analysis(run, n=n, draws=draws, min_mass=min_mass)
     write_analysis(r, Path(out) if out is not None else Path(run) / "analyze")
@@ -133,7 +133,7 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
         e = retrieval.emergence([f"runs/sweep/L2-D2-chain-s{s}" for s in range(3)])
         e.most_common_order, e.same_order, e.n_runs
     """
-    from .tasks.analyze import emergence_table
+    from headlab.tasks.analyze import emergence_table
 
     analyses = []
     for r in runs:
@@ -161,8 +161,8 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
         r = retrieval.eval_llm("smollm2-135m", depths=[1, 2], n=40, forms=["assign-mc"])
         r.to_pandas()[["form", "depth", "accuracy", "lower", "upper", "chance"]]; r.figure()
     """
-    from .tasks.llm_eval import eval_llm as run
-    from .tasks.llm_eval import plot_eval
+    from headlab.tasks.llm_eval import eval_llm as run
+    from headlab.tasks.llm_eval import plot_eval
 
     r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
             progress=progress, device=device, continuation=continuation)

@@ -9,21 +9,21 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .census import Census
-from .corpus import DEFAULT_CORPUS, Document, Sampler, documents
-from .detectors import DEFAULT_DETECTORS, Detector, bind_to, make
-from .display import Displayable
-from .distributed import world
-from .errors import HeadlabError
-from .head import name as head_name
-from .interrupts import Terminated
-from .io import write_csv_atomic, write_json_atomic
-from .models import LoadedModel, load
-from .persample import PerSampleWriter
-from .progress import bar as progress_bar
-from .result import per_head, read_json
-from .routes import DEFAULT_BLOCK_MB, choose
-from .scan_stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
+from headlab.census import Census
+from headlab.corpus import DEFAULT_CORPUS, Document, Sampler, documents
+from headlab.detectors import DEFAULT_DETECTORS, Detector, bind_to, make
+from headlab.display import Displayable
+from headlab.distributed import world
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.interrupts import Terminated
+from headlab.io import write_csv_atomic, write_json_atomic
+from headlab.models import LoadedModel, load
+from headlab.persample import PerSampleWriter
+from headlab.progress import bar as progress_bar
+from headlab.result import per_head, read_json
+from headlab.routes import DEFAULT_BLOCK_MB, choose
+from headlab.scan_stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
 
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
               "previous_token", "duplicate_token", "induction", "sink", "entropy")

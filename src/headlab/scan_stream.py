@@ -24,15 +24,15 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .census import Census
-from .corpus import Sample
-from .detectors import Detector
-from .distributed import World
-from .engine import CHUNK_BATCHES, ChunkInterrupted, score_chunk
-from .errors import HeadlabError
-from .io import file_sha256, write_json_atomic
-from .models import LoadedModel
-from .persample import PerSampleWriter
+from headlab.census import Census
+from headlab.corpus import Sample
+from headlab.detectors import Detector
+from headlab.distributed import World
+from headlab.engine import CHUNK_BATCHES, ChunkInterrupted, score_chunk
+from headlab.errors import HeadlabError
+from headlab.io import file_sha256, write_json_atomic
+from headlab.models import LoadedModel
+from headlab.persample import PerSampleWriter
 
 CKPT_NPZ, CKPT_JSON = "scan.checkpoint.npz", "scan.checkpoint.json"
 

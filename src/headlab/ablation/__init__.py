@@ -1,7 +1,7 @@
 """Head ablation at the attention output projection's input: group ablation with matched controls, exact and
 gradient importance, pruning curves."""
 
-from .experiment import ablate_experiment, format_report
-from .heads import ablate, output_projections, parse_heads, record_head_inputs
+from headlab.ablation.experiment import ablate_experiment, format_report
+from headlab.ablation.heads import ablate, output_projections, parse_heads, record_head_inputs
 
 __all__ = ["ablate", "ablate_experiment", "format_report", "output_projections", "parse_heads", "record_head_inputs"]

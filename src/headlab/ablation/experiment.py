@@ -22,16 +22,24 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..corpus import Sample, Sampler, documents
-from ..engine import collate
-from ..errors import HeadlabError
-from ..head import Head
-from ..models import LoadedModel
-from ..models.loaded import device_of
-from ..progress import bar as progress_bar
-from ..result import Result
-from .heads import HeadSet, ablate, parse_heads, record_head_inputs
-from .metrics import load_for_metric, metric_names, per_sample, reference_hidden, symbol_mask, token_metrics, token_sets
+from headlab.ablation.heads import HeadSet, ablate, parse_heads, record_head_inputs
+from headlab.ablation.metrics import (
+    load_for_metric,
+    metric_names,
+    per_sample,
+    reference_hidden,
+    symbol_mask,
+    token_metrics,
+    token_sets,
+)
+from headlab.corpus import Sample, Sampler, documents
+from headlab.engine import collate
+from headlab.errors import HeadlabError
+from headlab.head import Head
+from headlab.models import LoadedModel
+from headlab.models.loaded import device_of
+from headlab.progress import bar as progress_bar
+from headlab.result import Result
 
 
 @dataclass
@@ -116,7 +124,7 @@ def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[in
 
 
 def _suite_part(loaded: LoadedModel, suite: str, n: int, seed: int, batch_size: int) -> Part:
-    from ..stimuli import make_suite, to_samples
+    from headlab.stimuli import make_suite, to_samples
 
     opts = {"tokenizer": loaded.tokenizer} if suite == "contexts" else {}
     samples = to_samples(make_suite(suite, n, seed, **opts), loaded.tokenizer, loaded.facts.max_length)

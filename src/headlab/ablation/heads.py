@@ -19,10 +19,10 @@ from typing import Callable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
-from ..errors import HeadlabError
-from ..head import Head
-from ..interventions import Intervention, Mean, Record, Resample, Zero, intervene
-from ..models.adapters import parts
+from headlab.errors import HeadlabError
+from headlab.head import Head
+from headlab.interventions import Intervention, Mean, Record, Resample, Zero, intervene
+from headlab.models.adapters import parts
 
 HeadSet = Mapping[int, Sequence[int]]  # layer -> heads
 

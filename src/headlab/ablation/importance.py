@@ -18,13 +18,13 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..head import name as head_name
-from ..interventions import Gate, intervene
-from ..models import LoadedModel
-from ..models.loaded import device_of
-from ..result import Result
-from .metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
-from .sweep import exact_sweep
+from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
+from headlab.ablation.sweep import exact_sweep
+from headlab.head import name as head_name
+from headlab.interventions import Gate, intervene
+from headlab.models import LoadedModel
+from headlab.models.loaded import device_of
+from headlab.result import Result
 
 
 def primary_metric(loaded: LoadedModel, batch: Any, base_hidden: torch.Tensor | None) -> np.ndarray:

@@ -19,11 +19,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..corpus import Sampler, documents
-from ..engine import collate
-from ..errors import HeadlabError
-from ..models import LoadedModel, load
-from ..models.loaded import device_of
+from headlab.corpus import Sampler, documents
+from headlab.engine import collate
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel, load
+from headlab.models.loaded import device_of
 
 DECODER_METRICS = ("loss", "accuracy")
 ENCODER_METRICS = ("cosine_distance", "pooled_cosine_distance")

@@ -14,13 +14,13 @@ from typing import Any, Sequence
 
 import torch
 
-from ..head import Head
-from ..plotting import new_figure, save_figure
-from ..progress import bar as progress_bar
-from ..result import Result
-from .heads import ablate, parse_heads
-from .importance import _metric, importance
-from .metrics import load_for_metric, metric_batches, reference_hidden
+from headlab.ablation.heads import ablate, parse_heads
+from headlab.ablation.importance import _metric, importance
+from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden
+from headlab.head import Head
+from headlab.plotting import new_figure, save_figure
+from headlab.progress import bar as progress_bar
+from headlab.result import Result
 
 
 def _heads_dict(order: Sequence[tuple[int, int]]) -> dict[int, list[int]]:

@@ -27,12 +27,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import HeadlabError
-from ..interventions import Gate, intervene
-from ..models import LoadedModel
-from ..models.adapters import parts
-from ..progress import bar as progress_bar
-from .heads import ablate, output_projections
+from headlab.ablation.heads import ablate, output_projections
+from headlab.errors import HeadlabError
+from headlab.interventions import Gate, intervene
+from headlab.models import LoadedModel
+from headlab.models.adapters import parts
+from headlab.progress import bar as progress_bar
 
 
 def layer_stack(model: nn.Module, n_layers: int) -> nn.ModuleList:

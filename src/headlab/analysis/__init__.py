@@ -1,5 +1,5 @@
 """Analyses built on the streaming engine: characterization, the RoPE slash pattern, the claims table, comparison."""
 
-from .characterize import CharacterizeResult, characterize
+from headlab.analysis.characterize import CharacterizeResult, characterize
 
 __all__ = ["CharacterizeResult", "characterize"]

@@ -18,21 +18,21 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..detectors import make
-from ..display import Displayable, flat
-from ..engine import score_samples
-from ..errors import HeadlabError
-from ..head import Head
-from ..head import name as head_name
-from ..io import write_json_atomic, write_text_atomic
-from ..models import LoadedModel, load
-from ..progress import bar as progress_bar
-from ..result import per_head, read_json
-from ..stats import ConsecutiveRule
-from ..stimuli import contexts, controls, positions, to_samples
-from ..stimuli.templates import CONTROL_SYMBOLS
-from .bootstrap import curve_cv_ci, mean_ci, ratio_ci
-from .rope import RopeResult, rope_analysis, rope_from_json
+from headlab.analysis.bootstrap import curve_cv_ci, mean_ci, ratio_ci
+from headlab.analysis.rope import RopeResult, rope_analysis, rope_from_json
+from headlab.detectors import make
+from headlab.display import Displayable, flat
+from headlab.engine import score_samples
+from headlab.errors import HeadlabError
+from headlab.head import Head
+from headlab.head import name as head_name
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.models import LoadedModel, load
+from headlab.progress import bar as progress_bar
+from headlab.result import per_head, read_json
+from headlab.stats import ConsecutiveRule
+from headlab.stimuli import contexts, controls, positions, to_samples
+from headlab.stimuli.templates import CONTROL_SYMBOLS
 
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 

@@ -26,14 +26,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..display import Displayable
-from ..errors import HeadlabError
-from ..head import name as head_name
-from ..io import write_json_atomic, write_text_atomic
-from ..models import LoadedModel, load
-from ..scan import ScanResult, scan
-from .characterize import DEPTH_BINS, CharacterizeResult, characterize
-from .claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
+from headlab.analysis.characterize import DEPTH_BINS, CharacterizeResult, characterize
+from headlab.analysis.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.models import LoadedModel, load
+from headlab.scan import ScanResult, scan
 
 Interval = tuple[float, float, float]  # value, lower, upper
 
@@ -270,7 +270,7 @@ class ClaimsResult(Displayable):
 
     @staticmethod
     def read(path: str | Path) -> "ClaimsResult":
-        from ..result import read_json
+        from headlab.result import read_json
 
         return ClaimsResult.from_json(read_json(path))
 
@@ -357,8 +357,8 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     ``resume`` reuses each model's scan, characterization and ablation saved in ``save_dir`` by an earlier run
     with the same settings (:mod:`headlab.analysis.claims_parts`). Claim 8 ablates at most half of a layer's
     heads (the ones with most `/` mass), so that every layer has a matched control; the rest are named."""
-    from ..corpus import documents
-    from ..models.loader import check_source
+    from headlab.corpus import documents
+    from headlab.models.loader import check_source
 
     for m in models:  # every name and the corpus are checked before the first model is measured
         if not isinstance(m, LoadedModel):
@@ -387,8 +387,8 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             ch.write(folder)
         ablation = left_out = None
         if ablation_draws > 0 and lm.facts.causal:
-            from ..ablation import ablate_experiment
-            from ..ablation.experiment import write_report
+            from headlab.ablation import ablate_experiment
+            from headlab.ablation.experiment import write_report
 
             heads, left_out = ablation_heads(claim_heads(sc, ch), ch.slash_mass["value"], lm.facts.n_heads)
             if reused and folder is not None:  # an ablation is only as current as the scan it rests on
@@ -418,7 +418,7 @@ def folder_name(model: str | LoadedModel) -> str:
 
 
 def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
-    from ..result import read_json
+    from headlab.result import read_json
 
     path = Path(monitor_dir) / folder_name(model) / "evaluate.json"
     if not path.exists():

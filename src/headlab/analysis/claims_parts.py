@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..head import Head
-from ..head import name as head_name
+from headlab.head import Head
+from headlab.head import name as head_name
 
 
 def ablation_heads(heads: Sequence[str], mass: np.ndarray, n_heads: int) -> tuple[list[str], list[str]]:
@@ -38,8 +38,8 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, seed: int, target_filter: str) -> Any:
-    from ..corpus import DEFAULT_CORPUS
-    from ..scan import ScanResult
+    from headlab.corpus import DEFAULT_CORPUS
+    from headlab.scan import ScanResult
 
     f = folder / "scan.json"
     if not f.exists():
@@ -51,7 +51,7 @@ def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, se
 
 
 def saved_characterization(folder: Path, n: int, seed: int, kappa: float) -> Any:
-    from .characterize import CharacterizeResult
+    from headlab.analysis.characterize import CharacterizeResult
 
     f = folder / "characterize.json"
     if not f.exists():
@@ -61,7 +61,7 @@ def saved_characterization(folder: Path, n: int, seed: int, kappa: float) -> Any
 
 
 def saved_ablation(folder: Path, heads: Sequence[str], draws: int, samples: int) -> Any:
-    from ..ablation.experiment import AblateResult
+    from headlab.ablation.experiment import AblateResult
 
     f = folder / "ablate.json"
     if not f.exists():

@@ -12,11 +12,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import HeadlabError
-from ..io import write_json_atomic, write_text_atomic
-from ..plotting import new_figure, save_figure
-from ..scan import ScanResult
-from .characterize import CharacterizeResult
+from headlab.analysis.characterize import CharacterizeResult
+from headlab.errors import HeadlabError
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.plotting import new_figure, save_figure
+from headlab.scan import ScanResult
 
 
 @dataclass

@@ -17,16 +17,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..display import Displayable
-from ..errors import HeadlabError
-from ..head import name as head_name
-from ..io import write_json_atomic, write_text_atomic
-from ..models import LoadedModel, load
-from ..stats import ConsecutiveRule
-from ..stimuli.suites import slash
-from ..stimuli.templates import TEMPLATES
-from .bootstrap import mean_ci
-from .characterize import marked_mass
+from headlab.analysis.bootstrap import mean_ci
+from headlab.analysis.characterize import marked_mass
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.models import LoadedModel, load
+from headlab.stats import ConsecutiveRule
+from headlab.stimuli.suites import slash
+from headlab.stimuli.templates import TEMPLATES
 
 LANGUAGES = tuple(TEMPLATES)
 

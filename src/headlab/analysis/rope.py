@@ -24,16 +24,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..corpus import Sample, Sampler, documents
-from ..detectors import make
-from ..engine import collate, score_batches
-from ..errors import HeadlabError
-from ..head import name as head_name
-from ..interventions import Record, intervene
-from ..models import LoadedModel
-from ..models.adapters import parts
-from ..models.loaded import device_of
-from ..result import per_head
+from headlab.corpus import Sample, Sampler, documents
+from headlab.detectors import make
+from headlab.engine import collate, score_batches
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.interventions import Record, intervene
+from headlab.models import LoadedModel
+from headlab.models.adapters import parts
+from headlab.models.loaded import device_of
+from headlab.result import per_head
 
 BANDS = ("high", "medium", "low")
 
@@ -106,7 +106,7 @@ def rope_from_json(d: dict[str, Any]) -> RopeResult:
 
 def random_token_samples(loaded: LoadedModel, n: int, length: int, seed: int) -> list[Sample]:
     """``n`` prompts of ``length`` uniformly random non-special vocabulary ids (with the model's specials)."""
-    from ..corpus import special_tokens
+    from headlab.corpus import special_tokens
 
     rng = random.Random(seed)
     sp = special_tokens(loaded.tokenizer)

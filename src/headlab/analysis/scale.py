@@ -20,10 +20,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import HeadlabError
-from ..io import write_json_atomic, write_text_atomic
-from ..plotting import new_figure, save_figure
-from ..scan import ScanResult
+from headlab.errors import HeadlabError
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.plotting import new_figure, save_figure
+from headlab.scan import ScanResult
 
 # kind -> (scan detector, threshold key of THRESHOLDS)
 KINDS = {"previous-token": ("previous-token", "previous-token"), "induction": ("induction", "induction"),
@@ -70,7 +70,7 @@ def scan_files(runs: Sequence[str | Path]) -> list[Path]:
 
 def point(sc: ScanResult) -> ScalePoint:
     """One model's specialization from its scan."""
-    from ..track.report import THRESHOLDS
+    from headlab.track.report import THRESHOLDS
 
     facts = sc.settings["model_facts"]
     shares = {}
@@ -87,7 +87,7 @@ def point(sc: ScanResult) -> ScalePoint:
         top, delta = float(off[l, h, d]), int(d)
     else:
         top, delta = float("nan"), -1
-    from .claims import folder_name
+    from headlab.analysis.claims import folder_name
 
     return ScalePoint(model=folder_name(sc.model), kind="decoder" if facts["causal"] else "encoder",
                       n_params=int(facts["n_params"]), n_heads=sc.n_layers * sc.n_heads, shares=shares,

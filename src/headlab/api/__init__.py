@@ -13,8 +13,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..display import Displayable, field_table
-from ..errors import HeadlabError
+from headlab.display import Displayable, field_table
+from headlab.errors import HeadlabError
 
 
 @contextlib.contextmanager
@@ -23,7 +23,7 @@ def saving(out: str | Path | None, files: Sequence[str], overwrite: bool) -> Ite
     if out is None:
         yield None
         return
-    from ..io import writing
+    from headlab.io import writing
 
     with writing(out, files, overwrite) as folder:
         yield folder

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..ablation.experiment import AblateResult
-from ..ablation.importance import ImportanceResult
-from ..ablation.prune import PruneResult
-from ..analysis.characterize import CharacterizeResult
-from ..models import LoadedModel
-from . import saving
+from headlab.ablation.experiment import AblateResult
+from headlab.ablation.importance import ImportanceResult
+from headlab.ablation.prune import PruneResult
+from headlab.analysis.characterize import CharacterizeResult
+from headlab.api import saving
+from headlab.models import LoadedModel
 
 Model = str | LoadedModel
 
@@ -30,7 +30,7 @@ def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float =
         r = headlab.characterize("minilm-l6", n=12)
         r.to_pandas().sort_values("slash_mass").tail()   # one row per head, value and 95% interval
     """
-    from ..analysis import characterize as run
+    from headlab.analysis import characterize as run
 
     with saving(out, ["characterize.json", "characterize.md"], overwrite) as folder:
         r = run(model, n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, batch_size=batch_size,
@@ -54,7 +54,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draw
         r = headlab.ablate("smollm2-135m", ["3.2", "5.7"], draws=10)
         r.control["interval"]     # target minus matched controls, 95%
     """
-    from ..ablation import ablate_experiment
+    from headlab.ablation import ablate_experiment
 
     with saving(out, ["ablate.json"], overwrite) as folder:
         r = ablate_experiment(model, heads, mode=mode, draws=draws, samples=samples, window=window, corpus=corpus,
@@ -76,7 +76,7 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
         imp = headlab.importance("smollm2-135m", samples=16)
         imp.to_pandas().nlargest(10, "exact_delta")   # the heads whose removal costs most
     """
-    from ..ablation.importance import importance as run
+    from headlab.ablation.importance import importance as run
 
     with saving(out, ["importance.json"], overwrite) as folder:
         r = run(model, samples=samples, window=window, corpus=corpus, seed=seed, batch_size=batch_size,
@@ -99,7 +99,7 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
         r.figure()                                  # metric against the fraction of heads removed
         r.to_pandas().pivot(index="fraction", columns="order")
     """
-    from ..ablation.prune import prune_curves, write_prune
+    from headlab.ablation.prune import prune_curves, write_prune
 
     with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
         r = prune_curves(model, samples=samples, window=window, keep=keep, seed=seed, batch_size=batch_size,
@@ -119,11 +119,11 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
         items = headlab.stimuli("slash", n=5)
         items[0].text, items[0].spans    # the text and its target character spans [start, end)
     """
-    from ..stimuli import make_suite, write_jsonl
+    from headlab.stimuli import make_suite, write_jsonl
 
     opts: dict[str, Any] = {}
     if suite == "contexts" and model is not None:
-        from ..models import load
+        from headlab.models import load
 
         opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
     items = list(make_suite(suite, n, seed, **opts))

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from ..display import Displayable
-from ..errors import HeadlabError
-from ..induction.arms import Levers
-from ..track.predict import PredictResult
-from ..track.scores import TrackResult
-from ..train.config import TrainConfig
-from . import Written, saving
+from headlab.api import Written, saving
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.induction.arms import Levers
+from headlab.track.predict import PredictResult
+from headlab.track.scores import TrackResult
+from headlab.train.config import TrainConfig
 
 _LEVERS = Levers()  # the levers' defaults are defined with the levers
 
@@ -45,9 +45,9 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
         run = headlab.train("configs/smoke.toml", out="runs/smoke")
         headlab.track(run.folder).figure("previous-token")
     """
-    from ..track.training import tracked_training
-    from ..train import load_config
-    from ..train.checkpoint import checkpoints
+    from headlab.track.training import tracked_training
+    from headlab.train import load_config
+    from headlab.train.checkpoint import checkpoints
 
     cfg = config if isinstance(config, TrainConfig) else load_config(config)
     if seed is not None:
@@ -69,9 +69,9 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
         t.figure("previous-token")
         t.to_pandas().query("metric == 'slash_mass'").pivot(index="step", columns="head", values="score")
     """
-    from ..io import writing
-    from ..track.report import write_track_report
-    from ..track.scores import track as run_track
+    from headlab.io import writing
+    from headlab.track.report import write_track_report
+    from headlab.track.scores import track as run_track
 
     with writing(out or Path(run) / "track", ["track.json", "track.md"], overwrite) as folder:
         t = run_track(run, n_stimuli=n, seed=seed, progress=progress)
@@ -91,10 +91,10 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
         p = headlab.predict(["runs/s0", "runs/s1", "runs/s2"], metric="induction")
         p.early_model["roc_auc"], p.early_score_alone["roc_auc"]
     """
-    from ..track.predict import RunData, early_prediction
-    from ..track.report import THRESHOLDS
-    from ..track.scores import read_signals
-    from ..train.config import load_config
+    from headlab.track.predict import RunData, early_prediction
+    from headlab.track.report import THRESHOLDS
+    from headlab.track.scores import read_signals
+    from headlab.train.config import load_config
 
     data = []
     for r in runs:
@@ -131,8 +131,8 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
         study = headlab.induce("configs/induce.toml", out="runs/ind", arms=["plain", "aux"], seeds=[0])
         study            # the verdict table; study.data is induce.json
     """
-    from ..induction.arms import ARMS
-    from ..induction.study import induce as run
+    from headlab.induction.arms import ARMS
+    from headlab.induction.study import induce as run
 
     if not Path(config).is_file():
         raise HeadlabError(f"config file {config} does not exist")

@@ -7,11 +7,11 @@ import html
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..display import Displayable
-from ..errors import HeadlabError
-from ..models.loaded import LoadedModel
-from ..viewer.data import ViewData
-from . import Written
+from headlab.api import Written
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.models.loaded import LoadedModel
+from headlab.viewer.data import ViewData
 
 #: the inline frame runs the page's scripts but gets an opaque origin: no cookies, no storage, no access to the
 #: notebook; the page's own Content-Security-Policy (no request to any host) still applies inside it.
@@ -37,7 +37,7 @@ class ViewerPage(Displayable):
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the page to ``path`` (an ``.html`` file; an existing file is replaced only with ``overwrite``)."""
-        from ..io import claim_file, write_text_atomic
+        from headlab.io import claim_file, write_text_atomic
 
         claim_file(path, overwrite)
         return write_text_atomic(path, self.html)
@@ -72,11 +72,11 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
         page             # shown inline in Jupyter; no request leaves the page
         page.save("runs/view.html")
     """
-    from ..viewer import build
-    from ..viewer.page import render
+    from headlab.viewer import build
+    from headlab.viewer.page import render
 
     if out is not None:
-        from ..io import claim_file
+        from headlab.io import claim_file
 
         claim_file(out, overwrite)  # before the work, as the command does
     data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale)
@@ -95,8 +95,8 @@ def report(run: str | Path, *, title: str | None = None, out: str | Path | None 
 
         headlab.report("runs/study")      # shows report.md; report.html beside it
     """
-    from ..io import writing
-    from ..report import report as run_report
+    from headlab.io import writing
+    from headlab.report import report as run_report
 
     folder = Path(out) if out is not None else Path(run) / "report"
     with writing(folder, ["report.md", "report.html"], overwrite) as o:

@@ -8,8 +8,8 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import HeadlabError
-from .document import Document
+from headlab.corpus.document import Document
+from headlab.errors import HeadlabError
 
 TEXT_SUFFIXES = (".txt", ".md", ".rst", ".text")
 SUFFIXES = TEXT_SUFFIXES + (".jsonl",)

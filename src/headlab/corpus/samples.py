@@ -19,8 +19,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
-from ..errors import HeadlabError
-from .document import Document
+from headlab.corpus.document import Document
+from headlab.errors import HeadlabError
 
 TargetFilter = Literal["any", "with-target", "without-target"]
 SHUFFLE_BUFFER = 1024

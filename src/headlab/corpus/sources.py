@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..errors import HeadlabError
-from .document import Document
-from .files import file_documents
+from headlab.corpus.document import Document
+from headlab.corpus.files import file_documents
+from headlab.errors import HeadlabError
 
 DEFAULT_CORPUS = ("wiki", "pydoc")
 

@@ -31,8 +31,8 @@ from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
 
 import torch
 
-from ..errors import HeadlabError
-from .needs import Diagonal, Groups, KeySet, Matches, Needs, token_groups
+from headlab.detectors.needs import Diagonal, Groups, KeySet, Matches, Needs, token_groups
+from headlab.errors import HeadlabError
 
 
 @dataclass
@@ -192,8 +192,8 @@ def score_layer(detectors: "list[Detector] | tuple[Detector, ...]", attn: torch.
                 batch: Batch) -> dict[str, torch.Tensor]:
     """Scores of one layer from its full probabilities ``attn`` (B, H, T, T): the eager route's reference
     evaluation. Call :func:`prepare_batch` once per batch first."""
-    from ..routes.views import ProbsView
-    from .needs import evaluate, match_plan
+    from headlab.detectors.needs import evaluate, match_plan
+    from headlab.routes.views import ProbsView
 
     H = attn.shape[1]
     groups = batch.groups if batch.needs.matches else None

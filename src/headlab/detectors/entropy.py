@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import Batch, Detector, register
+from headlab.detectors.base import Batch, Detector, register
 
 
 @register

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import Batch, Detector, register
+from headlab.detectors.base import Batch, Detector, register
 
 
 def _per_query(total: torch.Tensor, batch: Batch) -> torch.Tensor:

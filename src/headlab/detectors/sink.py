@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .base import Batch, Detector, register
+from headlab.detectors.base import Batch, Detector, register
 
 
 @register

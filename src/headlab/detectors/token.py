@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import torch
 
-from ..errors import HeadlabError
-from .base import Batch, Detector, register
+from headlab.detectors.base import Batch, Detector, register
+from headlab.errors import HeadlabError
 
 
 @register

@@ -16,8 +16,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HeadlabError
-from ..nn.init import INITS
+from headlab.errors import HeadlabError
+from headlab.nn.init import INITS
 
 
 @dataclass

@@ -18,17 +18,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..detectors import make
-from ..engine import score_samples
-from ..head import name as head_name
-from ..stats import ConsecutiveRule
+from headlab.detectors import make
+from headlab.engine import score_samples
+from headlab.head import name as head_name
+from headlab.stats import ConsecutiveRule
 
 THRESHOLD, CONSECUTIVE = 0.5, 3
 
 
 def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.ndarray, float]:
     """``(mass (L, H), passed (L, H) bool, held-out loss)`` of one model on the probe windows."""
-    from ..monitor.baselines import window_losses
+    from headlab.monitor.baselines import window_losses
 
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     rule = ConsecutiveRule((L, H), THRESHOLD, CONSECUTIVE)
@@ -43,10 +43,10 @@ def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.nda
 
 def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dict[str, Any]:
     """The record of one finished run (``measure.json``)."""
-    from ..track.scores import _rows_to_samples, load_checkpoint_model
-    from ..train import checkpoint as ckpt
-    from ..train.config import load_config
-    from ..train.data import load_pool
+    from headlab.track.scores import _rows_to_samples, load_checkpoint_model
+    from headlab.train import checkpoint as ckpt
+    from headlab.train.config import load_config
+    from headlab.train.data import load_pool
 
     cfg = load_config(run / "config.toml")
     pool, _ = load_pool(run)
@@ -80,7 +80,7 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
 
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
-    from ..ablation import ablate_experiment
+    from headlab.ablation import ablate_experiment
 
     r = ablate_experiment(loaded, [head], draws=draws, samples=32,
                           window=cfg.data.window, corpus=cfg.data.corpus, seed=seed, progress=progress)
@@ -95,7 +95,7 @@ def persistence(rec: dict[str, Any]) -> dict[str, Any] | None:
     last checkpoint step at which it did."""
     if rec["aux_stop"] is None:
         return None
-    from ..head import Head
+    from headlab.head import Head
 
     out = {}
     for name in rec["induced_heads"]:

@@ -21,16 +21,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..io import write_json_atomic, write_text_atomic
-from .arms import Levers, arm_config
-from .measure import measure_run, persistence
+from headlab.induction.arms import Levers, arm_config
+from headlab.induction.measure import measure_run, persistence
+from headlab.io import write_json_atomic, write_text_atomic
 
 
 def run_arm(base: dict[str, Any], arm: str, seed: int, levers: Levers, out: Path, draws: int,
             progress: bool) -> dict[str, Any]:
-    from ..track.training import tracked_training
-    from ..train import checkpoint as ckpt
-    from ..train import from_dict
+    from headlab.track.training import tracked_training
+    from headlab.train import checkpoint as ckpt
+    from headlab.train import from_dict
 
     run = out / "runs" / f"{arm}-s{seed}"
     done = run / "measure.json"
@@ -50,7 +50,7 @@ def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
     share them, left alone where a run already holds its own."""
     import shutil
 
-    from ..train.data import build_pool, fingerprint, pool_matches, save_pool
+    from headlab.train.data import build_pool, fingerprint, pool_matches, save_pool
 
     built: dict[str, Path] = {}
     for run, cfg in configs.items():
@@ -122,7 +122,7 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> None:
-    from ..plotting import pyplot
+    from headlab.plotting import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -144,9 +144,9 @@ def induce(config: str | Path, out: str | Path, arms: Sequence[str], seeds: Sequ
            draws: int = 10, progress: bool = True) -> dict[str, Any]:
     import tomllib
 
-    from ..errors import HeadlabError
-    from ..train import from_dict
-    from ..train.config import load_config, same_but_vocab
+    from headlab.errors import HeadlabError
+    from headlab.train import from_dict
+    from headlab.train.config import load_config, same_but_vocab
 
     out = Path(out)
     base = tomllib.loads(Path(config).read_text(encoding="utf-8"))

@@ -3,13 +3,13 @@
 
 # after the submodule ``check`` is imported, the name ``check`` is the command (the module stays importable as
 # ``headlab.models.check`` through ``from headlab.models.check import ...``)
-from . import check as _check_module  # noqa: E402,F401,I001
-from .cache import cache_dir
-from .commands import check, families, verify
-from .commands import list_ as list
-from .loaded import LoadedModel, ModelFacts, read_facts
-from .loader import load
-from .registry import NAMED_MODELS, NamedModel, install
+from headlab.models import check as _check_module  # noqa: E402,F401,I001
+from headlab.models.cache import cache_dir
+from headlab.models.commands import check, families, verify
+from headlab.models.commands import list_ as list
+from headlab.models.loaded import LoadedModel, ModelFacts, read_facts
+from headlab.models.loader import load
+from headlab.models.registry import NAMED_MODELS, NamedModel, install
 
 __all__ = ["LoadedModel", "ModelFacts", "NAMED_MODELS", "NamedModel", "cache_dir", "check", "families", "install",
            "list", "load", "read_facts", "verify"]

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from torch import nn
 
-from ..errors import HeadlabError
+from headlab.errors import HeadlabError
 
 #: how a q/k source's output is laid out: flat ``(B, T, H*d)``, per head ``(B, T, H, d)``, or ``(B, H, T, d)``
 QKLayout = Literal["flat", "bthd", "bhtd"]

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import HeadlabError
+from headlab.errors import HeadlabError
 
 MANIFEST = "headlab-manifest.json"
 
@@ -66,7 +66,7 @@ def check_model_dir(folder: Path) -> None:
 
 def seal(folder: Path) -> None:
     """Write the manifest of ``folder``: every file's size and SHA-256."""
-    from ..io import file_sha256, write_json_atomic
+    from headlab.io import file_sha256, write_json_atomic
 
     files = {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
              for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
@@ -89,7 +89,7 @@ def damage(folder: Path, *, full: bool = False) -> str | None:
     if not (folder / MANIFEST).exists():
         seal(folder)
         return None
-    from ..io import file_sha256
+    from headlab.io import file_sha256
 
     files = json.loads((folder / MANIFEST).read_text())["files"]
     for rel, want in files.items():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import HeadlabError
-from .adapters import adapter_for, head_dims, parts
+from headlab.errors import HeadlabError
+from headlab.models.adapters import adapter_for, head_dims, parts
 
 
 def skeleton(name_or_path: str) -> Any:
@@ -13,7 +13,7 @@ def skeleton(name_or_path: str) -> Any:
     import torch
     from transformers import AutoConfig, AutoModel
 
-    from .registry import NAMED_MODELS
+    from headlab.models.registry import NAMED_MODELS
 
     spec = NAMED_MODELS.get(name_or_path)
     source = str(spec.locate()) if spec is not None and spec.installed() else name_or_path
@@ -31,7 +31,7 @@ def skeleton(name_or_path: str) -> Any:
 
 def report(model: Any) -> dict[str, Any]:
     """What headlab can do with ``model``: family, shape, capture route, census routes, intervention sites."""
-    from ..capture import fused_unsupported, route
+    from headlab.capture import fused_unsupported, route
 
     a = adapter_for(model)
     bound = parts(model)

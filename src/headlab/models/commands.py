@@ -6,12 +6,12 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from .registry import install
+from headlab.models.registry import install
 
 
 def list_() -> list[dict[str, Any]]:
     """Each named offline model: name, whether it is installed, download size (MB) and architecture."""
-    from .registry import NAMED_MODELS
+    from headlab.models.registry import NAMED_MODELS
 
     return [{"name": m.name, "installed": m.installed(), "download_mb": m.download_mb,
              "architecture": m.architecture} for m in NAMED_MODELS.values()]
@@ -20,14 +20,14 @@ def list_() -> list[dict[str, Any]]:
 def check(model: str) -> dict[str, Any]:
     """Whether headlab supports ``model`` (named, HF directory or hub id), from its config alone: family,
     capture route, census routes, intervention sites. No weights are read."""
-    from .check import report, skeleton
+    from headlab.models.check import report, skeleton
 
     return report(skeleton(model))
 
 
 def families() -> str:
     """The supported architecture families as a Markdown table."""
-    from .adapters import families_table
+    from headlab.models.adapters import families_table
 
     return families_table()
 
@@ -35,7 +35,7 @@ def families() -> str:
 def verify() -> list[dict[str, Any]]:
     """Every cached model copy compared with the digests written with it; a damaged copy is removed (the next
     load rebuilds it). One record per copy: folder and ``damage`` (None when sound)."""
-    from .cache import cache_dir, damage
+    from headlab.models.cache import cache_dir, damage
 
     folders = sorted(p for p in (cache_dir() / "models").glob("*") if p.is_dir() and not p.name.endswith(".partial"))
     out = []

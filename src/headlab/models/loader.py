@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import HeadlabError
-from .adapters import adapter_for, parts
-from .cache import check_model_dir, gguf_to_safetensors
-from .loaded import LoadedModel, read_facts
-from .registry import NAMED_MODELS, file_digest
+from headlab.errors import HeadlabError
+from headlab.models.adapters import adapter_for, parts
+from headlab.models.cache import check_model_dir, gguf_to_safetensors
+from headlab.models.loaded import LoadedModel, read_facts
+from headlab.models.registry import NAMED_MODELS, file_digest
 
 
 def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
@@ -76,7 +76,7 @@ def _check_run(run: Path) -> None:
 
 
 def _training_run(run: Path, device: str) -> LoadedModel:
-    from ..track.scores import load_checkpoint_model
+    from headlab.track.scores import load_checkpoint_model
 
     _check_run(run)
     loaded = load_checkpoint_model(run, None)

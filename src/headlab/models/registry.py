@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import HeadlabError
-from .cache import cache_dir, gguf_to_safetensors, publish, usable, writable_cache
+from headlab.errors import HeadlabError
+from headlab.models.cache import cache_dir, gguf_to_safetensors, publish, usable, writable_cache
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import evaluate as _evaluate_module  # noqa: F401 - loaded before the function takes its name
-from .check import CheckResult, check_rows, write
-from .fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
-from .profile import Profile, fit_profile
+from headlab.monitor import evaluate as _evaluate_module  # noqa: F401 - loaded before the function takes its name
+from headlab.monitor.check import CheckResult, check_rows, write
+from headlab.monitor.fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
+from headlab.monitor.profile import Profile, fit_profile
 
 
 def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 2000, per_detector: int = 8,
@@ -28,7 +28,7 @@ def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 200
         prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=400)
         res, rows = headlab.monitor.check(prof, corpus=["pydoc"])
     """
-    from ..api import saving
+    from headlab.api import saving
 
     with saving(out, ["profile.json"], overwrite) as folder:
         prof = _fit(model, corpus, max_samples, per_detector, fpr, seed, batch_size, max_length, progress, device)
@@ -62,8 +62,8 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
-    from ..api import saving
-    from ..errors import HeadlabError
+    from headlab.api import saving
+    from headlab.errors import HeadlabError
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
@@ -106,10 +106,10 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
         ev = headlab.monitor.evaluate("minilm-l6", kinds=["code", "man"], out="runs/monitor-eval")
         {k: v["verdict"] for k, v in ev.data["kinds"].items()}
     """
-    from ..api import Written, saving
-    from ..io import write_json_atomic, write_text_atomic
-    from .evaluate import evaluate as run
-    from .evaluate import installed_kinds, markdown
+    from headlab.api import Written, saving
+    from headlab.io import write_json_atomic, write_text_atomic
+    from headlab.monitor.evaluate import evaluate as run
+    from headlab.monitor.evaluate import installed_kinds, markdown
 
     chosen = installed_kinds(kinds)
     with saving(out, ["evaluate.json", "evaluate.md", "calibration.png"], overwrite) as folder:

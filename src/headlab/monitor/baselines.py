@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..padding import pad_right
+from headlab.padding import pad_right
 
 CHAR_FEATURES = ("letters", "digits", "whitespace", "punctuation", "upper", "non-ascii", "word-length")
 

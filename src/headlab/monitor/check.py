@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..io import write_text_atomic
-from ..result import Result
-from .profile import Profile
+from headlab.io import write_text_atomic
+from headlab.monitor.profile import Profile
+from headlab.result import Result
 
 #: what each detector's score measures, and what an unusually high value of it suggests about the text
 MEANING: dict[str, tuple[str, str]] = {
@@ -82,7 +82,7 @@ def markdown(res: CheckResult, rows: list[dict], figure: str) -> str:
 
 
 def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path) -> None:
-    from ..plotting import pyplot
+    from headlab.plotting import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.2))

@@ -28,10 +28,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .baselines import baselines, per_document
-from .calibration import calibration_curve
-from .fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, read_columns, scanned
-from .profile import ForestScorer, fit_profile, fold
+from headlab.monitor.baselines import baselines, per_document
+from headlab.monitor.calibration import calibration_curve
+from headlab.monitor.fingerprint import (
+    MONITOR_DETECTORS,
+    choose_features,
+    column_means,
+    fingerprints,
+    read_columns,
+    scanned,
+)
+from headlab.monitor.profile import ForestScorer, fit_profile, fold
 
 #: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
 REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
@@ -46,8 +53,8 @@ def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
     every kind whose corpus is installed (the missing ones are named on stderr)."""
     import sys
 
-    from ..corpus import documents
-    from ..errors import HeadlabError
+    from headlab.corpus import documents
+    from headlab.errors import HeadlabError
 
     out = []
     for kind in KINDS if kinds is None else kinds:
@@ -114,7 +121,7 @@ class _Scorer:
 def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 3000,
              kind_samples: int = 200, per_detector: int = 8, fpr: float = 0.01, seed: int = 0, batch_size: int = 8,
              progress: bool = True, device: str = "cpu", figure: Path | None = None) -> dict[str, Any]:
-    from ..models import load
+    from headlab.models import load
 
     loaded = model if not isinstance(model, str) else load(model, lm_head=True, device=device)
     scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS)

@@ -17,8 +17,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..detectors import DEFAULT_DETECTORS
-from ..errors import HeadlabError
+from headlab.detectors import DEFAULT_DETECTORS
+from headlab.errors import HeadlabError
 
 #: the monitor's detectors: the census defaults plus every head's attention entropy
 MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
@@ -31,7 +31,7 @@ BATCH_ROWS = 4096
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
             progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS) -> Iterator[tuple[Path, Any]]:
     """A per-sample scan of ``corpus``: the Parquet path (removed on exit) and the scan result."""
-    from ..scan import scan
+    from headlab.scan import scan
 
     with tempfile.TemporaryDirectory(prefix="headlab-monitor-") as tmp:
         rows = Path(tmp) / "rows.parquet"

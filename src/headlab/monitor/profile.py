@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..result import Result
+from headlab.result import Result
 
 
 def fold(doc: str) -> int:
@@ -78,7 +78,7 @@ def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
         X, docs = X[~exclude], [d for d, e in zip(docs, exclude) if not e]
     cal = np.array([held_out(d) for d in docs], dtype=bool)
     if cal.sum() < 10 or (~cal).sum() < 20:
-        from ..errors import HeadlabError
+        from headlab.errors import HeadlabError
 
         raise HeadlabError(f"the reference has {len(docs)} documents ({int(cal.sum())} held out): too few to "
                            "calibrate; use more --max-samples or a larger corpus")

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..detectors import make
-from ..head import name as head_name
-from ..io import AppendLog, read_jsonl
-from ..train.config import MonitorConfig
+from headlab.detectors import make
+from headlab.head import name as head_name
+from headlab.io import AppendLog, read_jsonl
+from headlab.train.config import MonitorConfig
 
 METRICS = ("slash_mass", "previous-token", "induction", "sink", "entropy")
 TRACKED = ("slash_mass", "previous-token", "induction")
@@ -91,7 +91,7 @@ class HeadMonitor:
 
     def __init__(self, run: Path, cfg: MonitorConfig, probe_ids: torch.Tensor, probe_mask: torch.Tensor,
                  tokenizer: Any, max_length: int, causal: bool, warmup: int):
-        from ..track.scores import _rows_to_samples, repeat_probe
+        from headlab.track.scores import _rows_to_samples, repeat_probe
 
         self.cfg, self.tokenizer, self.warmup = cfg, tokenizer, warmup
         self.natural = _rows_to_samples(probe_ids, probe_mask, "probe")
@@ -107,8 +107,8 @@ class HeadMonitor:
 
     def measure(self, model: torch.nn.Module) -> dict[str, np.ndarray]:
         """(L, H) per metric of :data:`METRICS` for the model as it is now (its train/eval mode is restored)."""
-        from ..nn import as_loaded
-        from ..track.scores import mean_scores
+        from headlab.nn import as_loaded
+        from headlab.track.scores import mean_scores
 
         was_training = model.training
         try:

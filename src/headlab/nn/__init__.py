@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models.adapters import adapter_for
-from ..models.loaded import LoadedModel, ModelFacts
-from .tokenizer import load_tokenizer, train_bpe
-from .transformer import ModelConfig, Output, Transformer
+from headlab.models.adapters import adapter_for
+from headlab.models.loaded import LoadedModel, ModelFacts
+from headlab.nn.tokenizer import load_tokenizer, train_bpe
+from headlab.nn.transformer import ModelConfig, Output, Transformer
 
 
 def facts_of(model: Transformer) -> ModelFacts:

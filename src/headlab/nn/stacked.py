@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .transformer import ModelConfig, Transformer, _rope_tables, _rotate, sinusoidal_table
+from headlab.nn.transformer import ModelConfig, Transformer, _rope_tables, _rotate, sinusoidal_table
 
 Stack = dict[str, torch.Tensor]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import HeadlabError
+from headlab.errors import HeadlabError
 
 SPECIALS = ("<pad>", "<mask>", "<bos>")
 
@@ -51,10 +51,10 @@ def load_tokenizer(spec_or_folder: str | Path) -> Any:
             return AutoTokenizer.from_pretrained(str(p))
         except (OSError, ValueError) as exc:
             raise HeadlabError(f"cannot load the tokenizer in {p}: {exc}") from None
-    from ..models.registry import NAMED_MODELS
+    from headlab.models.registry import NAMED_MODELS
 
     if str(spec_or_folder) in NAMED_MODELS:
-        from ..models import load
+        from headlab.models import load
 
         return load(str(spec_or_folder)).tokenizer
     try:

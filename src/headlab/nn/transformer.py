@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .init import apply_init
+from headlab.nn.init import apply_init
 
 Kind = Literal["decoder", "encoder"]
 Positions = Literal["learned", "sinusoidal", "rope"]
@@ -47,7 +47,7 @@ class ModelConfig:
     init: str = "default"  # initialization scheme, one of headlab.nn.init.INITS
 
     def __post_init__(self) -> None:
-        from .init import INITS
+        from headlab.nn.init import INITS
 
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, not {self.init!r}")

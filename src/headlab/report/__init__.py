@@ -13,9 +13,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import HeadlabError
-from ..io import write_text_atomic
-from .sections import SECTIONS, Section
+from headlab.errors import HeadlabError
+from headlab.io import write_text_atomic
+from headlab.report.sections import SECTIONS, Section
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
 

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..plotting import pyplot
+from headlab.plotting import pyplot
 
 
 def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: str, path: Path,

@@ -11,16 +11,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ablation.experiment import AblateResult
-from ..ablation.importance import ImportanceResult
-from ..ablation.prune import PruneResult
-from ..analysis.characterize import CharacterizeResult
-from ..analysis.claims import ClaimsResult
-from ..head import name as head_name
-from ..scan import ScanResult
-from ..tasks.llm_eval import EvalLLMResult
-from ..tasks.sweep import SweepResult
-from . import figures
+from headlab.ablation.experiment import AblateResult
+from headlab.ablation.importance import ImportanceResult
+from headlab.ablation.prune import PruneResult
+from headlab.analysis.characterize import CharacterizeResult
+from headlab.analysis.claims import ClaimsResult
+from headlab.head import name as head_name
+from headlab.report import figures
+from headlab.scan import ScanResult
+from headlab.tasks.llm_eval import EvalLLMResult
+from headlab.tasks.sweep import SweepResult
 
 
 @dataclass
@@ -217,7 +217,7 @@ def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = SweepResult.read(folder / "sweep.json")
     g = d["grid"]
     figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
-    from ..tasks.sweep import markdown
+    from headlab.tasks.sweep import markdown
 
     table = markdown(d).split("\n", 2)[2].replace("\n## ", "\n#### ")  # the title line is the section's
     lines = [

@@ -21,12 +21,12 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from ..detectors import Batch, Detector
-from ..detectors.needs import evaluate, match_plan
-from ..errors import HeadlabError
-from . import chunked, fused
-from .spec import AttentionSpec
-from .views import LogitsView, ProbsView
+from headlab.detectors import Batch, Detector
+from headlab.detectors.needs import evaluate, match_plan
+from headlab.errors import HeadlabError
+from headlab.routes import chunked, fused
+from headlab.routes.spec import AttentionSpec
+from headlab.routes.views import LogitsView, ProbsView
 
 KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
 
@@ -56,7 +56,7 @@ class Choice:
 
 def choose(model: nn.Module, detectors: Sequence[Detector], requested: str = "auto") -> Choice:
     """The route for ``model`` and ``detectors``; a forced route that cannot serve them is a clear error."""
-    from ..capture import fused_unsupported, kernel_supported  # capture imports this package's spec
+    from headlab.capture import fused_unsupported, kernel_supported  # capture imports this package's spec
 
     if requested not in ("auto", *ROUTES):
         raise HeadlabError(f"unknown route {requested!r}; choose auto, {', '.join(ROUTES)}")

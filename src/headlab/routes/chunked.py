@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from .spec import AttentionSpec
+from headlab.routes.spec import AttentionSpec
 
 #: (probs (B, H, C, K) of queries q0..q0+C-1 over keys k0..k0+K-1) -> None; called once per block.
 RowsCallback = Callable[[torch.Tensor, int, int], None]

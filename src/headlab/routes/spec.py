@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import HeadlabError
+from headlab.errors import HeadlabError
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..errors import HeadlabError
-from ..io import write_text_atomic
+from headlab.errors import HeadlabError
+from headlab.io import write_text_atomic
 
 if TYPE_CHECKING:
-    from ..corpus import Sample
+    from headlab.corpus import Sample
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def read_jsonl(path: str | Path) -> list[Stimulus]:
 def to_samples(stimuli: Sequence[Stimulus], tokenizer: Any, max_length: int) -> list["Sample"]:
     """Tokenize stimuli (with the model's special tokens) into samples whose ``targets`` are the token
     positions of the marked spans. A stimulus longer than ``max_length`` tokens is an error, not truncated."""
-    from ..corpus import Sample
+    from headlab.corpus import Sample
 
     out = []
     for i, s in enumerate(stimuli):

@@ -14,9 +14,20 @@ import random
 import re
 from typing import Any, Callable, Sequence
 
-from ..errors import HeadlabError
-from .base import Stimulus, spans_of
-from .templates import CONTROL_SYMBOLS, FILES, HOSTS, NOUNS, NUMBERS, SEGMENTS, TEMPLATES, UNITS, VARS, ZH_SUBJ
+from headlab.errors import HeadlabError
+from headlab.stimuli.base import Stimulus, spans_of
+from headlab.stimuli.templates import (
+    CONTROL_SYMBOLS,
+    FILES,
+    HOSTS,
+    NOUNS,
+    NUMBERS,
+    SEGMENTS,
+    TEMPLATES,
+    UNITS,
+    VARS,
+    ZH_SUBJ,
+)
 
 _FIELD = re.compile(r"\{(\w+)\}")
 _POOLS = {"host": HOSTS, "seg": SEGMENTS, "file": FILES, "noun": NOUNS, "unit": UNITS, "num": NUMBERS,

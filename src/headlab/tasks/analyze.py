@@ -28,19 +28,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..ablation.experiment import matched_control
-from ..capture import capture
-from ..errors import HeadlabError
-from ..head import Head
-from ..head import name as head_name
-from ..io import read_jsonl
-from ..nn import Transformer
-from ..plotting import new_figure, save_figure
-from ..result import Result
-from ..track.phases import emergence_step
-from ..train import checkpoint as ckpt
-from ..train.config import load_config
-from .training import RetrievalTask, accuracy, eval_set
+from headlab.ablation.experiment import matched_control
+from headlab.capture import capture
+from headlab.errors import HeadlabError
+from headlab.head import Head
+from headlab.head import name as head_name
+from headlab.io import read_jsonl
+from headlab.nn import Transformer
+from headlab.plotting import new_figure, save_figure
+from headlab.result import Result
+from headlab.tasks.training import RetrievalTask, accuracy, eval_set
+from headlab.track.phases import emergence_step
+from headlab.train import checkpoint as ckpt
+from headlab.train.config import load_config
 
 READERS = ("query", "ref", "var")
 KEYS = ("def-var", "def-ref", "prev", "bos")
@@ -140,7 +140,7 @@ def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, A
 def _ablated_accuracy(
     model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
 ) -> float:
-    from ..ablation.heads import ablate
+    from headlab.ablation.heads import ablate
 
     with ablate(model, model.cfg.n_layers, model.cfg.n_heads, heads):
         return accuracy(model, task, exs)
@@ -278,7 +278,7 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
 
 
 def write_analysis(r: AnalyzeResult, out: Path) -> None:
-    from ..io import write_text_atomic
+    from headlab.io import write_text_atomic
 
     r.write(out / "analyze.json")
     write_text_atomic(out / "analyze.md", analysis_markdown(r))

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..models import LoadedModel
+from headlab.models import LoadedModel
 
 OUTCOMES = ("answer", "distractor", "hop", "other-name", "format")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -72,7 +72,7 @@ def continuations(loaded: LoadedModel, prompts: list[str], batch_size: int, max_
     padding so that every row's next token follows its own last prompt token. End-of-text is not allowed as the
     first new token (SmolLM2 would end most free-form answers right after "Answer:"; its next choice is
     what it would say)."""
-    from .llm_eval import encode_by_length
+    from headlab.tasks.llm_eval import encode_by_length
 
     tok = loaded.tokenizer
     enc, order = encode_by_length(loaded, prompts, reserve=max_new)

@@ -25,14 +25,14 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from ..analysis.claims import wilson
-from ..errors import HeadlabError
-from ..models import LoadedModel
-from ..padding import pad_right
-from ..plotting import new_figure, save_figure
-from ..progress import bar as progress_bar
-from ..result import Result
-from .retrieval import PLACES, generate
+from headlab.analysis.claims import wilson
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
+from headlab.padding import pad_right
+from headlab.plotting import new_figure, save_figure
+from headlab.progress import bar as progress_bar
+from headlab.result import Result
+from headlab.tasks.retrieval import PLACES, generate
 
 SCORING = ("multiple choice: the prompt ends in \"Answer:\"; the model's choice is the option letter (A..D) with "
            "the highest next-token logit. Free form: the prompt gets \" Answer:\" appended and the greedy next token "
@@ -151,7 +151,7 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
              device: str = "cpu", continuation: int = 8) -> EvalLLMResult:
     """Accuracy per form and depth by the first-token rule and, unless ``continuation`` is 0, by greedy
     continuations of up to ``continuation`` tokens classified by :mod:`.llm_continuation`."""
-    from ..ablation.metrics import load_for_metric
+    from headlab.ablation.metrics import load_for_metric
 
     loaded = load_for_metric(model, device)
     if not loaded.facts.causal:
@@ -202,7 +202,7 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
 
 def _continuation_cell(loaded: LoadedModel, exs: list[dict[str, Any]], demo: str, form: str, batch_size: int,
                        max_new: int) -> dict[str, Any]:
-    from .llm_continuation import continuations, tally
+    from headlab.tasks.llm_continuation import continuations, tally
 
     prompts = [demo + e["prompt"] + ("" if form.endswith("-mc") else " Answer:") for e in exs]
     with _fused_attention(loaded.model):

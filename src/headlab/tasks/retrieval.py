@@ -27,7 +27,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import HeadlabError
+from headlab.errors import HeadlabError
 
 FORMS = ("minimal", "assign", "relatives", "assign-mc", "relatives-mc")
 NAMES = ("Ann", "Bob", "Cara", "Dan", "Eve", "Finn", "Gia", "Hal", "Ida", "Jon", "Kim", "Leo", "Mia", "Ned",

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import HeadlabError
-from ..io import read_jsonl
-from ..plotting import new_figure, pyplot, save_figure
-from ..result import Result
-from .training import RetrievalTask
+from headlab.errors import HeadlabError
+from headlab.io import read_jsonl
+from headlab.plotting import new_figure, pyplot, save_figure
+from headlab.result import Result
+from headlab.tasks.training import RetrievalTask
 
 
 def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
@@ -161,7 +161,7 @@ def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
 def _train_group(g: dict[str, Any]) -> str:
     import shutil
 
-    from .training_group import GroupMember, train_group
+    from headlab.tasks.training_group import GroupMember, train_group
 
     out = Path(g["out"])
     members = []

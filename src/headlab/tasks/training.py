@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..errors import HeadlabError
-from ..io import read_jsonl
-from ..padding import pad_right
-from .retrieval import MinimalVocab, minimal
+from headlab.errors import HeadlabError
+from headlab.io import read_jsonl
+from headlab.padding import pad_right
+from headlab.tasks.retrieval import MinimalVocab, minimal
 
 if TYPE_CHECKING:
-    from ..train.config import TrainConfig
+    from headlab.train.config import TrainConfig
 
 CURRICULA = ("none", "mixed", "chain")
 PAPER_LIKE = "chain"
@@ -148,8 +148,8 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4
                      threads: int = 1, checkpoint_every: int | None = None,
                      warmup_steps: int | None = None) -> "TrainConfig":
     """The :class:`~headlab.train.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
-    from ..nn.transformer import ModelConfig
-    from ..train.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
+    from headlab.nn.transformer import ModelConfig
+    from headlab.train.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
 
     return TrainConfig(
         model=ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
@@ -167,7 +167,7 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4
 
 def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float, **extra: Any) -> dict[str, Any]:
     """A finished run's ``summary.json`` (written, and returned) from its ``eval.jsonl``."""
-    from ..io import write_json_atomic
+    from headlab.io import write_json_atomic
 
     rows = read_jsonl(run / "eval.jsonl")
     full = str(task.depth)
@@ -199,8 +199,8 @@ def train_retrieval(
 
     ``shape``: :func:`retrieval_config`'s keywords (layers, width, steps, lr, seed, ...); ``threads`` defaults
     to 1: these models are too small to gain from more, and a sweep can then run one cell per core."""
-    from ..io import write_json_atomic
-    from ..train.trainer import Trainer
+    from headlab.io import write_json_atomic
+    from headlab.train.trainer import Trainer
 
     run = Path(run)
     cfg = retrieval_config(task, **shape)

@@ -17,11 +17,11 @@ from typing import Any, Sequence
 
 import torch
 
-from ..errors import HeadlabError
-from ..io import write_json_atomic
-from ..nn import stacked
-from ..train.ensemble import Ensemble, Member
-from .training import RetrievalSource, RetrievalTask, eval_set, retrieval_config, summarize
+from headlab.errors import HeadlabError
+from headlab.io import write_json_atomic
+from headlab.nn import stacked
+from headlab.tasks.training import RetrievalSource, RetrievalTask, eval_set, retrieval_config, summarize
+from headlab.train.ensemble import Ensemble, Member
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..result import Result
-from .scores import TrackResult
+from headlab.result import Result
+from headlab.track.scores import TrackResult
 
 
 @dataclass

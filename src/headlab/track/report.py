@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..head import Head
-from ..head import name as head_name
-from ..io import read_jsonl, write_json_atomic, write_text_atomic
-from ..plotting import new_figure, pyplot, save_figure
-from .phases import claim_boundaries, emergence_step, phases
-from .scores import TrackResult
+from headlab.head import Head
+from headlab.head import name as head_name
+from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
+from headlab.plotting import new_figure, pyplot, save_figure
+from headlab.track.phases import claim_boundaries, emergence_step, phases
+from headlab.track.scores import TrackResult
 
 PLOTTED = ("slash_mass", "previous-token", "induction", "offset", "sink")
 THRESHOLDS = {"slash_mass": 0.5, "slash_mass_stimuli": 0.5, "previous-token": 0.4, "induction": 0.4,
@@ -161,7 +161,7 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
 
 def monitor_report(run: Path, out: Path) -> list[str]:
     """``monitor.png`` and the markdown lines of the head monitor's series (nothing for a run without them)."""
-    from ..monitor.training import read_monitor
+    from headlab.monitor.training import read_monitor
 
     steps, series, said = read_monitor(run)
     if not steps:
@@ -189,8 +189,8 @@ def monitor_report(run: Path, out: Path) -> list[str]:
 def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     """Phases, markdown and plots for a tracked run; returns the phases record."""
 
-    from ..train.config import load_config
-    from .scores import read_signals
+    from headlab.track.scores import read_signals
+    from headlab.train.config import load_config
 
     total = load_config(run / "config.toml").optim.steps
     ph = all_phases(t)
@@ -233,8 +233,8 @@ def emergence_table(arms: dict[str, list[Path]],
 
 
 def read_phases(run: Path) -> dict[str, Any]:
-    from ..errors import HeadlabError
-    from ..result import read_json
+    from headlab.errors import HeadlabError
+    from headlab.result import read_json
 
     path = Path(run) / "track" / "phases.json"
     if not path.exists():

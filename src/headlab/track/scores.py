@@ -23,17 +23,17 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..corpus import Sample
-from ..detectors import make
-from ..display import Displayable
-from ..engine import score_samples
-from ..errors import HeadlabError
-from ..io import read_jsonl, write_json_atomic, write_text_atomic
-from ..nn import Transformer, as_loaded
-from ..progress import bar as progress_bar
-from ..train import checkpoint as ckpt
-from ..train.config import load_config
-from ..train.data import load_pool
+from headlab.corpus import Sample
+from headlab.detectors import make
+from headlab.display import Displayable
+from headlab.engine import score_samples
+from headlab.errors import HeadlabError
+from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
+from headlab.nn import Transformer, as_loaded
+from headlab.progress import bar as progress_bar
+from headlab.train import checkpoint as ckpt
+from headlab.train.config import load_config
+from headlab.train.data import load_pool
 
 METRICS = ("slash_mass", "slash_mass_stimuli", "offset", "offset_delta", "previous-token", "induction", "sink")
 
@@ -70,7 +70,7 @@ class TrackResult(Displayable):
 
     def figure(self, metric: str = "slash_mass") -> Any:
         """Every head's ``metric`` score over the checkpoints (matplotlib figure)."""
-        from .report import heatmap_figure
+        from headlab.track.report import heatmap_figure
 
         if metric not in self.scores:
             raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(self.scores)}")
@@ -115,7 +115,7 @@ def repeat_probe(tokenizer: Any, n: int, length: int, seed: int = 0) -> list[Sam
 
 
 def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed: int) -> dict[str, list[Sample]]:
-    from ..stimuli import make_suite, to_samples
+    from headlab.stimuli import make_suite, to_samples
 
     pool, _ = load_pool(run)
     stim = [s for s in make_suite("slash", n_stimuli, seed)]
@@ -153,7 +153,7 @@ def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.nd
 
 def load_checkpoint_model(run: Path, folder: Path | None) -> Any:
     """A run's model with the weights of ``folder`` (a checkpoint) or ``final.safetensors``, as a LoadedModel."""
-    from ..nn.tokenizer import load_tokenizer
+    from headlab.nn.tokenizer import load_tokenizer
 
     cfg = load_config(run / "config.toml")
     model = Transformer(cfg.model)

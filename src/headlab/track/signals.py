@@ -19,8 +19,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..io import AppendLog
-from ..models.adapters import parts
+from headlab.io import AppendLog
+from headlab.models.adapters import parts
 
 SIGNALS = ("w_q", "w_k", "w_v", "w_o", "logit_slash", "logit_other")
 

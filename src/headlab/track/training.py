@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..train import TrainConfig, Trainer, train
-from ..train.data import slash_ids
-from ..train.trainer import Callback
-from .signals import GradientSignals
+from headlab.track.signals import GradientSignals
+from headlab.train import TrainConfig, Trainer, train
+from headlab.train.data import slash_ids
+from headlab.train.trainer import Callback
 
 
 def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,
@@ -27,7 +27,7 @@ def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False,
                                        slash_ids(tok), cfg.model.kind, cfg.model.mask_id,
                                        frozenset(tok.all_special_ids)))
         if cfg.monitor.every > 0:
-            from ..monitor.training import HeadMonitor
+            from headlab.monitor.training import HeadMonitor
 
             out.append(HeadMonitor(trainer.run, cfg.monitor, pool.probe_ids, pool.probe_mask, tok,
                                    cfg.model.max_length, cfg.model.kind == "decoder", cfg.optim.warmup_steps))

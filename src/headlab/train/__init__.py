@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .config import TrainConfig, from_dict, load_config
-from .trainer import Callback, Trainer, lr_at
+from headlab.train.config import TrainConfig, from_dict, load_config
+from headlab.train.trainer import Callback, Trainer, lr_at
 
 
 def train(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,

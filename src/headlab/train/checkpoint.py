@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..errors import HeadlabError
-from ..io import file_sha256
+from headlab.errors import HeadlabError
+from headlab.io import file_sha256
 
 
 def schedule(steps: int, early_points: int, early_fraction: float, every: int) -> list[int]:

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import HeadlabError
-from ..nn.transformer import ModelConfig
+from headlab.errors import HeadlabError
+from headlab.nn.transformer import ModelConfig
 
 
 @dataclass
@@ -170,7 +170,7 @@ def _check(cfg: TrainConfig, where: str) -> None:
 
 
 def _check_induce(i: InduceConfig, where: str, cfg_layers: int, cfg_heads: int) -> None:
-    from ..head import Head
+    from headlab.head import Head
 
     for h in i.heads:
         try:

@@ -26,12 +26,12 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..corpus import Sampler, documents
-from ..errors import HeadlabError
-from ..io import file_sha256, write_json_atomic
-from ..nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
-from ..padding import pad_right
-from .config import DataConfig
+from headlab.corpus import Sampler, documents
+from headlab.errors import HeadlabError
+from headlab.io import file_sha256, write_json_atomic
+from headlab.nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
+from headlab.padding import pad_right
+from headlab.train.config import DataConfig
 
 
 @dataclass

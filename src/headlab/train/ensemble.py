@@ -35,14 +35,14 @@ from typing import Any, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..errors import HeadlabError
-from ..io import FolderLock, write_text_atomic
-from ..nn import stacked
-from ..nn.transformer import Transformer
-from ..progress import bar as progress_bar
-from . import checkpoint as ckpt
-from .config import TrainConfig, to_toml
-from .trainer import BatchSource, adamw, decays, lr_at
+from headlab.errors import HeadlabError
+from headlab.io import FolderLock, write_text_atomic
+from headlab.nn import stacked
+from headlab.nn.transformer import Transformer
+from headlab.progress import bar as progress_bar
+from headlab.train import checkpoint as ckpt
+from headlab.train.config import TrainConfig, to_toml
+from headlab.train.trainer import BatchSource, adamw, decays, lr_at
 
 #: optimizer fields members must share (the rest: seed, lr, warmup_steps, min_lr_ratio may differ)
 SHARED_OPTIM = ("steps", "batch_size", "weight_decay", "beta1", "beta2", "grad_clip")

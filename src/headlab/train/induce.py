@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from ..errors import HeadlabError
-from ..head import Head
-from .config import InduceConfig
+from headlab.errors import HeadlabError
+from headlab.head import Head
+from headlab.train.config import InduceConfig
 
 
 class SlashAux:

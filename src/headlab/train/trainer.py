@@ -19,14 +19,14 @@ from typing import Any, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..errors import HeadlabError
-from ..io import FolderLock, write_text_atomic
-from ..nn.transformer import Transformer
-from ..progress import bar as progress_bar
-from . import checkpoint as ckpt
-from .config import TrainConfig, same_but_vocab, to_toml
-from .data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool, slash_ids
-from .induce import SlashAux
+from headlab.errors import HeadlabError
+from headlab.io import FolderLock, write_text_atomic
+from headlab.nn.transformer import Transformer
+from headlab.progress import bar as progress_bar
+from headlab.train import checkpoint as ckpt
+from headlab.train.config import TrainConfig, same_but_vocab, to_toml
+from headlab.train.data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool, slash_ids
+from headlab.train.induce import SlashAux
 
 #: the run's per-step logs: a resumed run drops their rows after its checkpoint
 LOGS = ("metrics.jsonl", "signals.jsonl", "monitor.jsonl")
@@ -134,7 +134,7 @@ class Trainer:
                 raise HeadlabError(f"{self.run} already holds checkpoints; pass --resume to continue it or "
                                    "choose another --out")
             if resume and (self.run / "config.toml").exists():
-                from .config import load_config
+                from headlab.train.config import load_config
 
                 if not same_but_vocab(load_config(self.run / "config.toml"), self.cfg):
                     raise HeadlabError(f"the config differs from {self.run}/config.toml; resume with the same one")

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import HeadlabError
-from ..models.loaded import LoadedModel
-from .codec import SCALES, dequantize, quantize
-from .data import ViewData, ViewSample
-from .page import render, write_html
-from .sources import from_model, from_retrieval, from_scan, from_training, kind_of
+from headlab.errors import HeadlabError
+from headlab.models.loaded import LoadedModel
+from headlab.viewer.codec import SCALES, dequantize, quantize
+from headlab.viewer.data import ViewData, ViewSample
+from headlab.viewer.page import render, write_html
+from headlab.viewer.sources import from_model, from_retrieval, from_scan, from_training, kind_of
 
 
 def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",

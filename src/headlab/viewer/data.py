@@ -13,14 +13,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from ..capture import capture
-from ..corpus import Sample
-from ..engine import collate, forward
-from ..errors import HeadlabError
-from ..io import _clean
-from ..models import LoadedModel
-from ..models.loaded import device_of
-from .codec import quantize
+from headlab.capture import capture
+from headlab.corpus import Sample
+from headlab.engine import collate, forward
+from headlab.errors import HeadlabError
+from headlab.io import _clean
+from headlab.models import LoadedModel
+from headlab.models.loaded import device_of
+from headlab.viewer.codec import quantize
 
 
 @dataclass

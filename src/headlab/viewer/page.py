@@ -15,8 +15,8 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..io import write_text_atomic
-from .data import ViewData
+from headlab.io import write_text_atomic
+from headlab.viewer.data import ViewData
 
 
 def _asset(name: str) -> str:

@@ -9,10 +9,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import HeadlabError
-from ..models.loaded import LoadedModel
-from ..progress import bar as progress_bar
-from .data import ViewData, ViewSample, make_sample, store_maps, text_sample
+from headlab.errors import HeadlabError
+from headlab.models.loaded import LoadedModel
+from headlab.progress import bar as progress_bar
+from headlab.viewer.data import ViewData, ViewSample, make_sample, store_maps, text_sample
 
 #: grid scores taken from a scan's per-head scores, in this order
 SCAN_SCORES = ("token", "token_frac_above", "offset", "previous_token", "duplicate_token", "induction", "sink")
@@ -35,8 +35,8 @@ def kind_of(source: str | Path) -> str:
 
 def default_texts(loaded: Any, n_stimuli: int = 2, seed: int = 0) -> list[tuple[str, str]]:
     """(name, text): a window of the default corpus that contains '/', then slash stimuli."""
-    from ..corpus import DEFAULT_CORPUS, Sampler, documents
-    from ..stimuli import make_suite
+    from headlab.corpus import DEFAULT_CORPUS, Sampler, documents
+    from headlab.stimuli import make_suite
 
     out: list[tuple[str, str]] = []
     try:
@@ -68,8 +68,8 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
                scale: str = "sqrt") -> ViewData:
     """A pretrained model: maps on ``texts`` (default: :func:`default_texts`), scores from ``scan_json`` when
     given (a corpus scan), else from a scan of the shown texts themselves."""
-    from ..models import load
-    from ..scan import scan
+    from headlab.models import load
+    from headlab.scan import scan
 
     loaded = source if isinstance(source, LoadedModel) else load(source, device=device)
     texts = list(texts) if texts else default_texts(loaded)
@@ -104,7 +104,7 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-    from ..scan import ScanResult
+    from headlab.scan import ScanResult
 
     scan_json = ScanResult.read(folder / "scan.json").to_json()
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
@@ -114,9 +114,9 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
                   scale: str = "sqrt") -> ViewData:
     """A headlab training run: a checkpoint slider over the tracked scores (``headlab track`` output when present,
     else the shown samples), every checkpoint's maps, and the tracker's phases."""
-    from ..track.scores import TrackResult, load_checkpoint_model
-    from ..train import checkpoint as ckpt
-    from ..train.data import load_pool
+    from headlab.track.scores import TrackResult, load_checkpoint_model
+    from headlab.train import checkpoint as ckpt
+    from headlab.train.data import load_pool
 
     if not ckpt.checkpoints(run):
         raise HeadlabError(f"{run} has no checkpoints")
@@ -192,7 +192,7 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
 def _monitor_series(data: ViewData, run: Path) -> None:
     """The head monitor's scores (``monitor.jsonl``) as ``monitor <metric>`` scores of each checkpoint: the
     latest row at or before its step; its warnings as notes."""
-    from ..monitor.training import read_monitor
+    from headlab.monitor.training import read_monitor
 
     steps, series, said = read_monitor(run)
     if not steps:
@@ -207,9 +207,9 @@ def _monitor_series(data: ViewData, run: Path) -> None:
 
 
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
-    from ..corpus import Sample
-    from ..detectors import make
-    from ..track.scores import mean_scores
+    from headlab.corpus import Sample
+    from headlab.detectors import make
+    from headlab.track.scores import mean_scores
 
     out = mean_scores(
         loaded,
@@ -222,9 +222,9 @@ def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarra
 
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
-    from ..tasks.analyze import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of, load_run
-    from ..tasks.training import eval_set
-    from ..train import checkpoint as ckpt
+    from headlab.tasks.analyze import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of, load_run
+    from headlab.tasks.training import eval_set
+    from headlab.train import checkpoint as ckpt
 
     model, task = load_run(run)
     analysis_file = run / "analyze" / "analyze.json"
@@ -267,7 +267,7 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
         scale=scale,
         marked_label="the chain",
     )
-    from ..nn import as_loaded
+    from headlab.nn import as_loaded
 
     bar = progress_bar(max(1, len(cks)), f"view {run.name}: checkpoints", "checkpoint", progress)
     for c, (_, folder) in enumerate(cks or [(None, None)]):
