@@ -99,6 +99,7 @@ docs: $(STAMP)
 test: $(STAMP) $(TEST_MODELS) browser corpora
 	$(VENV)/bin/ruff check src tests bench docsite
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q
 

@@ -1,4 +1,4 @@
-"""Benchmark: retrieval decoders trained one at a time vs stacked in one ensemble (``headlab.train.ensemble``).
+"""Benchmark: retrieval decoders trained one at a time vs stacked in one ensemble (``headlab.training.ensemble``).
 
 Measured in one run, at one shape (default: the sweep's, 2 layers, d = 64, 4 heads, depth 3, chain curriculum,
 batch 64), every route trains for ``--steps`` steps with its held-out evaluation off and no checkpoints between
@@ -25,9 +25,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from headlab.tasks.training import RetrievalSource, RetrievalTask, retrieval_config
-from headlab.train.ensemble import Ensemble, Member
-from headlab.train.trainer import Trainer
+from headlab.retrieval.training import RetrievalSource, RetrievalTask, retrieval_config
+from headlab.training.ensemble import Ensemble, Member
+from headlab.training.trainer import Trainer
 
 
 def solo(task: RetrievalTask, args: argparse.Namespace, folder: Path) -> float:

@@ -83,9 +83,10 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
     import torch
 
     from headlab import load
+    from headlab.attention.routes import score_layer
+    from headlab.census.engine import collate, forward, score_batches
     from headlab.corpus import Sample
-    from headlab.detectors import DEFAULT_DETECTORS, make, prepare_batch, score_layer
-    from headlab.engine import collate, forward, score_batches
+    from headlab.detectors import DEFAULT_DETECTORS, make, prepare_batch
 
     lm = load(model, device=device)
     ids = lm.tokenizer(document(), add_special_tokens=False)["input_ids"]

@@ -27,9 +27,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from headlab import load, scan  # noqa: E402
+from headlab.census.engine import CHUNK_BATCHES, collate, forward  # noqa: E402
 from headlab.corpus import Sampler, documents  # noqa: E402
 from headlab.detectors import DEFAULT_DETECTORS  # noqa: E402
-from headlab.engine import CHUNK_BATCHES, collate, forward  # noqa: E402
 
 LABEL = {"bare": "a", "naive": "b", "headlab": "c"}
 

@@ -3,7 +3,7 @@
 Measured in one run, on the same model config, the same window pool and the same batches:
   plain:     a bare loop — batch, forward, cross-entropy, backward, clip, AdamW step (same schedule);
   headlab:   ``Trainer.fit`` with its checkpoints (config schedule) and metrics, tracking off;
-  tracking:  ``headlab.train.train`` with the gradient-signal callback every ``--grad-every`` steps.
+  tracking:  ``headlab.training.train`` with the gradient-signal callback every ``--grad-every`` steps.
 The three alternate over ``--repeats`` rounds; the best time of each is compared.
 Targets: headlab ≥ 0.95x the plain loop's tokens/s; tracking overhead ≤ 10%.
 
@@ -25,11 +25,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from headlab.formation.training_run import tracked_training as train  # noqa: E402
 from headlab.nn import Transformer  # noqa: E402
-from headlab.track.training import tracked_training as train  # noqa: E402
-from headlab.train import load_config, lr_at  # noqa: E402
-from headlab.train.data import build_pool, save_pool  # noqa: E402
-from headlab.train.trainer import Trainer  # noqa: E402
+from headlab.training import load_config, lr_at  # noqa: E402
+from headlab.training.data import build_pool, save_pool  # noqa: E402
+from headlab.training.trainer import Trainer  # noqa: E402
 
 
 def plain_loop(cfg, pool) -> tuple[float, int]:
@@ -77,7 +77,7 @@ def main() -> int:
         seed_run.mkdir()
         save_pool(pool, tok, seed_run)
         cfg.model.vocab_size = max(cfg.model.vocab_size, len(tok))
-        n_ckpt = len([s for s in __import__("headlab.train.checkpoint", fromlist=["schedule"]).schedule(
+        n_ckpt = len([s for s in __import__("headlab.training.checkpoint", fromlist=["schedule"]).schedule(
             a.steps, cfg.checkpoints.early_points, cfg.checkpoints.early_fraction, cfg.checkpoints.every)])
         print(f"config {a.config}: {cfg.model.kind} {cfg.model.n_layers}x{cfg.model.n_heads} d={cfg.model.d_model}, "
               f"{a.steps} steps of {cfg.optim.batch_size}x{cfg.data.window} tokens, {n_ckpt} checkpoints, "

@@ -15,8 +15,8 @@ import torch
 
 from headlab.corpus import Sample
 from headlab.detectors import make
-from headlab.track.scores import load_checkpoint_model, mean_scores, repeat_probe
-from headlab.train.data import load_pool
+from headlab.formation.tracking import load_checkpoint_model, mean_scores, repeat_probe
+from headlab.training.data import load_pool
 
 
 def half_losses(model: torch.nn.Module, ids: torch.Tensor, half: int) -> tuple[float, float]:

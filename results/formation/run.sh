@@ -26,7 +26,7 @@ for seed in 0 1 2; do for init in default small-qk gpt2-scaled mimetic; do echo 
 .venv/bin/python - > results/formation/formation.md <<'PY'
 from pathlib import Path
 
-from headlab.track.report import emergence_table
+from headlab.formation.track_report import emergence_table
 
 out = Path("runs/formation-inits")
 arms = {init: sorted(out.glob(f"{init}-s*")) for init in ("default", "small-qk", "gpt2-scaled", "mimetic")}

@@ -12,7 +12,7 @@ done
 import json, statistics
 from pathlib import Path
 
-from headlab.track.report import THRESHOLDS
+from headlab.formation.track_report import THRESHOLDS
 
 METRICS = ("previous-token", "induction", "sink", "slash_mass")
 arms = ["plain", "init-small-qk", "init-gpt2-scaled", "init-mimetic"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `/` heads across languages on the slash stimulus suite: the same seven categories (URLs, paths, dates,
 # alternatives, fractions, units, code) with short structural templates in English, Chinese, German, French and
-# Japanese (ours; src/headlab/stimuli/templates.py), 40 items per language, on the four packaged models. Writes
+# Japanese (ours; src/headlab/probes/templates.py), 40 items per language, on the four packaged models. Writes
 # results/languages/stimuli.md (and runs/languages-stimuli/MODEL/languages.json); run from the repository root.
 set -euo pipefail
 start=$(date +%s)

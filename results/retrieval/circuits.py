@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from headlab.tasks.analyze import AnalyzeResult, analyze, emergence_table, write_analysis
+from headlab.retrieval.analysis import AnalyzeResult, analyze, emergence_table, write_analysis
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/map")
 t0 = time.perf_counter()

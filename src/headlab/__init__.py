@@ -21,26 +21,22 @@ Example:
     r.to_pandas().nlargest(5, "token")  # the heads that give most attention to '/'
 """
 
-# Subpackages whose names are also commands (train, track, stimuli, report) are imported first: the command
-# function then takes the name, and importing the subpackage later cannot put the module back in its place.
+# No subpackage shares a command's name (tests/unit/test_layout.py): `headlab.train` is the function, the
+# training code is `headlab.training`, and importing any submodule never replaces a function here.
 from headlab import models, monitor, retrieval
-from headlab import report as _report_package  # noqa: F401
-from headlab import stimuli as _stimuli_package  # noqa: F401
-from headlab import track as _track_package  # noqa: F401
-from headlab import train as _train_package  # noqa: F401
-from headlab.api import Summary, Written
 from headlab.api.analysis import ablate, characterize, importance, prune, stimuli
 from headlab.api.census import TopSamples, scan, top
 from headlab.api.formation import TrainedRun, induce, predict, track, train
 from headlab.api.seeing import ViewerPage, report, view
 from headlab.api.study import claims, compare, languages, scale
-from headlab.capture import capture
+from headlab.attention.hooks import capture
+from headlab.census.scanner import ScanResult
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
 from headlab.detectors import make as make_detector
 from headlab.detectors import register as register_detector
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel, ModelFacts, load
-from headlab.scan import ScanResult
+from headlab.result import Summary, Written
 
 __version__ = "0.1.0"
 

@@ -231,3 +231,13 @@ class FolderLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def saving(out: str | Path | None, files: Sequence[str], overwrite: bool) -> Iterator[Path | None]:
+    """``io.writing`` when ``out`` is given (the folder is checked before the work), else nothing to write."""
+    if out is None:
+        yield None
+        return
+    with writing(out, files, overwrite) as folder:
+        yield folder

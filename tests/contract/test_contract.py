@@ -302,8 +302,8 @@ def test_second_training_run_into_a_locked_folder_is_refused(tmp_path: Path,
 
 
 def test_a_data_pool_left_by_other_settings_is_rebuilt_not_reused(tmp_path: Path) -> None:
-    from headlab.train import load_config
-    from headlab.train.data import fingerprint
+    from headlab.training import load_config
+    from headlab.training.data import fingerprint
 
     cfg, run = tiny_config(tmp_path), tmp_path / "run"
     assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
@@ -426,7 +426,7 @@ def test_python_api_refuses_before_the_work(tmp_path: Path, monkeypatch: pytest.
 
     import importlib
 
-    for where in ("headlab.models", "headlab.scan", "headlab.analysis.characterize", "headlab.ablation.metrics"):
+    for where in ("headlab.models", "headlab.census.scanner", "headlab.study.characterize", "headlab.ablation.metrics"):
         monkeypatch.setattr(importlib.import_module(where), "load", no_model)
     for name, run, phrase in _api_cases(tmp_path):
         with pytest.raises(HeadlabError) as info:

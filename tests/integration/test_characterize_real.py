@@ -5,9 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from headlab.analysis import characterize
-from headlab.analysis.characterize import CharacterizeResult
 from headlab.cli import main
+from headlab.study.characterize import CharacterizeResult, characterize
 
 from .conftest import named
 
@@ -47,8 +46,8 @@ def test_characterize_cli(tmp_path, capsys):
 
 
 def test_claims_table_on_one_model(tmp_path):
-    from headlab.analysis.claims import claims
     from headlab.errors import HeadlabError
+    from headlab.study.claims import claims
 
     with pytest.raises(HeadlabError, match="minilm-l6/evaluate.json does not exist"):  # checked before the work
         claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, monitor_dir=tmp_path)
@@ -67,12 +66,12 @@ def test_claims_table_on_one_model(tmp_path):
     assert j["claims"][6]["cross_model"]["verdict"] == "inconclusive"  # one architecture kind only
     for c in j["claims"][:6]:
         assert c["per_model"]["minilm-l6"]["verdict"] in ("supported", "not supported", "inconclusive")
-    from headlab.report import report  # the report finds the scan, the characterization and the table
+    from headlab.reporting import report  # the report finds the scan, the characterization and the table
 
     rep = report(tmp_path, tmp_path / "report")
     assert rep["sections"] == ["Scan — minilm-l6", "Characterization — minilm-l6", "Claims table"]
     assert rep["figures"] == 4 and "| 8. ablating" in (tmp_path / "report" / "report.md").read_text()
-    from headlab.analysis.claims import ClaimsResult
+    from headlab.study.claims import ClaimsResult
 
     ClaimsResult.from_json(j).write(tmp_path / "again")  # the JSON round trip gives the same files
     assert json.loads((tmp_path / "again" / "claims.json").read_text()) == j

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from headlab import scan
-from headlab.analysis.compare import compare
 from headlab.cli import main
+from headlab.study.compare import compare
 
 from .conftest import SLASH_TEXTS, named
 

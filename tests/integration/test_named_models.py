@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from headlab.capture import capture
+from headlab.attention.hooks import capture
 
 from ..support import need
 from .conftest import SLASH_TEXTS, named
@@ -59,7 +59,7 @@ def test_slash_vocabularies():
 @pytest.mark.parametrize("name", ["minilm-l6", "smollm2-135m"])
 def test_stimulus_spans_map_to_slash_tokens(name):
     """Every target span of the slash and position suites lands on a token that contains '/'."""
-    from headlab.stimuli import contexts, positions, slash, target_token_positions
+    from headlab.probes import contexts, positions, slash, target_token_positions
 
     lm = named(name)
     slash_ids = lm.ids_containing("/")
@@ -73,7 +73,7 @@ def test_stimulus_spans_map_to_slash_tokens(name):
 
 
 def test_eval_llm_scores_a_packaged_decoder(tmp_path):
-    from headlab.tasks.llm_eval import _free_form_target, eval_llm
+    from headlab.retrieval.llm_eval import _free_form_target, eval_llm
 
     lm = named("smollm2-135m")
     sfx, target = _free_form_target(lm.tokenizer, "7")
@@ -91,7 +91,7 @@ def test_eval_llm_reads_the_same_logits_as_a_plain_forward(name):
     import torch
 
     from headlab.ablation.metrics import load_for_metric
-    from headlab.tasks.llm_eval import _fused_attention, _next_logits
+    from headlab.retrieval.llm_eval import _fused_attention, _next_logits
 
     need(name)
     lm = load_for_metric(name)
@@ -114,8 +114,8 @@ def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
     import torch
 
     from headlab.ablation.metrics import load_for_metric
-    from headlab.tasks.llm_continuation import OUTCOMES, continuations
-    from headlab.tasks.llm_eval import _fused_attention, eval_llm
+    from headlab.retrieval.llm_continuation import OUTCOMES, continuations
+    from headlab.retrieval.llm_eval import _fused_attention, eval_llm
 
     need("smollm2-135m")
     lm = load_for_metric("smollm2-135m")

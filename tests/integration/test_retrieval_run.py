@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from headlab.tasks.analyze import AnalyzeResult
-from headlab.tasks.sweep import SweepResult
+from headlab.retrieval.analysis import AnalyzeResult
+from headlab.retrieval.grid import SweepResult
 
 from ..support import assert_round_trip
 

@@ -7,15 +7,15 @@ import pytest
 import torch
 
 from headlab import load
-from headlab.analysis.scale import KINDS, scale
+from headlab.census.scanner import ScanResult
 from headlab.cli import main
 from headlab.errors import HeadlabError
+from headlab.formation.track_report import THRESHOLDS
+from headlab.formation.training_run import tracked_training
 from headlab.models.loader import check_source
-from headlab.scan import ScanResult
-from headlab.track.report import THRESHOLDS
-from headlab.track.scores import load_checkpoint_model
-from headlab.track.training import tracked_training
-from headlab.train import from_dict
+from headlab.study.scale import KINDS, scale
+from headlab.training import from_dict
+from headlab.training.run_model import load_checkpoint_model
 
 from ..support import TINY_RUN
 from .conftest import PLAIN_TEXTS, SLASH_TEXTS, named
@@ -86,9 +86,9 @@ def test_claims_on_a_chosen_corpus_then_scale_against_a_naive_count(run, corpus,
 
 
 def test_languages_against_a_naive_loop_over_the_marked_masses(tmp_path):
-    from headlab.analysis.characterize import marked_mass
-    from headlab.analysis.languages import LanguagesResult, by_language
-    from headlab.stimuli.suites import slash
+    from headlab.probes.suites import slash
+    from headlab.study.characterize import marked_mass
+    from headlab.study.languages import LanguagesResult, by_language
 
     lm = named("minilm-l6")
     r = by_language(lm, ["en", "de", "ja"], n=8)
@@ -122,7 +122,7 @@ def test_languages_against_a_naive_loop_over_the_marked_masses(tmp_path):
 
 
 def test_claims_resume_reuses_the_saved_parts_made_with_the_same_settings(corpus, tmp_path, monkeypatch):
-    import headlab.analysis.claims as claims_mod
+    import headlab.study.claims as claims_mod
 
     lm = named("minilm-l6")
     opts = dict(n=2, scan_samples=4, progress=False, save_dir=str(tmp_path), corpus=[str(corpus)])

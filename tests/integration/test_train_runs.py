@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from headlab.errors import HeadlabError
-from headlab.track.training import tracked_training as train
-from headlab.train import from_dict
+from headlab.formation.training_run import tracked_training as train
+from headlab.training import from_dict
 
 from ..support import TINY_RUN
 
@@ -82,7 +82,7 @@ def test_two_process_ddp_matches_one_process(uninterrupted, tmp_path):
     import sys
 
     cfg = tmp_path / "tiny.toml"
-    from headlab.train.config import to_toml
+    from headlab.training.config import to_toml
 
     cfg.write_text(to_toml(_cfg()))
     run = tmp_path / "ddp"
@@ -101,7 +101,7 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
     import shutil
 
     from headlab.cli import main
-    from headlab.track.scores import METRICS, TrackResult
+    from headlab.formation.tracking import METRICS, TrackResult
 
     run = tmp_path / "tracked"
     shutil.copytree(uninterrupted, run)
@@ -119,7 +119,7 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
               "monitor.png"):
         assert (run / "track" / f).stat().st_size > 0
     assert "## Head monitor" in (run / "track" / "track.md").read_text()
-    from headlab.track.report import emergence_table
+    from headlab.formation.track_report import emergence_table
 
     table = emergence_table({"tiny": [run, run]})  # the same run as two seeds: every count appears twice
     row = table.splitlines()[2].split(" | ")
@@ -137,9 +137,9 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
 def test_head_monitor_on_the_smoke_config(tmp_path):
     """The callback on configs/smoke.toml: a row every 10 steps with every head's scores, the collapse rules
     said once when they start to hold, the state rebuilt on resume."""
-    from headlab.monitor.training import METRICS as MONITORED
-    from headlab.monitor.training import read_monitor
-    from headlab.train import load_config
+    from headlab.formation.head_monitor import METRICS as MONITORED
+    from headlab.formation.head_monitor import read_monitor
+    from headlab.training import load_config
 
     cfg = load_config("configs/smoke.toml")
     cfg.monitor.sink = 0.01  # every head holds more first-token mass than this: the all-sink rule must fire

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "runs" / "browser-tests"
 @pytest.fixture(scope="module")
 def tracked_run(tmp_path_factory):
-    from headlab.track.training import tracked_training as train
-    from headlab.train import from_dict
+    from headlab.formation.training_run import tracked_training as train
+    from headlab.training import from_dict
 
     run = tmp_path_factory.mktemp("viewer") / "run"
     train(from_dict(json.loads(json.dumps(TINY))), run, progress=False)

@@ -78,7 +78,7 @@ def test_the_cli_runs_the_twin(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_sweep_result_renders_and_tabulates() -> None:
-    from headlab.tasks.sweep import SweepResult
+    from headlab.retrieval.grid import SweepResult
 
     r = SweepResult.read(ROOT / "results/retrieval/map/sweep.json")
     html = r._repr_html_()
@@ -92,7 +92,7 @@ def test_sweep_result_renders_and_tabulates() -> None:
 
 
 def test_eval_llm_result_renders_intervals() -> None:
-    from headlab.tasks.llm_eval import EvalLLMResult
+    from headlab.retrieval.llm_eval import EvalLLMResult
 
     r = EvalLLMResult.read(ROOT / "results/retrieval/eval-llm/smollm2-135m-0shot/eval_llm.json")
     df = r.to_pandas()
@@ -102,7 +102,7 @@ def test_eval_llm_result_renders_intervals() -> None:
 
 
 def test_a_result_without_a_table_says_so() -> None:
-    from headlab.tasks.analyze import EmergenceResult
+    from headlab.retrieval.analysis import EmergenceResult
 
     e = EmergenceResult(runs=[], most_common_order=[], same_order=0, n_runs=0, pairwise=[])
     assert "n_runs | 0" in e.markdown()
@@ -146,7 +146,7 @@ def test_defaults_written_in_the_help_are_the_real_ones() -> None:
 def test_a_retrieval_analysis_renders_its_circuit() -> None:
     from matplotlib.figure import Figure
 
-    from headlab.tasks.analyze import AnalyzeResult
+    from headlab.retrieval.analysis import AnalyzeResult
 
     folder = ROOT / "results/retrieval/map/L2-D2-chain-s0/analyze"
     r = AnalyzeResult.read(folder / "analyze.json")

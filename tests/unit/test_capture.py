@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from headlab.capture import capture, route
+from headlab.attention.hooks import capture, route
 from headlab.errors import HeadlabError
 
 from .tiny import tiny

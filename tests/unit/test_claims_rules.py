@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from headlab.analysis.claims import CLAIMS, verdict_bound, verdict_range, wilson
+from headlab.census.stats import wilson
+from headlab.study.claims import CLAIMS, verdict_bound, verdict_range
 
 
 @pytest.mark.parametrize("iv,expected", [
@@ -42,7 +43,7 @@ def test_claim_numbers_live_only_in_the_claim_definitions():
     assert CLAIMS[1].bounds == (0.15, 0.20) and CLAIMS[2].bounds == (5.0, 8.0)
     import inspect
 
-    import headlab.analysis.claims as mod
+    import headlab.study.claims as mod
 
     body = inspect.getsource(mod.measure) + inspect.getsource(mod.cross_model)
     for number in ("0.15", "0.2", "5.0", "8.0", "15", "20"):
@@ -52,8 +53,8 @@ def test_claim_numbers_live_only_in_the_claim_definitions():
 def test_claim_8_reads_the_accuracy_drop_and_its_interval():
     import inspect
 
-    import headlab.analysis.claims as mod
-    from headlab.analysis.claims import ablation_row
+    import headlab.study.claims as mod
+    from headlab.study.claims import ablation_row
 
     assert CLAIMS[7].bounds == (2.0, 3.0)
     assert "2.0" not in inspect.getsource(ablation_row) and "3.0" not in inspect.getsource(ablation_row)
@@ -74,7 +75,7 @@ def test_claim_8_reads_the_accuracy_drop_and_its_interval():
 
 
 def test_claim_9_reads_the_monitor_evaluation_per_kind():
-    from headlab.analysis.claims import monitor_row
+    from headlab.study.claims import monitor_row
 
     def ev(*verdicts):
         return {"kinds": {f"k{i}": {"verdict": v} for i, v in enumerate(verdicts)}, "baselines": ["characters"],
@@ -92,7 +93,7 @@ def test_claim_8_ablates_at_most_half_of_a_layer_by_slash_mass():
     import numpy as np
 
     from headlab.ablation.experiment import matched_control
-    from headlab.analysis.claims_parts import ablation_heads
+    from headlab.study.claims_parts import ablation_heads
 
     mass = np.array([[0.9, 0.1, 0.8, 0.7], [0.2, 0.3, 0.0, 0.6]])
     kept, dropped = ablation_heads(["0.0", "0.2", "0.3", "1.3", "1.1"], mass, n_heads=4)

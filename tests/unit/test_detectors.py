@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from headlab.detectors import Batch, make, prepare_batch, score_layer
+from headlab.attention.routes import score_layer
+from headlab.detectors import Batch, make, prepare_batch
 from headlab.errors import HeadlabError
 
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from headlab.census.engine import score_samples
 from headlab.corpus import Sample
 from headlab.detectors import make
-from headlab.engine import score_samples
 
 from ..support import random_samples
 from .tiny import Slash, tiny

@@ -10,10 +10,17 @@ from safetensors.torch import load_file
 from headlab.errors import HeadlabError
 from headlab.nn import stacked
 from headlab.nn.transformer import ModelConfig, Transformer
-from headlab.tasks.retrieval import minimal, solve
-from headlab.tasks.training import RetrievalSource, RetrievalTask, accuracy, eval_set, retrieval_config, train_retrieval
-from headlab.tasks.training_group import GroupMember, stacked_accuracy, train_group
-from headlab.train.ensemble import Ensemble, Member
+from headlab.retrieval.task import minimal, solve
+from headlab.retrieval.training import (
+    RetrievalSource,
+    RetrievalTask,
+    accuracy,
+    eval_set,
+    retrieval_config,
+    train_retrieval,
+)
+from headlab.retrieval.training_group import GroupMember, stacked_accuracy, train_group
+from headlab.training.ensemble import Ensemble, Member
 
 STEPS = 12
 
@@ -130,9 +137,9 @@ def test_separator_layout_is_solved_and_sized():
 
 
 def test_solo_callbacks_run_per_member_and_agree_with_the_stacked_evaluation(tmp_path):
-    from headlab.tasks.training import RetrievalEval
-    from headlab.tasks.training_group import StackedRetrievalEval
-    from headlab.train.ensemble import PerMember
+    from headlab.retrieval.training import RetrievalEval
+    from headlab.retrieval.training_group import StackedRetrievalEval
+    from headlab.training.ensemble import PerMember
 
     tasks = [RetrievalTask(2, c) for c in ("chain", "none")]
     runs = [tmp_path / f"m{i}" for i in range(2)]

@@ -18,12 +18,12 @@ from headlab.ablation import ablate
 from headlab.ablation.importance import primary_metric
 from headlab.ablation.metrics import reference_hidden
 from headlab.ablation.sweep import exact_sweep, naive_sweep
-from headlab.capture import capture
+from headlab.attention.adapters import ADAPTERS, head_dims
+from headlab.attention.hooks import capture
+from headlab.attention.routes import choose
+from headlab.census.engine import Batch, score_samples
 from headlab.corpus import Sample
 from headlab.detectors import make
-from headlab.engine import Batch, score_samples
-from headlab.models.adapters import ADAPTERS, head_dims
-from headlab.routes import choose
 
 from .tiny import FAMILIES, Slash, tiny_family
 
@@ -131,7 +131,7 @@ def test_exact_sweep_equals_naive_sweep(family: str) -> None:
 
 @pytest.mark.parametrize("family", NAMES)
 def test_pre_rope_query_and_key_sites(family: str) -> None:
-    from headlab.analysis.rope import capture_qk
+    from headlab.study.rope import capture_qk
 
     lm = tiny_family(family)
     ids, mask = _batch(lm.facts.causal)
@@ -146,7 +146,7 @@ def test_pre_rope_query_and_key_sites(family: str) -> None:
 def test_the_readme_lists_exactly_the_adapter_table() -> None:
     from pathlib import Path
 
-    from headlab.models.adapters import families_table
+    from headlab.attention.adapters import families_table
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     listed = readme.split("<!-- families:start -->\n")[1].split("\n<!-- families:end -->")[0]
@@ -156,8 +156,8 @@ def test_the_readme_lists_exactly_the_adapter_table() -> None:
 def test_a_family_without_an_adapter_is_named_in_one_line() -> None:
     from transformers import GPTJConfig, GPTJModel
 
+    from headlab.attention.adapters import adapter_for
     from headlab.errors import HeadlabError
-    from headlab.models.adapters import adapter_for
 
     model = GPTJModel(GPTJConfig(vocab_size=64, n_embd=32, n_layer=1, n_head=4, n_positions=64, rotary_dim=4))
     with pytest.raises(HeadlabError, match="no headlab adapter for model family 'gptj'"):

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from headlab.track.phases import claim_boundaries, emergence_step, phases
-from headlab.track.predict import RunData, early_prediction, fit_logistic, predict_proba, roc_auc
-from headlab.track.scores import TrackResult
+from headlab.formation.phases import claim_boundaries, emergence_step, phases
+from headlab.formation.predict import RunData, early_prediction, fit_logistic, predict_proba, roc_auc
+from headlab.formation.tracking import TrackResult
 
 STEPS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 

@@ -5,9 +5,9 @@ import torch
 
 from headlab.errors import HeadlabError
 from headlab.nn import ModelConfig, Transformer
-from headlab.train import from_dict
-from headlab.train.config import InduceConfig
-from headlab.train.induce import SlashAux
+from headlab.training import from_dict
+from headlab.training.config import InduceConfig
+from headlab.training.induce import SlashAux
 
 SLASH = frozenset({7, 9})
 

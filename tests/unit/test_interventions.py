@@ -7,8 +7,8 @@ from functools import reduce
 import pytest
 import torch
 
-from headlab.interventions import Gate, Patch, Record, Zero, intervene
-from headlab.models.adapters import head_dims
+from headlab.attention.adapters import head_dims
+from headlab.attention.interventions import Gate, Patch, Record, Zero, intervene
 
 from .tiny import FAMILIES, tiny_family
 

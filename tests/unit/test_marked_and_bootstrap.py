@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from headlab.analysis.bootstrap import curve_cv_ci, mean_ci, ratio_ci
-from headlab.detectors import Batch, make, prepare_batch, score_layer
+from headlab.attention.routes import score_layer
+from headlab.detectors import Batch, make, prepare_batch
+from headlab.study.bootstrap import curve_cv_ci, mean_ci, ratio_ci
 
 
 def run(attn, marked, causal=False, lengths=None):

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
+from headlab.ablation.metrics import window_losses
 from headlab.errors import HeadlabError
 from headlab.monitor import fingerprint
-from headlab.monitor.baselines import char_features, window_losses
+from headlab.monitor.baselines import char_features
 from headlab.monitor.calibration import calibration_curve
-from headlab.monitor.evaluate import _auroc, _derived, installed_kinds
+from headlab.monitor.evaluation import _auroc, _derived, installed_kinds
 from headlab.monitor.profile import Profile, fit_profile, held_out
 
 
@@ -121,7 +122,7 @@ def test_calibration_curve_counts_fresh_flags_at_each_target(tmp_path) -> None:
 def test_a_named_kind_without_its_corpus_is_refused_and_a_default_one_skipped(monkeypatch, capsys) -> None:
     import importlib
 
-    evaluate = importlib.import_module("headlab.monitor.evaluate")
+    evaluate = importlib.import_module("headlab.monitor.evaluation")
     monkeypatch.setitem(evaluate.REAL, "man-ja", "/nonexistent/man-ja")
     with pytest.raises(HeadlabError, match="--kinds man-ja: .*leave man-ja out"):
         installed_kinds(["paths", "man-ja"])
@@ -130,8 +131,8 @@ def test_a_named_kind_without_its_corpus_is_refused_and_a_default_one_skipped(mo
 
 
 def test_training_monitor_rules() -> None:
-    from headlab.monitor.training import PeakWatch, collapse_warnings, uniform_entropy
-    from headlab.train.config import MonitorConfig
+    from headlab.formation.head_monitor import PeakWatch, collapse_warnings, uniform_entropy
+    from headlab.training.config import MonitorConfig
 
     assert uniform_entropy([3], causal=False) == pytest.approx(np.log(3))
     assert uniform_entropy([3], causal=True) == pytest.approx((0 + np.log(2) + np.log(3)) / 3)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from headlab.capture import capture, route
+from headlab.attention.hooks import capture, route
 from headlab.nn import ModelConfig, Transformer, as_loaded
 
 

@@ -8,7 +8,7 @@ from torch import nn
 
 from headlab.errors import HeadlabError
 from headlab.nn import ModelConfig, Transformer
-from headlab.train import from_dict
+from headlab.training import from_dict
 
 
 def _model(init: str, seed: int = 0) -> Transformer:

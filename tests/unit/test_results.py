@@ -8,12 +8,12 @@ from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.errors import HeadlabError
+from headlab.formation.predict import PredictResult
 from headlab.head import Head
 from headlab.io import _clean
-from headlab.tasks.analyze import AnalyzeResult, EmergenceResult
-from headlab.tasks.llm_eval import EvalLLMResult
-from headlab.tasks.sweep import SweepResult
-from headlab.track.predict import PredictResult
+from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
+from headlab.retrieval.grid import SweepResult
+from headlab.retrieval.llm_eval import EvalLLMResult
 
 
 def round_trip(cls, record: dict) -> None:

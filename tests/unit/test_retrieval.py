@@ -6,7 +6,7 @@ import random
 import pytest
 
 from headlab.errors import HeadlabError
-from headlab.tasks.retrieval import FORMS, MinimalVocab, generate, minimal, solve
+from headlab.retrieval.task import FORMS, MinimalVocab, generate, minimal, solve
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -42,7 +42,7 @@ def test_depth_and_size_errors():
 
 
 def test_curricula_encode_their_targets():
-    from headlab.tasks.training import RetrievalSource, RetrievalTask, encode
+    from headlab.retrieval.training import RetrievalSource, RetrievalTask, encode
 
     ex = minimal(3, random.Random(1))
     seq, lab = encode(RetrievalTask(3, "chain"), ex)
@@ -56,7 +56,7 @@ def test_curricula_encode_their_targets():
 
 
 def test_emergence_table_counts_orders_pairwise_across_runs():
-    from headlab.tasks.analyze import emergence_table
+    from headlab.retrieval.analysis import emergence_table
 
     def analysis(run, labels, emerged):
         return {"run": run, "labels": labels, "emergence": {"emerged_at": emerged}}
@@ -74,7 +74,7 @@ def test_emergence_table_counts_orders_pairwise_across_runs():
 
 
 def test_continuation_outcomes_tell_format_from_retrieval_failures():
-    from headlab.tasks.llm_continuation import normalise, outcome
+    from headlab.retrieval.llm_continuation import normalise, outcome
 
     ex = next(generate("assign", 3, 1, seed=1))
     queried, first = ex["path"][-1], ex["path"][0]

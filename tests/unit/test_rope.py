@@ -5,7 +5,7 @@ import json
 import numpy as np
 import torch
 
-from headlab.analysis.rope import _bands, _rank1, capture_qk, rope_analysis
+from headlab.study.rope import _bands, _rank1, capture_qk, rope_analysis
 
 from ..support import random_samples as _samples
 from .tiny import Slash, tiny
@@ -38,8 +38,8 @@ def test_streamed_statistics_match_a_direct_svd():
     assert res.slash_natural.shape == (f.n_layers, f.n_heads, 4) and res.rank1_k.shape == (f.n_layers, 2)
     np.testing.assert_allclose(res.bands_q.sum(-1), 1.0, atol=1e-9)
     assert not any(m._forward_hooks for m in lm.model.modules())
-    from headlab.analysis.rope import rope_from_json
     from headlab.io import _clean
+    from headlab.study.rope import rope_from_json
 
     j = json.loads(json.dumps(_clean(res.to_json())))  # what rope.json holds; it reads back to the same record
     assert _clean(rope_from_json(j).to_json()) == j

@@ -6,14 +6,14 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import headlab.routes as routes
-import headlab.routes.views as views
+import headlab.attention.routes as routes
+import headlab.attention.routes.views as views
+from headlab.attention.routes import choose
+from headlab.census.engine import score_samples
 from headlab.corpus import Sample
 from headlab.detectors import make
-from headlab.engine import score_samples
 from headlab.errors import HeadlabError
 from headlab.nn import ModelConfig, Transformer, as_loaded
-from headlab.routes import choose
 
 from .tiny import Slash, tiny
 
@@ -95,8 +95,8 @@ def test_every_code_path_of_the_kernel_routes(monkeypatch):
 
 def test_left_padding_is_served_by_query_blocks():
     """Batches headlab builds are right-padded; a caller's left padding takes the fused route's block path."""
-    from headlab.routes import fused
-    from headlab.routes.spec import AttentionSpec
+    from headlab.attention.routes import fused
+    from headlab.attention.routes.spec import AttentionSpec
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 9, 8, generator=g) for _ in range(3))

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from headlab.stats import ConsecutiveRule, RunningMoments
+from headlab.census.stats import ConsecutiveRule, RunningMoments
 
 
 def test_running_moments_match_numpy_in_blocks_with_nan():

@@ -4,7 +4,7 @@ import pytest
 
 from headlab.cli import main
 from headlab.errors import HeadlabError
-from headlab.stimuli import (
+from headlab.probes import (
     Stimulus,
     contexts,
     controls,
@@ -15,7 +15,7 @@ from headlab.stimuli import (
     target_token_positions,
     write_jsonl,
 )
-from headlab.stimuli.templates import CONTROL_SYMBOLS, TEMPLATES
+from headlab.probes.templates import CONTROL_SYMBOLS, TEMPLATES
 
 
 def test_slash_suite_covers_every_category_and_language_with_marked_spans():

@@ -3,8 +3,8 @@
 import pytest
 
 from headlab.errors import HeadlabError
-from headlab.train import from_dict
-from headlab.train.checkpoint import schedule
+from headlab.training import from_dict
+from headlab.training.checkpoint import schedule
 
 
 def test_schedule_is_log_spaced_early_then_linear():
@@ -27,7 +27,7 @@ def test_config_errors_are_one_line():
 
 
 def test_repeated_windows_end_with_a_copy_of_an_earlier_span_at_varying_distance():
-    from headlab.train.data import fingerprint, repeat_spans
+    from headlab.training.data import fingerprint, repeat_spans
 
     rows = [tuple(range(1000 * i, 1000 * i + n)) for i, n in enumerate(list(range(2, 42)) * 2)]  # distinct tokens
     out = repeat_spans(rows, 0.25, seed=1)

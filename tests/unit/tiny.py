@@ -111,7 +111,7 @@ def tiny_family(family: str, seed: int = 0) -> LoadedModel:
     import transformers
     from transformers import AutoModel, AutoModelForCausalLM
 
-    from headlab.models.adapters import adapter_for
+    from headlab.attention.adapters import adapter_for
 
     cls, settings, causal, _, _ = FAMILIES[family]
     cfg = getattr(transformers, cls)(**settings)

@@ -32,8 +32,8 @@ from headlab.ablation.metrics import (
     token_metrics,
     token_sets,
 )
+from headlab.census.engine import collate
 from headlab.corpus import Sample, Sampler, documents
-from headlab.engine import collate
 from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.models import LoadedModel
@@ -124,7 +124,7 @@ def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[in
 
 
 def _suite_part(loaded: LoadedModel, suite: str, n: int, seed: int, batch_size: int) -> Part:
-    from headlab.stimuli import make_suite, to_samples
+    from headlab.probes import make_suite, to_samples
 
     opts = {"tokenizer": loaded.tokenizer} if suite == "contexts" else {}
     samples = to_samples(make_suite(suite, n, seed, **opts), loaded.tokenizer, loaded.facts.max_length)
@@ -180,7 +180,7 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, m
                       progress: bool = True, device: str = "cpu") -> AblateResult:
     """Ablate ``heads`` together and ``draws`` matched random sets; return the ``ablate.json`` record.
 
-    ``suites`` (names of :data:`headlab.stimuli.SUITES`, ``suite_n`` items each) adds per-suite effects."""
+    ``suites`` (names of :data:`headlab.probes.SUITES`, ``suite_n`` items each) adds per-suite effects."""
     loaded = load_for_metric(model, device)
     f = loaded.facts
     target = parse_heads(heads, f.n_layers, f.n_heads)

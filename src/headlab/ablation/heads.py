@@ -1,7 +1,7 @@
 """Where each attention head enters the residual stream, and interventions there.
 
 A head's contribution is ``z_h @ W_O[:, h]``: its slice of the *input* of the attention output projection
-(which module that is, per family, is the ``out_proj`` of :mod:`headlab.models.adapters`). headlab intervenes
+(which module that is, per family, is the ``out_proj`` of :mod:`headlab.attention.adapters`). headlab intervenes
 with a forward pre-hook on that projection, so the projection's bias and the other heads are untouched.
 (Zeroing a slice of the projection's *output*, a common hand-made ablation, removes part of every head's
 contribution instead; see the tests.)
@@ -19,10 +19,10 @@ from typing import Callable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
+from headlab.attention.adapters import parts
+from headlab.attention.interventions import Intervention, Mean, Record, Resample, Zero, intervene
 from headlab.errors import HeadlabError
 from headlab.head import Head
-from headlab.interventions import Intervention, Mean, Record, Resample, Zero, intervene
-from headlab.models.adapters import parts
 
 HeadSet = Mapping[int, Sequence[int]]  # layer -> heads
 
@@ -54,7 +54,7 @@ def ablate(
     mode: str = "zero",
     values: Mapping[int, torch.Tensor] | None = None,
 ) -> Iterator[None]:
-    """Ablate ``heads`` for the duration of the block (:func:`headlab.interventions.intervene` at site ``z``);
+    """Ablate ``heads`` for the duration of the block (:func:`headlab.attention.interventions.intervene` at site ``z``);
     hooks are removed on exit, exceptions included.
 
     ``values[layer]`` supplies the replacement for ``mean`` ((H, d) or (T, H, d)) and ``resample``

@@ -20,8 +20,8 @@ import torch
 
 from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
 from headlab.ablation.sweep import exact_sweep
+from headlab.attention.interventions import Gate, intervene
 from headlab.head import name as head_name
-from headlab.interventions import Gate, intervene
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
 from headlab.result import Result

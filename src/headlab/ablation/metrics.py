@@ -19,8 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from headlab.attention.padding import pad_right
+from headlab.census.engine import collate
 from headlab.corpus import Sampler, documents
-from headlab.engine import collate
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel, load
 from headlab.models.loaded import device_of
@@ -128,3 +129,19 @@ def reference_hidden(loaded: LoadedModel, batches: list[Any]) -> list[torch.Tens
     with torch.inference_mode():
         return [loaded.model(input_ids=b.input_ids, attention_mask=b.attention_mask.long()).last_hidden_state.float()
                 for b in batches]
+
+
+def window_losses(loaded: Any, ids: list[list[int]], batch_size: int = 8) -> np.ndarray:
+    """Mean next-token cross-entropy (nats) of each window under the model (a decoder with its LM head)."""
+    out = []
+    dev = next(loaded.model.parameters()).device
+    pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    with torch.no_grad():
+        for i in range(0, len(ids), batch_size):
+            x, m = pad_right(ids[i:i + batch_size], int(pad))
+            logits = loaded.model(input_ids=x.to(dev), attention_mask=m.long().to(dev), use_cache=False).logits
+            nll = torch.nn.functional.cross_entropy(logits[:, :-1].float().transpose(1, 2), x[:, 1:].to(dev),
+                                                    reduction="none")  # (B, T-1)
+            valid = m[:, 1:].to(dev).float()
+            out.append((nll * valid).sum(1) / valid.sum(1).clamp_min(1))
+    return torch.cat(out).cpu().numpy().astype(np.float64) if out else np.zeros(0)

@@ -28,10 +28,10 @@ import torch
 from torch import nn
 
 from headlab.ablation.heads import ablate, output_projections
+from headlab.attention.adapters import parts
+from headlab.attention.interventions import Gate, intervene
 from headlab.errors import HeadlabError
-from headlab.interventions import Gate, intervene
 from headlab.models import LoadedModel
-from headlab.models.adapters import parts
 from headlab.progress import bar as progress_bar
 
 

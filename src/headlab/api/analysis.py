@@ -8,9 +8,9 @@ from typing import Any, Sequence
 from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
-from headlab.analysis.characterize import CharacterizeResult
-from headlab.api import saving
+from headlab.io import saving
 from headlab.models import LoadedModel
+from headlab.study.characterize import CharacterizeResult
 
 Model = str | LoadedModel
 
@@ -30,7 +30,7 @@ def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float =
         r = headlab.characterize("minilm-l6", n=12)
         r.to_pandas().sort_values("slash_mass").tail()   # one row per head, value and 95% interval
     """
-    from headlab.analysis import characterize as run
+    from headlab.study.characterize import characterize as run
 
     with saving(out, ["characterize.json", "characterize.md"], overwrite) as folder:
         r = run(model, n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, batch_size=batch_size,
@@ -119,7 +119,7 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
         items = headlab.stimuli("slash", n=5)
         items[0].text, items[0].spans    # the text and its target character spans [start, end)
     """
-    from headlab.stimuli import make_suite, write_jsonl
+    from headlab.probes import make_suite, write_jsonl
 
     opts: dict[str, Any] = {}
     if suite == "contexts" and model is not None:

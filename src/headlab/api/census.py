@@ -8,11 +8,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
+from headlab.census.scanner import ScanResult
 from headlab.detectors import DEFAULT_DETECTORS, Detector
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
-from headlab.scan import ScanResult
 
 _FILES = ["scan.json", "heads.csv"]
 
@@ -41,10 +41,10 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         r = headlab.scan("minilm-l6", max_samples=64)
         r.to_pandas().nlargest(5, "token")      # the heads that give most attention to '/'
     """
+    from headlab.census.scanner import scan as run
+    from headlab.census.stream import CKPT_JSON
     from headlab.distributed import device_for, world
     from headlab.io import claim_file, writing
-    from headlab.scan import scan as run
-    from headlab.scan_stream import CKPT_JSON
 
     w = world()
     if per_sample is not None and not str(per_sample).endswith(".parquet"):
@@ -82,7 +82,7 @@ def _check_resume(out: Path, resume: bool, overwrite: bool, main: bool, ckpt: st
 
 def _drop_checkpoint(out: Path, interrupted: bool) -> None:
     """A finished scan's checkpoint has served its purpose; an interrupted one keeps it for --resume."""
-    from headlab.scan_stream import CKPT_JSON, CKPT_NPZ
+    from headlab.census.stream import CKPT_JSON, CKPT_NPZ
 
     if not interrupted:
         for name in (CKPT_JSON, CKPT_NPZ):
@@ -123,9 +123,9 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
     """
     import json
 
+    from headlab.census.per_sample import top as ranked
     from headlab.head import Head
     from headlab.models.loader import load_tokenizer
-    from headlab.persample import top as ranked
 
     path = Path(source)
     if path.is_dir():

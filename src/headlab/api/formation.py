@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from headlab.api import Written, saving
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
-from headlab.induction.arms import Levers
-from headlab.track.predict import PredictResult
-from headlab.track.scores import TrackResult
-from headlab.train.config import TrainConfig
+from headlab.formation.induce.arms import Levers
+from headlab.formation.predict import PredictResult
+from headlab.formation.tracking import TrackResult
+from headlab.io import saving
+from headlab.result import Written
+from headlab.training.config import TrainConfig
 
 _LEVERS = Levers()  # the levers' defaults are defined with the levers
 
@@ -36,7 +37,7 @@ class TrainedRun(Displayable):
 def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = False, seed: int | None = None,
           device: str = "cpu", progress: bool = True) -> TrainedRun:
     """Train a small Transformer from scratch on real text: ``config`` is a TOML file (see configs/ and
-    docs/training.md) or a :class:`~headlab.train.config.TrainConfig`; ``seed`` overrides ``optim.seed``. The
+    docs/training.md) or a :class:`~headlab.training.config.TrainConfig`; ``seed`` overrides ``optim.seed``. The
     run folder ``out`` gets checkpoints, metrics, gradient signals and the head monitor's rows; ``resume``
     continues from its last good checkpoint. Also runs under torchrun.
 
@@ -45,9 +46,9 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
         run = headlab.train("configs/smoke.toml", out="runs/smoke")
         headlab.track(run.folder).figure("previous-token")
     """
-    from headlab.track.training import tracked_training
-    from headlab.train import load_config
-    from headlab.train.checkpoint import checkpoints
+    from headlab.formation.training_run import tracked_training
+    from headlab.training import load_config
+    from headlab.training.checkpoint import checkpoints
 
     cfg = config if isinstance(config, TrainConfig) else load_config(config)
     if seed is not None:
@@ -69,9 +70,9 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
         t.figure("previous-token")
         t.to_pandas().query("metric == 'slash_mass'").pivot(index="step", columns="head", values="score")
     """
+    from headlab.formation.track_report import write_track_report
+    from headlab.formation.tracking import track as run_track
     from headlab.io import writing
-    from headlab.track.report import write_track_report
-    from headlab.track.scores import track as run_track
 
     with writing(out or Path(run) / "track", ["track.json", "track.md"], overwrite) as folder:
         t = run_track(run, n_stimuli=n, seed=seed, progress=progress)
@@ -91,10 +92,10 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
         p = headlab.predict(["runs/s0", "runs/s1", "runs/s2"], metric="induction")
         p.early_model["roc_auc"], p.early_score_alone["roc_auc"]
     """
-    from headlab.track.predict import RunData, early_prediction
-    from headlab.track.report import THRESHOLDS
-    from headlab.track.scores import read_signals
-    from headlab.train.config import load_config
+    from headlab.formation.predict import RunData, early_prediction
+    from headlab.formation.track_report import THRESHOLDS
+    from headlab.formation.tracking import read_signals
+    from headlab.training.config import load_config
 
     data = []
     for r in runs:
@@ -131,8 +132,8 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
         study = headlab.induce("configs/induce.toml", out="runs/ind", arms=["plain", "aux"], seeds=[0])
         study            # the verdict table; study.data is induce.json
     """
-    from headlab.induction.arms import ARMS
-    from headlab.induction.study import induce as run
+    from headlab.formation.induce.arms import ARMS
+    from headlab.formation.induce.study import induce as run
 
     if not Path(config).is_file():
         raise HeadlabError(f"config file {config} does not exist")

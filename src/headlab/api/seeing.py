@@ -7,10 +7,10 @@ import html
 from pathlib import Path
 from typing import Any, Sequence
 
-from headlab.api import Written
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.models.loaded import LoadedModel
+from headlab.result import Written
 from headlab.viewer.data import ViewData
 
 #: the inline frame runs the page's scripts but gets an opaque origin: no cookies, no storage, no access to the
@@ -96,7 +96,7 @@ def report(run: str | Path, *, title: str | None = None, out: str | Path | None 
         headlab.report("runs/study")      # shows report.md; report.html beside it
     """
     from headlab.io import writing
-    from headlab.report import report as run_report
+    from headlab.reporting import report as run_report
 
     folder = Path(out) if out is not None else Path(run) / "report"
     with writing(folder, ["report.md", "report.html"], overwrite) as o:

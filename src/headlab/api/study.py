@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from headlab.analysis.claims import ClaimsResult
-from headlab.analysis.languages import LANGUAGES, LanguagesResult
-from headlab.api import Written, saving
 from headlab.errors import HeadlabError
+from headlab.io import saving
 from headlab.models import LoadedModel
+from headlab.result import Written
+from headlab.study.claims import ClaimsResult
+from headlab.study.languages import LANGUAGES, LanguagesResult
 
 
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512,
@@ -30,7 +31,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         r = headlab.claims(["minilm-l6"], n=12, scan_samples=64, out="runs/claims-demo")
         r.to_pandas()[["claim", "model", "value", "lower", "upper", "verdict"]]
     """
-    from headlab.analysis.claims import claims as run
+    from headlab.study.claims import claims as run
 
     if out is None:
         raise HeadlabError("claims keeps each model's scan and characterization in its folder: give out=")
@@ -53,8 +54,8 @@ def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path =
         c = headlab.compare(["runs/claims/minilm-l6", "runs/claims/smollm2-135m"])
         c.to_pandas(); c.figure()
     """
-    from headlab.analysis.compare import compare as run
-    from headlab.analysis.compare import compare_figure
+    from headlab.study.compare import compare as run
+    from headlab.study.compare import compare_figure
 
     sums = run(runs, out, kappa)
     return Written(Path(out), "compare.md", sums, compare_figure)
@@ -70,8 +71,8 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
         s = headlab.scale(["runs/study-full/claims", "runs/study-full/trained"], out="runs/scale")
         s.to_pandas()[["model", "n_params", "max_slash_mass"]]
     """
-    from headlab.analysis.scale import scale as run
-    from headlab.analysis.scale import scale_figure, scan_files
+    from headlab.study.scale import scale as run
+    from headlab.study.scale import scale_figure, scan_files
 
     scan_files(runs)  # every folder is checked before the output folder is claimed
     with saving(out, ["scale.json", "scale.md", "scale.png"], overwrite) as folder:
@@ -91,10 +92,10 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
         [r] = headlab.languages(["smollm2-135m"], languages=["en", "de"], n=20, out=None)
         r.to_pandas()[["language", "sdh", "reference_top_rank", "spearman"]]
     """
-    from headlab.analysis.claims import folder_name
-    from headlab.analysis.languages import by_language
     from headlab.io import write_text_atomic
     from headlab.models.loader import check_source
+    from headlab.study.claims import folder_name
+    from headlab.study.languages import by_language
 
     for m in models:  # every model is checked before the first is measured
         if not isinstance(m, LoadedModel):

@@ -99,13 +99,13 @@ class Batch:
     def pair_mass(self, name: str) -> torch.Tensor:
         """(B, H): this layer's declared sum ``name``."""
         if self._layer is None:
-            raise RuntimeError("pair_mass outside a layer (use score_layer or the engine)")
+            raise RuntimeError("pair_mass outside a layer (use headlab.attention.routes.score_layer or the engine)")
         return self._layer[name]
 
     def row_sum(self, name: str) -> torch.Tensor:
         """This layer's total of a rows detector's :meth:`Detector.reduce_rows` partial sums."""
         if self._rows is None:
-            raise RuntimeError("row_sum outside a layer (use score_layer or the engine)")
+            raise RuntimeError("row_sum outside a layer (use headlab.attention.routes.score_layer or the engine)")
         return self._rows[name]
 
 
@@ -186,22 +186,3 @@ def bind_to(loaded: Any, detectors: "Sequence[Detector]") -> None:
 def prepare_batch(detectors: "list[Detector] | tuple[Detector, ...]", batch: Batch) -> None:
     for d in detectors:
         d.prepare(batch)
-
-
-def score_layer(detectors: "list[Detector] | tuple[Detector, ...]", attn: torch.Tensor,
-                batch: Batch) -> dict[str, torch.Tensor]:
-    """Scores of one layer from its full probabilities ``attn`` (B, H, T, T): the eager route's reference
-    evaluation. Call :func:`prepare_batch` once per batch first."""
-    from headlab.detectors.needs import evaluate, match_plan
-    from headlab.routes.views import ProbsView
-
-    H = attn.shape[1]
-    groups = batch.groups if batch.needs.matches else None
-    sums = evaluate(batch.needs, ProbsView(attn), groups, H, lambda: match_plan(batch.needs, batch.groups,
-                                                                                  attn.shape[-1], 1 << 24))
-    rows = {d.name: d.reduce_rows(attn, 0, 0, batch) for d in detectors if d.needs == "rows"}
-    batch.set_layer(sums, rows)
-    try:
-        return {d.name: d.score(batch) for d in detectors}
-    finally:
-        batch.set_layer(None)

@@ -1,9 +1,6 @@
 """Models: named offline models, any HF directory or hub id, and the ``headlab models`` commands
 (``list``, ``install``, ``check``, ``families``, ``verify``)."""
 
-# after the submodule ``check`` is imported, the name ``check`` is the command (the module stays importable as
-# ``headlab.models.check`` through ``from headlab.models.check import ...``)
-from headlab.models import check as _check_module  # noqa: E402,F401,I001
 from headlab.models.cache import cache_dir
 from headlab.models.commands import check, families, verify
 from headlab.models.commands import list_ as list

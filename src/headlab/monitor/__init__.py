@@ -1,7 +1,7 @@
 """The head monitor: a reference profile of a model's head activity, and flags on documents that depart from it
 (``headlab monitor fit`` / ``check`` / ``evaluate``; the functions of the same names here are their Python
-twins). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`; checking and explaining: the module
-``check``; the evaluation: the module ``evaluate``."""
+twins). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`; checking and explaining:
+:mod:`.screening`; the evaluation: :mod:`.evaluation`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.monitor import evaluate as _evaluate_module  # noqa: F401 - loaded before the function takes its name
-from headlab.monitor.check import CheckResult, check_rows, write
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
 from headlab.monitor.profile import Profile, fit_profile
+from headlab.monitor.screening import CheckResult, check_rows, write
 
 
 def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 2000, per_detector: int = 8,
@@ -28,7 +27,7 @@ def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 200
         prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=400)
         res, rows = headlab.monitor.check(prof, corpus=["pydoc"])
     """
-    from headlab.api import saving
+    from headlab.io import saving
 
     with saving(out, ["profile.json"], overwrite) as folder:
         prof = _fit(model, corpus, max_samples, per_detector, fpr, seed, batch_size, max_length, progress, device)
@@ -62,8 +61,8 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
-    from headlab.api import saving
     from headlab.errors import HeadlabError
+    from headlab.io import saving
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
@@ -106,10 +105,10 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
         ev = headlab.monitor.evaluate("minilm-l6", kinds=["code", "man"], out="runs/monitor-eval")
         {k: v["verdict"] for k, v in ev.data["kinds"].items()}
     """
-    from headlab.api import Written, saving
-    from headlab.io import write_json_atomic, write_text_atomic
-    from headlab.monitor.evaluate import evaluate as run
-    from headlab.monitor.evaluate import installed_kinds, markdown
+    from headlab.io import saving, write_json_atomic, write_text_atomic
+    from headlab.monitor.evaluation import evaluate as run
+    from headlab.monitor.evaluation import installed_kinds, markdown
+    from headlab.result import Written
 
     chosen = installed_kinds(kinds)
     with saving(out, ["evaluate.json", "evaluate.md", "calibration.png"], overwrite) as folder:

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import torch
 
-from headlab.padding import pad_right
+from headlab.ablation.metrics import window_losses
 
 CHAR_FEATURES = ("letters", "digits", "whitespace", "punctuation", "upper", "non-ascii", "word-length")
 
@@ -27,22 +26,6 @@ def char_features(text: str) -> list[float]:
             sum(c.isspace() for c in text) / n, sum((not c.isalnum()) and not c.isspace() for c in text) / n,
             sum(c.isupper() for c in text) / n, sum(ord(c) > 127 for c in text) / n,
             float(np.mean([len(w) for w in words])) if words else 0.0]
-
-
-def window_losses(loaded: Any, ids: list[list[int]], batch_size: int = 8) -> np.ndarray:
-    """Mean next-token cross-entropy (nats) of each window under the model (a decoder with its LM head)."""
-    out = []
-    dev = next(loaded.model.parameters()).device
-    pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    with torch.no_grad():
-        for i in range(0, len(ids), batch_size):
-            x, m = pad_right(ids[i:i + batch_size], int(pad))
-            logits = loaded.model(input_ids=x.to(dev), attention_mask=m.long().to(dev), use_cache=False).logits
-            nll = torch.nn.functional.cross_entropy(logits[:, :-1].float().transpose(1, 2), x[:, 1:].to(dev),
-                                                    reduction="none")  # (B, T-1)
-            valid = m[:, 1:].to(dev).float()
-            out.append((nll * valid).sum(1) / valid.sum(1).clamp_min(1))
-    return torch.cat(out).cpu().numpy().astype(np.float64) if out else np.zeros(0)
 
 
 def per_document(rows: Any, values: np.ndarray) -> tuple[np.ndarray, list[str]]:

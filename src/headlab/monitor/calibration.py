@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from headlab.analysis.claims import wilson
+from headlab.census.stats import wilson
 from headlab.monitor.profile import Profile
 
 TARGETS = (0.005, 0.01, 0.02, 0.05, 0.1)

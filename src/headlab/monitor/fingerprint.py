@@ -31,7 +31,7 @@ BATCH_ROWS = 4096
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
             progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS) -> Iterator[tuple[Path, Any]]:
     """A per-sample scan of ``corpus``: the Parquet path (removed on exit) and the scan result."""
-    from headlab.scan import scan
+    from headlab.census.scanner import scan
 
     with tempfile.TemporaryDirectory(prefix="headlab-monitor-") as tmp:
         rows = Path(tmp) / "rows.parquet"

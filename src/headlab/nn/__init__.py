@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from headlab.models.adapters import adapter_for
+from headlab.attention.adapters import adapter_for
 from headlab.models.loaded import LoadedModel, ModelFacts
 from headlab.nn.tokenizer import load_tokenizer, train_bpe
 from headlab.nn.transformer import ModelConfig, Output, Transformer

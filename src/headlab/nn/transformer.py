@@ -115,7 +115,7 @@ class Attention(nn.Module):
         self.probs_hook: ProbsHook | None = None    # set by headlab.capture
         self.kernel_hook: KernelHook | None = None  # set by headlab.capture_kernel
         self.logits_sink: list[torch.Tensor] | None = None  # set by expose_logits
-        self.keep_probs: list[torch.Tensor] | None = None  # set by headlab.train.induce: probabilities, with grad
+        self.keep_probs: list[torch.Tensor] | None = None  # set by headlab.training.induce: probabilities, with grad
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None,
                 rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:

@@ -13,9 +13,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from headlab.capture import capture
+from headlab.attention.hooks import capture
+from headlab.census.engine import collate, forward
 from headlab.corpus import Sample
-from headlab.engine import collate, forward
 from headlab.errors import HeadlabError
 from headlab.io import _clean
 from headlab.models import LoadedModel

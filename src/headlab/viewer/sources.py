@@ -36,7 +36,7 @@ def kind_of(source: str | Path) -> str:
 def default_texts(loaded: Any, n_stimuli: int = 2, seed: int = 0) -> list[tuple[str, str]]:
     """(name, text): a window of the default corpus that contains '/', then slash stimuli."""
     from headlab.corpus import DEFAULT_CORPUS, Sampler, documents
-    from headlab.stimuli import make_suite
+    from headlab.probes import make_suite
 
     out: list[tuple[str, str]] = []
     try:
@@ -68,8 +68,8 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
                scale: str = "sqrt") -> ViewData:
     """A pretrained model: maps on ``texts`` (default: :func:`default_texts`), scores from ``scan_json`` when
     given (a corpus scan), else from a scan of the shown texts themselves."""
+    from headlab.census.scanner import scan
     from headlab.models import load
-    from headlab.scan import scan
 
     loaded = source if isinstance(source, LoadedModel) else load(source, device=device)
     texts = list(texts) if texts else default_texts(loaded)
@@ -104,7 +104,7 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-    from headlab.scan import ScanResult
+    from headlab.census.scanner import ScanResult
 
     scan_json = ScanResult.read(folder / "scan.json").to_json()
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
@@ -114,9 +114,10 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
                   scale: str = "sqrt") -> ViewData:
     """A headlab training run: a checkpoint slider over the tracked scores (``headlab track`` output when present,
     else the shown samples), every checkpoint's maps, and the tracker's phases."""
-    from headlab.track.scores import TrackResult, load_checkpoint_model
-    from headlab.train import checkpoint as ckpt
-    from headlab.train.data import load_pool
+    from headlab.formation.tracking import TrackResult
+    from headlab.training import checkpoint as ckpt
+    from headlab.training.data import load_pool
+    from headlab.training.run_model import load_checkpoint_model
 
     if not ckpt.checkpoints(run):
         raise HeadlabError(f"{run} has no checkpoints")
@@ -192,7 +193,7 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
 def _monitor_series(data: ViewData, run: Path) -> None:
     """The head monitor's scores (``monitor.jsonl``) as ``monitor <metric>`` scores of each checkpoint: the
     latest row at or before its step; its warnings as notes."""
-    from headlab.monitor.training import read_monitor
+    from headlab.formation.head_monitor import read_monitor
 
     steps, series, said = read_monitor(run)
     if not steps:
@@ -209,7 +210,7 @@ def _monitor_series(data: ViewData, run: Path) -> None:
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
     from headlab.corpus import Sample
     from headlab.detectors import make
-    from headlab.track.scores import mean_scores
+    from headlab.formation.tracking import mean_scores
 
     out = mean_scores(
         loaded,
@@ -222,9 +223,9 @@ def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarra
 
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
-    from headlab.tasks.analyze import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of, load_run
-    from headlab.tasks.training import eval_set
-    from headlab.train import checkpoint as ckpt
+    from headlab.retrieval.analysis import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of, load_run
+    from headlab.retrieval.training import eval_set
+    from headlab.training import checkpoint as ckpt
 
     model, task = load_run(run)
     analysis_file = run / "analyze" / "analyze.json"

@@ -1,0 +1,164 @@
+"""Run samples through a model once and score every head with every detector, streaming.
+
+This is the path every analysis shares: samples → padded batches → one forward on a capture route
+(:mod:`headlab.attention.routes`: fused, chunked or eager) → each detector reduces each layer to ``(B, H[, C])`` scores
+at once → per-sample score blocks, returned in the samples' seeded order chunk by chunk. Only scores survive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from headlab.attention.hooks import capture, capture_kernel
+from headlab.attention.padding import pad_right
+from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES, LayerScorer, choose
+from headlab.attention.routes.spec import AttentionSpec
+from headlab.corpus import Sample
+from headlab.detectors import Batch, Detector, bind_to, prepare_batch
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
+from headlab.models.loaded import device_of
+
+#: a chunk holds this many batches; samples are sorted by length inside a chunk (less padding) and the
+#: scores put back in seeded order, so results do not depend on the batch size.
+CHUNK_BATCHES = 16
+
+
+def collate(samples: Sequence[Sample], pad_id: int, causal: bool, device: torch.device) -> Batch:
+    """Right-pad samples into a :class:`Batch`. (Right padding keeps decoder position ids 0..n-1.)"""
+    ids, mask = pad_right([s.input_ids for s in samples], pad_id)
+    marked = torch.zeros(ids.shape, dtype=torch.float32)
+    for i, s in enumerate(samples):
+        if s.targets:
+            marked[i, list(s.targets)] = 1.0
+    batch = Batch(ids.to(device), mask.to(device), causal)
+    batch.cache["marked"] = marked.to(device)  # (B, T): marked target positions of constructed stimuli
+    return batch
+
+
+def forward(loaded: LoadedModel, batch: Batch) -> None:
+    kwargs: dict[str, Any] = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask.long()}
+    if loaded.facts.causal:
+        kwargs["use_cache"] = False
+    loaded.model(**kwargs)
+
+
+def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: Iterable[Batch],
+                  route: str = "eager", block_mb: float = DEFAULT_BLOCK_MB) -> Iterator[dict[str, np.ndarray]]:
+    """Scores of each batch: ``{detector: (B, L, H) or (B, L, H, C)}`` float32, on one capture ``route``
+    (``fused``, ``chunked`` or ``eager``; :func:`headlab.attention.routes.choose` picks one).
+
+    Capture is installed once for all the given batches (and removed before this returns, or raises).
+    Consume the iterator fully or close it; :func:`score_chunk` does.
+    """
+    if route not in ROUTES:
+        raise HeadlabError(f"unknown route {route!r}; choose {', '.join(ROUTES)}")
+    bind_to(loaded, detectors)  # every census path passes here: none scores with an unbound detector
+    L = loaded.facts.n_layers
+    current: dict[str, object] = {}
+
+    def sink(layer: int, scores: dict[str, torch.Tensor]) -> None:
+        per_layer = current["per_layer"]
+        for name, s in scores.items():
+            per_layer[name][layer] = s.float().cpu()  # type: ignore[index]
+
+    def on_probs(layer: int, attn: torch.Tensor) -> None:
+        current["scorer"].from_probs(layer, attn)  # type: ignore[attr-defined]
+
+    def on_kernel(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
+        return current["handler"](layer, q, k, v, spec)  # type: ignore[operator]
+
+    installed = capture(loaded.model, on_probs) if route == "eager" else capture_kernel(loaded.model, on_kernel)
+    with torch.inference_mode(), installed as session:
+        for batch in batches:
+            prepare_batch(list(detectors), batch)
+            scorer = LayerScorer(detectors, batch, sink, block_mb)
+            current.update(batch=batch, scorer=scorer, handler=scorer.kernel(route) if route != "eager" else None,
+                           per_layer={d.name: [None] * L for d in detectors})
+            before = session.calls
+            forward(loaded, batch)
+            scorer.flush()
+            if session.calls - before != L:
+                raise HeadlabError(f"captured {session.calls - before} attention layers, expected {L}: "
+                                   "unsupported architecture")
+            per_layer: dict[str, list[torch.Tensor]] = current["per_layer"]  # type: ignore[assignment]
+            yield {name: torch.stack(layers, dim=1).numpy() for name, layers in per_layer.items()}
+
+
+def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: Iterable[Sample],
+                  batch_size: int = 8, progress: "object | None" = None, route: str = "auto",
+                  block_mb: float = DEFAULT_BLOCK_MB) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
+    """Yield ``(samples, {detector: (N, L, H[, C])})`` chunk by chunk, samples in seeded order.
+
+    Nothing is installed in the model between yields: capture lives only while a chunk is computed.
+    ``route``: ``auto`` (default: :func:`headlab.attention.routes.choose`), ``fused``, ``chunked`` or ``eager``.
+    """
+    if batch_size < 1:
+        raise HeadlabError("batch size must be at least 1")
+    bind_to(loaded, detectors)
+    route = choose(loaded.model, detectors, route).route
+    chunk: list[Sample] = []
+    for s in samples:
+        if len(s.input_ids) > loaded.facts.max_length:
+            raise HeadlabError(f"sample of {len(s.input_ids)} tokens exceeds {loaded.name}'s window "
+                               f"({loaded.facts.max_length}); use a smaller --max-length")
+        chunk.append(s)
+        if len(chunk) == batch_size * CHUNK_BATCHES:
+            yield from _scored(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+            chunk = []
+    if chunk:
+        yield from _scored(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+
+
+class ChunkInterrupted(KeyboardInterrupt):
+    """An interrupt inside a chunk, carrying the scores of the batches that finished before it."""
+
+    def __init__(self, done: list[int], scores: dict[str, np.ndarray], cause: KeyboardInterrupt):
+        super().__init__(str(cause))
+        self.done, self.scores, self.cause = done, scores, cause
+
+
+def _scored(loaded: LoadedModel, detectors: Sequence[Detector], chunk: list[Sample], batch_size: int,
+            progress: "object | None", route: str, block_mb: float
+            ) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
+    """One chunk's scores; on an interrupt, first the samples whose batches finished, then the interrupt."""
+    try:
+        scores = score_chunk(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+    except ChunkInterrupted as stop:
+        done = sorted(stop.done)  # back in seeded order
+        if done:
+            yield [chunk[i] for i in done], {name: block[done] for name, block in stop.scores.items()}
+        raise stop.cause from None
+    yield chunk, scores
+
+
+def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Sequence[Sample], batch_size: int,
+                progress: "object | None" = None, route: str = "eager",
+                block_mb: float = DEFAULT_BLOCK_MB) -> dict[str, np.ndarray]:
+    """Scores of ``chunk`` in its own order (batched by length, then put back). An interrupt is re-raised as
+    :class:`ChunkInterrupted` with the scores of the batches that finished."""
+    order = sorted(range(len(chunk)), key=lambda i: -len(chunk[i].input_ids))
+    groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    device = device_of(loaded.model)
+    batches = (collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device) for idx in groups)
+    out: dict[str, np.ndarray] = {}
+    done: list[int] = []
+    try:
+        with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:  # type: ignore[type-var]
+            for idx, scores in zip(groups, results):
+                for name, block in scores.items():
+                    if name not in out:
+                        out[name] = np.full((len(chunk),) + block.shape[1:], np.nan, dtype=np.float32)
+                    out[name][idx] = block
+                done.extend(idx)
+                if progress is not None:
+                    progress.update(len(idx))  # type: ignore[attr-defined]
+    except ChunkInterrupted:
+        raise
+    except KeyboardInterrupt as exc:
+        raise ChunkInterrupted(done, out, exc) from None
+    return out

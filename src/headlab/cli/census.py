@@ -1,0 +1,96 @@
+"""CLI of the census: ``headlab scan`` (one process or under torchrun, checkpointed, per-sample Parquet) and
+``headlab top`` (the samples where a head fires most)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from headlab.api import census
+from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option, real_in
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _add_scan(sub)
+    _add_top(sub)
+
+
+def _add_scan(sub: argparse._SubParsersAction) -> None:
+    from headlab.corpus import NAMED_SOURCES
+    from headlab.detectors import DEFAULT_DETECTORS, DETECTORS
+
+    p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
+                       description="Score every head of MODEL with head detectors over a corpus, streaming. "
+                                   "Writes DIR/scan.json and DIR/heads.csv.")
+    p.add_argument("model", help="named model (headlab models list), HF model directory, .gguf file or hub id")
+    list_option(p, "--corpus", metavar="SRC",
+                   help=f"named sources ({' '.join(NAMED_SOURCES)}) or files/folders "
+                        "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
+    list_option(p, "--detectors", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
+                help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")
+    p.add_argument("--target", default="/", help="token detector target character (default '/')")
+    p.add_argument("--bare", action="store_true", help="target only the plain token, not merges like '://'")
+    p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
+                   help="token score averages over queries that can see a target (default) or all queries")
+    p.add_argument("--max-offset", type=at_least(0), default=8, help="offset detector: Δ = 0..K (default 8)")
+    p.add_argument("--threshold", type=real_in(0, 1), default=0.5, help="SDH rule θ (default 0.5)")
+    p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k consecutive samples (default 3)")
+    p.add_argument("--max-samples", type=at_least(0), default=512, help="stop after N samples (0: whole corpus)")
+    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--max-length", type=at_least(2), default=128, help="window length in tokens (default 128)")
+    p.add_argument("--stride", type=at_least(1), default=None, help="window stride in tokens (default: no overlap)")
+    p.add_argument("--filter", dest="target_filter", choices=["any", "with-target", "without-target"],
+                   default="any", help="keep samples with or without the target (default any)")
+    p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
+    p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector (default 5)")
+    p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
+                   help="capture route: auto (default: fused where the detectors and model allow, else chunked, "
+                        "else eager), or force one; the route used is recorded in scan.json")
+    p.add_argument("--chunk-mb", type=real_in(0, open_lo=True), default=256.0,
+                   help="memory budget of one block of the chunked/fused routes, MB (default 256)")
+    p.add_argument("--checkpoint-every", type=at_least(0), default=None, metavar="N",
+                   help="write the merged statistics every N samples into --out (default: 2048 for scans of more "
+                        "than 4096 samples, else never; 0: never)")
+    p.add_argument("--resume", action="store_true", help="continue the scan from the checkpoint in --out")
+    p.add_argument("--per-sample", default=None, metavar="FILE.parquet",
+                   help="also write one row of scores per sample (columns: docs/scan.md)")
+    common_options(p, "scan", seed=False, batch=False)
+    bind(p, census.scan, _cmd_scan)
+
+
+def _cmd_scan(a: argparse.Namespace) -> int:
+    from headlab.distributed import world
+
+    r = call(a, out=default_out(a, "scan"))
+    if not world().main:
+        return 0
+    print(r.table(a.top))
+    extra = f" and {a.per_sample}" if a.per_sample and r.n_samples else ""
+    print(f"wrote {default_out(a, 'scan')}/scan.json and {default_out(a, 'scan')}/heads.csv{extra}")
+    if r.interrupted:
+        print(f"headlab: interrupted ({r.interrupted_by}): wrote the statistics of the {r.n_samples} samples whose "
+              "batches finished, marked interrupted", file=sys.stderr)
+        return 143 if r.interrupted_by == "SIGTERM" else 130
+    return 0
+
+
+def _add_top(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("top", help="the samples where one head scores highest (from a scan's --per-sample file)",
+                       description="Reads the per-sample Parquet of a scan and prints the K samples where head L.H "
+                                   "scores highest under DETECTOR, with their text.")
+    p.add_argument("source", help="a FILE.parquet written by scan --per-sample, or the scan folder holding it")
+    p.add_argument("--head", required=True, metavar="L.H")
+    p.add_argument("--detector", default="token")
+    p.add_argument("--k", type=at_least(1), default=20)
+    p.add_argument("--model", default=None, help="tokenizer for the text (default: the scan's model)")
+    bind(p, census.top, _cmd_top)
+
+
+def _cmd_top(a: argparse.Namespace) -> int:
+    r = call(a)
+    print(f"top {len(r.rows)} samples of head {r.head} by {r.detector} in {r.source}:")
+    for rank, row in enumerate(r.rows, 1):
+        text = row["text"] if row["text"] is not None else f"{len(row['ids'])} tokens"
+        print(f"{rank:>3}. {row['score']:.4f}  sample {row['sample']}  {row['doc']} #{row['window']}  "
+              f"{' '.join(text.split())[:160]!r}")
+    return 0

@@ -1,0 +1,78 @@
+"""CLI of the formation work: ``headlab train``, ``headlab track``, ``headlab predict``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from headlab.api import formation
+from headlab.cli.options import at_least, bind, call, real_in
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _add_train(sub)
+    _add_track(sub)
+    _add_predict(sub)
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a small Transformer from scratch on real text, with checkpoints",
+                       description="Train CONFIG.toml (see configs/ and docs/training.md) into the run folder "
+                                   "--out. Also runs under torchrun --nproc_per_node=N.")
+    p.add_argument("config", help="TOML config, e.g. configs/smoke.toml")
+    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--resume", action="store_true", help="continue from the last good checkpoint in --out")
+    p.add_argument("--seed", type=at_least(0), default=None, help="override optim.seed (one run per seed)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--no-progress", action="store_true")
+    bind(p, formation.train, _cmd_train)
+
+
+def _cmd_train(a: argparse.Namespace) -> int:
+    r = call(a)
+    if r.main:
+        print(f"trained {r.steps} steps ({r.tokens_per_s:.0f} tokens/s); run folder {a.out}")
+    return 0
+
+
+def _add_track(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("track", help="score every head at every checkpoint of a training run; phases and plots")
+    p.add_argument("run", help="run folder written by headlab train")
+    p.add_argument("--out", default=None, help="output folder (default RUN/track)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--n", type=at_least(1), default=24, help="slash stimuli in the probe set (default 24)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true")
+    bind(p, formation.track, _cmd_track)
+
+
+def _cmd_track(a: argparse.Namespace) -> int:
+    out = Path(a.out or os.path.join(a.run, "track"))
+    call(a, out=out)
+    print((out / "track.md").read_text())
+    print(f"wrote {out}/track.json, track.csv, phases.json, track.md and plots")
+    return 0
+
+
+def _add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="predict from early training which heads specialize (over several seeds)")
+    p.add_argument("runs", nargs="+", help="tracked run folders, one per seed (headlab track first)")
+    p.add_argument("--metric", default="previous-token", help="score to predict (default previous-token)")
+    p.add_argument("--threshold", type=float, default=None, help="final score that counts as specialized "
+                   "(default: the tracker's threshold for the metric)")
+    p.add_argument("--early", type=real_in(0, 1, open_lo=True), default=0.1,
+                   help="share of training the features come from")
+    p.add_argument("--out", default=None, help="write predict.json here")
+    bind(p, formation.predict, _cmd_predict)
+
+
+def _cmd_predict(a: argparse.Namespace) -> int:
+    res = call(a)
+    print(f"{a.metric} >= {res['threshold']} at the end; features from the first {a.early:.0%}; {len(a.runs)} runs, "
+          f"{res['n_heads']} heads, {res['n_positive']} specialized ({res['evaluation']})")
+    for k in ("early_model", "early_score_alone"):
+        v = res[k]
+        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        print(f"  {k:<18} precision {fmt(v['precision'])}  recall {fmt(v['recall'])}  ROC AUC {fmt(v['roc_auc'])}")
+    return 0

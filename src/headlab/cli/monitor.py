@@ -1,0 +1,74 @@
+"""CLI of the head monitor: ``headlab monitor fit``, ``check`` and ``evaluate``."""
+
+from __future__ import annotations
+
+import argparse
+
+from headlab import monitor
+from headlab.cli.options import at_least, bind, call, list_option, real_in
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("monitor", help="profile a model's head activity on reference text; flag unusual documents")
+    ms = p.add_subparsers(dest="monitor_cmd", required=True)
+    f = ms.add_parser("fit", help="scan a reference corpus and write PROFILE_DIR/profile.json")
+    f.add_argument("model")
+    list_option(f, "--corpus", default=["wiki"], metavar="SRC", help="reference text (default: wiki)")
+    f.add_argument("--max-samples", type=at_least(20), default=2000)
+    f.add_argument("--per-detector", type=at_least(1), default=8, help="heads per detector in a fingerprint")
+    f.add_argument("--fpr", type=real_in(0, 0.5, open_lo=True), default=0.01,
+                   help="share of reference documents flagged (default 0.01)")
+    _shared(f)
+    bind(f, monitor.fit, _cmd_fit)
+    c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
+    c.add_argument("profile", help="a folder written by headlab monitor fit")
+    list_option(c, "--corpus", required=True, metavar="SRC")
+    c.add_argument("--max-samples", type=at_least(1), default=2000)
+    _shared(c)
+    bind(c, monitor.check, _cmd_check)
+    from headlab.monitor.evaluation import KINDS
+
+    e = ms.add_parser("evaluate", help="AUROC of the monitor vs a character-class baseline, per kind of structure")
+    e.add_argument("model")
+    list_option(e, "--reference", default=["wiki"], metavar="SRC")
+    list_option(e, "--kinds", choices=KINDS, default=None,
+                help="kinds of structure to detect (default: every kind whose corpus is installed)")
+    e.add_argument("--max-samples", type=at_least(20), default=3000, help="reference samples (default 3000)")
+    e.add_argument("--kind-samples", type=at_least(1), default=200, help="samples per kind (default 200)")
+    _shared(e)
+    bind(e, monitor.evaluate, _cmd_evaluate)
+
+
+def _shared(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _cmd_fit(a: argparse.Namespace) -> int:
+    print(call(a).summary())
+    print(f"wrote {a.out}/profile.json")
+    return 0
+
+
+def _cmd_check(a: argparse.Namespace) -> int:
+    res, _ = call(a)
+    print(f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; reference rate "
+          f"{100 * res.fpr:.0f}%)")
+    for t in res.top_features:
+        print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
+    print(f"wrote {a.out}/monitor.md, monitor.jsonl, monitor.parquet, check.json and scores.png")
+    return 0
+
+
+def _cmd_evaluate(a: argparse.Namespace) -> int:
+    import json
+
+    r = call(a)
+    print(r.markdown())
+    print(json.dumps({k: v["verdict"] for k, v in r.data["kinds"].items()}))
+    print(f"wrote {a.out}/evaluate.json, evaluate.md and calibration.png")
+    return 0

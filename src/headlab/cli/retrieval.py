@@ -1,0 +1,167 @@
+"""CLI of the retrieval work: ``headlab retrieval generate|train|sweep|eval-llm``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from headlab import retrieval
+from headlab.cli.options import at_least, bind, call, list_option, real_in
+from headlab.retrieval.grid import DEFAULT_GRID
+from headlab.retrieval.task import FORMS
+from headlab.retrieval.training import CURRICULA
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("retrieval", help="the retrieval problem: generate, train, sweep, evaluate LLMs")
+    rs = p.add_subparsers(dest="retrieval_cmd", required=True)
+
+    g = rs.add_parser("generate", help="write seeded examples, one JSON a line (each checked by the solver)")
+    g.add_argument("--form", required=True, choices=FORMS)
+    g.add_argument("--depth", type=at_least(1), required=True)
+    g.add_argument("--n", type=at_least(1), default=100)
+    g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains (default 2)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True, help="FILE.jsonl")
+    bind(g, retrieval.generate, _cmd_generate)
+
+    t = rs.add_parser("train", help="train one decoder on the minimal form")
+    t.add_argument("--depth", type=at_least(1), required=True)
+    t.add_argument("--curriculum", default="chain", choices=CURRICULA,
+                   help="(default chain, the paper-like one)")
+    _model_args(t)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", required=True)
+    bind(t, retrieval.train, _cmd_train)
+
+    s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
+    list_option(s, "--layers", parse=int, default=list(DEFAULT_GRID["layers"]), help="layer counts (default 1 2)")
+    list_option(s, "--depths", parse=int, default=list(DEFAULT_GRID["depths"]),
+                help="(default 2 3: the bound log3(2D) is 1.26 and 1.63 layers; depth 5 needs 3 and far more steps)")
+    list_option(s, "--curricula", choices=CURRICULA, default=list(DEFAULT_GRID["curricula"]))
+    list_option(s, "--seeds", parse=int, default=list(DEFAULT_GRID["seeds"]))
+    _model_args(s, layers=False)
+    s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
+    s.add_argument("--jobs", type=at_least(1), default=2,
+                   help="ensembles (one per layers x depth) trained at once, one torch thread each (default 2)")
+    s.add_argument("--eval-n", type=at_least(1), default=256, help="held-out examples per depth (default 256)")
+    s.add_argument("--no-train", action="store_true",
+                   help="only aggregate the finished cells; the others are shown as not run")
+    s.add_argument("--out", default="runs/retrieval-sweep")
+    bind(s, retrieval.sweep, _cmd_sweep)
+
+    an = rs.add_parser("analyze", help="label heads from attention maps, check by ablation, emergence order")
+    an.add_argument("run", help="a run of headlab retrieval train (or a sweep cell)")
+    an.add_argument("--n", type=at_least(1), default=64, help="probe examples (default 64)")
+    an.add_argument("--draws", type=at_least(0), default=10)
+    an.add_argument("--min-mass", type=real_in(0, 1), default=0.3)
+    an.add_argument("--out", default=None, help="default RUN/analyze")
+    bind(an, retrieval.analyze, _cmd_analyze)
+
+    em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
+    em.add_argument("runs", nargs="+", help="runs already analyzed (headlab retrieval analyze RUN)")
+    em.add_argument("--out", default=None, help="write emergence.json here")
+    bind(em, retrieval.emergence, _cmd_emergence)
+
+    e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
+    e.add_argument("model")
+    list_option(e, "--depths", parse=int, default=[1, 2, 3], help="(default 1 2 3)")
+    e.add_argument("--n", type=at_least(1), default=500, help="questions per cell (default 500)")
+    e.add_argument("--shots", type=at_least(0), default=0, help="solved examples in the prompt (default 0)")
+    list_option(e, "--forms", choices=[f for f in FORMS if f != "minimal"],
+                default=["assign", "assign-mc", "relatives", "relatives-mc"])
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--batch-size", type=at_least(1), default=8)
+    e.add_argument("--continuation", type=at_least(0), default=8,
+                   help="greedy continuation tokens for the outcome-classified scoring (default 8; 0 = off)")
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--out", default=None)
+    e.add_argument("--no-progress", action="store_true")
+    bind(e, retrieval.eval_llm, _cmd_eval_llm)
+
+
+def _model_args(p: argparse.ArgumentParser, layers: bool = True) -> None:
+    """The model and training options of ``train`` and ``sweep`` (their defaults come from the twins)."""
+    if layers:
+        p.add_argument("--n-layers", type=at_least(1), help="layers (default %(default)s)")
+    p.add_argument("--n-heads", type=at_least(1), help="heads per layer (default %(default)s)")
+    p.add_argument("--d-model", type=at_least(2))
+    p.add_argument("--steps", type=at_least(1))
+    p.add_argument("--batch-size", type=at_least(1))
+    p.add_argument("--lr", type=real_in(0, open_lo=True))
+    p.add_argument("--distractors", type=at_least(0))
+    p.add_argument("--positions", choices=["rope", "learned", "sinusoidal"])
+    p.add_argument("--separator", action="store_true", help="a <sep> token after every (variable, reference) pair")
+    p.add_argument("--warmup-steps", type=at_least(0), help="(default min(100, steps/10))")
+    p.add_argument("--eval-every", type=at_least(1), help="steps between held-out evaluations (default %(default)s)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _cmd_generate(a: argparse.Namespace) -> int:
+    rows = call(a)
+    print(f"wrote {len(rows)} {a.form} examples of depth {a.depth} to {a.out} (all checked by the solver)")
+    return 0
+
+
+def _cmd_train(a: argparse.Namespace) -> int:
+    r = call(a).data
+    print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
+    return 0
+
+
+def _cmd_sweep(a: argparse.Namespace) -> int:
+    r = call(a)
+    for k, v in r["cells"].items():
+        if not v["seeds"]:
+            print(f"  {k:<16} not run")
+            continue
+        print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
+    for c, v in r["by_curriculum"].items():
+        print(f"  curriculum {c}: {v['successes']}/{v['runs']} runs succeeded")
+    print(f"wrote {a.out}/sweep.json, success_map.png, learning_curves.png")
+    return 0
+
+
+def _cmd_analyze(a: argparse.Namespace) -> int:
+    out = Path(a.out or os.path.join(a.run, "analyze"))
+    call(a, out=out)
+    print((out / "analyze.md").read_text())
+    print(f"wrote {out}/analyze.json, analyze.md and circuit.png")
+    return 0
+
+
+def _cmd_emergence(a: argparse.Namespace) -> int:
+    t = call(a)
+    for title, tab in (("by layer and label", t), ("by layer and key (reader dropped)", t["by_layer_and_key"])):
+        print(f"{title}:")
+        for o in tab["runs"]:
+            print(f"  {o['run']}: " + (" → ".join(o["order"]) or "nothing emerged"))
+        print(
+            f"  the most common order ({' → '.join(tab['most_common_order']) or 'none'}) in {tab['same_order']} "
+            f"of {tab['n_runs']} runs"
+        )
+        for p in tab["pairwise"]:
+            print(
+                f"  {p['a']} before {p['b']} in {p['a_first']} of {p['runs']} runs, after in {p['b_first']}, "
+                f"same checkpoint in {p['same_step']}"
+            )
+    return 0
+
+
+def _outcomes(c: dict) -> str:
+    shares = ", ".join(f"{k} {v / sum(c['counts'].values()):.2f}" for k, v in c["counts"].items())
+    return f"; continuation: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}] ({shares})"
+
+
+def _cmd_eval_llm(a: argparse.Namespace) -> int:
+    out = Path(a.out or os.path.join("runs", "eval-llm-" + os.path.basename(str(a.model).rstrip("/"))))
+    r = call(a, out=out)
+    for c in r["cells"]:
+        print(
+            f"  {c['form']:<13} depth {c['depth']}: {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
+            f"{c['interval'][1]:.3f}] (n={c['n']}, chance {c['chance']:.2f})"
+            + (_outcomes(c["continuation"]) if "continuation" in c else "")
+        )
+    print(f"wrote {out}/eval_llm.json and eval_llm.png")
+    return 0

@@ -1,0 +1,66 @@
+"""CLI of what a person looks at: ``headlab view`` (the offline attention viewer) and ``headlab report``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from headlab.api import seeing
+from headlab.cli.options import bind, call
+from headlab.viewer.codec import SCALES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    v = sub.add_parser("view", help="write one self-contained, offline HTML attention viewer",
+                       description="SOURCE is a model (name, folder or hub id), a scan folder (scan.json: its scores "
+                                   "colour the grid), a training run (checkpoint slider; headlab track output when "
+                                   "present) or a retrieval run (the labelled circuit).")
+    v.add_argument("source")
+    v.add_argument("--text", action="append", default=None, help="a text to show (repeatable; default: a corpus "
+                                                                  "window with '/' and two slash stimuli)")
+    v.add_argument("--texts-file", default=None, help="one text per line, shown in that order")
+    v.add_argument("--out", default=None, help="FILE.html (default runs/view-NAME.html)")
+    v.add_argument("--scale", default="sqrt", choices=SCALES,
+                   help="map quantization: sqrt (default; diffuse attention stays visible) or linear (about 5x "
+                        "smaller files for long inputs)")
+    v.add_argument("--check", action="store_true", help="open the page in headless Chromium and report its load "
+                                                        "time, console errors and network requests")
+    v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
+    v.add_argument("--device", default="cpu")
+    v.add_argument("--no-progress", action="store_true")
+    bind(v, seeing.view, _cmd_view)
+
+    r = sub.add_parser("report", help="Markdown + HTML report with PNG figures of every result in a run folder")
+    r.add_argument("run", help="a folder of headlab results (searched two levels deep)")
+    r.add_argument("--out", default=None, help="output folder (default RUN/report)")
+    r.add_argument("--title", default=None)
+    r.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
+    bind(r, seeing.report, _cmd_report)
+
+
+def _cmd_view(a: argparse.Namespace) -> int:
+    out = Path(a.out or os.path.join("runs", "view-" + os.path.basename(str(a.source).rstrip("/")) + ".html"))
+    call(a, out=out)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
+    if a.check:
+        from headlab.viewer.browser import open_page
+
+        with open_page(out) as (_, log):
+            pass
+        print(f"  Chromium: ready in {log['load_s']:.2f} s; console errors {len(log['console_errors'])}, page errors "
+              f"{len(log['page_errors'])}, network requests {len(log['requests'])}")
+        if log["console_errors"] or log["page_errors"] or log["requests"]:
+            print("  " + "; ".join(log["console_errors"] + log["page_errors"] + log["requests"]), file=sys.stderr)
+            return 1
+    return 0
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    r = call(a).data
+    print(f"report: {len(r['sections'])} sections, {r['figures']} figures")
+    for s in r["sections"]:
+        print(f"  {s}")
+    print(f"wrote {r['markdown']} and {r['html']}")
+    return 0

@@ -1,0 +1,121 @@
+"""CLI of the cross-model study: ``headlab claims``, ``compare``, ``scale`` and ``languages``."""
+
+from __future__ import annotations
+
+import argparse
+
+from headlab.api import study
+from headlab.cli.options import at_least, bind, call, list_option, real_in
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _add_claims(sub)
+    _add_compare(sub)
+    _add_scale(sub)
+    _add_languages(sub)
+
+
+def _add_claims(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "claims",
+        help="measure each claim of the slash-dominance write-up on one or more models",
+        description="One row per claim, one column per model: the measured value with its 95%% "
+        "interval and a verdict by the rule printed with the table. Writes "
+        "DIR/claims.md and DIR/claims.json.",
+    )
+    p.add_argument("models", nargs="+")
+    p.add_argument("--n", type=at_least(2), default=40, help="base items per stimulus suite (default 40)")
+    p.add_argument("--scan-samples", type=at_least(1), default=512, help="corpus samples per model (default 512)")
+    list_option(p, "--corpus", metavar="SRC",
+                help="the scans' and the ablation's corpus: named sources or paths (default wiki pydoc)")
+    p.add_argument("--filter", dest="target_filter", choices=["any", "with-target"], default="any",
+                   help="with-target: scan only windows that hold '/' (the slash-dominance rule skips the others "
+                   "anyway; default any)")
+    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
+    p.add_argument(
+        "--ablate",
+        type=at_least(0),
+        default=0,
+        metavar="DRAWS",
+        help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
+        "sets (default 0: not measured)",
+    )
+    p.add_argument("--monitor-evaluations", default=None, metavar="DIR",
+                   help="claim 9 from DIR/MODEL/evaluate.json, written by headlab monitor evaluate (default: not "
+                   "measured)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse each model's scan, characterization and ablation that an earlier (interrupted) run "
+                   "left in --out with the same settings")
+    p.add_argument("--no-progress", action="store_true")
+    bind(p, study.claims, _cmd_claims)
+
+
+def _cmd_claims(a: argparse.Namespace) -> int:
+    r = call(a)
+    print(r.markdown())
+    print(f"wrote {a.out}/claims.md and {a.out}/claims.json (per-model scan and characterization in {a.out}/MODEL/)")
+    return 0
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
+    p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
+    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="SlashScore threshold for the slash-pattern share")
+    p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
+    bind(p, study.compare, _cmd_compare)
+
+
+def _cmd_compare(a: argparse.Namespace) -> int:
+    print(call(a).markdown())
+    print(f"wrote {a.out}/compare.md, compare.json and compare.png")
+    return 0
+
+
+def _add_scale(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("scale", help="specialization against parameter count, one point per scanned model",
+                       description="RUNS are scan folders (scan.json) or folders of them (a headlab claims output). "
+                                   "Writes DIR/scale.md, DIR/scale.json and DIR/scale.png: share of heads per kind, "
+                                   "max mass on '/' and top SlashScore against parameters, encoders and decoders "
+                                   "marked.")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--out", default="runs/scale", help="output folder (default runs/scale)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    bind(p, study.scale, _cmd_scale)
+
+
+def _cmd_scale(a: argparse.Namespace) -> int:
+    r = call(a)
+    print(r.markdown())
+    print(f"wrote {a.out}/scale.md, scale.json and scale.png ({len(r.data)} models)")
+    return 0
+
+
+def _add_languages(sub: argparse._SubParsersAction) -> None:
+    from headlab.study.languages import LANGUAGES
+
+    p = sub.add_parser("languages", help="`/` heads on the slash stimulus suite in several languages",
+                       description="Per model and language: every head's mass on '/' with its interval, the strict "
+                                   "slash-dominance rule on the suite, and whether the first language's top head "
+                                   "stays on top. Writes DIR/languages.md and DIR/MODEL/languages.json.")
+    p.add_argument("models", nargs="+")
+    list_option(p, "--languages", default=list(LANGUAGES), choices=LANGUAGES,
+                help=f"the first is the reference (default: {' '.join(LANGUAGES)})")
+    p.add_argument("--n", type=at_least(3), default=40, help="suite items per language (default 40)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default="runs/languages", help="output folder (default runs/languages)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    bind(p, study.languages, _cmd_languages)
+
+
+def _cmd_languages(a: argparse.Namespace) -> int:
+    results = call(a)
+    print("\n".join(["# `/` heads across languages (slash stimulus suite)", ""] + [r.markdown() for r in results]))
+    print(f"wrote {a.out}/languages.md and {a.out}/MODEL/languages.json")
+    return 0

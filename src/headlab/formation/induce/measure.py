@@ -1,0 +1,108 @@
+"""What one run of the induction study measured, checkpoint by checkpoint, on its held-out probe windows (real
+text, each with a `/`, never trained on):
+
+* ``mass``: every head's mean `/` mass (the token detector);
+* ``passed``: the strict slash-dominance rule (mass > 0.5 in 3 consecutive probe windows, in their fixed order);
+* ``loss``: the held-out next-token loss (nats/token, mean over the probe windows);
+
+then, on the final weights, whether the head that passes (or, without one, the top head by mass) is functional:
+zero-ablating it against ``draws`` matched random heads of the same layer (:func:`headlab.ablation.ablate_experiment`
+on corpus windows of the run's own corpus), the change of next-token loss on targets within 3 tokens after a `/`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from headlab.census.engine import score_samples
+from headlab.census.stats import ConsecutiveRule
+from headlab.detectors import make
+from headlab.head import name as head_name
+
+THRESHOLD, CONSECUTIVE = 0.5, 3
+
+
+def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(mass (L, H), passed (L, H) bool, held-out loss)`` of one model on the probe windows."""
+    from headlab.ablation.metrics import window_losses
+
+    L, H = loaded.facts.n_layers, loaded.facts.n_heads
+    rule = ConsecutiveRule((L, H), THRESHOLD, CONSECUTIVE)
+    blocks = []
+    with torch.inference_mode():
+        for _, scores in score_samples(loaded, [make("token")], probe, batch_size=16):
+            rule.update(scores["token"])
+            blocks.append(scores["token"])
+        loss = float(window_losses(loaded, [list(s.input_ids) for s in probe], batch_size=16).mean())
+    return np.nanmean(np.concatenate(blocks), 0), rule.passed, loss
+
+
+def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dict[str, Any]:
+    """The record of one finished run (``measure.json``)."""
+    from headlab.formation.tracking import _rows_to_samples
+    from headlab.training import checkpoint as ckpt
+    from headlab.training.config import load_config
+    from headlab.training.data import load_pool
+    from headlab.training.run_model import load_checkpoint_model
+
+    cfg = load_config(run / "config.toml")
+    pool, _ = load_pool(run)
+    probe = _rows_to_samples(pool.probe_ids, pool.probe_mask, "probe")
+    steps, mass, passed, loss = [], [], [], []
+    for step, folder in ckpt.sound_checkpoints(run):
+        last = load_checkpoint_model(run, folder)  # the last checkpoint is the final step's weights
+        m, p, lo = checkpoint_scores(last, probe)
+        steps.append(step)
+        mass.append(m.tolist())
+        passed.append(p.tolist())
+        loss.append(lo)
+    final = np.array(mass[-1])
+    ok = np.array(passed[-1])
+    cand = np.where(ok, final, -1.0) if ok.any() else final
+    layer, head = np.unravel_index(int(np.argmax(cand)), final.shape)
+    first = next((s for s, p in zip(steps, passed) if np.any(p)), None)
+    ablated = head_name(int(layer), int(head))
+    rec: dict[str, Any] = {
+           "run": str(run), "seed": cfg.optim.seed, "steps": steps, "mass": mass, "passed": passed, "loss": loss,
+           "first_pass_step": first,
+           "first_pass_heads": ([head_name(l, h) for l, h in zip(*np.nonzero(passed[steps.index(first)]))]
+                                if first is not None else []),
+           "final_pass_heads": [head_name(l, h) for l, h in zip(*np.nonzero(ok))],
+           "induced_heads": list(cfg.induce.heads) if cfg.induce.weight > 0 else [],
+           "aux_stop": (cfg.induce.stop or cfg.optim.steps) if cfg.induce.weight > 0 else None,
+           "ablated": ablated, "ablated_is_sdh": bool(ok.any())}
+    if draws > 0:
+        rec["ablation"] = _ablation(last, cfg, ablated, draws, seed, progress)
+    return rec
+
+
+def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
+    from headlab.ablation import ablate_experiment
+
+    r = ablate_experiment(loaded, [head], draws=draws, samples=32,
+                          window=cfg.data.window, corpus=cfg.data.corpus, seed=seed, progress=progress)
+    c = r.control  # on the loss after `/`: the head's effect minus the matched random heads' mean effect
+    return {"head": head, "loss_delta": r.slash["loss"]["delta"], "control_delta": c["delta_mean"],
+            "difference": c["difference"], "interval": c["interval"], "p_value": c["p_value"], "draws": c["draws"],
+            "n_samples": r.n_samples}
+
+
+def persistence(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """For a run with the auxiliary loss: whether each induced head still passes after the loss stopped, and the
+    last checkpoint step at which it did."""
+    if rec["aux_stop"] is None:
+        return None
+    from headlab.head import Head
+
+    out = {}
+    for name in rec["induced_heads"]:
+        h = Head.parse(name)
+        after = [(s, p[h.layer][h.head]) for s, p in zip(rec["steps"], rec["passed"]) if s >= rec["aux_stop"]]
+        out[name] = {"checkpoints_after_stop": len(after), "passing_after_stop": sum(bool(p) for _, p in after),
+                     "last_pass_after_stop": max((s for s, p in after if p), default=None),
+                     "passes_at_end": bool(after[-1][1]) if after else None}
+    return out

@@ -1,0 +1,167 @@
+"""``headlab induce CONFIG``: the active-induction study. Every arm (:mod:`.arms`) x seed is a training run under
+``OUT/runs/ARM-sSEED`` with its ``measure.json`` (:mod:`.measure`); the study summary is ``OUT/induce.json``,
+``induce.md`` and ``induce.png``. Every run's data pool is made before the first run trains (built once per data
+settings and seed, shared by the arms that keep them). A run that finished is reused, one that was interrupted is
+resumed, so an interrupted study keeps its finished work.
+
+Per arm, over seeds (verdict rules are ours): ``SDH at the end`` k/n seeds (a head passes the strict rule on the
+final weights); the median first step at which any head passes; the held-out loss cost against the plain arm of
+the same seed; the layers the passing heads are in; for the auxiliary arms, whether the induced head still passes
+after the term stops; the functional test (ablation loss difference against matched random heads).
+Verdict: ``fosters an SDH`` when at least two thirds of the seeds end with one, ``sometimes`` when at least one
+does, else ``no SDH``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from headlab.formation.induce.arms import Levers, arm_config
+from headlab.formation.induce.measure import measure_run, persistence
+from headlab.io import write_json_atomic, write_text_atomic
+
+
+def run_arm(base: dict[str, Any], arm: str, seed: int, levers: Levers, out: Path, draws: int,
+            progress: bool) -> dict[str, Any]:
+    from headlab.formation.training_run import tracked_training
+    from headlab.training import checkpoint as ckpt
+    from headlab.training import from_dict
+
+    run = out / "runs" / f"{arm}-s{seed}"
+    done = run / "measure.json"
+    cfg = from_dict(arm_config(base, arm, levers, seed), f"arm {arm}")
+    if done.exists() and (run / "final.safetensors").exists():
+        return json.loads(done.read_text())
+    if not (run / "final.safetensors").exists():
+        tracked_training(cfg, run, resume=bool(ckpt.checkpoints(run)), progress=progress)
+    rec = dict(measure_run(run, draws, seed, progress=False), arm=arm)
+    write_json_atomic(done, rec)
+    return rec
+
+
+def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
+    """Every run's data pool before the first run trains (a corpus too small for an arm's settings fails here, not
+    after hours of training): built once per data settings and seed, copied (digest-checked) to the runs that
+    share them, left alone where a run already holds its own."""
+    import shutil
+
+    from headlab.training.data import build_pool, fingerprint, pool_matches, save_pool
+
+    built: dict[str, Path] = {}
+    for run, cfg in configs.items():
+        want = fingerprint(cfg.data, cfg.optim.seed)
+        if pool_matches(run, want) is None:
+            built.setdefault(want, run)
+            continue
+        run.mkdir(parents=True, exist_ok=True)
+        if want in built:
+            src = built[want]
+            shutil.rmtree(run / "tokenizer", ignore_errors=True)
+            shutil.copytree(src / "tokenizer", run / "tokenizer")
+            shutil.copy2(src / "data.safetensors", run / "data.safetensors")
+            shutil.copy2(src / "data.json", run / "data.json")  # last: it marks the pool finished
+        else:
+            pool, tok = build_pool(cfg.data, cfg.optim.seed, progress)
+            save_pool(pool, tok, run, want)
+            built[want] = run
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    plain = {r["seed"]: r["loss"][-1] for r in records if r["arm"] == "plain"}
+    out = {}
+    for arm in dict.fromkeys(r["arm"] for r in records):
+        rs = [r for r in records if r["arm"] == arm]
+        ends = [bool(r["final_pass_heads"]) for r in rs]
+        firsts = [r["first_pass_step"] for r in rs if r["first_pass_step"] is not None]
+        cost = [r["loss"][-1] - plain[r["seed"]] for r in rs if r["seed"] in plain]
+        abl = [r["ablation"] for r in rs if "ablation" in r]
+        k, n = sum(ends), len(rs)
+        out[arm] = {
+            "seeds": n, "sdh_at_end": k, "sdh_ever": sum(r["first_pass_step"] is not None for r in rs),
+            "median_first_pass_step": float(np.median(firsts)) if firsts else None,
+            "layers": sorted({int(h.split(".")[0]) for r in rs for h in r["final_pass_heads"]}),
+            "heldout_loss": [r["loss"][-1] for r in rs],
+            "loss_cost_vs_plain": {"mean": float(np.mean(cost)), "min": float(np.min(cost)),
+                                   "max": float(np.max(cost))} if cost else None,
+            "persistence": ([{"seed": r["seed"], "heads": persistence(r)} for r in rs]
+                            if rs[0]["aux_stop"] is not None else None),
+            "ablation": {"difference_mean": float(np.mean([a["difference"] for a in abl])),
+                         "significant": sum(a["interval"][0] > 0 for a in abl), "runs": len(abl),
+                         "heads_sdh": sum(r["ablated_is_sdh"] for r in rs)} if abl else None,
+            "verdict": ("fosters an SDH" if k >= math.ceil(2 * n / 3) else "sometimes" if k else "no SDH"),
+        }
+    return out
+
+
+def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
+    lines = ["# Active induction of a `/` head", "", f"Base config `{settings['config']}`, seeds "
+             f"{settings['seeds']}; levers {settings['levers']}.", "",
+             "| arm | SDH at end | ever | median first step | layers | held-out loss − plain (mean [min, max]) | "
+             "ablation: loss Δ − controls (mean; runs with interval > 0) | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for arm, s in summary.items():
+        c = s["loss_cost_vs_plain"]
+        cost = f"{c['mean']:+.3f} [{c['min']:+.3f}, {c['max']:+.3f}]" if c else "n/a"
+        a = s["ablation"]
+        abl = f"{a['difference_mean']:+.4f} ({a['significant']}/{a['runs']})" if a else "not run"
+        first = f"{s['median_first_pass_step']:.0f}" if s["median_first_pass_step"] is not None else "-"
+        lines.append(f"| {arm} | {s['sdh_at_end']}/{s['seeds']} | {s['sdh_ever']}/{s['seeds']} | {first} | "
+                     f"{', '.join(map(str, s['layers'])) or '-'} | {cost} | {abl} | {s['verdict']} |")
+    for arm, s in summary.items():
+        for p in s["persistence"] or []:
+            for head, v in (p["heads"] or {}).items():
+                lines.append(f"- {arm}, seed {p['seed']}: head {head} after the auxiliary loss stopped: passes at "
+                             f"{v['passing_after_stop']} of {v['checkpoints_after_stop']} checkpoints, at the end: "
+                             f"{v['passes_at_end']}")
+    return "\n".join(lines) + "\n\n![mass](induce.png)\n"
+
+
+def plot(records: list[dict[str, Any]], path: Path) -> None:
+    from headlab.plotting import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for arm in dict.fromkeys(r["arm"] for r in records):
+        rs = [r for r in records if r["arm"] == arm]
+        steps = rs[0]["steps"]
+        top = np.mean([[np.max(m) for m in r["mass"]] for r in rs if r["steps"] == steps], 0)
+        ax.plot(steps, top, marker="o", ms=2, label=arm)
+    ax.axhline(0.5, color="k", lw=0.6, ls="--")
+    ax.set(xscale="log", xlabel="step", ylabel="highest head's `/` mass (mean over seeds)",
+           title="held-out probe windows")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def induce(config: str | Path, out: str | Path, arms: Sequence[str], seeds: Sequence[int], levers: Levers,
+           draws: int = 10, progress: bool = True) -> dict[str, Any]:
+    import tomllib
+
+    from headlab.errors import HeadlabError
+    from headlab.training import from_dict
+    from headlab.training.config import load_config, same_but_vocab
+
+    out = Path(out)
+    base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+    configs = {out / "runs" / f"{arm}-s{seed}": from_dict(arm_config(base, arm, levers, seed), f"{config} (arm {arm})")
+               for arm in arms for seed in seeds}  # every arm's config is checked before the first run starts
+    for run, cfg in configs.items():  # and a run kept from an earlier study must be this study's run
+        if (run / "config.toml").exists() and not same_but_vocab(load_config(run / "config.toml"), cfg):
+            raise HeadlabError(f"{run} was trained from another config than this study's {run.name}; choose "
+                               "another --out or remove that run")
+    prepare_pools({r: c for r, c in configs.items() if not (r / "final.safetensors").exists()}, progress)
+    records = [run_arm(base, arm, seed, levers, out, draws, progress) for arm in arms for seed in seeds]
+    settings = {"config": str(config), "arms": list(arms), "seeds": list(seeds), "levers": vars(levers),
+                "draws": draws}
+    summary = summarize(records)
+    write_json_atomic(out / "induce.json", {"settings": settings, "summary": summary})
+    plot(records, out / "induce.png")
+    write_text_atomic(out / "induce.md", markdown(summary, settings))
+    return summary

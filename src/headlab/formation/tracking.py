@@ -1,0 +1,222 @@
+"""Every head's scores at every checkpoint of a run (``headlab track RUN``).
+
+Probe sets, fixed for the whole run (so scores are comparable across checkpoints):
+
+* ``natural``: the run's held-out probe windows (real text, each with a `/`; never trained on);
+* ``slash``: the constructed `/` stimuli of the characterization work (``headlab.stimuli``);
+* ``repeat``: random tokens repeated twice (seeded), the standard probe for induction heads.
+
+Metrics per head (the means over the probe samples, with the detectors of ``headlab.detectors``):
+``slash_mass`` (token detector on natural), ``slash_mass_stimuli`` (on the slash suite), ``offset`` (best
+SlashScore(Δ) over Δ = 0..8 on natural; ``offset_delta`` is that Δ), ``previous-token`` and ``sink`` (natural),
+``induction`` (repeat). Output: ``track.json`` (arrays checkpoint x layer x head per metric) and
+``track.csv`` (one row per checkpoint, head and metric).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from headlab.census.engine import score_samples
+from headlab.corpus import Sample
+from headlab.detectors import make
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
+from headlab.plotting import new_figure
+from headlab.progress import bar as progress_bar
+from headlab.training import checkpoint as ckpt
+from headlab.training.config import load_config
+from headlab.training.data import load_pool
+from headlab.training.run_model import load_checkpoint_model
+
+METRICS = ("slash_mass", "slash_mass_stimuli", "offset", "offset_delta", "previous-token", "induction", "sink")
+
+
+@dataclass
+class TrackResult(Displayable):
+    """Every head's scores at every checkpoint of a run; ``to_pandas()``: one row per (step, metric, head)."""
+
+    run: str
+    steps: list[int]
+    n_layers: int
+    n_heads: int
+    scores: dict[str, np.ndarray]                 # metric -> (S, L, H)
+    loss: dict[int, float] = field(default_factory=dict)  # step -> training loss at that step
+    probes: dict[str, int] = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        lines = [f"**{self.run}**: {len(self.steps)} checkpoints (steps {self.steps[0]}..{self.steps[-1]}), "
+                 f"{self.n_layers}x{self.n_heads} heads", "", "| metric | top heads at the last checkpoint |",
+                 "|---|---|"]
+        for m, a in self.scores.items():
+            if m.endswith("_delta"):  # a diagonal index, not a score to rank by
+                continue
+            last = np.nan_to_num(a[-1], nan=-np.inf)  # (L, H)
+            best = np.argsort(-last, axis=None)[:3]
+            cells = [f"{l}.{h} {a[-1, l, h]:.3f}" for l, h in zip(*np.unravel_index(best, last.shape))]
+            lines.append(f"| {m} | {', '.join(cells)} |")
+        return "\n".join(lines) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"step": s, "metric": m, "head": f"{l}.{h}", "layer": l, "index": h, "score": float(a[i, l, h])}
+                for m, a in self.scores.items() for i, s in enumerate(self.steps)
+                for l in range(self.n_layers) for h in range(self.n_heads)]
+
+    def figure(self, metric: str = "slash_mass") -> Any:
+        """Every head's ``metric`` score over the checkpoints (matplotlib figure)."""
+        if metric not in self.scores:
+            raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(self.scores)}")
+        return heatmap_figure(self, metric)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "steps": self.steps, "n_layers": self.n_layers, "n_heads": self.n_heads,
+                "probes": self.probes, "loss": {str(k): v for k, v in self.loss.items()},
+                "scores": {m: np.where(np.isnan(a), None, a).tolist()  # type: ignore[call-overload]
+                           for m, a in self.scores.items()}}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "TrackResult":
+        return TrackResult(d["run"], d["steps"], d["n_layers"], d["n_heads"],
+                           {m: np.array(a, dtype=float) for m, a in d["scores"].items()},
+                           {int(k): v for k, v in d.get("loss", {}).items()}, d.get("probes", {}))
+
+    def write(self, out: str | Path) -> None:
+        out = Path(out)
+        write_json_atomic(out / "track.json", self.to_json())
+        rows = ["step,layer,head,metric,value"]
+        for m, a in self.scores.items():
+            for si, s in enumerate(self.steps):
+                for layer in range(self.n_layers):
+                    for h in range(self.n_heads):
+                        rows.append(f"{s},{layer},{h},{m},{a[si, layer, h]:.6g}")
+        write_text_atomic(out / "track.csv", "\n".join(rows) + "\n")
+
+
+def _rows_to_samples(ids: torch.Tensor, mask: torch.Tensor, tag: str) -> list[Sample]:
+    return [Sample(i, tag, 0, tuple(int(x) for x in ids[i][mask[i]].tolist())) for i in range(len(ids))]
+
+
+def repeat_probe(tokenizer: Any, n: int, length: int, seed: int = 0) -> list[Sample]:
+    """``n`` samples: [bos] + r + r for a random token sequence r of ``(length - 1) // 2`` (non-special) tokens."""
+    rng = np.random.default_rng(seed)
+    special = set(tokenizer.all_special_ids)
+    pool = np.array([i for i in range(len(tokenizer)) if i not in special])
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    half = (length - len(bos)) // 2
+    return [Sample(i, "repeat", 0, tuple(bos + (r := rng.choice(pool, half).tolist()) + r)) for i in range(n)]
+
+
+def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed: int) -> dict[str, list[Sample]]:
+    from headlab.probes import make_suite, to_samples
+
+    pool, _ = load_pool(run)
+    stim = [s for s in make_suite("slash", n_stimuli, seed)]
+    stim_samples = [s for s in to_samples(stim, tokenizer, 10**6) if len(s.input_ids) <= max_length]
+    return {"natural": _rows_to_samples(pool.probe_ids, pool.probe_mask, "probe"),
+            "slash": stim_samples,
+            "repeat": repeat_probe(tokenizer, max(8, len(pool.probe_ids)), max_length, seed)}
+
+
+def mean_scores(loaded: Any, detectors: Sequence[Any], samples: list[Sample]) -> dict[str, np.ndarray]:
+    """Each detector's per-head score averaged over ``samples`` (NaN where a head has no scored sample)."""
+    parts: dict[str, list[np.ndarray]] = {}
+    for _, scores in score_samples(loaded, detectors, samples, batch_size=16):
+        for name, a in scores.items():
+            parts.setdefault(name, []).append(a)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a head with no scored sample stays NaN
+        return {k: np.nanmean(np.concatenate(v), axis=0) for k, v in parts.items()}
+
+
+def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.ndarray]:
+    """(L, H) per metric of :data:`METRICS` for one model."""
+    nat = mean_scores(loaded, [make("token"), make("offset"), make("previous-token"), make("sink")], probes["natural"])
+    out = {"slash_mass": nat["token"], "previous-token": nat["previous-token"], "sink": nat["sink"]}
+    off = nat["offset"]  # (L, H, C)
+    out["offset"] = np.nanmax(off, axis=-1)
+    out["offset_delta"] = np.nanargmax(np.nan_to_num(off, nan=-1.0), axis=-1).astype(float)
+    out["slash_mass_stimuli"] = (mean_scores(loaded, [make("token")], probes["slash"])["token"] if probes["slash"]
+                                 else np.full_like(out["slash_mass"], np.nan))
+    out["induction"] = mean_scores(loaded, [make("induction")], probes["repeat"])["induction"]
+    return out
+
+
+def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool = True) -> TrackResult:
+    """Score every head at every checkpoint of ``run`` (damaged checkpoints are reported and skipped)."""
+    import warnings
+
+    run = Path(run)
+    if not (run / "config.toml").exists():
+        raise HeadlabError(f"{run} is not a training run (no config.toml)")
+    if not ckpt.checkpoints(run):
+        raise HeadlabError(f"{run} has no checkpoints")
+    found = ckpt.sound_checkpoints(run)  # damaged ones are named in a warning and left out
+    cfg = load_config(run / "config.toml")
+    steps, per_step = [], []
+    probes = None
+    bar = progress_bar(len(found), f"track {run.name}", "checkpoint", progress)
+    for step, folder in found:
+        try:
+            loaded = load_checkpoint_model(run, folder)
+        except HeadlabError as exc:
+            warnings.warn(f"checkpoint {folder.name} is damaged ({exc}); skipped", stacklevel=2)
+            continue
+        if probes is None:
+            probes = probe_sets(run, loaded.tokenizer, cfg.model.max_length, n_stimuli, seed)
+        with torch.inference_mode():
+            per_step.append(score_model(loaded, probes))
+        steps.append(step)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    if not steps:
+        raise HeadlabError(f"no readable checkpoint in {run}")
+    loss = {}
+    if (run / "metrics.jsonl").exists():
+        rows = read_jsonl(run / "metrics.jsonl")
+        loss = {r["step"]: r["loss"] for r in rows if r["step"] in set(steps)}
+    scores = {m: np.stack([p[m] for p in per_step]) for m in METRICS}
+    return TrackResult(str(run), steps, cfg.model.n_layers, cfg.model.n_heads, scores, loss,
+                       {k: len(v) for k, v in (probes or {}).items()})
+
+
+def read_signals(run: str | Path) -> tuple[list[int], dict[str, np.ndarray]]:
+    """``signals.jsonl`` as steps and ``{signal: (S, L, H)}``."""
+    path = Path(run) / "signals.jsonl"
+    if not path.exists():
+        return [], {}
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            break  # torn last line
+    steps = [r["step"] for r in rows]
+    names = rows[0]["signals"].keys() if rows else []
+    return steps, {n: np.array([r["signals"][n] for r in rows], dtype=float) for n in names}
+
+
+def heatmap_figure(t: TrackResult, m: str) -> Any:
+    """Every head's ``m`` score at every checkpoint (matplotlib figure)."""
+    a = t.scores[m]  # (S, L, H)
+    fig = new_figure(figsize=(7, 0.3 * t.n_layers * t.n_heads + 1.5))
+    ax = fig.subplots()
+    im = ax.imshow(a.reshape(len(t.steps), -1).T, aspect="auto", cmap="viridis", interpolation="nearest")
+    ax.set_xticks(range(len(t.steps)), [str(s) for s in t.steps], rotation=90, fontsize=7)
+    ax.set_yticks(range(t.n_layers * t.n_heads),
+                  [head_name(l, h) for l in range(t.n_layers) for h in range(t.n_heads)], fontsize=7)
+    ax.set(xlabel="checkpoint step", ylabel="head (layer.head)", title=f"{m} score per head over training")
+    fig.colorbar(im, ax=ax, label=f"{m} score")
+    fig.tight_layout()
+    return fig

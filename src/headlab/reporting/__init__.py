@@ -1,0 +1,87 @@
+"""``headlab report RUN --out DIR``: a Markdown and an HTML report, with PNG figures, of every headlab result
+found in ``RUN`` and its sub-folders (two levels): scans, characterizations, claims, ablations, importance,
+pruning, training/tracking, retrieval sweeps, retrieval circuits and LLM evaluations.
+
+Each kind is a registered section (:mod:`headlab.reporting.sections`) recognised by the file its command writes.
+The HTML file is offline: figures are files beside it, the style is inline, nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import html
+import warnings
+from pathlib import Path
+from typing import Any
+
+from headlab.errors import HeadlabError
+from headlab.io import write_text_atomic
+from headlab.reporting.sections import SECTIONS, Section
+
+SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
+
+CSS = """body{font:14px/1.5 system-ui,sans-serif;max-width:1100px;margin:20px auto;padding:0 16px;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 7px}
+th{background:#f2f2f2}img{max-width:100%;border:1px solid #eee;margin:6px 0}h2{border-bottom:1px solid #ddd;
+padding-bottom:3px;margin-top:32px}code{background:#f4f4f4;padding:0 3px}"""
+
+
+def _folders(run: Path, out: Path) -> list[Path]:
+    found = [run]
+    for depth in (1, 2):
+        for p in sorted(run.glob("/".join(["*"] * depth))):
+            parts = set(p.relative_to(run).parts)
+            if p.is_dir() and not parts & SKIP_DIRS and not any(x.startswith(".") for x in parts) \
+                    and p.resolve() != out.resolve():
+                found.append(p)
+    return found
+
+
+def collect(run: str | Path, out: str | Path) -> list[Section]:
+    """Every section found in ``run``, figures drawn into ``out/figures``."""
+    run, out = Path(run), Path(out)
+    if not run.is_dir():
+        raise HeadlabError(f"{run} is not a folder")
+    found = [(kind, folder, marker, build) for kind, marker, build in SECTIONS for folder in _folders(run, out)
+             if (folder / marker).exists()]
+    if not found:
+        raise HeadlabError(f"no headlab results in {run} (looked for {', '.join(sorted({m for _, m, _ in SECTIONS}))})")
+    figdir = out / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    sections, skipped = [], []
+    for kind, folder, marker, build in found:
+        path = folder / marker
+        try:
+            sections.append(build(folder, figdir, "-".join(folder.relative_to(run).parts) or run.name))
+        except (KeyError, ValueError, TypeError, OSError, HeadlabError) as exc:  # one damaged result does not sink it
+            skipped.append(path)
+            warnings.warn(f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc}); "
+                          "its section is left out", stacklevel=2)
+    if not sections:
+        raise HeadlabError(f"none of the results in {run} could be read ({', '.join(map(str, skipped))})")
+    return sections
+
+
+def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[str, Any]:
+    """Write ``out/report.md`` and ``out/report.html``; returns their paths and the section titles."""
+    import markdown
+
+    run, out = Path(run), Path(out)
+    sections = collect(run, out)
+    title = title or f"headlab report — {run.name}"
+    viewer = next((p for p in sorted(run.glob("*.html")) if p.name != "report.html"), None)
+    md = [f"# {title}", "", f"Results found in `{run}`: " + ", ".join(s.title for s in sections) + "."]
+    if viewer is not None:
+        rel = Path("..") / viewer.relative_to(run) if out.parent == run else viewer.resolve()
+        md += ["", f"Interactive attention viewer: [{viewer.name}]({rel.as_posix()})"]
+    for s in sections:
+        md += ["", f"## {s.title}", "", s.markdown]
+    text = "\n".join(md) + "\n"
+    write_text_atomic(out / "report.md", text)
+    body = markdown.markdown(text, extensions=["tables"])
+    write_text_atomic(out / "report.html", f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+                      f"{html.escape(title)}</title><style>{CSS}</style></head><body>{body}</body></html>\n")
+    return {"markdown": str(out / "report.md"), "html": str(out / "report.html"),
+            "sections": [s.title for s in sections], "figures": sum(len(s.figures) for s in sections)}
+
+
+__all__ = ["SECTIONS", "Section", "collect", "report"]

@@ -1,0 +1,272 @@
+"""One report section per kind of result, found by the files a command writes. Registry, not if-chains:
+each builder is registered with the file that identifies its kind and returns markdown plus the figures it drew.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from headlab.ablation.experiment import AblateResult
+from headlab.ablation.importance import ImportanceResult
+from headlab.ablation.prune import PruneResult
+from headlab.census.scanner import ScanResult
+from headlab.head import name as head_name
+from headlab.reporting import figures
+from headlab.retrieval.grid import SweepResult
+from headlab.retrieval.llm_eval import EvalLLMResult
+from headlab.study.characterize import CharacterizeResult
+from headlab.study.claims import ClaimsResult
+
+
+@dataclass
+class Section:
+    title: str
+    markdown: str
+    figures: list[Path] = field(default_factory=list)
+
+
+Builder = Callable[[Path, Path, str], Section]
+#: (kind, identifying file relative to a folder, builder); order = order in the report
+SECTIONS: list[tuple[str, str, Builder]] = []
+
+
+def section(kind: str, marker: str) -> Callable[[Builder], Builder]:
+    def reg(fn: Builder) -> Builder:
+        SECTIONS.append((kind, marker, fn))
+        return fn
+    return reg
+
+
+def _img(path: Path, figdir: Path, alt: str) -> str:
+    return f"![{alt}]({figdir.name}/{path.name})"
+
+
+def _copy(src: Path, figdir: Path, tag: str) -> Path:
+    dst = figdir / f"{tag}-{src.name}"
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _f(v: Any, nd: int = 3) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.{nd}f}"
+
+
+@section("scan", "scan.json")
+def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = ScanResult.read(folder / "scan.json").to_json()
+    L, H = d["n_layers"], d["n_heads"]
+    keys = [k for k in ("token", "offset", "previous_token", "induction", "sink") if k in d["heads"][0]["scores"]]
+    arrays = {k: np.full((L, H), np.nan) for k in keys}
+    sdh = np.zeros((L, H), bool)
+    for h in d["heads"]:
+        sdh[h["layer"], h["head"]] = h["sdh"]
+        for k in keys:
+            v = h["scores"].get(k)
+            arrays[k][h["layer"], h["head"]] = np.nan if v is None else v
+    names = {"token": "'/' mass (token)", "offset": "SlashScore(Δ) best Δ", "previous_token": "previous-token",
+             "induction": "induction", "sink": "sink (first token)"}
+    fig = figures.head_heatmaps({names[k]: arrays[k] for k in keys}, sdh, f"{d['model']}: head scores, "
+                                f"{d['n_samples']} corpus samples", figdir / f"{tag}-scan_heatmaps.png",
+                                units={names["token"]: "mean attention share (0-1)"})
+    rule = d["settings"]["sdh_rule"]
+    share = d.get("sdh_share")
+    lines = [f"Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples "
+             f"({d['n_samples_with_target']} with `{rule['target']}`), {d['n_tokens']} tokens.",
+             "", f"Slash-dominance rule: share on `{rule['target']}` > {rule['threshold']} in {rule['consecutive']} "
+             f"consecutive samples → **{d['n_sdh']} SDHs** ("
+             + ("undefined: no sample with the target" if share is None else f"{100 * share:.1f}% of heads") + ").",
+             "", _img(fig, figdir, "head score heatmaps"), "", "| score | top heads (score) |", "|---|---|"]
+    for k in keys:
+        top = sorted(((arrays[k][l, h], head_name(l, h)) for l in range(L) for h in range(H)
+                      if np.isfinite(arrays[k][l, h])), reverse=True)[:5]
+        lines.append(f"| {names[k]} | " + ", ".join(f"{n} ({v:.3f})" for v, n in top) + " |")
+    return Section(f"Scan — {d['model']}", "\n".join(lines), [fig])
+
+
+@section("characterize", "characterize.json")
+def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = CharacterizeResult.read(folder / "characterize.json").to_json()
+    heads = sorted(d["heads"], key=lambda h: -(h["slash_mass"][0] or 0))[:10]
+    names = [h["name"] for h in heads]
+    f1 = figures.interval_bars(names, {"'/' mass (slash suite)": [h["slash_mass"] for h in heads]},
+                               f"{d['model']}: top-10 heads by '/' mass, 95% bootstrap intervals",
+                               "attention share on '/' (0-1)", figdir / f"{tag}-characterize_top.png",
+                               hline=0.5, hline_label="SDH threshold 0.5")
+    f3 = figures.interval_bars(names, {s: [h["specificity"][s] for h in heads] for s in heads[0]["specificity"]},
+                               f"{d['model']}: specificity — '/' mass ÷ mass on the control symbol",
+                               "ratio (1 = no preference for '/')", figdir / f"{tag}-characterize_specificity.png",
+                               hline=1.0, hline_label="no preference")
+    gaps = d["position_gaps"]
+    f2 = figures.curves(gaps, {h["name"]: h["position_curve"] for h in heads[:4]},
+                        f"{d['model']}: '/' mass by position of a lone '/' (top 4 heads)",
+                        "relative position of '/' in the window (0-1)", "attention share on '/' (0-1)",
+                        figdir / f"{tag}-characterize_positions.png")
+    lines = [f"Model **{d['model']}**: {d['n_sdh']} SDHs on the slash suite (share {_f(d.get('sdh_share'))}); "
+             f"{d['settings']['n']} base items per suite, seed {d['settings']['seed']}. {d['intervals']}.", "",
+             _img(f1, figdir, "top heads"), "", _img(f3, figdir, "specificity"), "",
+             _img(f2, figdir, "position curves"), "",
+             "| head | '/' mass | specificity (pooled) | position CV | random/natural | shuffled/natural |",
+             "|---|---|---|---|---|---|"]
+    for h in heads:
+        c = h.get("context", {})
+        lines.append(f"| {h['name']}{' (SDH)' if h['sdh'] else ''} | {_f(h['slash_mass'][0])} | "
+                     f"{_f(h['specificity']['pooled'][0])} | {_f(h['position_cv'][0])} | "
+                     f"{_f((c.get('random') or [None])[0])} | {_f((c.get('shuffled') or [None])[0])} |")
+    lines += ["", "Depth profile: " + ", ".join(f"{k}: {v['sdh']} SDH / {v['top']} top heads of {v['heads']}"
+                                               for k, v in d["depth_profile"].items()) + "."]
+    return Section(f"Characterization — {d['model']}", "\n".join(lines), [f1, f3, f2])
+
+
+@section("claims", "claims.json")
+def claims_section(folder: Path, figdir: Path, tag: str) -> Section:
+    text = ClaimsResult.read(folder / "claims.json").markdown()
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("# "))
+    return Section("Claims table", body.replace("\n## ", "\n### "))
+
+
+@section("ablation", "ablate.json")
+def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = AblateResult.read(folder / "ablate.json")
+    m = d["metric"]
+    c = d["control"]
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    vals = [d["slash"][m]["delta"], d["no_slash"][m]["delta"], c["delta_mean"]]
+    ax.bar(["near '/'", "elsewhere", f"matched random ({c['draws']})"], vals, color=["#e65100", "#607d8b", "#9e9e9e"])
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set(title=f"{d['model']}: ablating {', '.join(d['heads'])} ({d['mode']})", ylabel=f"change in {m}",
+           xlabel="tokens scored")
+    fig.tight_layout()
+    path = figdir / f"{tag}-ablation.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    lines = [f"Heads {', '.join(d['heads'])} of **{d['model']}**, {d['mode']}-ablated; {d['n_samples']} samples, "
+             f"{d['n_tokens']} tokens; '/' tokens: {d['slash_definition']}.", "", _img(path, figdir, "ablation"), "",
+             "| metric | near '/': base → ablated (Δ) | elsewhere: base → ablated (Δ) |", "|---|---|---|"]
+    for k in d["metrics"]:
+        s, n = d["slash"][k], d["no_slash"][k]
+        lines.append(f"| {k} | {_f(s['base'])} → {_f(s['ablated'])} ({_f(s['delta'])}) | "
+                     f"{_f(n['base'])} → {_f(n['ablated'])} ({_f(n['delta'])}) |")
+    lines += ["", f"Control ({c['matched']}): target Δ {_f(c['delta_target'])} vs mean of random sets "
+              f"{_f(c['delta_mean'])}; difference {_f(c['difference'])}, interval "
+              f"[{_f(c['interval'][0])}, {_f(c['interval'][1])}], p = {_f(c['p_value'])}."]
+    return Section(f"Ablation — {d['model']}", "\n".join(lines), [path])
+
+
+@section("importance", "importance.json")
+def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = ImportanceResult.read(folder / "importance.json")
+    L = 1 + max(h["layer"] for h in d["heads"])
+    H = 1 + max(h["head"] for h in d["heads"])
+    ex = np.full((L, H), np.nan)
+    gr = np.full((L, H), np.nan)
+    for h in d["heads"]:
+        ex[h["layer"], h["head"]] = h["exact_delta"]
+        if h["gradient"] is not None:
+            gr[h["layer"], h["head"]] = h["gradient"]
+    arrays = {"exact (single-head ablation)": ex}
+    if np.isfinite(gr).any():
+        arrays["gradient (|dL/dgate|)"] = gr
+    path = figures.head_heatmaps(arrays, None, f"{d['model']}: head importance ({d['metric']})",
+                                 figdir / f"{tag}-importance.png",
+                                 units={"exact (single-head ablation)": f"change in {d['metric']}",
+                                        "gradient (|dL/dgate|)": "normalised per layer"})
+    top = sorted(d["heads"], key=lambda h: -h["exact_delta"])[:8]
+    lines = [
+        f"Model **{d['model']}**, metric {d['metric']} (base {_f(d['base'])}), {d['n_tokens']} tokens. "
+        f"Spearman exact vs gradient: {_f(d['spearman_exact_vs_gradient'])}.",
+        "",
+        _img(path, figdir, "importance"),
+        "",
+        "Most important heads (exact): " + ", ".join(f"{h['name']} ({h['exact_delta']:+.4f})" for h in top) + ".",
+    ]
+    return Section(f"Head importance — {d['model']}", "\n".join(lines), [path])
+
+
+@section("pruning", "prune.json")
+def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = PruneResult.read(folder / "prune.json")
+    figs = [_copy(folder / "prune.png", figdir, tag)] if (folder / "prune.png").exists() else []
+    lines = [
+        f"Model **{d['model']}**, metric {d['metric']}, {d['n_heads']} heads; curves: {', '.join(d['curves'])}; "
+        f"heads never pruned: {', '.join(d['kept']) or 'none'}.",
+        "",
+    ] + [_img(f, figdir, "pruning") for f in figs]
+    return Section(f"Pruning — {d['model']}", "\n".join(lines), figs)
+
+
+@section("training", "track/track.md")
+def training_section(folder: Path, figdir: Path, tag: str) -> Section:
+    text = (folder / "track" / "track.md").read_text()
+    figs = [_copy(p, figdir, tag) for p in sorted((folder / "track").glob("*.png"))]
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("# ") and "](" not in line)
+    return Section(
+        f"Training and formation — {folder.name}",
+        body.replace("\n## ", "\n### ") + "\n\n" + "\n\n".join(_img(f, figdir, f.stem) for f in figs),
+        figs,
+    )
+
+
+@section("retrieval-sweep", "sweep.json")
+def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = SweepResult.read(folder / "sweep.json")
+    g = d["grid"]
+    figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
+    from headlab.retrieval.grid import markdown
+
+    table = markdown(d).split("\n", 2)[2].replace("\n## ", "\n#### ")  # the title line is the section's
+    lines = [
+        f"Grid: layers {g['layers']} × depth {g['depths']} × curricula {g['curricula']} × seeds {g['seeds']}; "
+        f"{g['steps']} steps of {g['batch_size']}, d_model {g['d_model']}, {g['n_heads']} heads, lr {g['lr']}, "
+        f"{g['n_distractors']} distractor chain(s).",
+        "",
+        table,
+        "",
+        "By curriculum: " + ", ".join(f"{c} {v['successes']}/{v['runs']}" for c, v in d["by_curriculum"].items()) + ".",
+        "",
+    ] + [_img(f, figdir, f.stem) for f in figs]
+    return Section(f"Retrieval sweep — {folder.name}", "\n".join(lines), figs)
+
+
+@section("retrieval-analysis", "analyze/analyze.md")
+def analyze_section(folder: Path, figdir: Path, tag: str) -> Section:
+    text = (folder / "analyze" / "analyze.md").read_text()
+    figs = (
+        [_copy(folder / "analyze" / "circuit.png", figdir, tag)]
+        if (folder / "analyze" / "circuit.png").exists()
+        else []
+    )
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("# "))
+    return Section(
+        f"Retrieval circuit — {folder.name}", body + "\n\n" + "\n".join(_img(f, figdir, "circuit") for f in figs), figs
+    )
+
+
+@section("eval-llm", "eval_llm.json")
+def eval_llm_section(folder: Path, figdir: Path, tag: str) -> Section:
+    d = EvalLLMResult.read(folder / "eval_llm.json")
+    figs = [_copy(folder / "eval_llm.png", figdir, tag)] if (folder / "eval_llm.png").exists() else []
+    lines = [
+        f"**{d['model']}**, {d['shots']}-shot, {d['n_distractors']} distractor chains. Scoring: {d['scoring']}",
+        "",
+        "| form | depth | first-token accuracy [95%] | continuation accuracy [95%] | distractor | hop | other name "
+        "| format | n | chance |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in d["cells"]:
+        k = c.get("continuation")
+        shares = ["–"] * 4 if k is None else [f"{k['counts'][o] / c['n']:.2f}"
+                                             for o in ("distractor", "hop", "other-name", "format")]
+        cont = "–" if k is None else f"{k['accuracy']:.3f} [{k['interval'][0]:.3f}, {k['interval'][1]:.3f}]"
+        lines.append(f"| {c['form']} | {c['depth']} | {c['accuracy']:.3f} [{c['interval'][0]:.3f}, "
+                     f"{c['interval'][1]:.3f}] | {cont} | " + " | ".join(shares) + f" | {c['n']} | {c['chance']:.2f} |")
+    return Section(
+        f"Retrieval from a prompt — {d['model']}",
+        "\n".join(lines + [""] + [_img(f, figdir, "eval") for f in figs]),
+        figs,
+    )

@@ -1,0 +1,406 @@
+"""``headlab retrieval analyze RUN``: label each head by what it attends to, check by ablation, emergence order.
+
+On probe examples at full depth (minimal form), each head's attention is read from three kinds of *reader*
+positions and summed over kinds of *key* positions (ours, automatic from the attention maps):
+
+* readers: ``query`` — the queried variable and, under the ``chain`` curriculum, every emitted chain variable
+  (each has to find what it refers to); ``ref`` — the reference token of each (variable, reference) pair;
+  ``var`` — the variable token of each pair;
+* keys, for a reader holding variable or reference token X: ``def-var`` — the position where X is *defined*
+  (X as a pair's variable); ``def-ref`` — the reference right after that definition (the induction-like hop:
+  find X earlier, read the token after it); ``prev`` — the previous token; ``bos`` — the first token.
+
+A head's label is ``reader→key`` for its largest mean mass, if that mass is at least ``min_mass`` (0.3),
+else ``-``. The circuit is the table of labelled heads by layer. The ablation check zero-ablates the labelled
+heads and, over ``draws`` draws, as many random unlabelled heads per layer, and compares full-depth accuracy.
+Emergence: over the run's checkpoints, the first step from which each labelled head's label mass stays at or
+above ``min_mass``; the order of emergence is the heads sorted by that step.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from headlab.ablation.experiment import matched_control
+from headlab.attention.hooks import capture
+from headlab.errors import HeadlabError
+from headlab.formation.phases import emergence_step
+from headlab.head import Head
+from headlab.head import name as head_name
+from headlab.io import read_jsonl
+from headlab.nn import Transformer
+from headlab.plotting import new_figure, save_figure
+from headlab.result import Result
+from headlab.retrieval.training import RetrievalTask, accuracy, eval_set
+from headlab.training import checkpoint as ckpt
+from headlab.training.config import load_config
+
+READERS = ("query", "ref", "var")
+KEYS = ("def-var", "def-ref", "prev", "bos")
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def load_run(run: Path, folder: Path | None = None) -> tuple[Transformer, RetrievalTask]:
+    if not (run / "task.json").exists():
+        raise HeadlabError(f"{run} is not a retrieval run (no task.json)")
+    task = RetrievalTask(**json.loads((run / "task.json").read_text()))
+    model = Transformer(load_config(run / "config.toml").model)
+    if folder is None:
+        ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")
+    else:
+        ckpt.load_weights(folder, model)
+    return model.eval(), task
+
+
+def _positions(
+    task: RetrievalTask, ex: dict[str, Any]
+) -> tuple[list[int], dict[str, list[tuple[int, dict[str, int]]]]]:
+    """The input sequence and, per reader kind, (reader position, {key kind: key position})."""
+    seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
+    stride = 3 if task.separator else 2  # (variable, reference[, <sep>])
+    n_pairs = (len(ex["tokens"]) - 3) // stride
+    defined = {ex["tokens"][1 + stride * j]: 1 + stride * j for j in range(n_pairs)}  # variable -> its position
+    readers: dict[str, list[tuple[int, dict[str, int]]]] = {r: [] for r in READERS}
+
+    def keys(pos: int, tok: int) -> dict[str, int]:
+        k = {"prev": pos - 1, "bos": 0}
+        if tok in defined and defined[tok] < pos - 1:
+            k["def-var"], k["def-ref"] = defined[tok], defined[tok] + 1
+        return k
+
+    for j in range(n_pairs):
+        pv, pr = 1 + stride * j, 2 + stride * j
+        readers["var"].append((pv, keys(pv, seq[pv])))
+        readers["ref"].append((pr, keys(pr, seq[pr])))
+    for pos in range(len(ex["tokens"]) - 1, len(seq)):
+        readers["query"].append((pos, keys(pos, seq[pos])))
+    return seq, readers
+
+
+@torch.no_grad()
+def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]]) -> np.ndarray:
+    """(L, H, readers, keys) mean attention mass."""
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    tot = np.zeros((L, H, len(READERS), len(KEYS)))
+    cnt = np.zeros((len(READERS), len(KEYS)))
+    for ex in examples:
+        seq, readers = _positions(task, ex)
+        probs: dict[int, torch.Tensor] = {}
+        with capture(model, lambda layer, p, probs=probs: probs.__setitem__(layer, p[0].clone())):
+            model(torch.tensor([seq]))
+        for ri, r in enumerate(READERS):
+            for pos, keys in readers[r]:
+                for ki, k in enumerate(KEYS):
+                    if k in keys and keys[k] >= 0:
+                        for layer in range(L):
+                            tot[layer, :, ri, ki] += probs[layer][:, pos, keys[k]].numpy()
+                        cnt[ri, ki] += 1
+    return tot / np.maximum(cnt, 1)
+
+
+def labels_of(profile: np.ndarray, min_mass: float = 0.3) -> list[list[str]]:
+    L, H = profile.shape[:2]
+    out = []
+    for layer in range(L):
+        row = []
+        for h in range(H):
+            p = profile[layer, h].copy()
+            p[:, KEYS.index("bos")] = 0  # a sink is not a retrieval role
+            ri, ki = np.unravel_index(np.argmax(p), p.shape)
+            row.append(f"{READERS[ri]}→{KEYS[ki]}" if p[ri, ki] >= min_mass else "-")
+        out.append(row)
+    return out
+
+
+def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, Any]]:
+    """The labelled heads as rows: head, layer, label and the label's mean mass."""
+    return [
+        {
+            "head": head_name(l, h),
+            "layer": l,
+            "label": lab,
+            "mass": float(profile[l, h][READERS.index(lab.split("→")[0]), KEYS.index(lab.split("→")[1])]),
+        }
+        for l, row in enumerate(labels)
+        for h, lab in enumerate(row)
+        if lab != "-"
+    ]
+
+
+def _ablated_accuracy(
+    model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
+) -> float:
+    from headlab.ablation.heads import ablate
+
+    with ablate(model, model.cfg.n_layers, model.cfg.n_heads, heads):
+        return accuracy(model, task, exs)
+
+
+@dataclass
+class AnalyzeResult(Result):
+    """``analyze.json``: head labels from attention maps, the circuit, the ablation check, the emergence steps."""
+
+    KIND = "analyze.json"
+    run: str
+    task: dict[str, Any]
+    labels: list[list[str]]
+    circuit: list[dict[str, Any]]
+    profile: dict[str, Any]
+    ablation: dict[str, Any]
+    emergence: dict[str, Any]
+
+    def markdown(self) -> str:
+        return analysis_markdown(self)
+
+    def figure(self) -> Any:
+        """The labelled circuit (matplotlib figure)."""
+        return circuit_figure(self)
+
+
+@dataclass
+class EmergenceResult(Result):
+    """``emergence.json``: each run's order of emerging head roles, how often it repeats, pairwise precedence;
+    ``by_layer_and_key`` is the same table with the reader dropped (None inside it)."""
+
+    KIND = "emergence.json"
+    runs: list[dict[str, Any]]
+    most_common_order: list[str]
+    same_order: int
+    n_runs: int
+    pairwise: list[dict[str, Any]]
+    by_layer_and_key: "EmergenceResult | None" = None
+
+
+def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, seed: int = 0) -> AnalyzeResult:
+    run = Path(run)
+    model, task = load_run(run)
+    probes = eval_set(task, n, seed + 2 * 10**6, task.depth)
+    prof = head_profile(model, task, probes)
+    labels = labels_of(prof, min_mass)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    labelled = {l: [h for h in range(H) if labels[l][h] != "-"] for l in range(L)}
+    labelled = {l: hs for l, hs in labelled.items() if hs}
+    test = eval_set(task, 256, seed + 3 * 10**6, task.depth)
+    base = accuracy(model, task, test)
+    abl = _ablated_accuracy(model, task, labelled, test) if labelled else base
+    rng = random.Random(seed)
+    ctrl = []
+    for _ in range(draws if labelled else 0):
+        try:
+            pick = matched_control(labelled, H, rng)
+        except HeadlabError:  # a layer whose every head is labelled has no matched control
+            break
+        ctrl.append(_ablated_accuracy(model, task, pick, test))
+    # every head alone: a control that exists even when a layer's heads are all labelled
+    single = {f"{l}.{h}": _ablated_accuracy(model, task, {l: [h]}, test) for l in range(L) for h in range(H)}
+    circuit = circuit_of(prof, labels)
+    return AnalyzeResult(
+        run=str(run),
+        task=task.to_json(),
+        labels=labels,
+        circuit=circuit,
+        profile={"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
+        ablation={
+            "accuracy_base": base,
+            "accuracy_labelled_ablated": abl,
+            "control_draws": len(ctrl),
+            "accuracy_control_mean": float(np.mean(ctrl)) if ctrl else None,
+            "control_note": None
+            if ctrl or not labelled
+            else "no matched control: a layer has fewer unlabelled than labelled heads",
+            "single_head": single,
+        },
+        emergence=emergence(run, model, task, labels, probes[:16], min_mass),
+    )
+
+
+def emergence(
+    run: Path,
+    model: Transformer,
+    task: RetrievalTask,
+    labels: list[list[str]],
+    probes: list[dict[str, Any]],
+    min_mass: float,
+) -> dict[str, Any]:
+    steps, masses = [], []
+    for step, folder in ckpt.checkpoints(run):
+        try:
+            m, _ = load_run(run, folder)
+        except HeadlabError:
+            continue
+        prof = head_profile(m, task, probes)
+        row = {}
+        for l, hs in enumerate(labels):
+            for h, lab in enumerate(hs):
+                if lab != "-":
+                    r, k = lab.split("→")
+                    row[head_name(l, h)] = float(prof[l, h, READERS.index(r), KEYS.index(k)])
+        steps.append(step)
+        masses.append(row)
+    heads = sorted(masses[-1]) if masses else []
+    when = {k: emergence_step(steps, [m[k] for m in masses], min_mass) for k in heads}
+    order = sorted((s, k) for k, s in when.items() if s is not None)
+    return {
+        "steps": steps,
+        "mass": {k: [m[k] for m in masses] for k in heads},
+        "emerged_at": when,
+        "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order],
+        "context": {k: training_context(run, s) for k, s in when.items() if s is not None},
+    }
+
+
+def training_context(run: Path, step: int) -> dict[str, Any]:
+    """The training loss and held-out accuracy by depth around ``step``: the loss logged at the last step at or
+    before it, the accuracy of the first evaluation at or after it."""
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        f = run / name
+        return read_jsonl(f) if f.exists() else []
+
+    loss = [r for r in rows("metrics.jsonl") if r["step"] <= step]
+    acc = [r for r in rows("eval.jsonl") if r["step"] >= step]
+    return {
+        "loss": loss[-1]["loss"] if loss else None,
+        "loss_step": loss[-1]["step"] if loss else None,
+        "accuracy": acc[0]["accuracy"] if acc else None,
+        "accuracy_step": acc[0]["step"] if acc else None,
+    }
+
+
+def write_analysis(r: AnalyzeResult, out: Path) -> None:
+    from headlab.io import write_text_atomic
+
+    r.write(out / "analyze.json")
+    write_text_atomic(out / "analyze.md", analysis_markdown(r))
+    save_figure(circuit_figure(r), out / "circuit.png")
+
+
+def analysis_markdown(r: AnalyzeResult) -> str:
+    """The labelled circuit, the ablation check and the emergence steps (``analyze.md``)."""
+    L = len(r["labels"])
+    lines = [
+        "# Retrieval circuit",
+        "",
+        f"Run {r['run']}, task {r['task']}",
+        "",
+        "| layer | " + " | ".join(f"head {h}" for h in range(len(r["labels"][0]))) + " |",
+        "|---|" + "---|" * len(r["labels"][0]),
+    ]
+    for l in range(L):
+        lines.append(f"| {l} | " + " | ".join(r["labels"][l]) + " |")
+    a = r["ablation"]
+    lines += [
+        "",
+        f"Ablation: full-depth accuracy {a['accuracy_base']:.3f}; labelled heads ablated "
+        f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
+        f"{_round(a['accuracy_control_mean'])}.",
+    ]
+    if a.get("single_head"):  # older analyses lack it
+        lines.append("One head at a time: " + ", ".join(
+            f"{k} ({r['labels'][int(k.split('.')[0])][int(k.split('.')[1])]}) {v:.2f}"
+            for k, v in a["single_head"].items()) + ".")
+    lines += [
+        "",
+        "Emergence order: " + (", ".join(r["emergence"]["order"]) or "none emerged"),
+    ]
+    ctx = r["emergence"].get("context", {})
+    if ctx:
+        lines += [
+            "",
+            "| head | label | emerged at step | training loss then | held-out accuracy by depth (step) |",
+            "|---|---|---|---|---|",
+        ]
+        for k, step in sorted(
+            ((k, v) for k, v in r["emergence"]["emerged_at"].items() if v is not None), key=lambda kv: kv[1]
+        ):
+            c = ctx.get(k, {})
+            lab = r["labels"][Head.parse(k).layer][Head.parse(k).head]
+            acc = ", ".join(f"D{d} {v:.2f}" for d, v in (c.get("accuracy") or {}).items())
+            loss = "n/a" if c.get("loss") is None else f"{c['loss']:.3f}"
+            lines.append(f"| {k} | {lab} | {step} | {loss} | {acc or 'n/a'} ({c.get('accuracy_step')}) |")
+    return "\n".join(lines) + "\n"
+
+
+def circuit_figure(r: AnalyzeResult) -> Any:
+    """Each head's reader→key label in a layers x heads grid (matplotlib figure)."""
+    from matplotlib.patches import Rectangle
+
+    L = len(r["labels"])
+    fig = new_figure(figsize=(1.6 * len(r["labels"][0]) + 1, 1.1 * L + 1))
+    ax = fig.subplots()
+    for l in range(L):
+        for h, lab in enumerate(r["labels"][l]):
+            ax.add_patch(Rectangle((h, l), 0.9, 0.9, color="#9ecae1" if lab != "-" else "#eeeeee"))
+            ax.text(h + 0.45, l + 0.45, lab, ha="center", va="center", fontsize=7)
+    ax.set(
+        xlim=(0, len(r["labels"][0])),
+        ylim=(0, L),
+        xlabel="head",
+        ylabel="layer",
+        title="retrieval circuit: reader→key label per head",
+    )
+    ax.set_xticks([h + 0.45 for h in range(len(r["labels"][0]))], [str(h) for h in range(len(r["labels"][0]))])
+    ax.set_yticks([l + 0.45 for l in range(L)], [str(l) for l in range(L)])
+    fig.tight_layout()
+    return fig
+
+
+def emergence_table(analyses: list[Any], coarse: bool = False) -> EmergenceResult:
+    """Across seeds: each run's order of label types (by emergence step) and how often the order is the same.
+
+    Heads are compared by label (``reader→key``) and layer, since head indices are arbitrary across seeds:
+    a run's order is the sequence of ``L<layer>:<label>`` in order of emergence (ties by step kept together).
+    ``coarse`` compares ``L<layer>:→<key>`` instead (the reader dropped), so that a hop head read from the query
+    in one seed and from the pairs in another counts as the same role; the full table holds both."""
+    orders = []
+    for a in analyses:
+        em = a["emergence"]["emerged_at"]
+        seq = []
+        for k, step in sorted(((k, s) for k, s in em.items() if s is not None), key=lambda kv: kv[1]):
+            layer, head = Head.parse(k)
+            label = a["labels"][layer][head]
+            tag = f"L{layer}:→{label.split('→')[1]}" if coarse else f"L{layer}:{label}"
+            if tag not in [t for t, _ in seq]:
+                seq.append((tag, step))
+        orders.append({"run": a["run"], "order": [f"{t}@{s}" for t, s in seq], "types": [t for t, _ in seq]})
+    types = [tuple(o["types"]) for o in orders]
+    most = max(set(types), key=types.count) if types else ()
+    return EmergenceResult(runs=orders, most_common_order=list(most), same_order=types.count(most) if types else 0,
+                           n_runs=len(orders), pairwise=pairwise_order(orders),
+                           by_layer_and_key=None if coarse else emergence_table(analyses, coarse=True))
+
+
+def pairwise_order(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For every two label types that both emerged in at least two runs: in how many runs A came first, B came
+    first, or both at the same checkpoint. Robust to runs that grew different sets of types."""
+    steps = [
+        {o["order"][i].rsplit("@", 1)[0]: int(o["order"][i].rsplit("@", 1)[1]) for i in range(len(o["order"]))}
+        for o in orders
+    ]
+    names = sorted({t for s in steps for t in s})
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            both = [s for s in steps if a in s and b in s]
+            if len(both) >= 2:
+                out.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "runs": len(both),
+                        "a_first": sum(s[a] < s[b] for s in both),
+                        "b_first": sum(s[b] < s[a] for s in both),
+                        "same_step": sum(s[a] == s[b] for s in both),
+                    }
+                )
+    return out

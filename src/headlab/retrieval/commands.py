@@ -1,0 +1,175 @@
+"""The retrieval problem from Python: the twins of ``headlab retrieval generate | train | sweep | analyze |
+emergence | eval-llm``, the same names (``eval_llm`` for ``eval-llm``) and defaults.
+
+Example:
+
+    from headlab import retrieval
+    run = retrieval.train(depth=2, n_layers=2, steps=300, out="runs/ret-d2")
+    run["success"], run["final_accuracy"]
+    retrieval.analyze("runs/ret-d2")       # labelled heads, ablation check, emergence steps
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
+from headlab.result import Summary
+from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
+from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
+from headlab.retrieval.llm_eval import EvalLLMResult
+from headlab.retrieval.training import retrieval_config, train_retrieval
+
+
+def _shape(name: str) -> Any:
+    """A model or training default of one retrieval decoder, where it is defined (``retrieval_config``)."""
+    return inspect.signature(retrieval_config).parameters[name].default
+
+
+_EVAL_EVERY = inspect.signature(train_retrieval).parameters["eval_every"].default
+
+
+def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
+             out: str | Path | None = None) -> list[dict[str, Any]]:
+    """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
+    by the solver; with ``out`` (a ``.jsonl`` file), written one JSON a line.
+
+    Example:
+
+        ex = retrieval.generate(form="assign", depth=3, n=2)
+        print(ex[0]["prompt"]); ex[0]["answer"]
+    """
+    from headlab.io import write_text_atomic
+    from headlab.retrieval.task import generate as run
+
+    rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in run(form, depth, n, seed,
+                                                                       n_distractors=distractors)]
+    if out is not None:
+        write_text_atomic(out, "\n".join(json.dumps(r) for r in rows) + "\n")
+    return rows
+
+
+def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: int = _shape("n_layers"),
+          n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
+          batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
+          positions: str = _shape("positions"), separator: bool = False, warmup_steps: int | None = None,
+          eval_every: int = _EVAL_EVERY, seed: int = 0, progress: bool = True) -> Summary:
+    """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed or chain)
+    into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
+    full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary (success, the
+    step of success, final accuracy by depth).
+
+    Example:
+
+        run = retrieval.train(depth=2, n_layers=2, steps=500, out="runs/ret-d2")
+        run["success"], run["final_accuracy"]
+    """
+    from headlab.retrieval.training import RetrievalTask
+
+    r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator), out,
+                        n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
+                        lr=lr, seed=seed, positions=positions, warmup_steps=warmup_steps, eval_every=eval_every,
+                        progress=progress)
+    return Summary(f"retrieval run {out}", r)
+
+
+def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[int] = DEFAULT_GRID["depths"],
+          curricula: Sequence[str] = DEFAULT_GRID["curricula"], seeds: Sequence[int] = DEFAULT_GRID["seeds"],
+          n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"),
+          steps: int = _shape("steps"), batch_size: int = _shape("batch_size"), lr: float = _shape("lr"),
+          distractors: int = 2, positions: str = _shape("positions"), separator: bool = False,
+          warmup_steps: int | None = None, eval_every: int = _EVAL_EVERY, checkpoint_every: int = 50, jobs: int = 2,
+          eval_n: int = 256, no_train: bool = False, progress: bool = True,
+          out: str | Path = "runs/retrieval-sweep") -> SweepResult:
+    """Layers x depth x curriculum x seeds, each (layers, depth) trained as one ensemble, cheapest first,
+    ``jobs`` at once; ``no_train`` only aggregates finished cells. Writes ``sweep.json``, ``sweep.md``,
+    ``success_map.png`` and ``learning_curves.png``; ``r.figure()`` is the success map, ``to_pandas()`` one row
+    per cell.
+
+    Example:
+
+        r = retrieval.sweep(layers=[1, 2], depths=[2], seeds=[0], steps=500, out="runs/sweep-small")
+        r.figure(); r.to_pandas()[["cell", "seeds", "successes"]]
+    """
+    from headlab.retrieval.grid import sweep as run
+
+    return run(out, layers=layers, depths=depths, curricula=curricula, seeds=seeds, steps=steps, d_model=d_model,
+               n_heads=n_heads, batch_size=batch_size, lr=lr, n_distractors=distractors, eval_every=eval_every,
+               checkpoint_every=checkpoint_every, progress=progress, jobs=jobs, positions=positions,
+               separator=separator, warmup_steps=warmup_steps, eval_n=eval_n, train=not no_train)
+
+
+def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3,
+            out: str | Path | None = None) -> AnalyzeResult:
+    """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
+    ``min_mass`` of attention), check the circuit by ablation against ``draws`` matched random sets and each
+    head alone, and find the step each labelled head emerges. Writes ``analyze.json``, ``analyze.md`` and
+    ``circuit.png`` to ``out`` (default RUN/analyze).
+
+    Example:
+
+        a = retrieval.analyze("runs/sweep-small/L2-D2-chain-s0")
+        a                    # the labelled circuit, the ablation check, the emergence steps
+        a.figure()
+    """
+    from headlab.retrieval.analysis import analyze as run_analysis
+    from headlab.retrieval.analysis import write_analysis
+
+    r = run_analysis(run, n=n, draws=draws, min_mass=min_mass)
+    write_analysis(r, Path(out) if out is not None else Path(run) / "analyze")
+    return r
+
+
+def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> EmergenceResult:
+    """The order in which labelled heads emerge across analyzed runs (seeds): each run's order, how often the
+    most common one repeats, pairwise precedence; with ``out``, writes ``emergence.json``.
+
+    Example:
+
+        e = retrieval.emergence([f"runs/sweep/L2-D2-chain-s{s}" for s in range(3)])
+        e.most_common_order, e.same_order, e.n_runs
+    """
+    from headlab.retrieval.analysis import emergence_table
+
+    analyses = []
+    for r in runs:
+        f = Path(r) / "analyze" / "analyze.json"
+        if not f.exists():
+            raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
+        analyses.append(AnalyzeResult.read(f))
+    t = emergence_table(analyses)
+    if out is not None:
+        t.write(Path(out) / "emergence.json")
+    return t
+
+
+def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500, shots: int = 0,
+             forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), seed: int = 0,
+             batch_size: int = 8, continuation: int = 8, device: str = "cpu", progress: bool = True,
+             out: str | Path | None = None) -> EvalLLMResult:
+    """Accuracy of a pretrained causal LM on the text forms by chain depth (``n`` questions per cell,
+    ``shots`` solved examples in the prompt), with Wilson 95% intervals; ``continuation`` > 0 also classifies a
+    greedy continuation of that many tokens (answer, distractor, hop, other name, format). With ``out``,
+    writes ``eval_llm.json`` and ``eval_llm.png``.
+
+    Example:
+
+        r = retrieval.eval_llm("smollm2-135m", depths=[1, 2], n=40, forms=["assign-mc"])
+        r.to_pandas()[["form", "depth", "accuracy", "lower", "upper", "chance"]]; r.figure()
+    """
+    from headlab.retrieval.llm_eval import eval_llm as run
+    from headlab.retrieval.llm_eval import plot_eval
+
+    r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
+            progress=progress, device=device, continuation=continuation)
+    if out is not None:
+        r.write(Path(out) / "eval_llm.json")
+        plot_eval(r, Path(out) / "eval_llm.png")
+    return r
+
+
+__all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]

@@ -1,0 +1,271 @@
+"""``headlab retrieval sweep``: decoders over layers x depth x curriculum x seeds; the success map.
+
+Each cell trains into ``OUT/L{layers}-D{depth}-{curriculum}-s{seed}/`` (a finished cell, with its
+``summary.json``, is not trained again, so an interrupted sweep continues where it stopped). Outputs:
+``sweep.json`` (every run's summary and the success rate per cell), ``success_map.png`` (success rate per
+layers x depth for each curriculum, with the bound layers = log_3(2D)) and ``learning_curves.png``
+(full-depth held-out accuracy against steps, one line per run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from headlab.errors import HeadlabError
+from headlab.io import read_jsonl
+from headlab.plotting import new_figure, pyplot, save_figure
+from headlab.result import Result
+from headlab.retrieval.training import RetrievalTask
+
+
+def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
+    return f"L{layers}-D{depth}-{curriculum}-s{seed}"
+
+
+DEFAULT_GRID: dict[str, Any] = {"layers": (1, 2), "depths": (2, 3), "curricula": ("none", "mixed", "chain"),
+                                "seeds": (0, 1, 2)}
+
+
+@dataclass
+class SweepResult(Result):
+    """``sweep.json``: the grid, per-cell success counts, per-curriculum totals and every run's own result."""
+
+    KIND = "sweep.json"
+    grid: dict[str, Any]
+    trained_now: int
+    wall_s_this_call: float
+    success_rule: str
+    cells: dict[str, Any]
+    by_curriculum: dict[str, Any]
+    runs: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        return markdown(self)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per cell (layers, depth, curriculum): seeds run, successes, the bound log_3(2D)."""
+        return [{"cell": k, **{f: v for f, v in cell.items() if not isinstance(v, (list, dict))}}
+                for k, cell in self.cells.items()]
+
+    def figure(self) -> Any:
+        """The success map (matplotlib figure)."""
+        return success_figure(self)
+
+
+def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
+          depths: Sequence[int] = DEFAULT_GRID["depths"], curricula: Sequence[str] = DEFAULT_GRID["curricula"],
+          seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
+          batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
+          checkpoint_every: int = 50, progress: bool = True, jobs: int = 2, positions: str = "rope",
+          separator: bool = False, warmup_steps: int | None = None, eval_n: int = 256,
+          train: bool = True) -> SweepResult:
+    """Train every cell and aggregate; see the module docstring.
+
+    The cells of one (layers, depth) train together as one ensemble (``headlab.training.ensemble``: curricula x
+    seeds stacked, each member exactly its solo run), ``jobs`` ensembles at a time with one torch thread each.
+    The default grid (36 runs, about 25 minutes on 2 cores) compares the three curricula at depths 2 and 3
+    with 1 and 2 layers (the bound log_3(2D) is 1.26 and 1.63 layers there); checkpoints every 50 steps are
+    what ``headlab retrieval analyze`` orders head emergence by. ``train=False`` only aggregates the finished
+    cells: the others show as not run (0 seeds), for a time-boxed sweep."""
+    import sys
+    import time
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
+    settings = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size,
+                "positions": positions,
+                "warmup_steps": min(100, steps // 10) if warmup_steps is None else warmup_steps}
+    todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for l, d, c, s in cells:
+        run = out / cell_name(l, d, c, s)
+        if (run / "summary.json").exists():
+            _check_settings(run, settings, n_distractors, separator)
+        else:
+            todo.setdefault((l, d), []).append((c, s))
+    groups: list[dict[str, Any]] = [
+        dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
+             batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every, eval_n=eval_n,
+             checkpoint_every=checkpoint_every, positions=positions, separator=separator, warmup_steps=warmup_steps)
+        for (l, d), m in todo.items() if train]
+    # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
+    groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
+                                                          separator=separator).max_length)
+    t0 = time.perf_counter()
+    n_todo = sum(len(g["members"]) for g in groups)
+    if progress and groups:
+        print(f"headlab: sweep: {n_todo} of {len(cells)} runs to train in {len(groups)} ensembles, {jobs} at a "
+              "time", file=sys.stderr)
+    for i, name in enumerate(_run_groups(groups, jobs)):
+        if progress:
+            print(f"headlab: sweep ensemble {i + 1}/{len(groups)} done: {name}", file=sys.stderr, flush=True)
+    runs = [json.loads((out / cell_name(*c) / "summary.json").read_text()) for c in cells
+            if (out / cell_name(*c) / "summary.json").exists()]
+    for r in runs:
+        r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
+    table: dict[str, Any] = {}
+    for l in layers:
+        for d in depths:
+            for c in curricula:
+                cell = [r for r in runs if r["n_layers"] == l and r["task"]["depth"] == d
+                        and r["task"]["curriculum"] == c]
+                table[f"L{l}-D{d}-{c}"] = {"layers": l, "depth": d, "curriculum": c, "seeds": len(cell),
+                                           "successes": sum(r["success"] for r in cell),
+                                           "bound_layers": math.log(2 * d, 3)}
+    by_curriculum = {c: {"runs": sum(v["seeds"] for v in table.values() if v["curriculum"] == c),
+                         "successes": sum(v["successes"] for v in table.values() if v["curriculum"] == c)}
+                     for c in curricula}
+    result = SweepResult(
+        grid={"layers": list(layers), "depths": list(depths), "curricula": list(curricula), "seeds": list(seeds),
+              "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
+              "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
+              "positions": positions, "separator": separator, "warmup_steps": warmup_steps, "eval_n": eval_n,
+              "not_run": len(cells) - len(runs)},
+        trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
+        success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
+        cells=table, by_curriculum=by_curriculum, runs=runs)
+    result.write(out / "sweep.json")
+    plot_sweep(result, out)
+    (out / "sweep.md").write_text(markdown(result))
+    return result
+
+
+def _check_settings(run: Path, settings: dict[str, Any], n_distractors: int, separator: bool) -> None:
+    old = json.loads((run / "summary.json").read_text())
+    old.setdefault("positions", "rope")  # summaries written before these were recorded
+    old.setdefault("warmup_steps", settings["warmup_steps"])
+    if (any(old.get(k) != v for k, v in settings.items()) or old["task"]["n_distractors"] != n_distractors
+            or old["task"].get("separator", False) != separator):
+        raise HeadlabError(f"{run} was trained with other settings ({ {k: old.get(k) for k in settings} }); "
+                           "use another --out")
+
+
+def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
+    """Train the groups, ``jobs`` processes at a time; yields a line per finished group."""
+    if jobs > 1 and len(groups) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for f in as_completed([pool.submit(_train_group, g) for g in groups]):
+                yield f.result()
+    else:
+        for g in groups:
+            yield _train_group(g)
+
+
+def _train_group(g: dict[str, Any]) -> str:
+    import shutil
+
+    from headlab.retrieval.training_group import GroupMember, train_group
+
+    out = Path(g["out"])
+    members = []
+    for c, s in g["members"]:
+        run = out / cell_name(g["layers"], g["depth"], c, s)
+        if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
+            shutil.rmtree(run)
+        task = RetrievalTask(g["depth"], c, n_distractors=g["n_distractors"], separator=g["separator"])
+        members.append(GroupMember(task, run, seed=s, lr=g["lr"], warmup_steps=g["warmup_steps"]))
+    done = train_group(members, n_layers=g["layers"], n_heads=g["n_heads"], d_model=g["d_model"], steps=g["steps"],
+                       batch_size=g["batch_size"], positions=g["positions"], eval_every=g["eval_every"],
+                       eval_n=g["eval_n"], checkpoint_every=g["checkpoint_every"], progress=False)
+    wins = sum(r["success"] for r in done)
+    return f"L{g['layers']}-D{g['depth']}: {wins}/{len(done)} runs succeeded ({done[0]['ensemble_wall_s']} s)"
+
+
+def markdown(result: SweepResult) -> str:
+    """Per curriculum, a layers x depth table: successes/seeds, the median step of success, and the mean final
+    held-out accuracy at full depth; the bound log_3(2D) per depth."""
+    import statistics
+
+    g = result["grid"]
+    lines = [f"# Retrieval sweep: {g['steps']} steps of {g['batch_size']}, d={g['d_model']}, {g['n_heads']} heads, "
+             f"{g['n_distractors']} distractor chain(s), lr {g['lr']}", "",
+             "Cell: successes/seeds (median step of success) · mean final full-depth accuracy. Success: "
+             + result["success_rule"] + ".", ""]
+    depths = g["depths"]
+    bound = " | ".join(f"{math.log(2 * d, 3):.2f}" for d in depths)
+    for c in g["curricula"]:
+        lines += [f"## {c}", "", "| layers | " + " | ".join(f"D={d}" for d in depths) + " |",
+                  "|---" * (len(depths) + 1) + "|", f"| bound log₃(2D) | {bound} |"]
+        for l in g["layers"]:
+            row = []
+            for d in depths:
+                runs = [r for r in result["runs"] if r["n_layers"] == l and r["task"]["depth"] == d
+                        and r["task"]["curriculum"] == c]
+                wins = [r["success_step"] for r in runs if r["success"]]
+                acc = statistics.mean(r["final_accuracy"].get(str(d), 0.0) for r in runs) if runs else float("nan")
+                med = f" ({statistics.median(wins):.0f})" if wins else ""
+                row.append(f"{len(wins)}/{len(runs)}{med} · {acc:.2f}" if runs else "not run")
+            lines.append(f"| {l} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_sweep(result: SweepResult, out: Path) -> None:
+    plt = pyplot()
+    save_figure(success_figure(result), out / "success_map.png")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for r in result["runs"]:
+        rows = read_jsonl(out / r["run"] / "eval.jsonl") if (out / r["run"] / "eval.jsonl").exists() else []
+        d = str(r["task"]["depth"])
+        ax.plot(
+            [x["step"] for x in rows],
+            [x["accuracy"][d] for x in rows],
+            lw=0.8,
+            ls="-" if r["task"]["curriculum"] != "none" else ":",
+            label=r["run"],
+        )
+    ax.set(xlabel="step", ylabel="held-out accuracy at full depth", title="retrieval learning curves", ylim=(0, 1.02))
+    ax.legend(fontsize=5, ncol=3)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curves.png", dpi=110)
+    plt.close(fig)
+
+
+def success_figure(result: SweepResult) -> Any:
+    """Per curriculum, the layers x depth success rate with the bound log_3(2D) (matplotlib figure)."""
+    import numpy as np
+
+    g = result["grid"]
+    L, D, C = g["layers"], g["depths"], g["curricula"]
+    fig = new_figure(figsize=(4.2 * len(C), 3.6))
+    axes = fig.subplots(1, len(C), squeeze=False)
+    for ax, c in zip(axes[0], C):
+        rate = np.array(
+            [
+                [
+                    result["cells"][f"L{l}-D{d}-{c}"]["successes"] / result["cells"][f"L{l}-D{d}-{c}"]["seeds"]
+                    if result["cells"][f"L{l}-D{d}-{c}"]["seeds"] else np.nan  # not run
+                    for d in D
+                ]
+                for l in L
+            ]
+        )
+        im = ax.imshow(rate, origin="lower", vmin=0, vmax=1, cmap="Greens", aspect="auto")
+        for i in range(len(L)):
+            for j in range(len(D)):
+                cell = result["cells"][f"L{L[i]}-D{D[j]}-{c}"]
+                ax.text(
+                    j,
+                    i,
+                    f"{cell['successes']}/{cell['seeds']}" if cell["seeds"] else "not run",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if rate[i, j] > 0.5 else "black",
+                )
+        xs = np.linspace(0, len(D) - 1, 50)
+        dd = np.interp(xs, range(len(D)), D)
+        ax.plot(xs, np.interp(np.log(2 * dd) / np.log(3), L, range(len(L))), "r--", label="layers = log₃(2D)")
+        ax.set_xticks(range(len(D)), [str(d) for d in D])
+        ax.set_yticks(range(len(L)), [str(l) for l in L])
+        ax.set(xlabel="chain depth D", ylabel="layers", title=f"success rate, curriculum {c}")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.colorbar(im, ax=axes[0].tolist(), label="share of seeds with accuracy ≥ 99%")
+    return fig

@@ -1,0 +1,106 @@
+"""Retrieval decoders of one shape trained together (:class:`headlab.training.ensemble.Ensemble`).
+
+A group shares layers, width, heads, positions, depth and distractors (so the model config is one); its
+members differ in curriculum, seed, learning rate and warm-up. Each member's folder is exactly a solo
+``headlab retrieval train`` run's (``task.json``, ``eval.jsonl``, ``summary.json``, checkpoints), so
+``analyze``, ``emergence`` and the sweep read it unchanged. Held-out accuracy is computed for all members in
+one stacked forward per decoding step (the same greedy decoding as :func:`~.training.accuracy`, checked
+against it in ``tests/test_ensemble.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from headlab.errors import HeadlabError
+from headlab.io import write_json_atomic
+from headlab.nn import stacked
+from headlab.retrieval.training import RetrievalSource, RetrievalTask, eval_set, retrieval_config, summarize
+from headlab.training.ensemble import Ensemble, Member
+
+
+@dataclass
+class GroupMember:
+    """One decoder of a group: its task (curriculum), seed, learning rate and run folder."""
+
+    task: RetrievalTask
+    run: Path
+    seed: int = 0
+    lr: float = 1e-3
+    warmup_steps: int | None = None
+
+
+@torch.no_grad()
+def stacked_accuracy(ensemble: Ensemble, tasks: Sequence[RetrievalTask], examples: list[dict[str, Any]],
+                     batch_size: int = 256) -> list[float]:
+    """Every member's share of ``examples`` (one query depth) answered right; greedy over the chain for
+    ``chain`` members, the next token for the others."""
+    cfg = ensemble.members[0].cfg.model
+    E = ensemble.size
+    steps = [len(examples[0]["chain"]) if t.curriculum == "chain" else 1 for t in tasks]
+    right = torch.zeros(E, dtype=torch.long)
+    for i in range(0, len(examples), batch_size):
+        chunk = examples[i : i + batch_size]
+        ids = torch.tensor([ex["tokens"] for ex in chunk])[None].expand(E, -1, -1)  # (E, N, T)
+        answers = torch.tensor([ex["answer"] for ex in chunk])
+        picked = torch.zeros(E, len(chunk), dtype=torch.long)
+        for s in range(1, max(steps) + 1):
+            nxt = stacked.forward(cfg, ensemble.params, ids)[:, :, -1].argmax(-1)  # (E, N)
+            ids = torch.cat([ids, nxt[..., None]], -1)
+            for e in range(E):
+                if steps[e] == s:
+                    picked[e] = nxt[e]
+        right += (picked == answers).sum(1)
+    return [r / max(1, len(examples)) for r in right.tolist()]
+
+
+class StackedRetrievalEval:
+    """Ensemble callback: every member's held-out accuracy at every depth, to its ``eval.jsonl``."""
+
+    def __init__(self, members: Sequence[GroupMember], every: int, steps: int, n: int = 256, seed: int = 10**6):
+        self.tasks = [m.task for m in members]
+        self.paths = [Path(m.run) / "eval.jsonl" for m in members]
+        self.every, self.steps = every, steps
+        self.sets = {d: eval_set(self.tasks[0], n, seed, d) for d in range(1, self.tasks[0].depth + 1)}
+
+    def on_step(self, ensemble: Ensemble, step: int, losses: list[float]) -> None:
+        if step % self.every and step != self.steps:
+            return
+        by_depth = {d: stacked_accuracy(ensemble, self.tasks, s) for d, s in self.sets.items()}
+        for e, path in enumerate(self.paths):
+            row = {"step": step, "loss": losses[e], "accuracy": {str(d): acc[e] for d, acc in by_depth.items()}}
+            with open(path, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+
+def train_group(members: Sequence[GroupMember], *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
+                steps: int = 2500, batch_size: int = 64, positions: str = "rope", eval_every: int = 100,
+                eval_n: int = 256, checkpoint_every: int | None = None, success: float = 0.99,
+                progress: bool = True, threads: int = 1) -> list[dict[str, Any]]:
+    """Train every member into its folder at once; returns their summaries (also each ``summary.json``)."""
+    first = members[0].task
+    for m in members:
+        if (m.task.depth, m.task.n_distractors, m.task.n_vars, m.task.n_values) != (
+                first.depth, first.n_distractors, first.n_vars, first.n_values):
+            raise HeadlabError(f"{m.run}: a group's members share depth, distractors and vocabulary")
+        if (Path(m.run) / "eval.jsonl").exists():
+            raise HeadlabError(f"{m.run} already holds a run; choose another folder")
+    cfgs = [retrieval_config(m.task, n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps,
+                             batch_size=batch_size, lr=m.lr, seed=m.seed, positions=positions, threads=threads,
+                             checkpoint_every=checkpoint_every, warmup_steps=m.warmup_steps) for m in members]
+    for m in members:
+        Path(m.run).mkdir(parents=True, exist_ok=True)
+        write_json_atomic(Path(m.run) / "task.json", m.task.to_json())
+    ens = Ensemble([Member(c, Path(m.run), RetrievalSource(m.task)) for c, m in zip(cfgs, members)],
+                   callbacks=[StackedRetrievalEval(members, eval_every, steps, n=eval_n)], progress=progress,
+                   threads=threads)
+    ens.fit()
+    extra = {"trained_with": f"ensemble of {len(members)}", "ensemble_wall_s": round(ens.wall_s, 1),
+             "eval_n": eval_n}
+    return [summarize(Path(m.run), m.task, c, success, **extra) for c, m in zip(cfgs, members)]
+

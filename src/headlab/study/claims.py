@@ -1,0 +1,416 @@
+"""The claims table (``headlab claims``): each claim of the slash-dominance write-up, measured per model.
+
+The claims are hypotheses. Each row holds the claim's own number (the only place it appears in code), the
+measured value with its 95% interval, and a verdict from a rule printed with the table:
+
+* a claimed *range* [a, b] is ``supported`` when the estimate lies in it, ``not supported`` when the whole
+  interval lies outside it, else ``inconclusive``;
+* a claimed *bound* (ours where the write-up gives none, labelled so) is ``supported`` when the whole interval
+  is on the claimed side, ``not supported`` when the whole interval is on the other side, else ``inconclusive``.
+Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reason: no SDH), with values measured on its
+top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
+:func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the drop of next-token
+accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
+Claim 9 is read from a head-monitor evaluation (``headlab monitor evaluate``, ``monitor_dir/MODEL/evaluate.json``):
+``supported`` when the heads beat the best attention-free baseline on at least one kind of structure and lose on
+none, ``not supported`` when they beat it on none, else ``inconclusive`` (mixed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from headlab.census.scanner import ScanResult, scan
+from headlab.census.stats import Interval, wilson
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.models import LoadedModel, load
+from headlab.study.characterize import DEPTH_BINS, CharacterizeResult, characterize
+from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
+
+RULES = ("A claimed range is supported when the estimate lies in it, not supported when the whole 95% interval lies "
+         "outside it, else inconclusive; a bound is supported when the whole interval is on the claimed side, not "
+         "supported when it is wholly on the other side, else inconclusive. Claims 3-6 and 8 are about SDHs: "
+         "without SDHs they are inconclusive (reason: no SDH), with values measured on the top heads by `/` mass.")
+
+
+class Verdict(str, Enum):
+    """A claim's verdict on one model; why (when it is not the rule's plain outcome) is a separate reason."""
+
+    SUPPORTED = "supported"
+    NOT_SUPPORTED = "not supported"
+    INCONCLUSIVE = "inconclusive"
+    NA = "n/a"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: int
+    text: str
+    claimed: str                         # the write-up's words
+    kind: str                            # "range", "at-least", "at-most", "exists", "all-models"
+    bounds: tuple[float, float] | float | None
+    bound_source: str = "the write-up"
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim(1, "SDHs exist (≥1 head passes the strict rule)", "present in all tested Transformers", "exists", None),
+    Claim(2, "SDHs are 15-20% of all heads", "15-20%", "range", (0.15, 0.20)),
+    Claim(3, "specificity for `/` over other symbols", "5-8x", "range", (5.0, 8.0)),
+    Claim(4, "position-insensitive", "insensitive to where `/` appears", "at-most", 0.25,
+          "ours: CV of the position curve below 0.25"),
+    Claim(5, "context-independent (random-token prompts keep the score)", "little affected by context",
+          "at-least", 0.8, "ours: random/natural ratio at least 0.8"),
+    Claim(6, "concentrated in middle layers (relative depth 1/3 to 2/3)", "middle layers (4-8 of 12)", "at-least",
+          None, "ours: share in the middle third above that third's share of layers"),
+    Claim(7, "consistent across architectures (encoder and decoder)", "observed across architectures",
+          "all-models", None),
+    Claim(8, "ablating the SDHs costs 2-3 accuracy points on text with `/`", "2-3 points", "range", (2.0, 3.0)),
+    Claim(9, "abnormal head activity reveals the input's structure", "a data-quality signal (application)",
+          "monitor", None, "ours: per kind of structure, the heads' AUROC interval above the best attention-free "
+          "baseline's"),
+)
+BY_ID = {c.id: c for c in CLAIMS}
+NO_SDH = "no SDH"
+
+
+def verdict_range(iv: Interval, lo: float, hi: float) -> Verdict:
+    v, a, b = iv
+    if any(map(math.isnan, iv)):
+        return Verdict.INCONCLUSIVE
+    if lo <= v <= hi:
+        return Verdict.SUPPORTED
+    return Verdict.NOT_SUPPORTED if (b < lo or a > hi) else Verdict.INCONCLUSIVE
+
+
+def verdict_bound(iv: Interval, bound: float, at_least: bool) -> Verdict:
+    _, a, b = iv
+    if any(map(math.isnan, iv)):
+        return Verdict.INCONCLUSIVE
+    on_side, off_side = (a >= bound, b < bound) if at_least else (b <= bound, a > bound)
+    return Verdict.SUPPORTED if on_side else (Verdict.NOT_SUPPORTED if off_side else Verdict.INCONCLUSIVE)
+
+
+def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
+    if not heads:
+        return (math.nan, math.nan, math.nan)
+    pick = lambda a: float(np.nanmedian([a[l, h] for l, h in heads]))  # noqa: E731
+    return (pick(t["value"]), pick(t["lo"]), pick(t["hi"]))
+
+
+@dataclass
+class ModelClaims:
+    model: str
+    kind: str
+    rows: dict[int, dict[str, Any]]
+
+
+def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
+    """Claim 8 from an ``ablate.json`` record: the accuracy drop (points) on slash text, with its interval."""
+    if not causal:
+        return {"value": "n/a", "detail": "encoder without a language-model head: no accuracy to lose",
+                "verdict": Verdict.NA, "reason": "encoder"}
+    if ablation is None:
+        return {"value": "not measured", "detail": "run with --ablate", "verdict": Verdict.NA,
+                "reason": "not measured"}
+    acc = ablation["slash"]["accuracy"]
+    lo, hi = acc["interval_points"]
+    drop = (-acc["delta_points"], -hi, -lo)
+    ctrl = -100 * acc["control_delta_mean"]
+    c = ablation["control"]
+    detail = (f"heads {', '.join(ablation['heads'])}; drop on no-slash text "
+              f"{-ablation['no_slash']['accuracy']['delta_points']:.2f} points; {c['draws']} matched random sets "
+              f"drop {ctrl:.2f} points on slash text; loss target minus control {c['difference']:+.3f} nats, "
+              f"p = {c['p_value']:.3f}")
+    return {"interval": drop, "detail": detail, **_unless_no_sdh(verdict_range(drop, *BY_ID[8].bounds), sdhs)}  # type: ignore[misc]
+
+
+def monitor_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
+    """Claim 9 from an ``evaluate.json`` record: on how many kinds of structure the heads beat the best baseline."""
+    if evaluation is None:
+        return {"value": "not measured", "detail": "run headlab monitor evaluate, then claims --monitor-evaluations",
+                "verdict": Verdict.NA, "reason": "not measured"}
+    kinds = evaluation["kinds"]
+    by = {v: [k for k, r in kinds.items() if r["verdict"] == v] for v in ("heads better", "baseline better", "tie")}
+    better, worse = by["heads better"], by["baseline better"]
+    verdict = Verdict.NOT_SUPPORTED if not better else Verdict.INCONCLUSIVE if worse else Verdict.SUPPORTED
+    detail = "; ".join(f"{v}: {', '.join(ks) or 'none'}" for v, ks in by.items())
+    detail += (f" (AUROC vs {' and '.join(evaluation['baselines'])}, {evaluation['fresh_documents']} fresh reference "
+               "documents as negatives)")
+    return {"value": f"{len(better)} of {len(kinds)} kinds", "detail": detail, "verdict": verdict,
+            "reason": "mixed" if better and worse else ""}
+
+
+def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
+            ablation: Any = None, evaluation: dict[str, Any] | None = None) -> ModelClaims:
+    """The rows for one model from its scan (corpus), characterization (stimuli) and, optionally, the
+    ablation of its SDHs (or top heads)."""
+    L, H = sc.n_layers, sc.n_heads
+    sdh_corpus = {(int(l), int(h)) for l, h in zip(*np.nonzero(sc.sdh))}
+    sdh_stim = {(int(l), int(h)) for l, h in zip(*np.nonzero(ch.sdh))}
+    sdhs = sorted(sdh_corpus | sdh_stim)
+    offset = sc.means.get("offset")
+    n_diag = int((np.nan_to_num(offset, nan=-1).max(-1) >= kappa).sum()) if offset is not None else 0
+    heads = sdhs or ch.top
+    basis = f"{len(sdhs)} SDHs" if sdhs else f"no SDH; top {len(ch.top)} heads by `/` mass"
+    rows: dict[int, dict[str, Any]] = {}
+    rows[1] = {"value": len(sdhs), "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
+               f"({sc.n_samples_with_target} samples with `/`), {len(sdh_stim)} on the slash suite; slash-pattern "
+               f"meaning: {n_diag} heads with SlashScore(Δ) ≥ κ={kappa} (ours) on the corpus",
+               "verdict": Verdict.SUPPORTED if sdhs else Verdict.NOT_SUPPORTED, "reason": ""}
+    share = wilson(len(sdh_corpus), L * H)
+    rows[2] = {"interval": share, "detail": f"{len(sdh_corpus)} of {L * H} heads on the corpus (Wilson 95%)",
+               "verdict": verdict_range(share, *BY_ID[2].bounds), "reason": ""}  # type: ignore[misc]
+    spec = _median_cell(ch.specificity["pooled"], heads)
+    pos = _median_cell(ch.position_cv, heads)
+    ctx = _median_cell(ch.context["random"], heads)
+    rel = (np.arange(L) + 0.5) / L
+    middle = [(l, h) for l, h in heads if DEPTH_BINS[1][1] <= rel[l] < DEPTH_BINS[1][2]]
+    mid_share = wilson(len(middle), len(heads))
+    mid_layers = float(((rel >= DEPTH_BINS[1][1]) & (rel < DEPTH_BINS[1][2])).mean())
+    for cid, iv, verdict, detail in (
+        (3, spec, verdict_range(spec, *BY_ID[3].bounds), "median over heads of the pooled ratio"),  # type: ignore[misc]
+        (4, pos, verdict_bound(pos, BY_ID[4].bounds, at_least=False), "median position CV"),  # type: ignore[arg-type]
+        (5, ctx, verdict_bound(ctx, BY_ID[5].bounds, at_least=True), "median random/natural ratio"),  # type: ignore[arg-type]
+        (6, mid_share, verdict_bound(mid_share, mid_layers, at_least=True),
+         f"{len(middle)} of {len(heads)} in the middle third (which holds {mid_layers:.0%} of layers)"),
+    ):
+        rows[cid] = {"interval": iv, "detail": f"{detail}; {basis}", **_unless_no_sdh(verdict, bool(sdhs))}
+    rows[8] = ablation_row(ablation, bool(sdhs), kind == "decoder")
+    if "interval" in rows[8]:
+        rows[8]["detail"] += f"; {basis}"
+    rows[9] = monitor_row(evaluation)
+    return ModelClaims(sc.model, kind, rows)
+
+
+def _unless_no_sdh(verdict: Verdict, sdhs: bool) -> dict[str, Any]:
+    """The rule's verdict, or inconclusive for want of SDHs (claims about SDHs on a model without any)."""
+    return {"verdict": verdict, "reason": ""} if sdhs else {"verdict": Verdict.INCONCLUSIVE, "reason": NO_SDH}
+
+
+def claim_heads(sc: ScanResult, ch: CharacterizeResult) -> list[str]:
+    """The heads claims 3-6 and 8 are measured on: the SDHs, or the top heads by `/` mass."""
+    sdh = {(int(l), int(h)) for a in (sc.sdh, ch.sdh) for l, h in zip(*np.nonzero(a))}
+    return [head_name(l, h) for l, h in sorted(sdh or {(int(l), int(h)) for l, h in ch.top})]
+
+
+def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
+    kinds = {m.kind for m in models}
+    found = {m.model: m.rows[1]["verdict"] == Verdict.SUPPORTED for m in models}
+    if len(kinds) < 2:
+        verdict, reason = Verdict.INCONCLUSIVE, "one architecture kind measured"
+    else:
+        verdict, reason = (Verdict.SUPPORTED if all(found.values()) else Verdict.NOT_SUPPORTED), ""
+    return {"value": sum(found.values()), "detail": f"SDHs found in {sum(found.values())} of {len(models)} models "
+            f"({', '.join(f'{k}: {v}' for k, v in found.items())}); kinds measured: {sorted(kinds)}",
+            "verdict": verdict, "reason": reason}
+
+
+@dataclass
+class ClaimsResult(Displayable):
+    """The claims table; ``to_pandas()``: one row per (claim, model) with the value, its interval and the
+    verdict (claim 7, across models, has model ``*``)."""
+
+    models: list[ModelClaims]
+    cross: dict[str, Any]
+    settings: dict[str, Any]
+
+    def records(self) -> list[dict[str, Any]]:
+        rows = []
+        for c in CLAIMS:
+            cells = [("*", self.cross)] if c.id == 7 else [(m.model, m.rows.get(c.id)) for m in self.models]
+            for model, row in cells:
+                j = _json_row(row) or {}
+                rows.append({"claim": c.id, "text": c.text, "claimed": c.claimed, "model": model,
+                             "value": j.get("value"), "lower": j.get("lower"), "upper": j.get("upper"),
+                             "verdict": j.get("verdict"), "detail": j.get("detail")})
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.settings, "rules": RULES,
+                "models": [{"model": m.model, "kind": m.kind} for m in self.models],
+                "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "bound_source": c.bound_source,
+                            "per_model": {m.model: _json_row(m.rows.get(c.id)) for m in self.models}
+                            if c.id != 7 else None,
+                            "cross_model": self.cross if c.id == 7 else None} for c in CLAIMS]}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "ClaimsResult":
+        models = {m["model"]: ModelClaims(m["model"], m["kind"], {}) for m in d["models"]}
+        cross: dict[str, Any] = {}
+        for c in d["claims"]:
+            if c["cross_model"] is not None:
+                cross = _row_from_json(c["cross_model"])
+            for name, row in (c["per_model"] or {}).items():
+                if row is not None:
+                    models[name].rows[c["id"]] = _row_from_json(row)
+        return ClaimsResult(list(models.values()), cross, d["settings"])
+
+    @staticmethod
+    def read(path: str | Path) -> "ClaimsResult":
+        from headlab.result import read_json
+
+        return ClaimsResult.from_json(read_json(path))
+
+    def markdown(self) -> str:
+        names = [m.model for m in self.models]
+        st = self.settings
+        corpus = st.get("corpus", "wiki pydoc (default)")
+        scans = (f"Scans: up to {st.get('scan_samples')} windows per model from {corpus}"
+                 + (f", only windows {st['filter']}" if st.get("filter", "any") != "any" else "") + ".")
+        lines = ["# Claims table", "", scans, "", "| claim | claimed | " + " | ".join(names) + " |",
+                 "|---|---|" + "---|" * len(names)]
+        for c in CLAIMS:
+            if c.id == 7:
+                cells = [f"{m.kind}, SDHs {'found' if m.rows[1]['verdict'] == Verdict.SUPPORTED else 'none'}"
+                         for m in self.models]
+                label = f"{c.id}. {c.text}: **{_verdict(self.cross)}**"
+            else:
+                cells = [_cell(m.rows.get(c.id, monitor_row(None))) for m in self.models]
+                label = f"{c.id}. {c.text}"
+            lines.append(f"| {label} | {c.claimed} | " + " | ".join(cells) + " |")
+        lines += ["", "Details:", ""]
+        for c in CLAIMS:
+            src = "" if c.bound_source == "the write-up" else f" (bound: {c.bound_source})"
+            if c.id == 7:
+                lines.append(f"- {c.id}{src}: {self.cross['detail']}")
+            for m in self.models if c.id != 7 else []:
+                lines.append(f"- {c.id} {m.model}{src}: {m.rows.get(c.id, monitor_row(None))['detail']}")
+        lines += ["", "Rules: " + RULES]
+        return "\n".join(lines) + "\n"
+
+    def write(self, out_dir: str | Path) -> Path:
+        out = Path(out_dir)
+        write_json_atomic(out / "claims.json", self.to_json())
+        write_text_atomic(out / "claims.md", self.markdown())
+        return out
+
+
+def _cell(row: dict[str, Any]) -> str:
+    if "interval" in row:
+        v, a, b = row["interval"]
+        num = "n/a" if math.isnan(v) else (f"{v:.3g} [{a:.3g}, {b:.3g}]")
+    else:
+        num = str(row["value"])
+    return f"{num}: {_verdict(row)}"
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    return f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
+
+
+def _json_row(row: dict[str, Any] | None) -> Any:
+    if row is None:
+        return None
+    out = dict(row, verdict=str(row["verdict"]))
+    if "interval" in out:
+        out["value"], out["lower"], out["upper"] = out.pop("interval")
+    return out
+
+
+def _row_from_json(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row, verdict=Verdict(row["verdict"]))
+    if "lower" in out:
+        out["interval"] = tuple(math.nan if out[k] is None else float(out[k]) for k in ("value", "lower", "upper"))
+        for k in ("value", "lower", "upper"):
+            del out[k]
+    return out
+
+
+def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512, kappa: float = 0.5,
+           seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
+           on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
+           ablation_draws: int = 0, ablation_samples: int = 48,
+           monitor_dir: str | Path | None = None, corpus: Sequence[str] | None = None,
+           target_filter: str = "any", resume: bool = False) -> ClaimsResult:
+    """Measure every claim on every model: a corpus scan plus a characterization per model.
+
+    With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
+    finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them).
+    ``ablation_draws`` > 0 measures claim 8 on decoders (``ablation_samples`` corpus windows, that many control
+    draws); it loads the model again with its language-model head. ``monitor_dir`` holds ``MODEL/evaluate.json``
+    of ``headlab monitor evaluate`` for every model (claim 9). ``corpus`` (named sources or paths; default
+    wiki + pydoc) feeds the scans and the ablation; ``target_filter`` ``with-target`` scans only windows holding
+    `/`, which leaves the slash-dominance rule as it is (windows without `/` are not part of its sequence).
+    ``resume`` reuses each model's scan, characterization and ablation saved in ``save_dir`` by an earlier run
+    with the same settings (:mod:`headlab.study.claims_parts`). Claim 8 ablates at most half of a layer's
+    heads (the ones with most `/` mass), so that every layer has a matched control; the rest are named."""
+    from headlab.corpus import documents
+    from headlab.models.loader import check_source
+
+    for m in models:  # every name and the corpus are checked before the first model is measured
+        if not isinstance(m, LoadedModel):
+            check_source(m)
+    if corpus:
+        documents(list(corpus))
+    if target_filter not in ("any", "with-target"):
+        raise HeadlabError(f"claims scan filter {target_filter!r}: use any or with-target")
+    evaluations = {folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
+    out = []
+    for m in models:
+        lm = m if isinstance(m, LoadedModel) else load(m, device=device)
+        if on_model:
+            on_model(lm.name)
+        folder = Path(save_dir) / folder_name(lm) if save_dir is not None else None
+        sc = saved_scan(folder, corpus, scan_samples, seed, target_filter) if resume and folder else None
+        reused = sc is not None
+        if sc is None:
+            sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size,
+                      progress=progress, target_filter=target_filter)
+        ch = saved_characterization(folder, n, seed, kappa) if resume and folder else None
+        if ch is None:
+            ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
+        if folder is not None:
+            sc.write(folder)
+            ch.write(folder)
+        ablation = left_out = None
+        if ablation_draws > 0 and lm.facts.causal:
+            from headlab.ablation import ablate_experiment
+            from headlab.ablation.experiment import write_report
+
+            heads, left_out = ablation_heads(claim_heads(sc, ch), ch.slash_mass["value"], lm.facts.n_heads)
+            if reused and folder is not None:  # an ablation is only as current as the scan it rests on
+                ablation = saved_ablation(folder, heads, ablation_draws, ablation_samples)
+            if ablation is None:
+                ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, draws=ablation_draws,
+                                             samples=ablation_samples, corpus=corpus, seed=seed,
+                                             batch_size=batch_size, progress=progress, device=device)
+            if folder is not None:
+                write_report(ablation, str(folder))
+        mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(folder_name(m)))
+        if left_out:
+            mc.rows[8]["detail"] += (f"; left out of the ablation: {', '.join(left_out)} (more than half of their "
+                                     "layer's heads: no layer-matched control)")
+        out.append(mc)
+    named = " ".join(corpus) if corpus else "wiki pydoc (default)"
+    return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
+                                                "seed": seed, "corpus": named,
+                                                "filter": target_filter,
+                                                "ablation_draws": ablation_draws,
+                                                "monitor_dir": str(monitor_dir) if monitor_dir else None})
+
+
+def folder_name(model: str | LoadedModel) -> str:
+    """A model's result folder name: a named model's name, or the last part of a path."""
+    return Path(str(model.name if isinstance(model, LoadedModel) else model).rstrip("/")).name
+
+
+def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
+    from headlab.result import read_json
+
+    path = Path(monitor_dir) / folder_name(model) / "evaluate.json"
+    if not path.exists():
+        raise HeadlabError(f"--monitor-evaluations: {path} does not exist; write it with headlab monitor evaluate "
+                           f"{folder_name(model)} --out {path.parent}")
+    return read_json(path)

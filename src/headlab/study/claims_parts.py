@@ -1,0 +1,71 @@
+"""The per-model parts of ``headlab claims``: the heads claim 8 ablates, and reuse of saved parts on resume.
+
+A saved part (``MODEL/scan.json``, ``characterize.json``, ``ablate.json`` of an earlier, interrupted run) is
+reused only when the settings that shape it are the ones asked for now; otherwise it is measured again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from headlab.head import Head
+from headlab.head import name as head_name
+
+
+def ablation_heads(heads: Sequence[str], mass: np.ndarray, n_heads: int) -> tuple[list[str], list[str]]:
+    """The claim heads claim 8 ablates, and those left out: by `/` mass (``mass`` (L, H)), at most half of a
+    layer's heads, so that a layer-matched random control of the same size exists in every layer."""
+    ranked = sorted(heads, key=lambda h: -float(np.nan_to_num(mass[Head.parse(h).layer, Head.parse(h).head],
+                                                               nan=-1.0)))
+    per_layer: dict[int, int] = {}
+    kept, dropped = [], []
+    for h in ranked:
+        layer = Head.parse(h).layer
+        if per_layer.get(layer, 0) < n_heads // 2:
+            per_layer[layer] = per_layer.get(layer, 0) + 1
+            kept.append(h)
+        else:
+            dropped.append(h)
+    order = lambda hs: [head_name(*Head.parse(h)) for h in sorted(hs, key=Head.parse)]  # noqa: E731
+    return order(kept), order(dropped)
+
+
+def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    return all(saved.get(k) == v for k, v in wanted.items())
+
+
+def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, seed: int, target_filter: str) -> Any:
+    from headlab.census.scanner import ScanResult
+    from headlab.corpus import DEFAULT_CORPUS
+
+    f = folder / "scan.json"
+    if not f.exists():
+        return None
+    sc = ScanResult.read(f)
+    wanted = {"corpus": list(corpus or DEFAULT_CORPUS), "max_samples": scan_samples, "seed": seed,
+              "filter": target_filter}
+    return sc if _same(sc.settings, wanted) and not sc.interrupted else None
+
+
+def saved_characterization(folder: Path, n: int, seed: int, kappa: float) -> Any:
+    from headlab.study.characterize import CharacterizeResult
+
+    f = folder / "characterize.json"
+    if not f.exists():
+        return None
+    ch = CharacterizeResult.read(f)
+    return ch if _same(ch.settings, {"n": n, "seed": seed, "kappa": kappa}) else None
+
+
+def saved_ablation(folder: Path, heads: Sequence[str], draws: int, samples: int) -> Any:
+    from headlab.ablation.experiment import AblateResult
+
+    f = folder / "ablate.json"
+    if not f.exists():
+        return None
+    ab = AblateResult.read(f)
+    same = [str(h) for h in ab["heads"]] == list(heads) and ab["control"]["draws"] == draws
+    return ab if same and ab["n_samples"] == samples else None

@@ -1,0 +1,139 @@
+"""Cross-model comparison (``headlab compare``): relative measures of several runs side by side.
+
+Reads run folders holding ``scan.json`` and/or ``characterize.json`` and compares what is comparable across
+models of different sizes: shares of heads and relative depth (layer + 0.5) / n_layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from headlab.census.scanner import ScanResult
+from headlab.errors import HeadlabError
+from headlab.io import write_json_atomic, write_text_atomic
+from headlab.plotting import new_figure, save_figure
+from headlab.study.characterize import CharacterizeResult
+
+
+@dataclass
+class RunSummary:
+    path: str
+    model: str
+    n_layers: int
+    n_heads: int
+    measures: dict[str, float | None]
+    depth: np.ndarray          # (L,) relative depth of each layer
+    token_by_layer: np.ndarray | None   # (L,) max mean `/` mass over the layer's heads (scan)
+    offset_by_layer: np.ndarray | None  # (L,) max best SlashScore over the layer's heads (scan)
+    marked_by_layer: np.ndarray | None  # (L,) max `/` mass on the slash suite (characterize)
+
+
+def _grid(heads: list[dict[str, Any]], L: int, H: int, get: Any) -> np.ndarray:
+    g = np.full((L, H), np.nan)
+    for h in heads:
+        v = get(h)
+        g[h["layer"], h["head"]] = np.nan if v is None else v
+    return g
+
+
+def _layer_max(g: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(g).all(1), np.nan, np.nanmax(np.where(np.isnan(g), -np.inf, g), 1))
+
+
+def summarize(run: str | Path, kappa: float = 0.5) -> RunSummary:
+    p = Path(run)
+    scan_f, char_f = p / "scan.json", p / "characterize.json"
+    if not scan_f.exists() and not char_f.exists():
+        raise HeadlabError(f"{p} holds neither scan.json nor characterize.json")
+    try:
+        sc = ScanResult.read(scan_f).to_json() if scan_f.exists() else None
+        ch = CharacterizeResult.read(char_f).to_json() if char_f.exists() else None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HeadlabError(f"cannot read run {p}: {exc}") from exc
+    base = sc or ch
+    L, H = int(base["n_layers"]), int(base["n_heads"])  # type: ignore[index]
+    m: dict[str, float | None] = {}
+    tok = off = marked = None
+    if sc:
+        tok = _layer_max(_grid(sc["heads"], L, H, lambda h: h["scores"].get("token")))
+        offg = _grid(sc["heads"], L, H, lambda h: h["scores"].get("offset"))
+        off = _layer_max(offg)
+        m["sdh_share_corpus"] = sc.get("sdh_share")
+        m[f"slash_pattern_share_k{kappa}"] = float(np.nanmean(offg >= kappa)) if not np.isnan(offg).all() else None
+    if ch:
+        marked = _layer_max(_grid(ch["heads"], L, H, lambda h: h["slash_mass"][0]))
+        m["sdh_share_stimuli"] = ch.get("sdh_share")
+        top = [h for h in ch["heads"] if h["name"] in set(ch.get("top", []))]
+        rel = [(h["layer"] + 0.5) / L for h in top]
+        m["top_heads_mean_relative_depth"] = float(np.mean(rel)) if rel else None
+        m["top_heads_median_specificity"] = (
+            float(np.median([h["specificity"]["pooled"][0] for h in top])) if top else None
+        )
+    return RunSummary(str(p), str(base["model"]), L, H, m, (np.arange(L) + 0.5) / L, tok, off, marked)  # type: ignore[index]
+
+
+def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = 0.5) -> list[RunSummary]:
+    """Write ``compare.md``, ``compare.json`` and ``compare.png`` for the given run folders."""
+    if not runs:
+        raise HeadlabError("compare needs at least one run folder")
+    sums = [summarize(r, kappa) for r in runs]
+    out = Path(out_dir)
+    keys = sorted({k for s in sums for k in s.measures})
+    lines = [
+        "# Cross-model comparison",
+        "",
+        "| measure | " + " | ".join(s.model for s in sums) + " |",
+        "|---|" + "---|" * len(sums),
+        "| heads (layers x heads) | "
+        + " | ".join(f"{s.n_layers * s.n_heads} ({s.n_layers}x{s.n_heads})" for s in sums)
+        + " |",
+    ]
+    for k in keys:
+        cells = ["" if s.measures.get(k) is None else f"{s.measures[k]:.3f}" for s in sums]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    write_text_atomic(out / "compare.md", "\n".join(lines) + "\n")
+    write_json_atomic(
+        out / "compare.json",
+        [
+            {"run": s.path, "model": s.model, "n_layers": s.n_layers, "n_heads": s.n_heads, "measures": s.measures}
+            for s in sums
+        ],
+    )
+    _plot(sums, out / "compare.png")
+    return sums
+
+
+def _plot(sums: Sequence[RunSummary], path: Path) -> None:
+    save_figure(compare_figure(sums), path)
+
+
+def compare_figure(sums: Sequence[RunSummary]) -> Any:
+    """Per-layer maxima of the `/` scores against relative depth, one colour per run (matplotlib figure)."""
+    panels = [
+        ("token_by_layer", "max mean mass on '/' (corpus)"),
+        ("marked_by_layer", "max mass on '/' (stimuli)"),
+        ("offset_by_layer", "max best SlashScore(Δ) (corpus)"),
+    ]
+    fig = new_figure(figsize=(13, 3.8))
+    axes = fig.subplots(1, 3)
+    for ax, (attr, title) in zip(axes, panels):
+        for i, s in enumerate(sums):  # one colour per run in every panel
+            y = getattr(s, attr)
+            if y is not None:
+                ax.plot(s.depth, y, marker="o", ms=3, color=f"C{i}")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("relative depth (layer + 0.5) / n_layers")
+        ax.set_xlim(0, 1)
+        ax.axvspan(1 / 3, 2 / 3, color="0.92", zorder=0)
+    axes[0].set_ylabel("per-layer maximum over heads")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=s.model) for i, s in enumerate(sums)]
+    axes[0].legend(handles=handles, fontsize=8)
+    fig.tight_layout()
+    return fig

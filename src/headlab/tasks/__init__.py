@@ -1,1 +1,0 @@
-"""Synthetic tasks (the retrieval problem)."""

@@ -1,0 +1,40 @@
+"""The package layout: every module is reachable under its own name (no function of a package shadows one of
+its submodules), and the import layers of pyproject.toml hold (lint-imports runs them in make test too)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import types
+
+import headlab
+
+
+def _modules() -> list[str]:
+    found = pkgutil.walk_packages(headlab.__path__, "headlab.")
+    return sorted(m.name for m in found if not m.name.endswith("__main__"))  # importing it runs the CLI
+
+
+def test_no_function_shadows_a_module() -> None:
+    shadowed = []
+    for name in _modules():
+        module = importlib.import_module(name)
+        parent, _, child = name.rpartition(".")
+        seen = getattr(importlib.import_module(parent), child)
+        if seen is not module:
+            shadowed.append(f"{parent}.{child} is {type(seen).__name__}, not the module")
+    assert not shadowed, shadowed
+
+
+def test_a_submodule_path_works_as_an_attribute_path() -> None:
+    import headlab.training.config
+
+    assert isinstance(headlab.training.config, types.ModuleType)
+    assert callable(headlab.train) and callable(headlab.track) and callable(headlab.scan)
+    assert callable(headlab.models.check) and callable(headlab.monitor.check) and callable(headlab.monitor.evaluate)
+
+
+def test_top_level_holds_only_the_foundations() -> None:
+    loose = {m.name for m in pkgutil.iter_modules(headlab.__path__) if not m.ispkg}
+    assert loose <= {"__main__", "display", "distributed", "errors", "head", "interrupts", "io", "plotting",
+                     "progress", "result"}, loose
