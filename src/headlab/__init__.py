@@ -30,7 +30,7 @@ from headlab.api.formation import TrainedRun, induce, predict, track, train
 from headlab.api.seeing import ViewerPage, report, view
 from headlab.api.study import claims, compare, languages, scale
 from headlab.attention.hooks import capture
-from headlab.census.scanner import ScanResult
+from headlab.census.result import ScanResult
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
 from headlab.detectors import make as make_detector
 from headlab.detectors import register as register_detector

@@ -64,7 +64,7 @@ def test_cli_scan_writes_json_and_csv(tmp_path, capsys):
     assert j["n_samples"] == 10 and j["settings"]["detectors"]["offset"]["max_offset"] == 8
     rows = list(csv.DictReader((out / "heads.csv").open()))
     assert len(rows) == 72 and {"layer", "head", "token", "offset", "offset_delta", "sdh"} <= set(rows[0])
-    from headlab.census.scanner import ScanResult
+    from headlab.census.result import ScanResult
 
     ScanResult.read(out / "scan.json").write(tmp_path / "again")  # the JSON round trip gives the same files
     assert json.loads((tmp_path / "again" / "scan.json").read_text()) == j

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from headlab import load
-from headlab.census.scanner import ScanResult
+from headlab.census.result import ScanResult
 from headlab.cli import main
 from headlab.errors import HeadlabError
 from headlab.formation.track_report import THRESHOLDS

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
+from headlab.census.stats import SDH
 from headlab.io import saving
 from headlab.models import LoadedModel
 from headlab.study.characterize import CharacterizeResult
@@ -15,7 +16,8 @@ from headlab.study.characterize import CharacterizeResult
 Model = str | LoadedModel
 
 
-def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float = 0.5, consecutive: int = 3,
+def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float = SDH.threshold,
+                 consecutive: int = SDH.consecutive,
                  top: int = 10, kappa: float = 0.5, rope_samples: int = 64, batch_size: int = 8,
                  device: str = "cpu", progress: bool = True, out: str | Path | None = None,
                  overwrite: bool = False) -> CharacterizeResult:

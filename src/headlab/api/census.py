@@ -8,8 +8,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
-from headlab.census.scanner import ScanResult
-from headlab.detectors import DEFAULT_DETECTORS, Detector
+from headlab.census.result import ScanResult
+from headlab.census.settings import DEFAULTS, ScanSettings
+from headlab.detectors import Detector
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
@@ -18,13 +19,15 @@ _FILES = ["scan.json", "heads.csv"]
 
 
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
-         detectors: Sequence[str | Detector] = DEFAULT_DETECTORS, target: str = "/", bare: bool = False,
-         queries: str = "can-see", max_offset: int = 8, threshold: float = 0.5, consecutive: int = 3,
-         max_samples: int | None = 512, batch_size: int = 8, max_length: int = 128, stride: int | None = None,
-         target_filter: str = "any", seed: int = 0, route: str = "auto", chunk_mb: float = 256.0,
-         checkpoint_every: int | None = None, resume: bool = False, per_sample: str | Path | None = None,
-         device: str = "cpu", progress: bool = True, out: str | Path | None = None,
-         overwrite: bool = False) -> ScanResult:
+         detectors: Sequence[str | Detector] = DEFAULTS.detectors, target: str = DEFAULTS.target,
+         bare: bool = DEFAULTS.bare, queries: str = DEFAULTS.queries, max_offset: int = DEFAULTS.max_offset,
+         threshold: float = DEFAULTS.threshold, consecutive: int = DEFAULTS.consecutive,
+         max_samples: int | None = DEFAULTS.max_samples, batch_size: int = DEFAULTS.batch_size,
+         max_length: int = DEFAULTS.max_length, stride: int | None = DEFAULTS.stride,
+         target_filter: str = DEFAULTS.target_filter, seed: int = DEFAULTS.seed, route: str = DEFAULTS.route,
+         chunk_mb: float = DEFAULTS.chunk_mb, checkpoint_every: int | None = DEFAULTS.checkpoint_every,
+         resume: bool = False, per_sample: str | Path | None = None, device: str = "cpu", progress: bool = True,
+         out: str | Path | None = None, overwrite: bool = False) -> ScanResult:
     """Score every head of ``model`` with ``detectors`` over ``texts`` or ``corpus`` (named sources or paths;
     default wiki pydoc), streaming windows of ``max_length`` tokens (``stride`` apart; default no overlap), at
     most ``max_samples`` of them (None or 0: all). The token detector scores mass on ``target`` (``bare``: the
@@ -46,6 +49,11 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     from headlab.distributed import device_for, world
     from headlab.io import claim_file, writing
 
+    settings = ScanSettings(  # every value checked here, before a model is loaded or a folder claimed
+        detectors=tuple(detectors) if not isinstance(detectors, str) else (detectors,), target=target, bare=bare,
+        queries=queries, max_offset=max_offset, threshold=threshold, consecutive=consecutive,
+        max_samples=max_samples or None, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
+        target_filter=target_filter, route=route, chunk_mb=chunk_mb, checkpoint_every=checkpoint_every)
     w = world()
     if per_sample is not None and not str(per_sample).endswith(".parquet"):
         raise HeadlabError(f"--per-sample {per_sample}: give a .parquet file path")
@@ -58,12 +66,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     # one writer per folder: under torchrun only rank 0 claims and locks it
     held = writing(out, _FILES, overwrite) if out is not None and w.main else contextlib.nullcontext(out)
     with held as folder:
-        r = run(model, texts, corpus=corpus, detectors=detectors, target=target, bare=bare, queries=queries,
-                max_offset=max_offset, threshold=threshold, consecutive=consecutive,
-                max_samples=max_samples or None, batch_size=batch_size, max_length=max_length, stride=stride,
-                seed=seed, target_filter=target_filter, progress=progress, device=device_for(device, w),
-                route=route, chunk_mb=chunk_mb, checkpoint_dir=folder, checkpoint_every=checkpoint_every,
-                resume=resume, per_sample=per_sample)
+        r = run(model, texts, corpus=corpus, settings=settings, progress=progress, device=device_for(device, w),
+                checkpoint_dir=folder, resume=resume, per_sample=per_sample)
         if folder is not None and w.main:
             r.write(folder)
             _drop_checkpoint(Path(folder), r.interrupted)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,6 +52,19 @@ class RunningMoments:
             return np.where(self.n > 0, self.above / np.maximum(self.n, 1), np.nan)
 
 
+@dataclass(frozen=True)
+class SdhRule:
+    """The strict slash-dominance rule's parameters: a head passes when its `/` mass exceeds ``threshold`` (θ) in
+    ``consecutive`` (k) consecutive samples that hold a `/` (the seed document's rule)."""
+
+    threshold: float = 0.5
+    consecutive: int = 3
+
+
+#: the rule as the seed document states it; every default of θ and k is read from here
+SDH = SdhRule()
+
+
 class ConsecutiveRule:
     """The slash-dominance rule: a head passes when its score exceeds ``threshold`` in ``k`` consecutive
     defined samples (samples whose score is NaN, e.g. without the target, are not part of the sequence).
@@ -58,7 +72,7 @@ class ConsecutiveRule:
     Samples must arrive in their seeded order; memory is two integers per head.
     """
 
-    def __init__(self, shape: tuple[int, ...], threshold: float = 0.5, k: int = 3):
+    def __init__(self, shape: tuple[int, ...], threshold: float = SDH.threshold, k: int = SDH.consecutive):
         if k < 1:
             raise ValueError("k must be at least 1")
         self.threshold, self.k = threshold, k

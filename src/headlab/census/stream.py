@@ -27,6 +27,7 @@ import numpy as np
 from headlab.census.accumulator import Census
 from headlab.census.engine import CHUNK_BATCHES, ChunkInterrupted, score_chunk
 from headlab.census.per_sample import PerSampleWriter
+from headlab.census.settings import ScanSettings
 from headlab.corpus import Sample
 from headlab.detectors import Detector
 from headlab.distributed import World
@@ -112,15 +113,16 @@ def rounds(samples: Iterable[Sample], size: int, start: int) -> Iterator[list[Sa
 
 
 def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample], census: Census, w: World, *,
-        batch_size: int, route: str, chunk_mb: float, bar: Any, every: int, folder: Path | None, print_: str,
+        settings: ScanSettings, route: str, bar: Any, every: int, folder: Path | None, print_: str,
         writer: PerSampleWriter | None, rows: bool) -> KeyboardInterrupt | None:
     """Stream the samples into ``census``; returns the interrupt that stopped it early (one process), or None.
     ``rows``: per-sample rows are wanted (``writer`` is rank 0's; every rank sends its rows)."""
+    batch_size = settings.batch_size
     last = census.position // every if every else 0
     for batch in rounds(samples, batch_size * CHUNK_BATCHES * w.size, census.position):
         mine = [s for s in batch if w.mine(s.index)]
         try:
-            scores = score_chunk(loaded, dets, mine, batch_size, bar, route, chunk_mb) if mine else {}
+            scores = score_chunk(loaded, dets, mine, batch_size, bar, route, settings.chunk_mb) if mine else {}
         except ChunkInterrupted as stop:
             if w.size > 1:
                 raise stop.cause from None  # ranks cannot agree on a partial round: the last checkpoint stands

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from headlab.detectors import make
 from headlab.head import name as head_name
 from headlab.io import AppendLog, read_jsonl
+from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.training.config import MonitorConfig
 
 METRICS = ("slash_mass", "previous-token", "induction", "sink", "entropy")
@@ -91,10 +91,8 @@ class HeadMonitor:
 
     def __init__(self, run: Path, cfg: MonitorConfig, probe_ids: torch.Tensor, probe_mask: torch.Tensor,
                  tokenizer: Any, max_length: int, causal: bool, warmup: int):
-        from headlab.formation.tracking import _rows_to_samples, repeat_probe
-
         self.cfg, self.tokenizer, self.warmup = cfg, tokenizer, warmup
-        self.natural = _rows_to_samples(probe_ids, probe_mask, "probe")
+        self.natural = rows_to_samples(probe_ids, probe_mask, "probe")
         self.repeat = repeat_probe(tokenizer, max(8, len(self.natural)), max_length, seed=0)
         self.uniform = uniform_entropy([len(s.input_ids) for s in self.natural], causal)
         self.path = Path(run) / "monitor.jsonl"
@@ -107,20 +105,15 @@ class HeadMonitor:
 
     def measure(self, model: torch.nn.Module) -> dict[str, np.ndarray]:
         """(L, H) per metric of :data:`METRICS` for the model as it is now (its train/eval mode is restored)."""
-        from headlab.formation.tracking import mean_scores
         from headlab.nn import as_loaded
 
         was_training = model.training
         try:
             loaded = as_loaded(model, self.tokenizer, "monitor")  # type: ignore[arg-type]
-            with torch.inference_mode():
-                nat = mean_scores(loaded, [make(d) for d in ("token", "previous-token", "sink", "entropy")],
-                                  self.natural)
-                ind = mean_scores(loaded, [make("induction")], self.repeat)["induction"]
+            scores = score_probes(loaded, {"natural": self.natural, "repeat": self.repeat}, METRICS)
         finally:
             model.train(was_training)
-        return {"slash_mass": nat["token"], "previous-token": nat["previous-token"], "induction": ind,
-                "sink": nat["sink"], "entropy": nat["entropy"] / self.uniform}
+        return {**scores, "entropy": scores["entropy"] / self.uniform}
 
     def on_step(self, trainer: Any, step: int, loss: float) -> None:
         if step != 1 and step % self.cfg.every:

@@ -18,19 +18,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from headlab.census.engine import score_samples
 from headlab.corpus import Sample
-from headlab.detectors import make
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
 from headlab.plotting import new_figure
+from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
 from headlab.training import checkpoint as ckpt
 from headlab.training.config import load_config
@@ -100,55 +99,20 @@ class TrackResult(Displayable):
         write_text_atomic(out / "track.csv", "\n".join(rows) + "\n")
 
 
-def _rows_to_samples(ids: torch.Tensor, mask: torch.Tensor, tag: str) -> list[Sample]:
-    return [Sample(i, tag, 0, tuple(int(x) for x in ids[i][mask[i]].tolist())) for i in range(len(ids))]
-
-
-def repeat_probe(tokenizer: Any, n: int, length: int, seed: int = 0) -> list[Sample]:
-    """``n`` samples: [bos] + r + r for a random token sequence r of ``(length - 1) // 2`` (non-special) tokens."""
-    rng = np.random.default_rng(seed)
-    special = set(tokenizer.all_special_ids)
-    pool = np.array([i for i in range(len(tokenizer)) if i not in special])
-    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    half = (length - len(bos)) // 2
-    return [Sample(i, "repeat", 0, tuple(bos + (r := rng.choice(pool, half).tolist()) + r)) for i in range(n)]
-
-
 def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed: int) -> dict[str, list[Sample]]:
     from headlab.probes import make_suite, to_samples
 
     pool, _ = load_pool(run)
     stim = [s for s in make_suite("slash", n_stimuli, seed)]
     stim_samples = [s for s in to_samples(stim, tokenizer, 10**6) if len(s.input_ids) <= max_length]
-    return {"natural": _rows_to_samples(pool.probe_ids, pool.probe_mask, "probe"),
+    return {"natural": rows_to_samples(pool.probe_ids, pool.probe_mask, "probe"),
             "slash": stim_samples,
             "repeat": repeat_probe(tokenizer, max(8, len(pool.probe_ids)), max_length, seed)}
 
 
-def mean_scores(loaded: Any, detectors: Sequence[Any], samples: list[Sample]) -> dict[str, np.ndarray]:
-    """Each detector's per-head score averaged over ``samples`` (NaN where a head has no scored sample)."""
-    parts: dict[str, list[np.ndarray]] = {}
-    for _, scores in score_samples(loaded, detectors, samples, batch_size=16):
-        for name, a in scores.items():
-            parts.setdefault(name, []).append(a)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a head with no scored sample stays NaN
-        return {k: np.nanmean(np.concatenate(v), axis=0) for k, v in parts.items()}
-
-
 def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.ndarray]:
     """(L, H) per metric of :data:`METRICS` for one model."""
-    nat = mean_scores(loaded, [make("token"), make("offset"), make("previous-token"), make("sink")], probes["natural"])
-    out = {"slash_mass": nat["token"], "previous-token": nat["previous-token"], "sink": nat["sink"]}
-    off = nat["offset"]  # (L, H, C)
-    out["offset"] = np.nanmax(off, axis=-1)
-    out["offset_delta"] = np.nanargmax(np.nan_to_num(off, nan=-1.0), axis=-1).astype(float)
-    out["slash_mass_stimuli"] = (mean_scores(loaded, [make("token")], probes["slash"])["token"] if probes["slash"]
-                                 else np.full_like(out["slash_mass"], np.nan))
-    out["induction"] = mean_scores(loaded, [make("induction")], probes["repeat"])["induction"]
-    return out
+    return score_probes(loaded, probes, METRICS)
 
 
 def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool = True) -> TrackResult:

@@ -14,7 +14,7 @@ import numpy as np
 from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
-from headlab.census.scanner import ScanResult
+from headlab.census.result import ScanResult
 from headlab.head import name as head_name
 from headlab.reporting import figures
 from headlab.retrieval.grid import SweepResult

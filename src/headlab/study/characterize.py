@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.census.engine import score_samples
-from headlab.census.stats import ConsecutiveRule
+from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
 from headlab.display import Displayable, flat
 from headlab.errors import HeadlabError
@@ -169,7 +169,7 @@ class CharacterizeResult(Displayable):
 
 
 def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_size: int = 8,
-                 threshold: float = 0.5, consecutive: int = 3, top: int = 10, words: int = 24,
+                 threshold: float = SDH.threshold, consecutive: int = SDH.consecutive, top: int = 10, words: int = 24,
                  symbols: Sequence[str] = CONTROL_SYMBOLS, progress: bool = True,
                  device: str = "cpu", kappa: float = 0.5, rope_samples: int = 64) -> CharacterizeResult:
     """Characterize every head of ``model`` with the constructed suites (``n`` base items each)."""

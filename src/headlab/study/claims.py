@@ -26,7 +26,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from headlab.census.scanner import ScanResult, scan
+from headlab.census.result import ScanResult
+from headlab.census.scanner import scan
 from headlab.census.stats import Interval, wilson
 from headlab.display import Displayable
 from headlab.errors import HeadlabError

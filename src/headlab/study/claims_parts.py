@@ -38,7 +38,7 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, seed: int, target_filter: str) -> Any:
-    from headlab.census.scanner import ScanResult
+    from headlab.census.result import ScanResult
     from headlab.corpus import DEFAULT_CORPUS
 
     f = folder / "scan.json"

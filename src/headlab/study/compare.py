@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.census.scanner import ScanResult
+from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
 from headlab.io import write_json_atomic, write_text_atomic
 from headlab.plotting import new_figure, save_figure

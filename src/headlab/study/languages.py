@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.census.stats import ConsecutiveRule
+from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
@@ -94,7 +94,7 @@ def check_languages(languages: Sequence[str]) -> None:
 
 
 def by_language(model: str | LoadedModel, languages: Sequence[str] = LANGUAGES, *, n: int = 40, seed: int = 0,
-                top: int = 3, threshold: float = 0.5, consecutive: int = 3, batch_size: int = 8,
+                top: int = 3, threshold: float = SDH.threshold, consecutive: int = SDH.consecutive, batch_size: int = 8,
                 device: str = "cpu") -> LanguagesResult:
     """Measure ``model`` on the slash suite of each language; the first language is the reference."""
     from scipy.stats import spearmanr

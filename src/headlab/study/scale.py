@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.census.scanner import ScanResult
+from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
 from headlab.io import write_json_atomic, write_text_atomic
 from headlab.plotting import new_figure, save_figure
@@ -28,7 +28,7 @@ from headlab.plotting import new_figure, save_figure
 # kind -> (scan detector, threshold key of THRESHOLDS)
 KINDS = {"previous-token": ("previous-token", "previous-token"), "induction": ("induction", "induction"),
          "sink": ("sink", "sink"), "slash pattern": ("offset", "offset")}
-COMPARABLE = ("corpus", "window", "filter", "max_samples", "seed")
+COMPARABLE = ("corpus", "window", "filter", "max_samples", "seed", "sdh_rule")
 
 
 @dataclass
@@ -119,11 +119,13 @@ def scale(runs: Sequence[str | Path], out_dir: str | Path) -> list[ScalePoint]:
 
 def markdown(points: Sequence[ScalePoint], settings: dict[str, Any]) -> str:
     kinds = list(KINDS) + ["/"]
+    rule = settings.get("sdh_rule", {})
     lines = ["# Specialization against scale", "",
              f"Scans of {settings.get('max_samples')} windows of {settings.get('window')} tokens from "
              f"{' '.join(settings.get('corpus') or [])} (filter {settings.get('filter')}). A head counts for a kind "
              "when its mean score reaches the formation tracker's threshold (ours); `/` is the strict "
-             "slash-dominance rule (>0.5 in 3 consecutive windows with `/`).", "",
+             f"slash-dominance rule (>{rule.get('threshold')} in {rule.get('consecutive')} consecutive windows with "
+             "`/`).", "",
              "| model | kind | parameters | heads | windows with `/` | " + " | ".join(f"{k} heads" for k in kinds[:-1])
              + " | SDHs (`/`, strict rule)"
              + " | max `/` mass | top SlashScore (Δ) |",

@@ -15,6 +15,8 @@ from headlab.progress import bar as progress_bar
 from headlab.viewer.data import ViewData, ViewSample, make_sample, store_maps, text_sample
 
 #: grid scores taken from a scan's per-head scores, in this order
+#: the probe metrics (headlab.probes.scoring) the viewer shows for a model's own texts
+SHOWN_METRICS = ("slash_mass", "offset", "previous-token", "sink")
 SCAN_SCORES = ("token", "token_frac_above", "offset", "previous_token", "duplicate_token", "induction", "sink")
 
 
@@ -104,7 +106,7 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-    from headlab.census.scanner import ScanResult
+    from headlab.census.result import ScanResult
 
     scan_json = ScanResult.read(folder / "scan.json").to_json()
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
@@ -209,16 +211,10 @@ def _monitor_series(data: ViewData, run: Path) -> None:
 
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
     from headlab.corpus import Sample
-    from headlab.detectors import make
-    from headlab.formation.tracking import mean_scores
+    from headlab.probes.scoring import score_probes
 
-    out = mean_scores(
-        loaded,
-        [make("token"), make("offset"), make("previous-token"), make("sink")],
-        [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)],
-    )
-    out["offset"] = np.nanmax(np.nan_to_num(out["offset"], nan=-1.0), axis=-1)
-    return {"slash_mass" if k == "token" else k: v for k, v in out.items()}
+    natural = [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)]
+    return score_probes(loaded, {"natural": natural}, SHOWN_METRICS)
 
 
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:

@@ -12,18 +12,17 @@ on corpus windows of the run's own corpus), the change of next-token loss on tar
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from headlab.census.engine import score_samples
-from headlab.census.stats import ConsecutiveRule
+from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
 from headlab.head import name as head_name
-
-THRESHOLD, CONSECUTIVE = 0.5, 3
+from headlab.probes.scoring import rows_to_samples, sample_scores
 
 
 def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.ndarray, float]:
@@ -31,19 +30,18 @@ def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.nda
     from headlab.ablation.metrics import window_losses
 
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
-    rule = ConsecutiveRule((L, H), THRESHOLD, CONSECUTIVE)
-    blocks = []
+    rule = ConsecutiveRule((L, H), SDH.threshold, SDH.consecutive)
+    token = sample_scores(loaded, [make("token")], probe)["token"]  # (N, L, H), the probe's fixed order
+    rule.update(token)
     with torch.inference_mode():
-        for _, scores in score_samples(loaded, [make("token")], probe, batch_size=16):
-            rule.update(scores["token"])
-            blocks.append(scores["token"])
         loss = float(window_losses(loaded, [list(s.input_ids) for s in probe], batch_size=16).mean())
-    return np.nanmean(np.concatenate(blocks), 0), rule.passed, loss
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a head no window scores stays NaN
+        return np.nanmean(token, 0), rule.passed, loss
 
 
 def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dict[str, Any]:
     """The record of one finished run (``measure.json``)."""
-    from headlab.formation.tracking import _rows_to_samples
     from headlab.training import checkpoint as ckpt
     from headlab.training.config import load_config
     from headlab.training.data import load_pool
@@ -51,7 +49,7 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
 
     cfg = load_config(run / "config.toml")
     pool, _ = load_pool(run)
-    probe = _rows_to_samples(pool.probe_ids, pool.probe_mask, "probe")
+    probe = rows_to_samples(pool.probe_ids, pool.probe_mask, "probe")
     steps, mass, passed, loss = [], [], [], []
     for step, folder in ckpt.sound_checkpoints(run):
         last = load_checkpoint_model(run, folder)  # the last checkpoint is the final step's weights

@@ -1,0 +1,207 @@
+"""The result of a scan (``scan.json`` and ``heads.csv``): per-head statistics of every detector and the SDH marks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from headlab.display import Displayable
+from headlab.errors import HeadlabError
+from headlab.head import name as head_name
+from headlab.io import write_csv_atomic, write_json_atomic
+from headlab.result import per_head, read_json
+
+SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
+              "previous_token", "duplicate_token", "induction", "sink", "entropy")
+
+
+@dataclass
+class ScanResult(Displayable):
+    """Per-head statistics of one scan. ``means[name]`` is ``(L, H)`` (``(L, H, K+1)`` for offset).
+
+    In a notebook it shows :meth:`table`; ``to_pandas()`` gives one row per head (the columns of ``heads.csv``)
+    and :meth:`per_sample` the per-sample scores of a scan run with ``per_sample=``."""
+
+    model: str
+    n_layers: int
+    n_heads: int
+    n_samples: int
+    n_samples_with_target: int
+    n_tokens: int
+    settings: dict[str, Any]
+    means: dict[str, np.ndarray]
+    stds: dict[str, np.ndarray]
+    token_frac_above: np.ndarray | None
+    token_max_run: np.ndarray | None
+    sdh: np.ndarray  # (L, H) bool
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+    interrupted_by: str | None = None  # "SIGINT" or "SIGTERM" when ``interrupted``
+
+    @property
+    def sdh_share(self) -> float | None:
+        """Share of all heads that pass the slash-dominance rule; None (undefined) when fewer samples hold the
+        target than the rule's k consecutive samples: no head could pass, so 0 would be a non-result."""
+        k = int(self.settings.get("sdh_rule", {}).get("consecutive", 1))
+        if self.token_frac_above is None or self.n_samples_with_target < max(k, 1):
+            return None
+        return float(self.sdh.sum()) / (self.n_layers * self.n_heads)
+
+    def head_scores(self, layer: int, head: int) -> dict[str, Any]:
+        s: dict[str, Any] = {}
+        for name, mean in self.means.items():
+            key = name.replace("-", "_")
+            if name == "offset":
+                by_delta = mean[layer, head]
+                best = int(np.nanargmax(by_delta)) if not np.all(np.isnan(by_delta)) else None
+                s["offset"] = float(by_delta[best]) if best is not None else float("nan")
+                s["offset_delta"] = best
+                s["offset_by_delta"] = [float(x) for x in by_delta]
+            else:
+                s[key] = float(mean[layer, head])
+        if "token" in self.means:
+            s["token_std"] = float(self.stds["token"][layer, head])
+            s["token_frac_above"] = (
+                float(self.token_frac_above[layer, head]) if self.token_frac_above is not None else None
+            )
+            s["token_max_run"] = int(self.token_max_run[layer, head]) if self.token_max_run is not None else None
+        return s
+
+    def heads(self) -> list[dict[str, Any]]:
+        return [
+            {"layer": l, "head": h, "name": head_name(l, h), "scores": self.head_scores(l, h),
+             "sdh": bool(self.sdh[l, h])}
+            for l in range(self.n_layers)
+            for h in range(self.n_heads)
+        ]
+
+    def to_json(self, heads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_samples": self.n_samples,
+            "n_samples_with_target": self.n_samples_with_target,
+            "n_tokens": self.n_tokens,
+            "settings": self.settings,
+            "sdh_share": self.sdh_share,
+            "n_sdh": int(self.sdh.sum()),
+            "interrupted": self.interrupted,
+            "interrupted_by": self.interrupted_by,
+            "warnings": self.warnings,
+            "heads": heads if heads is not None else self.heads(),
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "ScanResult":
+        """The result of a ``scan.json`` (the inverse of :meth:`to_json`: means of every detector, the token
+        detector's spread and the SDH marks; other detectors' spreads are not stored)."""
+        L, H, heads = d["n_layers"], d["n_heads"], d["heads"]
+        derived = {"token_std", "token_frac_above", "token_max_run", "offset_delta", "offset_by_delta"}
+        means = {}
+        for key in heads[0]["scores"] if heads else []:
+            if key in derived:
+                continue
+            get = (lambda h: h["scores"]["offset_by_delta"]) if key == "offset" else (lambda h, k=key: h["scores"][k])
+            means[key.replace("_", "-")] = per_head(heads, L, H, get)
+        has_token = "token" in means
+        frac = per_head(heads, L, H, lambda h: h["scores"]["token_frac_above"]) if has_token else None
+        runs = per_head(heads, L, H, lambda h: h["scores"]["token_max_run"]) if has_token else None
+        return ScanResult(
+            model=d["model"], n_layers=L, n_heads=H, n_samples=d["n_samples"],
+            n_samples_with_target=d["n_samples_with_target"], n_tokens=d["n_tokens"], settings=d["settings"],
+            means=means, stds={"token": per_head(heads, L, H, lambda h: h["scores"]["token_std"])} if has_token else {},
+            token_frac_above=None if frac is None or np.isnan(frac).all() else frac,
+            token_max_run=None if runs is None or np.isnan(runs).all() else runs.astype(int),
+            sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool), interrupted=d["interrupted"],
+            warnings=list(d["warnings"]), interrupted_by=d["interrupted_by"])
+
+    @staticmethod
+    def read(path: str | Path) -> "ScanResult":
+        return ScanResult.from_json(read_json(path))
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""
+        out = Path(out_dir)
+        heads = self.heads()
+        write_json_atomic(out / "scan.json", self.to_json(heads))
+        keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
+        write_csv_atomic(
+            out / "heads.csv",
+            ["layer", "head", *keys, "sdh"],
+            ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads),
+        )
+        return out
+
+    def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
+        """The ``n`` best heads of one detector: ``(L.H, score, offset Δ or None)``."""
+        mean = self.means[name]
+        delta = None
+        if mean.ndim == 3:
+            delta = np.nanargmax(np.where(np.isnan(mean), -np.inf, mean), axis=-1)
+            mean = np.nanmax(np.where(np.isnan(mean), -np.inf, mean), axis=-1)
+        flat = np.where(np.isnan(mean), -np.inf, mean).ravel()
+        best = np.argsort(-flat, kind="stable")[:n]
+        return [
+            (
+                f"{i // self.n_heads}.{i % self.n_heads}",
+                float(flat[i]),
+                None if delta is None else int(delta.ravel()[i]),
+            )
+            for i in best
+            if np.isfinite(flat[i])
+        ]
+
+    def markdown(self, n: int = 5) -> str:
+        """The summary as Markdown: one row per detector with its ``n`` top heads, then the SDH rule's count."""
+        header, route, rows, sdh = self._summary(n)
+        lines = [f"**{header}**", "", route or "", "", "| detector | top heads (mean score) |", "|---|---|"]
+        lines += [f"| {name} | {', '.join(cells) or 'undefined'} |" for name, cells in rows]
+        return "\n".join(lines + ["", sdh or ""]) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per head, ``L.H`` in ``head``: every detector's mean (offset: the best Δ and its score)."""
+        return [{"head": h["name"], "layer": h["layer"], "index": h["head"], "sdh": h["sdh"],
+                 **{k: v for k, v in h["scores"].items() if k != "offset_by_delta"}} for h in self.heads()]
+
+    def per_sample(self) -> Any:
+        """The per-sample Parquet of this scan as a ``pandas.DataFrame`` (one row per sample; docs/scan.md)."""
+        path = self.settings.get("per_sample")
+        if not path:
+            raise HeadlabError("this scan wrote no per-sample file; scan again with per_sample='FILE.parquet'")
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pandas()
+
+    def _summary(self, n: int) -> tuple[str, str | None, list[tuple[str, list[str]]], str | None]:
+        """The parts of every summary: header, route, each detector's ``n`` top heads, the SDH rule's count."""
+        header = (f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
+                  f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
+                  + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
+                     if self.interrupted else ""))
+        route = (f"route: {self.settings['route']} ({self.settings.get('route_reason', '')})"
+                 if "route" in self.settings else None)
+        rows = [(name, [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)])
+                for name in self.means]
+        sdh = None
+        if "token" in self.means:
+            st = self.settings.get("sdh_rule", {})
+            rule = f"token {st.get('target')!r} > {st.get('threshold')} in {st.get('consecutive')} consecutive samples"
+            if self.sdh_share is None:
+                sdh = (f"SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "
+                       f"fewer than the rule's k = {st.get('consecutive')}")
+            else:
+                names = [head_name(l, h) for l, h in zip(*np.nonzero(self.sdh))]
+                sdh = (f"SDH ({rule}): {len(names)} of {self.n_layers * self.n_heads} heads "
+                       f"({100 * self.sdh_share:.1f}%)" + (f": {' '.join(names)}" if names else ""))
+        return header, route, rows, sdh
+
+    def table(self, n: int = 5) -> str:
+        """A compact human summary: the top heads of each detector and the SDH count."""
+        header, route, rows, sdh = self._summary(n)
+        lines = [header] + [f"  {route}"] * (route is not None)
+        lines += [f"  {name:<16} " + ("  ".join(cells) if cells else "(undefined)") for name, cells in rows]
+        return "\n".join(lines + [f"  {sdh}"] * (sdh is not None))

@@ -1,0 +1,119 @@
+"""The settings of one scan, defined once.
+
+:class:`ScanSettings` holds every option that shapes a scan's numbers or its budget, each with its one default.
+The ``headlab scan`` command takes its defaults from the Python twin, the twin from here
+(``headlab.api.census.scan``); the scan itself, the checkpoint fingerprint and the ``settings`` of ``scan.json``
+derive from one instance. Values are checked when it is built, before any model is loaded, with one line that
+names the option and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
+from headlab.census.stats import SDH
+from headlab.detectors import DEFAULT_DETECTORS, Detector
+from headlab.errors import HeadlabError
+
+FILTERS = ("any", "with-target", "without-target")
+QUERIES = ("can-see", "all")
+#: scans of more samples than this checkpoint every :data:`CHECKPOINT_EVERY` samples unless told otherwise
+CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048
+
+
+@dataclass(frozen=True)
+class ScanSettings:
+    """What a scan measures and how: detectors (names or instances), the token detector's ``target`` / ``bare`` /
+    ``queries``, the offset detector's ``max_offset``, the SDH rule (``threshold`` θ, ``consecutive`` k), the
+    sample stream (``max_samples``: None for all; ``max_length`` windows ``stride`` apart; ``seed``;
+    ``target_filter``), and the budgets (``batch_size``, capture ``route``, ``chunk_mb`` per block,
+    ``checkpoint_every`` samples: None for the default, 0 for never)."""
+
+    detectors: tuple[str | Detector, ...] = DEFAULT_DETECTORS
+    target: str = "/"
+    bare: bool = False
+    queries: str = "can-see"
+    max_offset: int = 8
+    threshold: float = SDH.threshold
+    consecutive: int = SDH.consecutive
+    max_samples: int | None = 512
+    batch_size: int = 8
+    max_length: int = 128
+    stride: int | None = None
+    seed: int = 0
+    target_filter: str = "any"
+    route: str = "auto"
+    chunk_mb: float = DEFAULT_BLOCK_MB
+    checkpoint_every: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_samples == 0:  # the CLI's "0: the whole corpus"
+            object.__setattr__(self, "max_samples", None)
+        dets = self.detectors  # one name is one detector, not its letters
+        try:
+            object.__setattr__(self, "detectors", (dets,) if isinstance(dets, (str, Detector)) else tuple(dets))
+        except TypeError:
+            raise HeadlabError(f"--detectors {dets!r}: give detector names") from None
+        problems = _problems(self)
+        if problems:
+            raise HeadlabError(problems[0])
+
+    def replace(self, **changes: Any) -> "ScanSettings":
+        unknown = [k for k in changes if k not in {f.name for f in dataclasses.fields(self)}]
+        if unknown:
+            raise HeadlabError(f"unknown scan setting {unknown[0]!r}")
+        return dataclasses.replace(self, **changes)
+
+    def every(self, has_folder: bool) -> int:
+        """Samples between checkpoints: as asked, else :data:`CHECKPOINT_EVERY` for long scans with a folder."""
+        if self.checkpoint_every is not None:
+            return self.checkpoint_every
+        long = self.max_samples is None or self.max_samples > CHECKPOINT_ABOVE
+        return CHECKPOINT_EVERY if has_folder and long else 0
+
+    def sdh_rule(self) -> dict[str, Any]:
+        return {"detector": "token", "target": self.target, "bare": self.bare, "threshold": self.threshold,
+                "consecutive": self.consecutive}
+
+
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _problems(s: ScanSettings) -> list[str]:
+    """Every bad value, each as one line naming the option (the CLI spelling; the keyword is the same word)."""
+    out = []
+    if not s.detectors:
+        out.append("no detector selected (--detectors)")
+    if not isinstance(s.target, str) or not s.target:
+        out.append(f"--target {s.target!r}: give a non-empty string")
+    if s.queries not in QUERIES:
+        out.append(f"--queries {s.queries!r}: choose {' or '.join(QUERIES)}")
+    if s.target_filter not in FILTERS:
+        out.append(f"--filter {s.target_filter!r}: choose {', '.join(FILTERS)}")
+    if s.route not in ("auto", *ROUTES):
+        out.append(f"--route {s.route!r}: choose auto, {', '.join(ROUTES)}")
+    if not isinstance(s.threshold, (int, float)) or not math.isfinite(s.threshold) or not 0 <= s.threshold <= 1:
+        out.append(f"--threshold {s.threshold!r}: give a share between 0 and 1")
+    if not isinstance(s.chunk_mb, (int, float)) or not math.isfinite(s.chunk_mb) or s.chunk_mb <= 0:
+        out.append(f"--chunk-mb must be positive, not {s.chunk_mb!r}")
+    for name, low, value in (("consecutive", 1, s.consecutive), ("batch-size", 1, s.batch_size),
+                             ("max-length", 2, s.max_length), ("max-offset", 0, s.max_offset),
+                             ("max-samples", 0, 0 if s.max_samples is None else s.max_samples),
+                             ("stride", 1, 1 if s.stride is None else s.stride),
+                             ("checkpoint-every", 0, 0 if s.checkpoint_every is None else s.checkpoint_every)):
+        if not _is_int(value) or value < low:
+            out.append(f"--{name} {value!r}: give a whole number of at least {low}")
+    if not _is_int(s.seed):
+        out.append(f"--seed {s.seed!r}: give a whole number")
+    return out
+
+
+#: the settings of a scan given no options
+DEFAULTS = ScanSettings()
