@@ -1,9 +1,16 @@
-"""Typed results: every command's result is a dataclass whose fields are its JSON document's keys.
+"""Typed results, on one base: every command's result is a :class:`Result` dataclass written to one JSON file in
+its folder (``KIND``, e.g. ``scan.json``) and read back from that folder (or from the file itself).
 
 ``to_json`` writes heads as ``L.H`` and NaN as null (via :func:`headlab.io.write_json_atomic`); ``from_json``
 checks the keys exactly (a missing or unknown key names the file's kind and the key: a result written by another
-headlab version or by hand is refused, not half-read) and turns ``L.H`` strings back into :class:`Head`. A result
-also reads like its JSON document (``r["heads"]``), so templates and reports need no second spelling.
+headlab version or by hand is refused, not half-read) and turns ``L.H`` strings back into :class:`Head`. By
+default a result's JSON keys are its fields; a result whose document has another shape (``scan.json``'s per-head
+records) declares ``KEYS`` and overrides ``to_json`` and :meth:`Result.decode`. ``write_companions`` adds the
+human-readable files beside the JSON (``heads.csv``, ``claims.md``).
+
+Every subclass with a ``KIND`` is registered in :data:`RESULTS` (collisions refused): the report, the viewer and
+the comparison find a folder's results there (:func:`found_in`) instead of matching file names. A result also
+reads like its JSON document (``r["heads"]``), so templates and reports need no second spelling.
 """
 
 from __future__ import annotations
@@ -71,11 +78,27 @@ def per_head(heads: list[dict[str, Any]], n_layers: int, n_heads: int, get: Any)
     return np.asarray(arr).reshape(n_layers, n_heads, *np.asarray(arr).shape[1:])
 
 
+#: every result kind, by the file it is written to in its folder
+RESULTS: dict[str, type["Result"]] = {}
+
+
 @dataclasses.dataclass
 class Result(Displayable):
     """Base of typed results; subclasses are dataclasses and set ``KIND`` (the file they are written to)."""
 
-    KIND: ClassVar[str] = "result"
+    KIND: ClassVar[str] = ""
+    #: the JSON document's keys when they are not the dataclass fields (a result with its own ``to_json``)
+    KEYS: ClassVar[tuple[str, ...] | None] = None
+    #: the files :meth:`write_companions` writes beside ``KIND``
+    COMPANIONS: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("KIND")
+        if kind:
+            if kind in RESULTS and _path(RESULTS[kind]) != _path(cls):
+                raise ValueError(f"result kind {kind!r} is already registered by {RESULTS[kind].__qualname__}")
+            RESULTS[kind] = cls
 
     def markdown(self) -> str:
         """The fields as a two-column table (results with a richer summary override this)."""
@@ -85,32 +108,70 @@ class Result(Displayable):
         return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
+    def files(cls) -> list[str]:
+        """Every file :meth:`write` writes (what a command claims in its output folder)."""
+        return [cls.KIND, *cls.COMPANIONS]
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return cls.KEYS if cls.KEYS is not None else tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
     def from_json(cls: type[R], d: dict[str, Any]) -> R:
         if not isinstance(d, dict):
             raise HeadlabError(f"{cls.KIND}: expected a JSON object, got {type(d).__name__}")
-        names = [f.name for f in dataclasses.fields(cls)]
+        names = cls.keys()
         missing = [n for n in names if n not in d]
         unknown = [k for k in d if k not in names]
         if missing or unknown:
             said = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unknown {', '.join(unknown)}"] * bool(unknown)
             raise HeadlabError(f"{cls.KIND}: {'; '.join(said)} (written by another headlab version?)")
-        hints = typing.get_type_hints(cls)
-        return cls(**{n: _decode(hints[n], d[n]) for n in names})
+        try:
+            return cls.decode(d)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise HeadlabError(f"{cls.KIND}: a damaged value ({type(exc).__name__}: {exc})") from None
 
     @classmethod
-    def read(cls: type[R], path: str | Path) -> R:
-        """The result stored in ``path`` (a JSON file)."""
-        return cls.from_json(read_json(path))
+    def decode(cls: type[R], d: dict[str, Any]) -> R:
+        """The result of a document whose keys :meth:`from_json` has checked (the fields, by default)."""
+        hints = typing.get_type_hints(cls)
+        return cls(**{n: _decode(hints[n], d[n]) for n in cls.keys()})
 
-    def write(self, path: str | Path) -> Path:
+    @classmethod
+    def read(cls: type[R], where: str | Path) -> R:
+        """The result in ``where``: the folder its :meth:`write` wrote, or the JSON file itself."""
+        path = Path(where)
+        return cls.from_json(read_json(path / cls.KIND if path.is_dir() else path))
+
+    def write(self, folder: str | Path) -> Path:
+        """Write ``KIND`` (and the companion files) into ``folder``, each atomically; returns the folder."""
         from headlab.io import write_json_atomic
 
-        return write_json_atomic(path, self.to_json())
+        out = Path(folder)
+        if out.suffix == ".json" or (out.exists() and not out.is_dir()):
+            raise HeadlabError(f"{out}: a result is written into a folder (its file is {self.KIND}); give the folder")
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / self.KIND, self.to_json())
+        self.write_companions(out)
+        return out
+
+    def write_companions(self, folder: Path) -> None:
+        """Files written beside the JSON (a Markdown summary, a CSV); none by default."""
 
     def __getitem__(self, key: str) -> Any:
         if key not in {f.name for f in dataclasses.fields(self)}:
             raise KeyError(key)
         return _encode(getattr(self, key))
+
+
+def _path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def found_in(folder: str | Path) -> list[type[Result]]:
+    """The result kinds written in ``folder``, in registration order."""
+    p = Path(folder)
+    return [cls for kind, cls in RESULTS.items() if (p / kind).is_file()]
 
 
 @dataclasses.dataclass

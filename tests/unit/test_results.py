@@ -76,3 +76,40 @@ def test_every_field_survives_the_round_trip(cls) -> None:
 
     record = {f.name: value(hints[f.name]) for f in dataclasses.fields(cls)}
     round_trip(cls, record)
+
+
+def test_one_registry_of_result_kinds_written_into_and_read_from_a_folder(tmp_path) -> None:
+    import headlab  # noqa: F401  (every command's result kind is registered on import)
+    from headlab.census.result import ScanResult
+    from headlab.formation.tracking import TrackResult
+    from headlab.result import RESULTS, Result, found_in
+    from headlab.study.characterize import CharacterizeResult
+    from headlab.study.claims import ClaimsResult
+    from headlab.study.languages import LanguagesResult
+
+    for cls in (ScanResult, CharacterizeResult, ClaimsResult, LanguagesResult, TrackResult, PruneResult,
+                AblateResult, ImportanceResult, SweepResult, EvalLLMResult, AnalyzeResult, EmergenceResult,
+                PredictResult):
+        assert issubclass(cls, Result) and RESULTS[cls.KIND] is cls, cls
+    r = PruneResult(model="m", metric="loss", fractions=[0.0], curves={"exact": [1.0]}, kept=[Head(0, 1)],
+                    n_heads=2, importance={})
+    assert r.write(tmp_path / "run") == tmp_path / "run" and found_in(tmp_path / "run") == [PruneResult]
+    assert PruneResult.read(tmp_path / "run") == r == PruneResult.read(tmp_path / "run" / "prune.json")
+    with pytest.raises(HeadlabError, match="into a folder"):
+        r.write(tmp_path / "run" / "prune.json")
+    with pytest.raises(ValueError, match="already registered"):
+        type("Twin", (Result,), {"KIND": "prune.json", "__module__": "elsewhere"})
+
+
+def test_a_committed_scan_reads_strictly() -> None:
+    from pathlib import Path
+
+    from headlab.census.result import ScanResult
+
+    folder = Path(__file__).parents[2] / "results/study/claims/minilm-l6"
+    d = json.loads((folder / "scan.json").read_text())
+    assert ScanResult.read(folder).n_samples == d["n_samples"]
+    with pytest.raises(HeadlabError, match="scan.json: unknown extra"):
+        ScanResult.from_json({**d, "extra": 1})
+    with pytest.raises(HeadlabError, match="scan.json: missing heads"):
+        ScanResult.from_json({k: v for k, v in d.items() if k != "heads"})

@@ -293,7 +293,7 @@ def _report(loaded: LoadedModel, target: HeadSet, mode: str, draws: int, res: di
 def write_report(report: AblateResult, out_dir: str) -> None:
     from pathlib import Path
 
-    report.write(Path(out_dir) / "ablate.json")
+    report.write(Path(out_dir))
 
 
 def format_report(r: AblateResult) -> str:

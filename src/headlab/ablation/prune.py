@@ -115,5 +115,5 @@ def prune_figure(r: PruneResult) -> Any:
 
 
 def write_prune(r: PruneResult, out_dir: str | Path) -> None:
-    r.write(Path(out_dir) / "prune.json")
+    r.write(Path(out_dir))
     plot_prune(r, Path(out_dir) / "prune.png")

@@ -34,7 +34,7 @@ def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float =
     """
     from headlab.study.characterize import characterize as run
 
-    with saving(out, ["characterize.json", "characterize.md"], overwrite) as folder:
+    with saving(out, CharacterizeResult.files(), overwrite) as folder:
         r = run(model, n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, batch_size=batch_size,
                 progress=progress, device=device, kappa=kappa, rope_samples=rope_samples)
         if folder is not None:
@@ -63,7 +63,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draw
                               suites=suites, suite_n=suite_n, seed=seed, batch_size=batch_size, progress=progress,
                               device=device)
         if folder is not None:
-            r.write(folder / "ablate.json")
+            r.write(folder)
     return r
 
 
@@ -84,7 +84,7 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
         r = run(model, samples=samples, window=window, corpus=corpus, seed=seed, batch_size=batch_size,
                 progress=progress, device=device)
         if folder is not None:
-            r.write(folder / "importance.json")
+            r.write(folder)
     return r
 
 

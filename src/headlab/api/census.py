@@ -15,7 +15,7 @@ from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
 
-_FILES = ["scan.json", "heads.csv"]
+_FILES = ScanResult.files()
 
 
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,

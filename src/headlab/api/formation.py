@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -13,7 +12,7 @@ from headlab.formation.induce.arms import Levers
 from headlab.formation.predict import PredictResult
 from headlab.formation.tracking import TrackResult
 from headlab.io import saving
-from headlab.result import Written
+from headlab.result import Written, found_in
 from headlab.training.config import TrainConfig
 
 _LEVERS = Levers()  # the levers' defaults are defined with the levers
@@ -74,7 +73,7 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
     from headlab.formation.tracking import track as run_track
     from headlab.io import writing
 
-    with writing(out or Path(run) / "track", ["track.json", "track.md"], overwrite) as folder:
+    with writing(out or Path(run) / "track", [*TrackResult.files(), "track.md"], overwrite) as folder:
         t = run_track(run, n_stimuli=n, seed=seed, progress=progress)
         t.write(folder)
         write_track_report(t, Path(run), folder)
@@ -99,10 +98,10 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
 
     data = []
     for r in runs:
-        path = Path(r) / "track" / "track.json"
-        if not path.exists():
+        path = Path(r) / "track"
+        if TrackResult not in found_in(path):
             raise HeadlabError(f"{r} has not been tracked: run headlab track {r} first")
-        t = TrackResult.from_json(json.loads(path.read_text()))
+        t = TrackResult.read(path)
         if metric not in t.scores:
             raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(t.scores)}")
         steps, sig = read_signals(r)
@@ -113,7 +112,7 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
     except ValueError as exc:
         raise HeadlabError(str(exc)) from None
     if out is not None:
-        res.write(Path(out) / "predict.json")
+        res.write(Path(out))
     return res
 
 

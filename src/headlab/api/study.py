@@ -35,7 +35,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
 
     if out is None:
         raise HeadlabError("claims keeps each model's scan and characterization in its folder: give out=")
-    with saving(out, ["claims.json", "claims.md"], overwrite) as folder:
+    with saving(out, ClaimsResult.files(), overwrite) as folder:
         r = run(models, n=n, scan_samples=scan_samples, kappa=kappa, seed=seed, batch_size=batch_size,
                 progress=progress, device=device, on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
                 save_dir=str(folder), ablation_draws=ablate, monitor_dir=monitor_evaluations, corpus=corpus,

@@ -8,18 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
-from headlab.io import write_csv_atomic, write_json_atomic
-from headlab.result import per_head, read_json
+from headlab.io import write_csv_atomic
+from headlab.result import Result, per_head
 
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
               "previous_token", "duplicate_token", "induction", "sink", "entropy")
 
 
 @dataclass
-class ScanResult(Displayable):
+class ScanResult(Result):
     """Per-head statistics of one scan. ``means[name]`` is ``(L, H)`` (``(L, H, K+1)`` for offset).
 
     In a notebook it shows :meth:`table`; ``to_pandas()`` gives one row per head (the columns of ``heads.csv``)
@@ -78,6 +77,11 @@ class ScanResult(Displayable):
             for h in range(self.n_heads)
         ]
 
+    KIND = "scan.json"
+    COMPANIONS = ("heads.csv",)
+    KEYS = ("model", "n_layers", "n_heads", "n_samples", "n_samples_with_target", "n_tokens", "settings",
+            "sdh_share", "n_sdh", "interrupted", "interrupted_by", "warnings", "heads")
+
     def to_json(self, heads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -95,8 +99,8 @@ class ScanResult(Displayable):
             "heads": heads if heads is not None else self.heads(),
         }
 
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> "ScanResult":
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "ScanResult":
         """The result of a ``scan.json`` (the inverse of :meth:`to_json`: means of every detector, the token
         detector's spread and the SDH marks; other detectors' spreads are not stored)."""
         L, H, heads = d["n_layers"], d["n_heads"], d["heads"]
@@ -119,22 +123,12 @@ class ScanResult(Displayable):
             sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool), interrupted=d["interrupted"],
             warnings=list(d["warnings"]), interrupted_by=d["interrupted_by"])
 
-    @staticmethod
-    def read(path: str | Path) -> "ScanResult":
-        return ScanResult.from_json(read_json(path))
-
-    def write(self, out_dir: str | Path) -> Path:
-        """Write ``scan.json`` and ``heads.csv`` into ``out_dir`` (atomically) and return the folder."""
-        out = Path(out_dir)
+    def write_companions(self, folder: Path) -> None:
+        """``heads.csv``: one row per head, every detector's mean and the SDH mark."""
         heads = self.heads()
-        write_json_atomic(out / "scan.json", self.to_json(heads))
         keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
-        write_csv_atomic(
-            out / "heads.csv",
-            ["layer", "head", *keys, "sdh"],
-            ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads),
-        )
-        return out
+        write_csv_atomic(folder / "heads.csv", ["layer", "head", *keys, "sdh"],
+                         ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads))
 
     def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
         """The ``n`` best heads of one detector: ``(L.H, score, offset Δ or None)``."""

@@ -24,13 +24,13 @@ import numpy as np
 import torch
 
 from headlab.corpus import Sample
-from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
-from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
+from headlab.io import read_jsonl, write_text_atomic
 from headlab.plotting import new_figure
 from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
+from headlab.result import Result
 from headlab.training import checkpoint as ckpt
 from headlab.training.config import load_config
 from headlab.training.data import load_pool
@@ -40,7 +40,7 @@ METRICS = ("slash_mass", "slash_mass_stimuli", "offset", "offset_delta", "previo
 
 
 @dataclass
-class TrackResult(Displayable):
+class TrackResult(Result):
     """Every head's scores at every checkpoint of a run; ``to_pandas()``: one row per (step, metric, head)."""
 
     run: str
@@ -75,28 +75,31 @@ class TrackResult(Displayable):
             raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(self.scores)}")
         return heatmap_figure(self, metric)
 
+    KIND = "track.json"
+    COMPANIONS = ("track.csv",)
+    KEYS = ("run", "steps", "n_layers", "n_heads", "probes", "loss", "scores")
+
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "steps": self.steps, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "probes": self.probes, "loss": {str(k): v for k, v in self.loss.items()},
                 "scores": {m: np.where(np.isnan(a), None, a).tolist()  # type: ignore[call-overload]
                            for m, a in self.scores.items()}}
 
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> "TrackResult":
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "TrackResult":
         return TrackResult(d["run"], d["steps"], d["n_layers"], d["n_heads"],
                            {m: np.array(a, dtype=float) for m, a in d["scores"].items()},
-                           {int(k): v for k, v in d.get("loss", {}).items()}, d.get("probes", {}))
+                           {int(k): v for k, v in d["loss"].items()}, d["probes"])
 
-    def write(self, out: str | Path) -> None:
-        out = Path(out)
-        write_json_atomic(out / "track.json", self.to_json())
+    def write_companions(self, folder: Path) -> None:
+        """``track.csv``: one row per checkpoint, head and metric."""
         rows = ["step,layer,head,metric,value"]
         for m, a in self.scores.items():
             for si, s in enumerate(self.steps):
                 for layer in range(self.n_layers):
                     for h in range(self.n_heads):
                         rows.append(f"{s},{layer},{h},{m},{a[si, layer, h]:.6g}")
-        write_text_atomic(out / "track.csv", "\n".join(rows) + "\n")
+        write_text_atomic(folder / "track.csv", "\n".join(rows) + "\n")
 
 
 def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed: int) -> dict[str, list[Sample]]:

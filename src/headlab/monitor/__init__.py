@@ -32,7 +32,7 @@ def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 200
     with saving(out, ["profile.json"], overwrite) as folder:
         prof = _fit(model, corpus, max_samples, per_detector, fpr, seed, batch_size, max_length, progress, device)
         if folder is not None:
-            prof.write(folder / "profile.json")
+            prof.write(folder)
     return prof
 
 

@@ -116,6 +116,6 @@ def write(out: Path, res: CheckResult, rows: list[dict], prof: Profile, ref_scor
 
     write_text_atomic(out / "monitor.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     write_table(out / "monitor.parquet", rows, prof, Z)
-    res.write(out / "check.json")
+    res.write(out)
     plot(prof, ref_scores, scores, out / "scores.png")
     write_text_atomic(out / "monitor.md", markdown(res, rows, "scores.png"))

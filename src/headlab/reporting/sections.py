@@ -15,8 +15,11 @@ from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.census.result import ScanResult
+from headlab.formation.tracking import TrackResult
 from headlab.head import name as head_name
 from headlab.reporting import figures
+from headlab.result import Result
+from headlab.retrieval.analysis import AnalyzeResult
 from headlab.retrieval.grid import SweepResult
 from headlab.retrieval.llm_eval import EvalLLMResult
 from headlab.study.characterize import CharacterizeResult
@@ -35,7 +38,13 @@ Builder = Callable[[Path, Path, str], Section]
 SECTIONS: list[tuple[str, str, Builder]] = []
 
 
-def section(kind: str, marker: str) -> Callable[[Builder], Builder]:
+def section(kind: str, result: type[Result], under: str = "") -> Callable[[Builder], Builder]:
+    """Register the report section of a result kind; its folder holds the result's file (``under`` a
+    sub-folder for results a command writes inside a run, e.g. ``track/``)."""
+    marker = f"{under}/{result.KIND}" if under else result.KIND
+    if any(m == marker for _, m, _ in SECTIONS):
+        raise ValueError(f"a report section for {marker} is already registered")
+
     def reg(fn: Builder) -> Builder:
         SECTIONS.append((kind, marker, fn))
         return fn
@@ -56,9 +65,9 @@ def _f(v: Any, nd: int = 3) -> str:
     return "n/a" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.{nd}f}"
 
 
-@section("scan", "scan.json")
+@section("scan", ScanResult)
 def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = ScanResult.read(folder / "scan.json").to_json()
+    d = ScanResult.read(folder).to_json()
     L, H = d["n_layers"], d["n_heads"]
     keys = [k for k in ("token", "offset", "previous_token", "induction", "sink") if k in d["heads"][0]["scores"]]
     arrays = {k: np.full((L, H), np.nan) for k in keys}
@@ -88,9 +97,9 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Scan — {d['model']}", "\n".join(lines), [fig])
 
 
-@section("characterize", "characterize.json")
+@section("characterize", CharacterizeResult)
 def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = CharacterizeResult.read(folder / "characterize.json").to_json()
+    d = CharacterizeResult.read(folder).to_json()
     heads = sorted(d["heads"], key=lambda h: -(h["slash_mass"][0] or 0))[:10]
     names = [h["name"] for h in heads]
     f1 = figures.interval_bars(names, {"'/' mass (slash suite)": [h["slash_mass"] for h in heads]},
@@ -122,16 +131,16 @@ def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Characterization — {d['model']}", "\n".join(lines), [f1, f3, f2])
 
 
-@section("claims", "claims.json")
+@section("claims", ClaimsResult)
 def claims_section(folder: Path, figdir: Path, tag: str) -> Section:
-    text = ClaimsResult.read(folder / "claims.json").markdown()
+    text = ClaimsResult.read(folder).markdown()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# "))
     return Section("Claims table", body.replace("\n## ", "\n### "))
 
 
-@section("ablation", "ablate.json")
+@section("ablation", AblateResult)
 def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = AblateResult.read(folder / "ablate.json")
+    d = AblateResult.read(folder)
     m = d["metric"]
     c = d["control"]
     plt = figures.pyplot()
@@ -158,9 +167,9 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Ablation — {d['model']}", "\n".join(lines), [path])
 
 
-@section("importance", "importance.json")
+@section("importance", ImportanceResult)
 def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = ImportanceResult.read(folder / "importance.json")
+    d = ImportanceResult.read(folder)
     L = 1 + max(h["layer"] for h in d["heads"])
     H = 1 + max(h["head"] for h in d["heads"])
     ex = np.full((L, H), np.nan)
@@ -188,9 +197,9 @@ def importance_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Head importance — {d['model']}", "\n".join(lines), [path])
 
 
-@section("pruning", "prune.json")
+@section("pruning", PruneResult)
 def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = PruneResult.read(folder / "prune.json")
+    d = PruneResult.read(folder)
     figs = [_copy(folder / "prune.png", figdir, tag)] if (folder / "prune.png").exists() else []
     lines = [
         f"Model **{d['model']}**, metric {d['metric']}, {d['n_heads']} heads; curves: {', '.join(d['curves'])}; "
@@ -200,7 +209,7 @@ def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Pruning — {d['model']}", "\n".join(lines), figs)
 
 
-@section("training", "track/track.md")
+@section("training", TrackResult, under="track")
 def training_section(folder: Path, figdir: Path, tag: str) -> Section:
     text = (folder / "track" / "track.md").read_text()
     figs = [_copy(p, figdir, tag) for p in sorted((folder / "track").glob("*.png"))]
@@ -212,9 +221,9 @@ def training_section(folder: Path, figdir: Path, tag: str) -> Section:
     )
 
 
-@section("retrieval-sweep", "sweep.json")
+@section("retrieval-sweep", SweepResult)
 def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = SweepResult.read(folder / "sweep.json")
+    d = SweepResult.read(folder)
     g = d["grid"]
     figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
     from headlab.retrieval.grid import markdown
@@ -233,7 +242,7 @@ def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Retrieval sweep — {folder.name}", "\n".join(lines), figs)
 
 
-@section("retrieval-analysis", "analyze/analyze.md")
+@section("retrieval-analysis", AnalyzeResult, under="analyze")
 def analyze_section(folder: Path, figdir: Path, tag: str) -> Section:
     text = (folder / "analyze" / "analyze.md").read_text()
     figs = (
@@ -247,9 +256,9 @@ def analyze_section(folder: Path, figdir: Path, tag: str) -> Section:
     )
 
 
-@section("eval-llm", "eval_llm.json")
+@section("eval-llm", EvalLLMResult)
 def eval_llm_section(folder: Path, figdir: Path, tag: str) -> Section:
-    d = EvalLLMResult.read(folder / "eval_llm.json")
+    d = EvalLLMResult.read(folder)
     figs = [_copy(folder / "eval_llm.png", figdir, tag)] if (folder / "eval_llm.png").exists() else []
     lines = [
         f"**{d['model']}**, {d['shots']}-shot, {d['n_distractors']} distractor chains. Scoring: {d['scoring']}",

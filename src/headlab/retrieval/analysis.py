@@ -280,7 +280,7 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
 def write_analysis(r: AnalyzeResult, out: Path) -> None:
     from headlab.io import write_text_atomic
 
-    r.write(out / "analyze.json")
+    r.write(out)
     write_text_atomic(out / "analyze.md", analysis_markdown(r))
     save_figure(circuit_figure(r), out / "circuit.png")
 

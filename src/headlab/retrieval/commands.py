@@ -143,7 +143,7 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
         analyses.append(AnalyzeResult.read(f))
     t = emergence_table(analyses)
     if out is not None:
-        t.write(Path(out) / "emergence.json")
+        t.write(Path(out))
     return t
 
 
@@ -167,7 +167,7 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
     r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
             progress=progress, device=device, continuation=continuation)
     if out is not None:
-        r.write(Path(out) / "eval_llm.json")
+        r.write(Path(out))
         plot_eval(r, Path(out) / "eval_llm.png")
     return r
 

@@ -128,7 +128,7 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
         trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
         success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
         cells=table, by_curriculum=by_curriculum, runs=runs)
-    result.write(out / "sweep.json")
+    result.write(out)
     plot_sweep(result, out)
     (out / "sweep.md").write_text(markdown(result))
     return result

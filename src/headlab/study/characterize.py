@@ -21,16 +21,16 @@ import numpy as np
 from headlab.census.engine import score_samples
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
-from headlab.display import Displayable, flat
+from headlab.display import flat
 from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.head import name as head_name
-from headlab.io import write_json_atomic, write_text_atomic
+from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, load
 from headlab.probes import contexts, controls, positions, to_samples
 from headlab.probes.templates import CONTROL_SYMBOLS
 from headlab.progress import bar as progress_bar
-from headlab.result import per_head, read_json
+from headlab.result import Result, per_head
 from headlab.study.bootstrap import curve_cv_ci, mean_ci, ratio_ci
 from headlab.study.rope import RopeResult, rope_analysis, rope_from_json
 
@@ -50,7 +50,7 @@ def _triple(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[str, np.nd
 
 
 @dataclass
-class CharacterizeResult(Displayable):
+class CharacterizeResult(Result):
     """Every head's behaviour on constructed stimuli with bootstrap 95% intervals; ``to_pandas()``: one row per
     head (``slash_mass``, ``slash_mass_lo``, ``slash_mass_hi``, specificity, position CV, context ratios)."""
 
@@ -104,6 +104,11 @@ class CharacterizeResult(Displayable):
                 rows.append(row)
         return rows
 
+    KIND = "characterize.json"
+    COMPANIONS = ("characterize.md",)
+    KEYS = ("model", "n_layers", "n_heads", "settings", "position_gaps", "n_sdh", "sdh_share", "depth_profile",
+            "top", "intervals", "heads", "rope")
+
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "settings": self.settings, "position_gaps": self.position_gaps,
@@ -113,8 +118,8 @@ class CharacterizeResult(Displayable):
                 "heads": [self.head(l, h) for l in range(self.n_layers) for h in range(self.n_heads)],
                 "rope": self.rope.to_json() if self.rope is not None else None}
 
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> "CharacterizeResult":
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "CharacterizeResult":
         """The inverse of :meth:`to_json` (arrays rebuilt from the per-head records)."""
         L, H, heads = d["n_layers"], d["n_heads"], d["heads"]
 
@@ -133,10 +138,6 @@ class CharacterizeResult(Displayable):
             sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool),
             top=[tuple(Head.parse(x)) for x in d["top"]],  # type: ignore[misc]
             rope=rope_from_json(d["rope"]) if d["rope"] is not None else None)
-
-    @staticmethod
-    def read(path: str | Path) -> "CharacterizeResult":
-        return CharacterizeResult.from_json(read_json(path))
 
     def markdown(self) -> str:
         s = self.settings
@@ -161,11 +162,8 @@ class CharacterizeResult(Displayable):
             lines += ["", *rope_markdown(self.rope)]
         return "\n".join(lines) + "\n"
 
-    def write(self, out_dir: str | Path) -> Path:
-        out = Path(out_dir)
-        write_json_atomic(out / "characterize.json", self.to_json())
-        write_text_atomic(out / "characterize.md", self.markdown())
-        return out
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "characterize.md", self.markdown())
 
 
 def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_size: int = 8,

@@ -29,11 +29,11 @@ import numpy as np
 from headlab.census.result import ScanResult
 from headlab.census.scanner import scan
 from headlab.census.stats import Interval, wilson
-from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
-from headlab.io import write_json_atomic, write_text_atomic
+from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, load
+from headlab.result import Result
 from headlab.study.characterize import DEPTH_BINS, CharacterizeResult, characterize
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 
@@ -219,7 +219,7 @@ def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
 
 
 @dataclass
-class ClaimsResult(Displayable):
+class ClaimsResult(Result):
     """The claims table; ``to_pandas()``: one row per (claim, model) with the value, its interval and the
     verdict (claim 7, across models, has model ``*``)."""
 
@@ -238,6 +238,10 @@ class ClaimsResult(Displayable):
                              "verdict": j.get("verdict"), "detail": j.get("detail")})
         return rows
 
+    KIND = "claims.json"
+    COMPANIONS = ("claims.md",)
+    KEYS = ("settings", "rules", "models", "claims")
+
     def to_json(self) -> dict[str, Any]:
         return {"settings": self.settings, "rules": RULES,
                 "models": [{"model": m.model, "kind": m.kind} for m in self.models],
@@ -246,8 +250,8 @@ class ClaimsResult(Displayable):
                             if c.id != 7 else None,
                             "cross_model": self.cross if c.id == 7 else None} for c in CLAIMS]}
 
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> "ClaimsResult":
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "ClaimsResult":
         models = {m["model"]: ModelClaims(m["model"], m["kind"], {}) for m in d["models"]}
         cross: dict[str, Any] = {}
         for c in d["claims"]:
@@ -257,12 +261,6 @@ class ClaimsResult(Displayable):
                 if row is not None:
                     models[name].rows[c["id"]] = _row_from_json(row)
         return ClaimsResult(list(models.values()), cross, d["settings"])
-
-    @staticmethod
-    def read(path: str | Path) -> "ClaimsResult":
-        from headlab.result import read_json
-
-        return ClaimsResult.from_json(read_json(path))
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]
@@ -291,11 +289,8 @@ class ClaimsResult(Displayable):
         lines += ["", "Rules: " + RULES]
         return "\n".join(lines) + "\n"
 
-    def write(self, out_dir: str | Path) -> Path:
-        out = Path(out_dir)
-        write_json_atomic(out / "claims.json", self.to_json())
-        write_text_atomic(out / "claims.md", self.markdown())
-        return out
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "claims.md", self.markdown())
 
 
 def _cell(row: dict[str, Any]) -> str:

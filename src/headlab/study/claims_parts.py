@@ -41,7 +41,7 @@ def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, se
     from headlab.census.result import ScanResult
     from headlab.corpus import DEFAULT_CORPUS
 
-    f = folder / "scan.json"
+    f = folder / ScanResult.KIND
     if not f.exists():
         return None
     sc = ScanResult.read(f)
@@ -53,7 +53,7 @@ def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, se
 def saved_characterization(folder: Path, n: int, seed: int, kappa: float) -> Any:
     from headlab.study.characterize import CharacterizeResult
 
-    f = folder / "characterize.json"
+    f = folder / CharacterizeResult.KIND
     if not f.exists():
         return None
     ch = CharacterizeResult.read(f)
@@ -63,7 +63,7 @@ def saved_characterization(folder: Path, n: int, seed: int, kappa: float) -> Any
 def saved_ablation(folder: Path, heads: Sequence[str], draws: int, samples: int) -> Any:
     from headlab.ablation.experiment import AblateResult
 
-    f = folder / "ablate.json"
+    f = folder / AblateResult.KIND
     if not f.exists():
         return None
     ab = AblateResult.read(f)

@@ -16,6 +16,7 @@ from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
 from headlab.io import write_json_atomic, write_text_atomic
 from headlab.plotting import new_figure, save_figure
+from headlab.result import found_in
 from headlab.study.characterize import CharacterizeResult
 
 
@@ -47,12 +48,12 @@ def _layer_max(g: np.ndarray) -> np.ndarray:
 
 def summarize(run: str | Path, kappa: float = 0.5) -> RunSummary:
     p = Path(run)
-    scan_f, char_f = p / "scan.json", p / "characterize.json"
-    if not scan_f.exists() and not char_f.exists():
-        raise HeadlabError(f"{p} holds neither scan.json nor characterize.json")
+    kinds = found_in(p)
+    if ScanResult not in kinds and CharacterizeResult not in kinds:
+        raise HeadlabError(f"{p} holds neither {ScanResult.KIND} nor {CharacterizeResult.KIND}")
     try:
-        sc = ScanResult.read(scan_f).to_json() if scan_f.exists() else None
-        ch = CharacterizeResult.read(char_f).to_json() if char_f.exists() else None
+        sc = ScanResult.read(p).to_json() if ScanResult in kinds else None
+        ch = CharacterizeResult.read(p).to_json() if CharacterizeResult in kinds else None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HeadlabError(f"cannot read run {p}: {exc}") from exc
     base = sc or ch

@@ -18,13 +18,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.census.stats import SDH, ConsecutiveRule
-from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
-from headlab.io import write_json_atomic, write_text_atomic
+from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, load
 from headlab.probes.suites import slash
 from headlab.probes.templates import TEMPLATES
+from headlab.result import Result
 from headlab.study.bootstrap import mean_ci
 from headlab.study.characterize import marked_mass
 
@@ -43,7 +43,7 @@ class LanguageRow:
 
 
 @dataclass
-class LanguagesResult(Displayable):
+class LanguagesResult(Result):
     """Per language: the top heads by mass on `/`, the strict rule's SDHs, the reference's top head's rank."""
 
     model: str
@@ -57,12 +57,16 @@ class LanguagesResult(Displayable):
     def records(self) -> list[dict[str, Any]]:
         return [{k: v for k, v in asdict(r).items()} for r in self.rows]
 
+    KIND = "languages.json"
+    COMPANIONS = ("languages.md",)
+    KEYS = ("model", "settings", "same_top", "rows")
+
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "settings": self.settings, "same_top": self.same_top,
                 "rows": [asdict(r) for r in self.rows]}
 
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> "LanguagesResult":
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "LanguagesResult":
         rows = [LanguageRow(**{**r, "top": [tuple(t) for t in r["top"]]}) for r in d["rows"]]
         return LanguagesResult(d["model"], d["settings"], rows)
 
@@ -80,10 +84,8 @@ class LanguagesResult(Displayable):
                   f"(top heads: {', '.join(tops)})."]
         return "\n".join(lines) + "\n"
 
-    def write(self, out_dir: str | Path) -> None:
-        out = Path(out_dir)
-        write_json_atomic(out / "languages.json", self.to_json())
-        write_text_atomic(out / "languages.md", self.markdown())
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "languages.md", self.markdown())
 
 
 def check_languages(languages: Sequence[str]) -> None:

@@ -9,9 +9,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
 from headlab.models.loaded import LoadedModel
+from headlab.models.loader import folder_kind
 from headlab.progress import bar as progress_bar
+from headlab.result import found_in
+from headlab.training.run_model import TRAINING_RUN
 from headlab.viewer.data import ViewData, ViewSample, make_sample, store_maps, text_sample
 
 #: grid scores taken from a scan's per-head scores, in this order
@@ -25,9 +29,9 @@ def kind_of(source: str | Path) -> str:
     if p.is_dir():
         if (p / "task.json").exists():
             return "retrieval"
-        if (p / "config.toml").exists() and (p / "checkpoints").is_dir():
+        if folder_kind(p) is TRAINING_RUN and (p / "checkpoints").is_dir():
             return "training"
-        if (p / "scan.json").exists():
+        if ScanResult in found_in(p):
             return "scan"
         if not (p / "config.json").exists():
             raise HeadlabError(f"{p} holds no run headlab can show: no scan.json, no training run (config.toml and "
@@ -108,7 +112,7 @@ def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str
               progress: bool = True, scale: str = "sqrt") -> ViewData:
     from headlab.census.result import ScanResult
 
-    scan_json = ScanResult.read(folder / "scan.json").to_json()
+    scan_json = ScanResult.read(folder).to_json()
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
 
 
@@ -126,8 +130,8 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
     cks = ckpt.sound_checkpoints(run)
     if not cks:
         raise HeadlabError(f"every checkpoint of {run} is damaged")
-    track_file = run / "track" / "track.json"
-    tracked = TrackResult.from_json(json.loads(track_file.read_text())) if track_file.exists() else None
+    track_dir = run / "track"
+    tracked = TrackResult.read(track_dir) if TrackResult in found_in(track_dir) else None
     if tracked is not None:
         keep = set(tracked.steps)
         cks = [(s, f) for s, f in cks if s in keep] or cks
