@@ -38,3 +38,19 @@ def test_top_level_holds_only_the_foundations() -> None:
     loose = {m.name for m in pkgutil.iter_modules(headlab.__path__) if not m.ispkg}
     assert loose <= {"__main__", "display", "distributed", "errors", "head", "interrupts", "io", "plotting",
                      "progress", "result"}, loose
+
+
+def test_modules_and_functions_stay_small() -> None:
+    """Files under ~400 lines, functions that fit on a screen (~80 lines)."""
+    import ast
+    from pathlib import Path
+
+    big, long = [], []
+    for f in sorted(Path(headlab.__file__).parent.rglob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        if text.count("\n") > 420:
+            big.append(f.name)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{f.name}:{node.name}")
+    assert not big and not long, (big, long)
