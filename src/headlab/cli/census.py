@@ -7,6 +7,8 @@ import argparse
 import sys
 
 from headlab.api import census
+from headlab.attention.routes import DEFAULT_BLOCK_MB
+from headlab.census.stats import SDH
 from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option, real_in
 
 
@@ -33,8 +35,9 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
                    help="token score averages over queries that can see a target (default) or all queries")
     p.add_argument("--max-offset", type=at_least(0), default=8, help="offset detector: Δ = 0..K (default 8)")
-    p.add_argument("--threshold", type=real_in(0, 1), default=0.5, help="SDH rule θ (default 0.5)")
-    p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k consecutive samples (default 3)")
+    p.add_argument("--threshold", type=real_in(0, 1), help=f"SDH rule θ (default {SDH.threshold})")
+    p.add_argument("--consecutive", type=at_least(1),
+                   help=f"SDH rule k consecutive samples (default {SDH.consecutive})")
     p.add_argument("--max-samples", type=at_least(0), default=512, help="stop after N samples (0: whole corpus)")
     p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--max-length", type=at_least(2), default=128, help="window length in tokens (default 128)")
@@ -46,8 +49,8 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
                    help="capture route: auto (default: fused where the detectors and model allow, else chunked, "
                         "else eager), or force one; the route used is recorded in scan.json")
-    p.add_argument("--chunk-mb", type=real_in(0, open_lo=True), default=256.0,
-                   help="memory budget of one block of the chunked/fused routes, MB (default 256)")
+    p.add_argument("--chunk-mb", type=real_in(0, open_lo=True),
+                   help=f"memory budget of one block of the chunked/fused routes, MB (default {DEFAULT_BLOCK_MB:g})")
     p.add_argument("--checkpoint-every", type=at_least(0), default=None, metavar="N",
                    help="write the merged statistics every N samples into --out (default: 2048 for scans of more "
                         "than 4096 samples, else never; 0: never)")

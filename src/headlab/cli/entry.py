@@ -14,6 +14,7 @@ import warnings
 from typing import Sequence
 
 from headlab.api import analysis as api
+from headlab.census.stats import SDH
 from headlab.cli.options import Parser, at_least, bind, call, list_option, real_in
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
@@ -108,8 +109,8 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model")
     p.add_argument("--n", type=at_least(2), default=40, help="base items per suite (default 40)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threshold", type=real_in(0, 1), default=0.5, help="SDH rule θ (default 0.5)")
-    p.add_argument("--consecutive", type=at_least(1), default=3, help="SDH rule k (default 3)")
+    p.add_argument("--threshold", type=real_in(0, 1), help=f"SDH rule θ (default {SDH.threshold})")
+    p.add_argument("--consecutive", type=at_least(1), help=f"SDH rule k (default {SDH.consecutive})")
     p.add_argument("--top", type=at_least(1), default=10, help="heads in the summary table (default 10)")
     p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
     p.add_argument("--rope-samples", type=at_least(1), default=64,
