@@ -71,7 +71,7 @@ study: $(STAMP) $(TEST_MODELS) corpora
 	    --filter with-target --ablate 10 --out $(FULL)/claims --resume --overwrite
 	@echo "== headlab full study 2/4: self-trained decoders ($(SCALE_SIZES)) =="
 	for s in $(SCALE_SIZES); do [ -f $(FULL)/train/$$s/final.safetensors ] || \
-	    $(VENV)/bin/headlab train configs/scale/$$s.toml --out $(FULL)/train/$$s --no-progress \
+	    $(VENV)/bin/headlab train scale/$$s --out $(FULL)/train/$$s --no-progress \
 	    $$([ -d $(FULL)/train/$$s ] && echo --resume) || exit 1; done
 	$(VENV)/bin/headlab claims $(foreach s,$(SCALE_SIZES),$(FULL)/train/$(s)) --corpus $(SLASH_CORPUS) \
 	    --filter with-target --ablate 10 --out $(FULL)/trained --resume --overwrite

@@ -33,7 +33,9 @@ def _outputs(cell: dict) -> dict[str, str]:
     return found
 
 
-def test_tutorial_notebook_runs_and_shows_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("where", [DOCS, DOCS.parent], ids=["from-docs", "from-the-root"])
+def test_tutorial_notebook_runs_and_shows_results(where: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wherever the kernel starts (the notebook names no file relative to the checkout)."""
     need("minilm-l6")
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -41,7 +43,7 @@ def test_tutorial_notebook_runs_and_shows_results(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(DOCS / "tutorial.ipynb", as_version=4)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name=_kernel(tmp_path),
-                                     resources={"metadata": {"path": str(DOCS)}})
+                                     resources={"metadata": {"path": str(where)}})
     client.execute()  # raises CellExecutionError naming the cell when any cell fails
     nbformat.write(nb, tmp_path / "executed.ipynb")  # kept for a failing assertion's inspection
 

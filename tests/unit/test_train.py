@@ -47,3 +47,18 @@ def test_repeated_windows_end_with_a_copy_of_an_earlier_span_at_varying_distance
     assert repeat_spans(rows, 0.25, seed=2) != out
     cfg = from_dict({}).data
     assert fingerprint(cfg, 0) != fingerprint(from_dict({"data": {"repeat_share": 0.5}}).data, 0)
+
+
+def test_named_configs_ship_with_the_package(tmp_path, monkeypatch) -> None:
+    from headlab.errors import HeadlabError
+    from headlab.training.config import CONFIGS_DIR, load_config, named_configs
+
+    names = named_configs()
+    assert {"smoke", "study", "seeds", "induce", "scale/xs"} <= set(names)
+    assert all(p.is_relative_to(CONFIGS_DIR) for p in names.values())
+    monkeypatch.chdir(tmp_path)  # no checkout here: names (and configs/ paths) still resolve
+    assert load_config("smoke") == load_config("configs/smoke.toml") == load_config(names["smoke"])
+    (tmp_path / "smoke").write_text("[optim]\nsteps = 3\n")  # a file of that name wins over the named config
+    assert load_config("smoke").optim.steps == 3
+    with pytest.raises(HeadlabError, match="is not a named config .*smoke"):
+        load_config("smokey")

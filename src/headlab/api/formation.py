@@ -13,7 +13,7 @@ from headlab.formation.predict import PredictResult
 from headlab.formation.tracking import TrackResult
 from headlab.io import saving
 from headlab.result import Written, found_in
-from headlab.training.config import TrainConfig
+from headlab.training.config import TrainConfig, config_path
 
 _LEVERS = Levers()  # the levers' defaults are defined with the levers
 
@@ -35,14 +35,15 @@ class TrainedRun(Displayable):
 
 def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = False, seed: int | None = None,
           device: str = "cpu", progress: bool = True) -> TrainedRun:
-    """Train a small Transformer from scratch on real text: ``config`` is a TOML file (see configs/ and
-    docs/training.md) or a :class:`~headlab.training.config.TrainConfig`; ``seed`` overrides ``optim.seed``. The
+    """Train a small Transformer from scratch on real text: ``config`` is a TOML file (docs/training.md), a
+    config that ships with headlab by name (``smoke``, ``study``, ``scale/xs``, ...:
+    :func:`~headlab.training.config.named_configs`) or a :class:`~headlab.training.config.TrainConfig`; ``seed`` overrides ``optim.seed``. The
     run folder ``out`` gets checkpoints, metrics, gradient signals and the head monitor's rows; ``resume``
     continues from its last good checkpoint. Also runs under torchrun.
 
     Example:
 
-        run = headlab.train("configs/smoke.toml", out="runs/smoke")
+        run = headlab.train("smoke", out="runs/smoke")      # a named config, or a TOML file
         headlab.track(run.folder).figure("previous-token")
     """
     from headlab.formation.training_run import tracked_training
@@ -128,14 +129,13 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
 
     Example:
 
-        study = headlab.induce("configs/induce.toml", out="runs/ind", arms=["plain", "aux"], seeds=[0])
+        study = headlab.induce("induce", out="runs/ind", arms=["plain", "aux"], seeds=[0])
         study            # the verdict table; study.data is induce.json
     """
     from headlab.formation.induce.arms import ARMS
     from headlab.formation.induce.study import induce as run
 
-    if not Path(config).is_file():
-        raise HeadlabError(f"config file {config} does not exist")
+    config = config_path(config)  # a file or a named config; one line when neither
     levers = Levers(slash_share=slash_share, heads=list(heads), weight=weight, stop=stop)
     with saving(out, ["induce.json", "induce.md"], overwrite) as folder:
         summary = run(config, folder, list(arms or ARMS), list(seeds), levers,  # type: ignore[arg-type]

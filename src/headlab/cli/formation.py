@@ -8,6 +8,7 @@ from pathlib import Path
 
 from headlab.api import formation
 from headlab.cli.options import at_least, bind, call, real_in
+from headlab.training.config import named_configs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,9 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a small Transformer from scratch on real text, with checkpoints",
-                       description="Train CONFIG.toml (see configs/ and docs/training.md) into the run folder "
+                       description="Train CONFIG (a TOML file or a named config; docs/training.md) into the run folder "
                                    "--out. Also runs under torchrun --nproc_per_node=N.")
-    p.add_argument("config", help="TOML config, e.g. configs/smoke.toml")
+    p.add_argument("config", help="a TOML config file or a named config that ships with headlab "
+                   f"({', '.join(named_configs())})")
     p.add_argument("--out", required=True, help="run folder")
     p.add_argument("--resume", action="store_true", help="continue from the last good checkpoint in --out")
     p.add_argument("--seed", type=at_least(0), default=None, help="override optim.seed (one run per seed)")

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "levers, alone and combined) and seed, measure every checkpoint on held-out "
                                    "probe windows, and write OUT/induce.md, induce.json and induce.png. Finished "
                                    "runs in OUT/runs are reused and interrupted ones resumed.")
-    p.add_argument("config", help="base training config (TOML), e.g. configs/seeds.toml")
+    p.add_argument("config", help="base training config: a TOML file or a named config (e.g. seeds)")
     p.add_argument("--out", required=True, help="study folder")
     list_option(p, "--arms", choices=list(ARMS), default=list(ARMS), help="arms (default: all)")
     list_option(p, "--seeds", parse=int, default=[0, 1, 2], metavar="SEED", help="seeds (default 0 1 2)")

@@ -194,8 +194,32 @@ def same_but_vocab(a: TrainConfig, b: TrainConfig) -> bool:
     return da == db
 
 
+#: the training configs that ship with headlab (``configs/`` in a checkout is this folder)
+CONFIGS_DIR = Path(__file__).parent / "configs"
+
+
+def named_configs() -> dict[str, Path]:
+    """Every packaged config by name: its path under :data:`CONFIGS_DIR` without ``.toml`` (``smoke``,
+    ``scale/xs``)."""
+    return {p.relative_to(CONFIGS_DIR).with_suffix("").as_posix(): p for p in sorted(CONFIGS_DIR.rglob("*.toml"))}
+
+
+def config_path(spec: str | Path) -> Path:
+    """A config file as given, else the packaged config of that name (``smoke``); one line when neither."""
+    p = Path(spec)
+    if p.exists():
+        return p
+    named = named_configs()
+    key = str(spec).removesuffix(".toml").removeprefix("configs/")
+    if key in named:
+        return named[key]
+    raise HeadlabError(f"config file {p} does not exist, and {str(spec)!r} is not a named config "
+                       f"({', '.join(named)})")
+
+
 def load_config(path: str | Path) -> TrainConfig:
-    p = Path(path)
+    """A training config: a TOML file, or a named config that ships with headlab (:func:`named_configs`)."""
+    p = config_path(path)
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:

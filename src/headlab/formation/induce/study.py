@@ -146,10 +146,10 @@ def induce(config: str | Path, out: str | Path, arms: Sequence[str], seeds: Sequ
 
     from headlab.errors import HeadlabError
     from headlab.training import from_dict
-    from headlab.training.config import load_config, same_but_vocab
+    from headlab.training.config import config_path, load_config, same_but_vocab
 
     out = Path(out)
-    base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+    base = tomllib.loads(config_path(config).read_text(encoding="utf-8"))
     configs = {out / "runs" / f"{arm}-s{seed}": from_dict(arm_config(base, arm, levers, seed), f"{config} (arm {arm})")
                for arm in arms for seed in seeds}  # every arm's config is checked before the first run starts
     for run, cfg in configs.items():  # and a run kept from an earlier study must be this study's run
