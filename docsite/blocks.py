@@ -1,8 +1,12 @@
 """Generated blocks of README.md and docs/: tables rendered from committed results, never typed by hand.
 
-A block sits between ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->``; NAME is a generator below, which
-reads committed files under ``results/`` and returns the Markdown. ``python docsite/blocks.py`` rewrites every
-block in place; ``tests/unit/test_docs_generated.py`` fails when a block differs from what its source gives.
+A block sits between ``<!-- generated: NAME ARGS -->`` and ``<!-- end: NAME -->``; NAME is a generator below,
+which reads committed files under ``results/`` and returns the Markdown: ``table PATH [N]`` (the N-th Markdown
+table of a committed file), ``text PATH`` (a committed file as a code block, e.g. what a command printed),
+``wall PATH`` (the command and wall-time lines of a run record), and tables of named results. Only
+``result-kinds`` reads the code instead (the registry of result files). ``python docsite/blocks.py`` rewrites
+every block in place; ``tests/unit/test_docs_generated.py`` fails when a block differs from what its source
+gives.
 """
 
 from __future__ import annotations
@@ -14,13 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end: \2 -->)", re.S)
-#: name -> generator(root, up): ``up`` leads from the document to the repository root ("" or "../")
-GENERATORS: dict[str, Callable[[Path, str], str]] = {}
+BLOCK = re.compile(r"(<!-- generated: ([\w-]+)((?: [^\s>]+)*) -->\n)(.*?)(<!-- end: \2 -->)", re.S)
+#: name -> generator(root, up, *args): ``up`` leads from the document to the repository root ("" or "../")
+GENERATORS: dict[str, Callable[..., str]] = {}
 
 
-def generator(name: str) -> Callable[[Callable[[Path, str], str]], Callable[[Path, str], str]]:
-    def reg(fn: Callable[[Path, str], str]) -> Callable[[Path, str], str]:
+def generator(name: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    def reg(fn: Callable[..., str]) -> Callable[..., str]:
         if name in GENERATORS:
             raise ValueError(f"generator {name!r} is already registered")
         GENERATORS[name] = fn
@@ -57,24 +61,78 @@ def study_claims(root: Path, up: str) -> str:
     return "\n".join(table) + f"\n\nSource: `{source}` (details and rules there).\n"
 
 
+def _committed(root: Path, source: str) -> str:
+    if not source.startswith("results/"):
+        raise ValueError(f"a generated block reads committed results (results/...), not {source}")
+    return (root / source).read_text(encoding="utf-8")
+
+
+@generator("table")
+def table(root: Path, up: str, source: str, index: str = "1") -> str:
+    """The ``index``-th Markdown table of a committed file, as it is there."""
+    tables, current = [], []
+    for line in _committed(root, source).splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return "\n".join(tables[int(index) - 1]) + f"\n\nSource: `{source}`.\n"
+
+
+@generator("text")
+def text_block(root: Path, up: str, source: str) -> str:
+    """A committed file (what a command printed) as a code block."""
+    return "```\n" + _committed(root, source).rstrip("\n") + "\n```\n"
+
+
+@generator("wall")
+def wall(root: Path, up: str, source: str) -> str:
+    """The lines of a committed run record that give its command and wall time."""
+    found = [line.strip() for line in _committed(root, source).splitlines()
+             if re.search(r"wall time|^command:|: \d+ s$", line.strip(), re.I)]
+    if not found:
+        raise ValueError(f"{source} records no command or wall time")
+    return "".join(f"- {line} (`{source}`)\n" for line in found)
+
+
+@generator("result-kinds")
+def result_kinds(root: Path, up: str) -> str:
+    """Every registered result kind (headlab.result.RESULTS): its file, its Python type, its JSON keys."""
+    import headlab  # noqa: F401  (importing headlab registers every command's result kind)
+    from headlab.result import RESULTS
+
+    lines = ["| file | Python type | top-level keys | written beside it |", "|---|---|---|---|"]
+    for kind, cls in sorted(RESULTS.items()):
+        keys = ", ".join(f"`{k}`" for k in cls.keys())
+        lines.append(f"| `{kind}` | `{cls.__module__}.{cls.__qualname__}` | {keys} | "
+                     f"{', '.join(f'`{c}`' for c in cls.COMPANIONS) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def render(text: str, up: str, root: Path = ROOT) -> str:
     """``text`` (a document ``up`` below the root) with every generated block rendered again from its source."""
     def fill(m: re.Match) -> str:
-        name = m.group(2)
+        name, args = m.group(2), m.group(3).split()
         if name not in GENERATORS:
             raise KeyError(f"unknown generated block {name!r}; known: {', '.join(GENERATORS)}")
-        return m.group(1) + GENERATORS[name](root, up) + m.group(4)
+        return m.group(1) + GENERATORS[name](root, up, *args) + m.group(5)
     return BLOCK.sub(fill, text)
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+def up_of(path: Path, root: Path = ROOT) -> str:
+    """The way up from a document to the repository root ("" for README.md, "../" for docs/X.md)."""
+    return "../" * (len(path.relative_to(root).parts) - 1)
 
 
 def main() -> int:
     for path in documents():
         text = path.read_text(encoding="utf-8")
-        new = render(text, "" if path.parent == ROOT else "../")
+        new = render(text, up_of(path))
         if new != text:
             path.write_text(new, encoding="utf-8")
             print(f"rendered {path.relative_to(ROOT)}")

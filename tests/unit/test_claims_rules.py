@@ -3,7 +3,7 @@ import math
 import pytest
 
 from headlab.census.stats import wilson
-from headlab.study.claims import CLAIMS, verdict_bound, verdict_range
+from headlab.study.claim_rules import CLAIMS, verdict_bound, verdict_range
 
 
 @pytest.mark.parametrize("iv,expected", [
@@ -50,20 +50,25 @@ def test_claim_numbers_live_only_in_the_claim_definitions():
         assert number not in body
 
 
-def test_claim_8_reads_the_accuracy_drop_and_its_interval():
+def test_claim_8_reads_the_signed_accuracy_change_and_its_interval():
     import inspect
 
     import headlab.study.claims as mod
     from headlab.study.claims import ablation_row
 
-    assert CLAIMS[7].bounds == (2.0, 3.0)
+    assert CLAIMS[7].bounds == (-3.0, -2.0)  # "costs 2-3 points": the signed change lies in [-3, -2]
     assert "2.0" not in inspect.getsource(ablation_row) and "3.0" not in inspect.getsource(ablation_row)
     rec = {"heads": ["0.7"], "slash": {"accuracy": {"delta_points": -2.5, "interval_points": [-3.9, -1.2],
                                                     "control_delta_mean": -0.004}},
            "no_slash": {"accuracy": {"delta_points": -1.0}},
            "control": {"draws": 5, "difference": 0.3, "p_value": 0.17}}
     row = ablation_row(rec, sdhs=True, causal=True)
-    assert row["interval"] == (2.5, 1.2, 3.9) and row["verdict"] == "supported"
+    assert row["interval"] == (-2.5, -3.9, -1.2) and row["verdict"] == "supported"
+    assert "accuracy after `/` fell 2.50 points" in row["detail"] and "without `/` fell 1.00 points" in row["detail"]
+    rec["slash"]["accuracy"].update(delta_points=0.32, interval_points=[-6.4, 6.6])
+    rose = ablation_row(rec, sdhs=True, causal=True)
+    assert rose["interval"] == (0.32, -6.4, 6.6) and "rose 0.32 points" in rose["detail"]
+    assert rose["verdict"] == "inconclusive"
     rec["slash"]["accuracy"].update(delta_points=-7.6, interval_points=[-9.0, -6.0])
     assert ablation_row(rec, sdhs=True, causal=True)["verdict"] == "not supported"
     no_sdh = ablation_row(rec, sdhs=False, causal=True)

@@ -14,7 +14,7 @@ import pytest
 from headlab.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _PREFIX = re.compile(r"^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:\S*/)?(?:headlab|python -m headlab) (?=[a-z])")
 
 

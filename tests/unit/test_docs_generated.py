@@ -16,14 +16,14 @@ import blocks  # noqa: E402
 DOCS = blocks.documents(ROOT)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_generated_blocks_are_up_to_date(doc: Path) -> None:
     text = doc.read_text(encoding="utf-8")
-    fresh = blocks.render(text, "" if doc.parent == ROOT else "../", ROOT)
+    fresh = blocks.render(text, blocks.up_of(doc, ROOT), ROOT)
     assert fresh == text, f"{doc.name}: a generated block is out of date; run python docsite/blocks.py"
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_cited_result_exists(doc: Path) -> None:
     cited = set(re.findall(r"\bresults/[\w./{},-]*[\w}]", doc.read_text(encoding="utf-8")))
     missing = sorted(c for c in cited for path in _expanded(c) if not (ROOT / path).exists())

@@ -143,12 +143,12 @@ def test_pre_rope_query_and_key_sites(family: str) -> None:
         assert got[(layer, "q")] == (3, 12, H, d) and got[(layer, "k")] == (3, 12, Hkv, d)
 
 
-def test_the_readme_lists_exactly_the_adapter_table() -> None:
+def test_the_architectures_page_lists_exactly_the_adapter_table() -> None:
     from pathlib import Path
 
     from headlab.attention.adapters import families_table
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "guide" / "architectures.md").read_text()
     listed = readme.split("<!-- families:start -->\n")[1].split("\n<!-- families:end -->")[0]
     assert listed == families_table(), "regenerate the README's table with `headlab models families`"
 

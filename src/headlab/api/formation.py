@@ -37,9 +37,9 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
           device: str = "cpu", progress: bool = True) -> TrainedRun:
     """Train a small Transformer from scratch on real text: ``config`` is a TOML file (docs/training.md), a
     config that ships with headlab by name (``smoke``, ``study``, ``scale/xs``, ...:
-    :func:`~headlab.training.config.named_configs`) or a :class:`~headlab.training.config.TrainConfig`; ``seed`` overrides ``optim.seed``. The
-    run folder ``out`` gets checkpoints, metrics, gradient signals and the head monitor's rows; ``resume``
-    continues from its last good checkpoint. Also runs under torchrun.
+    :func:`~headlab.training.config.named_configs`) or a :class:`~headlab.training.config.TrainConfig`;
+    ``seed`` overrides ``optim.seed``. The run folder ``out`` gets checkpoints, metrics, gradient signals and the
+    head monitor's rows; ``resume`` continues from its last good checkpoint. Also runs under torchrun.
 
     Example:
 

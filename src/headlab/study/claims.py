@@ -3,14 +3,11 @@
 The claims are hypotheses. Each row holds the claim's own number (the only place it appears in code), the
 measured value with its 95% interval, and a verdict from a rule printed with the table:
 
-* a claimed *range* [a, b] is ``supported`` when the estimate lies in it, ``not supported`` when the whole
-  interval lies outside it, else ``inconclusive``;
-* a claimed *bound* (ours where the write-up gives none, labelled so) is ``supported`` when the whole interval
-  is on the claimed side, ``not supported`` when the whole interval is on the other side, else ``inconclusive``.
+the claims themselves and the rules are in :mod:`headlab.study.claim_rules`.
 Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reason: no SDH), with values measured on its
 top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
-:func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the drop of next-token
-accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
+:func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the signed change of
+next-token accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
 Claim 9 is read from a head-monitor evaluation (``headlab monitor evaluate``, ``monitor_dir/MODEL/evaluate.json``):
 ``supported`` when the heads beat the best attention-free baseline on at least one kind of structure and lose on
 none, ``not supported`` when they beat it on none, else ``inconclusive`` (mixed).
@@ -20,7 +17,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -35,72 +31,8 @@ from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, load
 from headlab.result import Result
 from headlab.study.characterize import DEPTH_BINS, CharacterizeResult, characterize
+from headlab.study.claim_rules import BY_ID, CLAIMS, CONVENTIONS, NO_SDH, RULES, Verdict, verdict_bound, verdict_range
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
-
-RULES = ("A claimed range is supported when the estimate lies in it, not supported when the whole 95% interval lies "
-         "outside it, else inconclusive; a bound is supported when the whole interval is on the claimed side, not "
-         "supported when it is wholly on the other side, else inconclusive. Claims 3-6 and 8 are about SDHs: "
-         "without SDHs they are inconclusive (reason: no SDH), with values measured on the top heads by `/` mass.")
-
-
-class Verdict(str, Enum):
-    """A claim's verdict on one model; why (when it is not the rule's plain outcome) is a separate reason."""
-
-    SUPPORTED = "supported"
-    NOT_SUPPORTED = "not supported"
-    INCONCLUSIVE = "inconclusive"
-    NA = "n/a"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: int
-    text: str
-    claimed: str                         # the write-up's words
-    kind: str                            # "range", "at-least", "at-most", "exists", "all-models"
-    bounds: tuple[float, float] | float | None
-    bound_source: str = "the write-up"
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim(1, "SDHs exist (≥1 head passes the strict rule)", "present in all tested Transformers", "exists", None),
-    Claim(2, "SDHs are 15-20% of all heads", "15-20%", "range", (0.15, 0.20)),
-    Claim(3, "specificity for `/` over other symbols", "5-8x", "range", (5.0, 8.0)),
-    Claim(4, "position-insensitive", "insensitive to where `/` appears", "at-most", 0.25,
-          "ours: CV of the position curve below 0.25"),
-    Claim(5, "context-independent (random-token prompts keep the score)", "little affected by context",
-          "at-least", 0.8, "ours: random/natural ratio at least 0.8"),
-    Claim(6, "concentrated in middle layers (relative depth 1/3 to 2/3)", "middle layers (4-8 of 12)", "at-least",
-          None, "ours: share in the middle third above that third's share of layers"),
-    Claim(7, "consistent across architectures (encoder and decoder)", "observed across architectures",
-          "all-models", None),
-    Claim(8, "ablating the SDHs costs 2-3 accuracy points on text with `/`", "2-3 points", "range", (2.0, 3.0)),
-    Claim(9, "abnormal head activity reveals the input's structure", "a data-quality signal (application)",
-          "monitor", None, "ours: per kind of structure, the heads' AUROC interval above the best attention-free "
-          "baseline's"),
-)
-BY_ID = {c.id: c for c in CLAIMS}
-NO_SDH = "no SDH"
-
-
-def verdict_range(iv: Interval, lo: float, hi: float) -> Verdict:
-    v, a, b = iv
-    if any(map(math.isnan, iv)):
-        return Verdict.INCONCLUSIVE
-    if lo <= v <= hi:
-        return Verdict.SUPPORTED
-    return Verdict.NOT_SUPPORTED if (b < lo or a > hi) else Verdict.INCONCLUSIVE
-
-
-def verdict_bound(iv: Interval, bound: float, at_least: bool) -> Verdict:
-    _, a, b = iv
-    if any(map(math.isnan, iv)):
-        return Verdict.INCONCLUSIVE
-    on_side, off_side = (a >= bound, b < bound) if at_least else (b <= bound, a > bound)
-    return Verdict.SUPPORTED if on_side else (Verdict.NOT_SUPPORTED if off_side else Verdict.INCONCLUSIVE)
 
 
 def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
@@ -118,7 +50,8 @@ class ModelClaims:
 
 
 def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
-    """Claim 8 from an ``ablate.json`` record: the accuracy drop (points) on slash text, with its interval."""
+    """Claim 8 from an ``ablate.json`` record: the signed change of next-token accuracy on slash text when the
+    heads are cut, in points, with its interval (negative: accuracy fell; the same convention as ``ablate.json``)."""
     if not causal:
         return {"value": "n/a", "detail": "encoder without a language-model head: no accuracy to lose",
                 "verdict": Verdict.NA, "reason": "encoder"}
@@ -127,14 +60,19 @@ def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
                 "reason": "not measured"}
     acc = ablation["slash"]["accuracy"]
     lo, hi = acc["interval_points"]
-    drop = (-acc["delta_points"], -hi, -lo)
-    ctrl = -100 * acc["control_delta_mean"]
+    change = (acc["delta_points"], lo, hi)
     c = ablation["control"]
-    detail = (f"heads {', '.join(ablation['heads'])}; drop on no-slash text "
-              f"{-ablation['no_slash']['accuracy']['delta_points']:.2f} points; {c['draws']} matched random sets "
-              f"drop {ctrl:.2f} points on slash text; loss target minus control {c['difference']:+.3f} nats, "
-              f"p = {c['p_value']:.3f}")
-    return {"interval": drop, "detail": detail, **_unless_no_sdh(verdict_range(drop, *BY_ID[8].bounds), sdhs)}  # type: ignore[misc]
+    detail = (f"heads {', '.join(ablation['heads'])}: accuracy after `/` {moved(change[0])}; on text without `/` "
+              f"{moved(ablation['no_slash']['accuracy']['delta_points'])}; {c['draws']} matched random sets: "
+              f"{moved(100 * acc['control_delta_mean'])} after `/`; loss change target minus controls "
+              f"{c['difference']:+.3f} nats, p = {c['p_value']:.3f}")
+    return {"interval": change, "detail": detail,
+            **_unless_no_sdh(verdict_range(change, *BY_ID[8].bounds), sdhs)}  # type: ignore[misc]
+
+
+def moved(points: float) -> str:
+    """A signed change of accuracy in words: "fell 2.46 points", "rose 0.32 points"."""
+    return f"{'fell' if points < 0 else 'rose'} {abs(points):.2f} points"
 
 
 def monitor_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
@@ -166,7 +104,8 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     heads = sdhs or ch.top
     basis = f"{len(sdhs)} SDHs" if sdhs else f"no SDH; top {len(ch.top)} heads by `/` mass"
     rows: dict[int, dict[str, Any]] = {}
-    rows[1] = {"value": len(sdhs), "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
+    where = f"corpus {len(sdh_corpus)}, slash suite {len(sdh_stim)}"  # the populations, said in the cell
+    rows[1] = {"value": f"{len(sdhs)} ({where})", "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
                f"({sc.n_samples_with_target} samples with `/`), {len(sdh_stim)} on the slash suite; slash-pattern "
                f"meaning: {n_diag} heads with SlashScore(Δ) ≥ κ={kappa} (ours) on the corpus",
                "verdict": Verdict.SUPPORTED if sdhs else Verdict.NOT_SUPPORTED, "reason": ""}
@@ -268,7 +207,7 @@ class ClaimsResult(Result):
         corpus = st.get("corpus", "wiki pydoc (default)")
         scans = (f"Scans: up to {st.get('scan_samples')} windows per model from {corpus}"
                  + (f", only windows {st['filter']}" if st.get("filter", "any") != "any" else "") + ".")
-        lines = ["# Claims table", "", scans, "", "| claim | claimed | " + " | ".join(names) + " |",
+        lines = ["# Claims table", "", scans, "", CONVENTIONS, "", "| claim | claimed | " + " | ".join(names) + " |",
                  "|---|---|" + "---|" * len(names)]
         for c in CLAIMS:
             if c.id == 7:
