@@ -13,6 +13,8 @@ from headlab.head import name as head_name
 from headlab.io import write_csv_atomic
 from headlab.result import Result, per_head
 
+#: patterns that can explain a head's `/` mass (a previous-token head puts mass on whatever precedes it)
+EXPLAINING = ("previous-token", "sink", "duplicate-token", "induction")
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
               "previous_token", "duplicate_token", "induction", "sink", "entropy")
 
@@ -170,6 +172,16 @@ class ScanResult(Result):
 
         return pq.read_table(path).to_pandas()
 
+    def _explained(self, head: str) -> str:
+        """`` [previous-token 0.98]`` when another pattern takes most of a top `/` head's attention: its `/` mass
+        may then be a side effect of that pattern, not attention to `/`."""
+        from headlab.census.stats import SDH
+
+        layer, index = (int(x) for x in head.split("."))
+        found = [(float(self.means[k][layer, index]), k) for k in EXPLAINING if k in self.means]
+        best = max(((v, k) for v, k in found if np.isfinite(v)), default=None)
+        return f" [{best[1]} {best[0]:.2f}]" if best is not None and best[0] > SDH.threshold else ""
+
     def _summary(self, n: int) -> tuple[str, str | None, list[tuple[str, list[str]]], str | None]:
         """The parts of every summary: header, route, each detector's ``n`` top heads, the SDH rule's count."""
         header = (f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
@@ -178,7 +190,8 @@ class ScanResult(Result):
                      if self.interrupted else ""))
         route = (f"route: {self.settings['route']} ({self.settings.get('route_reason', '')})"
                  if "route" in self.settings else None)
-        rows = [(name, [f"{h} {v:.3f}" + (f" (Δ={d})" if d is not None else "") for h, v, d in self.top(name, n)])
+        rows = [(name, [f"{h}={v:.3f}" + (f" (Δ={d})" if d is not None else "")
+                        + (self._explained(h) if name == "token" else "") for h, v, d in self.top(name, n)])
                 for name in self.means]
         sdh = None
         if "token" in self.means:

@@ -87,7 +87,7 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     lines = [f"Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples "
              f"({d['n_samples_with_target']} with `{rule['target']}`), {d['n_tokens']} tokens.",
              "", f"Slash-dominance rule: share on `{rule['target']}` > {rule['threshold']} in {rule['consecutive']} "
-             f"consecutive samples → **{d['n_sdh']} SDHs** ("
+             f"consecutive corpus samples → **{d['n_sdh']} SDHs on the corpus** ("
              + ("undefined: no sample with the target" if share is None else f"{100 * share:.1f}% of heads") + ").",
              "", _img(fig, figdir, "head score heatmaps"), "", "| score | top heads (score) |", "|---|---|"]
     for k in keys:
