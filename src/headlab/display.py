@@ -17,11 +17,35 @@ _STYLE = ("<style>.headlab-result table{border-collapse:collapse;font-size:12px}
           ".headlab-result pre{font-size:12px}</style>")
 
 
-def markdown_html(text: str) -> str:
-    """``text`` (Markdown with pipe tables) as an HTML fragment for a notebook cell."""
-    import markdown
+#: link and image targets a rendered result may carry; anything else (``javascript:``, ``data:text/html``) is dropped
+SAFE_SCHEMES = ("http:", "https:", "mailto:")
 
-    return f'{_STYLE}<div class="headlab-result">{markdown.markdown(text, extensions=["tables"])}</div>'
+
+def safe_markdown(text: str) -> str:
+    """``text`` (Markdown with pipe tables) as HTML, with every raw HTML tag escaped and every link or image whose
+    target is not relative or http(s)/mailto dropped: the one escaping rule for everything headlab renders from
+    data (model names, corpus text, labels read from result folders someone else may have written)."""
+    import markdown
+    from markdown.treeprocessors import Treeprocessor
+
+    class _Targets(Treeprocessor):
+        def run(self, root: Any) -> None:
+            for el in root.iter():
+                for attr in ("href", "src"):
+                    target = (el.get(attr) or "").strip().lower()
+                    if ":" in target.split("/")[0] and not target.startswith(SAFE_SCHEMES):
+                        el.set(attr, "")
+
+    md = markdown.Markdown(extensions=["tables"])
+    md.preprocessors.deregister("html_block")  # raw HTML is text, not markup
+    md.inlinePatterns.deregister("html")
+    md.treeprocessors.register(_Targets(md), "safe-targets", 0)
+    return md.convert(text)
+
+
+def markdown_html(text: str) -> str:
+    """``text`` (Markdown with pipe tables) as an HTML fragment for a notebook cell (:func:`safe_markdown`)."""
+    return f'{_STYLE}<div class="headlab-result">{safe_markdown(text)}</div>'
 
 
 class Displayable:

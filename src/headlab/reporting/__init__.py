@@ -13,12 +13,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from headlab.display import safe_markdown
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.reporting.sections import SECTIONS, Section
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
 
+#: no script runs in a report, nothing is fetched: only its own figures and its inline style
+CSP = "default-src 'none'; img-src 'self' file: data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 CSS = """body{font:14px/1.5 system-ui,sans-serif;max-width:1100px;margin:20px auto;padding:0 16px;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 7px}
 th{background:#f2f2f2}img{max-width:100%;border:1px solid #eee;margin:6px 0}h2{border-bottom:1px solid #ddd;
@@ -63,8 +66,6 @@ def collect(run: str | Path, out: str | Path) -> list[Section]:
 
 def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[str, Any]:
     """Write ``out/report.md`` and ``out/report.html``; returns their paths and the section titles."""
-    import markdown
-
     run, out = Path(run), Path(out)
     sections = collect(run, out)
     title = title or f"headlab report — {run.name}"
@@ -77,8 +78,9 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[s
         md += ["", f"## {s.title}", "", s.markdown]
     text = "\n".join(md) + "\n"
     write_text_atomic(out / "report.md", text)
-    body = markdown.markdown(text, extensions=["tables"])
-    write_text_atomic(out / "report.html", f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+    body = safe_markdown(text)  # a result folder from someone else may carry markup in names and texts
+    write_text_atomic(out / "report.html", f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                      f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"><title>"
                       f"{html.escape(title)}</title><style>{CSS}</style></head><body>{body}</body></html>\n")
     return {"markdown": str(out / "report.md"), "html": str(out / "report.html"),
             "sections": [s.title for s in sections], "figures": sum(len(s.figures) for s in sections)}

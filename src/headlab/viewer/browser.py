@@ -28,10 +28,11 @@ def chromium_path() -> str | None:
 
 
 @contextmanager
-def open_page(html: str | Path, width: int = 1400, height: int = 900) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """Yield ``(page, log)``: the viewer loaded from ``file://``; ``log`` collects ``console_errors``,
-    ``page_errors``, ``requests`` (every URL other than the file itself) and ``load_s`` (seconds until the page
-    set ``data-ready``)."""
+def open_page(html: str | Path, width: int = 1400, height: int = 900,
+              ready: str | None = "body[data-ready='1']") -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Yield ``(page, log)``: a page (the viewer, a report) loaded from ``file://``; ``log`` collects
+    ``console_errors``, ``page_errors``, ``requests`` (every URL other than the file itself) and ``load_s``
+    (seconds until the ``ready`` selector appears: the viewer sets ``data-ready``; None: the load event)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:  # pragma: no cover - dev dependency
@@ -50,7 +51,8 @@ def open_page(html: str | Path, width: int = 1400, height: int = 900) -> Iterato
             page.on("request", lambda r: log["requests"].append(r.url) if r.url != url else None)
             t0 = time.perf_counter()
             page.goto(url, wait_until="load")
-            page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+            if ready is not None:
+                page.wait_for_selector(ready, timeout=30_000)
             log["load_s"] = time.perf_counter() - t0
             yield page, log
         finally:

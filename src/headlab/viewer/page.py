@@ -10,6 +10,7 @@ The maps are encoded by :mod:`headlab.viewer.codec`.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 from importlib import resources
@@ -30,7 +31,7 @@ def _safe_json(obj: object) -> str:
 
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src '{script_hash}'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'">
 <title>{title}</title><style>{css}</style></head>
 <body>
 <header><h1 id="title"></h1><span class="sub" id="subtitle"></span></header>
@@ -64,7 +65,10 @@ TEMPLATE = """<!DOCTYPE html>
 def render(data: ViewData) -> str:
     maps = "\n".join(f'<script type="text/plain" id="m-{c}-{s}-{l}-{h}">{base64.b64encode(blob).decode()}</script>'
                      for (c, s, l, h), blob in sorted(data.maps.items()))
-    return TEMPLATE.format(title=html.escape(data.title), css=_asset("viewer.css"), js=_asset("viewer.js"),
+    js = _asset("viewer.js")
+    # only this script may run: a hash policy, so markup smuggled into data can never execute
+    script_hash = "sha256-" + base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode()
+    return TEMPLATE.format(title=html.escape(data.title), css=_asset("viewer.css"), js=js, script_hash=script_hash,
                            meta=_safe_json(data.meta()), maps=maps)
 
 

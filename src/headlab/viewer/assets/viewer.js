@@ -8,6 +8,8 @@
                   query: null };
   const decoded = new Map();  // "ck-s-l-h" -> Uint8Array (T*T, row-major, quantized)
   const $ = (id) => document.getElementById(id);
+  // every value that came from data (tokens, labels, names) goes through esc before it reaches markup
+  const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
   const tip = $('tip');
 
   // ---- colours ---------------------------------------------------------------------------------------------
@@ -164,7 +166,6 @@
     const box = $('tokens'), T = tokens.length;
     box.innerHTML = '';
     const NS = 'http://www.w3.org/2000/svg';
-    const esc = (t) => t.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' }[c]));
     const bytesOf = (k, j) => ((meta.samples[k].bytes || [])[j] ? 'bytes ' + meta.samples[k].bytes[j] : '');
     if (T <= 48) {
       const rowH = 15, w = 330, svg = document.createElementNS(NS, 'svg');
@@ -197,7 +198,7 @@
       let html = `<div>query ${i} <b class="${marked.has(i) ? 'slash' : ''}">${esc(tokens[i])}</b> attends to (click the map to pick a query):</div>`;
       for (const [p, j] of row) {
         html += `<div><span style="display:inline-block;width:${Math.round(200 * p) + 1}px;height:9px;background:#1565c0"></span> ` +
-                `${p.toFixed(3)} key ${j} <span class="${marked.has(j) ? 'slash' : ''}" title="${bytesOf(s, j)}">${esc(tokens[j])}</span></div>`;
+                `${p.toFixed(3)} key ${j} <span class="${marked.has(j) ? 'slash' : ''}" title="${esc(bytesOf(state.sample, j))}">${esc(tokens[j])}</span></div>`;
       }
       box.innerHTML = html;
     }
@@ -218,14 +219,14 @@
     let svg = `<svg width="${W}" height="${Hh}">`;
     const ph = meta.phases && meta.phases[m] && meta.phases[m][`${l}.${h}`];
     for (const b of (ph || [])) {
-      svg += `<rect x="${X(b.start)}" y="8" width="${Math.max(1, X(b.end) - X(b.start))}" height="${Hh - 30}" fill="${PHASE_COLOURS[b.label] || '#eee'}"><title>${b.label} ${b.start}-${b.end}</title></rect>`;
+      svg += `<rect x="${X(b.start)}" y="8" width="${Math.max(1, X(b.end) - X(b.start))}" height="${Hh - 30}" fill="${PHASE_COLOURS[b.label] || '#eee'}"><title>${esc(b.label)} ${esc(b.start)}-${esc(b.end)}</title></rect>`;
     }
     const pts = steps.map((s, k) => Number.isFinite(ys[k]) ? `${X(s).toFixed(1)},${Y(ys[k]).toFixed(1)}` : null).filter(Boolean);
     svg += `<polyline fill="none" stroke="#263238" stroke-width="1.5" points="${pts.join(' ')}"/>`;
     svg += `<line x1="${X(steps[state.ck])}" x2="${X(steps[state.ck])}" y1="8" y2="${Hh - 22}" stroke="#e65100"/>`;
     svg += `<text x="${p}" y="${Hh - 6}" font-size="10">step ${steps[0]}</text><text x="${W - 8}" y="${Hh - 6}" font-size="10" text-anchor="end">${steps[steps.length - 1]} (log scale)</text>`;
     svg += `<text x="2" y="12" font-size="10">${fmt(y1)}</text><text x="2" y="${Hh - 24}" font-size="10">${fmt(y0)}</text></svg>`;
-    box.innerHTML = `<div>${m} of head ${l}.${h} over training` + (ph ? ' (bands: rising / stable / falling / flat phases)' : '') + `</div>` + svg;
+    box.innerHTML = `<div>${esc(m)} of head ${l}.${h} over training` + (ph ? ' (bands: rising / stable / falling / flat phases)' : '') + `</div>` + svg;
   }
 
   function bestHead() {  // open on the top head of the first metric (or the first labelled head)
@@ -273,7 +274,7 @@
     paintGrid();
     if (meta.circuit && meta.circuit.length) {
       let html = '<table class="circuit"><tr><th>head</th><th>layer</th><th>label (reader→key)</th><th>mass</th></tr>';
-      for (const c of meta.circuit) html += `<tr><td>${c.head}</td><td>${c.layer}</td><td>${c.label}</td><td>${c.mass.toFixed(3)}</td></tr>`;
+      for (const c of meta.circuit) html += `<tr><td>${esc(c.head)}</td><td>${esc(c.layer)}</td><td>${esc(c.label)}</td><td>${Number(c.mass).toFixed(3)}</td></tr>`;
       $('circuit').innerHTML = html + '</table>';
     } else {
       $('circuitbox').style.display = 'none';
