@@ -97,7 +97,8 @@ def test_report_finds_every_kind_and_draws_labelled_figures(tracked_run, retriev
     figs = re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", md)
     assert len(figs) >= 8 and all((tmp_path / "rep" / f).stat().st_size > 1000 for f in figs)
     html = (tmp_path / "rep" / "report.html").read_text()
-    assert "<table>" in html and "<img" in html and "http://" not in html.split("<body>")[0] and "https://" not in html.split("<body>")[0]
+    head = html.split("<body>")[0]
+    assert "<table>" in html and "<img" in html and "http://" not in head and "https://" not in head
     assert main(["report", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "r2")]) == 2
     (tmp_path / "emptydir").mkdir()
     assert main(["report", str(tmp_path / "emptydir")]) == 2
