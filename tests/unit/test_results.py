@@ -113,3 +113,21 @@ def test_a_committed_scan_reads_strictly() -> None:
         ScanResult.from_json({**d, "extra": 1})
     with pytest.raises(HeadlabError, match="scan.json: missing heads"):
         ScanResult.from_json({k: v for k, v in d.items() if k != "heads"})
+
+
+def test_an_interrupted_scan_stops_its_consumers(tmp_path) -> None:
+    from pathlib import Path
+
+    from headlab.census.result import ScanResult
+    from headlab.interrupts import Terminated, exit_code
+    from headlab.study.scale import scale
+
+    sc = ScanResult.read(Path(__file__).parents[2] / "results/quickstart/scan")
+    sc.stop_if_interrupted("claims")  # a whole scan passes
+    sc.interrupted, sc.interrupted_by = True, "SIGTERM"
+    with pytest.raises(Terminated) as info:
+        sc.stop_if_interrupted("headlab claims")
+    assert exit_code(info.value) == 143 and "after 64 samples" in str(info.value)
+    sc.write(tmp_path / "cut")
+    with pytest.raises(HeadlabError, match="interrupted scan .*--resume"):
+        scale([tmp_path / "cut"], tmp_path / "scale")

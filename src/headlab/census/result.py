@@ -125,6 +125,23 @@ class ScanResult(Result):
             sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool), interrupted=d["interrupted"],
             warnings=list(d["warnings"]), interrupted_by=d["interrupted_by"])
 
+    def stop_if_interrupted(self, what: str) -> None:
+        """For a command that needs the whole scan: an interrupted scan stops it as the interrupt did (exit 130 for
+        Ctrl-C, 143 for SIGTERM) instead of being used as if complete."""
+        if self.interrupted:
+            from headlab.interrupts import Terminated
+
+            stop = Terminated if self.interrupted_by == "SIGTERM" else KeyboardInterrupt
+            raise stop(f"{what}: the scan of {self.model} was interrupted after {self.n_samples} samples")
+
+    def require_complete(self, where: str | Path) -> "ScanResult":
+        """A stored scan a command builds on must be whole: one line naming it otherwise."""
+        if self.interrupted:
+            raise HeadlabError(f"{where} holds an interrupted scan ({self.n_samples} samples, stopped by "
+                               f"{self.interrupted_by or 'a signal'}); finish it with headlab scan ... --resume "
+                               "or scan again")
+        return self
+
     def write_companions(self, folder: Path) -> None:
         """``heads.csv``: one row per head, every detector's mean and the SDH mark."""
         heads = self.heads()

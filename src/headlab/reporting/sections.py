@@ -84,7 +84,9 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
                                 units={names["token"]: "mean attention share (0-1)"})
     rule = d["settings"]["sdh_rule"]
     share = d.get("sdh_share")
-    lines = [f"Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples "
+    partial = (f"**Interrupted** (by {d['interrupted_by'] or 'a signal'}): these statistics cover the "
+               f"{d['n_samples']} samples that finished, not the scan asked for.\n\n" if d["interrupted"] else "")
+    lines = [f"{partial}Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples "
              f"({d['n_samples_with_target']} with `{rule['target']}`), {d['n_tokens']} tokens.",
              "", f"Slash-dominance rule: share on `{rule['target']}` > {rule['threshold']} in {rule['consecutive']} "
              f"consecutive corpus samples → **{d['n_sdh']} SDHs on the corpus** ("

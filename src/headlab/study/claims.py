@@ -303,6 +303,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         if sc is None:
             sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size,
                       progress=progress, target_filter=target_filter)
+            sc.stop_if_interrupted("headlab claims")  # a claims table from a partial scan would look whole
         ch = saved_characterization(folder, n, seed, kappa) if resume and folder else None
         if ch is None:
             ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)

@@ -100,7 +100,7 @@ def point(sc: ScanResult) -> ScalePoint:
 def scale(runs: Sequence[str | Path], out_dir: str | Path) -> list[ScalePoint]:
     """Write ``scale.json``, ``scale.md`` and ``scale.png`` (specialization against parameter count)."""
     files = scan_files(runs)
-    scans = [ScanResult.read(f) for f in files]
+    scans = [ScanResult.read(f).require_complete(f) for f in files]
     first = scans[0].settings
     for f, sc in zip(files, scans):
         diff = [k for k in COMPARABLE if sc.settings.get(k) != first.get(k)]
