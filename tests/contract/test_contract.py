@@ -415,6 +415,18 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("predict an untracked run", lambda: headlab.predict([tmp / "untracked"]), "has not been tracked"),
         ("induce a missing config", lambda: headlab.induce(tmp / "none.toml", out=tmp / "ind"), "does not exist"),
         ("claims without a folder", lambda: headlab.claims(["minilm-l6"], out=None), "give out="),  # type: ignore
+        # the Python twins refuse what the CLI refuses, with the same rule and the option named
+        ("scan threshold -1", lambda: headlab.scan("minilm-l6", threshold=-1), "--threshold"),
+        ("scan threshold nan", lambda: headlab.scan("minilm-l6", threshold=float("nan")), "--threshold"),
+        ("scan max_samples as text", lambda: headlab.scan("minilm-l6", max_samples="8"), "--max-samples"),  # type: ignore
+        ("scan max_length None", lambda: headlab.scan("minilm-l6", max_length=None), "--max-length"),  # type: ignore
+        ("scan batch_size 0", lambda: headlab.scan("minilm-l6", batch_size=0), "--batch-size"),
+        ("scan consecutive 0", lambda: headlab.scan("minilm-l6", consecutive=0), "--consecutive"),
+        ("characterize n as text", lambda: headlab.characterize("minilm-l6", n="40"), "--n"),  # type: ignore
+        ("characterize threshold 2", lambda: headlab.characterize("minilm-l6", threshold=2), "--threshold"),
+        ("ablate heads as tuples", lambda: headlab.ablate("smollm2-135m", heads=[(0, 1)]), "L.H"),  # type: ignore
+        ("ablate heads as a number", lambda: headlab.ablate("smollm2-135m", heads=7), "L.H"),  # type: ignore
+        ("ablate draws -1", lambda: headlab.ablate("smollm2-135m", ["0.1"], draws=-1), "--draws"),
     ]
 
 

@@ -9,9 +9,11 @@ from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.census.stats import SDH
+from headlab.errors import HeadlabError
 from headlab.io import saving
 from headlab.models import LoadedModel
 from headlab.study.characterize import CharacterizeResult
+from headlab.values import check
 
 Model = str | LoadedModel
 
@@ -34,6 +36,8 @@ def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float =
     """
     from headlab.study.characterize import characterize as run
 
+    check(n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, kappa=kappa,
+          rope_samples=rope_samples, batch_size=batch_size)
     with saving(out, CharacterizeResult.files(), overwrite) as folder:
         r = run(model, n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, batch_size=batch_size,
                 progress=progress, device=device, kappa=kappa, rope_samples=rope_samples)
@@ -58,6 +62,9 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draw
     """
     from headlab.ablation import ablate_experiment
 
+    check(draws=draws, samples=samples, window=window, seed=seed, batch_size=batch_size)
+    if isinstance(heads, int) or (not isinstance(heads, str) and any(not isinstance(h, str) for h in heads)):
+        raise HeadlabError(f"heads {heads!r}: give head names as \"L.H\" strings, e.g. [\"0.7\", \"2.3\"]")
     with saving(out, ["ablate.json"], overwrite) as folder:
         r = ablate_experiment(model, heads, mode=mode, draws=draws, samples=samples, window=window, corpus=corpus,
                               suites=suites, suite_n=suite_n, seed=seed, batch_size=batch_size, progress=progress,

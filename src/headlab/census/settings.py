@@ -10,7 +10,6 @@ names the option and the fix.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
 from headlab.detectors import DEFAULT_DETECTORS, Detector
 from headlab.errors import HeadlabError
+from headlab.values import problems
 
 FILTERS = ("any", "with-target", "without-target")
 QUERIES = ("can-see", "all")
@@ -82,10 +82,6 @@ class ScanSettings:
 
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _problems(s: ScanSettings) -> list[str]:
     """Every bad value, each as one line naming the option (the CLI spelling; the keyword is the same word)."""
     out = []
@@ -99,19 +95,9 @@ def _problems(s: ScanSettings) -> list[str]:
         out.append(f"--filter {s.target_filter!r}: choose {', '.join(FILTERS)}")
     if s.route not in ("auto", *ROUTES):
         out.append(f"--route {s.route!r}: choose auto, {', '.join(ROUTES)}")
-    if not isinstance(s.threshold, (int, float)) or not math.isfinite(s.threshold) or not 0 <= s.threshold <= 1:
-        out.append(f"--threshold {s.threshold!r}: give a share between 0 and 1")
-    if not isinstance(s.chunk_mb, (int, float)) or not math.isfinite(s.chunk_mb) or s.chunk_mb <= 0:
-        out.append(f"--chunk-mb must be positive, not {s.chunk_mb!r}")
-    for name, low, value in (("consecutive", 1, s.consecutive), ("batch-size", 1, s.batch_size),
-                             ("max-length", 2, s.max_length), ("max-offset", 0, s.max_offset),
-                             ("max-samples", 0, 0 if s.max_samples is None else s.max_samples),
-                             ("stride", 1, 1 if s.stride is None else s.stride),
-                             ("checkpoint-every", 0, 0 if s.checkpoint_every is None else s.checkpoint_every)):
-        if not _is_int(value) or value < low:
-            out.append(f"--{name} {value!r}: give a whole number of at least {low}")
-    if not _is_int(s.seed):
-        out.append(f"--seed {s.seed!r}: give a whole number")
+    out += problems(threshold=s.threshold, chunk_mb=s.chunk_mb, consecutive=s.consecutive, batch_size=s.batch_size,
+                    max_length=s.max_length, max_offset=s.max_offset, max_samples=s.max_samples, stride=s.stride,
+                    checkpoint_every=s.checkpoint_every, seed=s.seed)
     return out
 
 

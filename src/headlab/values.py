@@ -1,0 +1,62 @@
+"""The rules option values obey, one table shared by every Python twin and the settings objects: a value that
+breaks its rule is refused in one line naming the option (as the CLI spells it) before any work starts.
+
+``check(threshold=..., batch_size=...)`` checks the values it is given against :data:`RULES` by name; a name
+without a rule is a programming error, not a user's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from headlab.errors import HeadlabError
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``whole``: an integer of at least ``low``; ``share``: a finite number in [0, 1]; ``positive``: a finite
+    number above 0. ``optional``: None is allowed (the option's "not set")."""
+
+    kind: Literal["whole", "share", "positive"]
+    low: int = 0
+    optional: bool = False
+
+    def problem(self, flag: str, value: Any) -> str | None:
+        if value is None and self.optional:
+            return None
+        if self.kind == "whole":
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.low
+            return None if ok else f"--{flag} {value!r}: give a whole number of at least {self.low}"
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if self.kind == "share":
+            return None if number and 0 <= value <= 1 else f"--{flag} {value!r}: give a share between 0 and 1"
+        return None if number and value > 0 else f"--{flag} {value!r}: give a number above 0"
+
+
+WHOLE, COUNT, SHARE = Rule("whole", 0), Rule("whole", 1), Rule("share")
+RULES: dict[str, Rule] = {
+    "threshold": SHARE, "kappa": SHARE, "consecutive": COUNT, "batch_size": COUNT, "n": COUNT, "top": COUNT,
+    "samples": COUNT, "rope_samples": COUNT, "draws": WHOLE, "max_offset": WHOLE, "max_length": Rule("whole", 2),
+    "max_samples": Rule("whole", 0, optional=True), "stride": Rule("whole", 1, optional=True),
+    "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
+    "chunk_mb": Rule("positive"), "window": Rule("whole", 2),
+}
+
+
+def problems(**values: Any) -> list[str]:
+    """One line for every value that breaks its rule."""
+    found = []
+    for name, value in values.items():
+        p = RULES[name].problem(name.replace("_", "-"), value)
+        if p is not None:
+            found.append(p)
+    return found
+
+
+def check(**values: Any) -> None:
+    """Refuse the first value that breaks its rule (:class:`~headlab.errors.HeadlabError`, one line)."""
+    found = problems(**values)
+    if found:
+        raise HeadlabError(found[0])
