@@ -60,3 +60,34 @@ def check(**values: Any) -> None:
     found = problems(**values)
     if found:
         raise HeadlabError(found[0])
+
+
+def items(value: Any) -> Any:
+    """A value given where a list is expected, as a list: one string (or path, or model) is one item, not its
+    characters; None stays None."""
+    import os
+
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, os.PathLike)) or not hasattr(value, "__iter__"):
+        return [value]
+    return list(value)
+
+
+def listed(*names: str) -> Any:
+    """Decorate a twin so that its parameters ``names`` go through :func:`items` (its signature is kept)."""
+    import functools
+    import inspect
+
+    def wrap(fn: Any) -> Any:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def twin(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind_partial(*args, **kwargs)
+            for name in names:
+                if name in bound.arguments:
+                    bound.arguments[name] = items(bound.arguments[name])
+            return fn(*bound.args, **bound.kwargs)
+        return twin
+    return wrap

@@ -51,3 +51,16 @@ def test_one_name_is_one_detector_and_zero_samples_means_all() -> None:
     assert s.replace(seed=3).seed == 3
     with pytest.raises(HeadlabError, match="unknown scan setting"):
         s.replace(sead=3)
+
+
+def test_one_string_where_a_list_is_expected_is_one_item(tmp_path) -> None:
+    from pathlib import Path
+
+    from headlab.values import items
+
+    assert items("wiki") == ["wiki"] and items(("a", "b")) == ["a", "b"] and items(None) is None
+    assert items(Path("x")) == [Path("x")] and items(3) == [3]
+    root = Path(__file__).parents[2]
+    w = headlab.scale(str(root / "results/study/claims"), out=tmp_path / "scale")  # one folder, not its letters
+    assert len(w.data) == 4
+    assert inspect.signature(headlab.scale).parameters["runs"].annotation  # the twin keeps its signature

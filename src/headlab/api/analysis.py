@@ -13,7 +13,7 @@ from headlab.errors import HeadlabError
 from headlab.io import saving
 from headlab.models import LoadedModel
 from headlab.study.characterize import CharacterizeResult
-from headlab.values import check
+from headlab.values import check, listed
 
 Model = str | LoadedModel
 
@@ -74,6 +74,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draw
     return r
 
 
+@listed("corpus")
 def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
                seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
                out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
@@ -95,6 +96,7 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
     return r
 
 
+@listed("keep")
 def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: int = 64, seed: int = 0,
           batch_size: int = 8, device: str = "cpu", progress: bool = True, out: str | Path | None = None,
           overwrite: bool = False) -> PruneResult:

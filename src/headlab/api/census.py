@@ -14,10 +14,12 @@ from headlab.detectors import Detector
 from headlab.display import Displayable
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
+from headlab.values import listed
 
 _FILES = ScanResult.files()
 
 
+@listed("corpus")
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
          detectors: Sequence[str | Detector] = DEFAULTS.detectors, target: str = DEFAULTS.target,
          bare: bool = DEFAULTS.bare, queries: str = DEFAULTS.queries, max_offset: int = DEFAULTS.max_offset,

@@ -14,6 +14,7 @@ from headlab.formation.tracking import TrackResult
 from headlab.io import saving
 from headlab.result import Written, found_in
 from headlab.training.config import TrainConfig, config_path
+from headlab.values import listed
 
 _LEVERS = Levers()  # the levers' defaults are defined with the levers
 
@@ -81,6 +82,7 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
     return t
 
 
+@listed("runs")
 def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", threshold: float | None = None,
             early: float = 0.1, out: str | Path | None = None) -> PredictResult:
     """Predict from the first ``early`` share of training which heads end with ``metric`` >= ``threshold``
@@ -117,6 +119,7 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
     return res
 
 
+@listed("arms", "seeds")
 def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = None,
            seeds: Sequence[int] = (0, 1, 2), heads: Sequence[str] = tuple(_LEVERS.heads),
            weight: float = _LEVERS.weight, stop: float = _LEVERS.stop, slash_share: float = _LEVERS.slash_share,

@@ -12,8 +12,10 @@ from headlab.models import LoadedModel
 from headlab.result import Written
 from headlab.study.claims import ClaimsResult
 from headlab.study.languages import LANGUAGES, LanguagesResult
+from headlab.values import listed
 
 
+@listed("models", "corpus")
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512,
            corpus: Sequence[str] | None = None, target_filter: str = "any", kappa: float = 0.5, ablate: int = 0,
            monitor_evaluations: str | Path | None = None, seed: int = 0, batch_size: int = 8, device: str = "cpu",
@@ -44,6 +46,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     return r
 
 
+@listed("runs")
 def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare") -> Written:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
@@ -61,6 +64,7 @@ def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path =
     return Written(Path(out), "compare.md", sums, compare_figure)
 
 
+@listed("runs")
 def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> Written:
     """Specialization against parameter count, one point per scanned model (scan folders, or folders of them):
     share of heads per kind, highest mass on ``/`` and top SlashScore. Writes ``scale.md``, ``scale.json`` and
@@ -80,6 +84,7 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
     return Written(Path(out), "scale.md", points, scale_figure)
 
 
+@listed("models", "languages")
 def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = LANGUAGES,
               n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu",
               out: str | Path | None = "runs/languages", overwrite: bool = False) -> list[LanguagesResult]:

@@ -13,8 +13,10 @@ import numpy as np
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult, check_rows, write
+from headlab.values import listed
 
 
+@listed("corpus")
 def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 2000, per_detector: int = 8,
         fpr: float = 0.01, seed: int = 0, batch_size: int = 8, max_length: int = 128, device: str = "cpu",
         progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> Profile:
@@ -47,6 +49,7 @@ def _fit(model: Any, corpus: Sequence[str], max_samples: int, per_detector: int,
                                  "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
 
 
+@listed("corpus")
 def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None, max_samples: int = 2000,
           seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
@@ -91,6 +94,7 @@ def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | Non
     return res, records
 
 
+@listed("reference", "kinds")
 def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
              max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,
              device: str = "cpu", progress: bool = True, out: str | Path = "runs/monitor-evaluate",

@@ -23,6 +23,7 @@ from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
 from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
 from headlab.retrieval.llm_eval import EvalLLMResult
 from headlab.retrieval.training import retrieval_config, train_retrieval
+from headlab.values import listed
 
 
 def _shape(name: str) -> Any:
@@ -124,6 +125,7 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     return r
 
 
+@listed("runs")
 def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> EmergenceResult:
     """The order in which labelled heads emerge across analyzed runs (seeds): each run's order, how often the
     most common one repeats, pairwise precedence; with ``out``, writes ``emergence.json``.
