@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -50,3 +52,16 @@ def assert_round_trip(cls: type, path: Path) -> None:
 
     on_disk = json.loads(path.read_text())
     assert json.loads(json.dumps(_clean(cls.from_json(on_disk).to_json()))) == on_disk
+
+
+@contextlib.contextmanager
+def says(pattern: str = "") -> Iterator[list[str]]:
+    """The block tells the user (headlab.notices.say: stderr and the result's record) a line matching
+    ``pattern``; what Python's warnings filters cannot hide."""
+    import re
+
+    from headlab.notices import recorded
+
+    with recorded() as said:
+        yield said
+    assert any(re.search(pattern, s) for s in said), f"nothing said matches {pattern!r}: {said}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from headlab.errors import HeadlabError
+from headlab.notices import say
 
 
 def _umask() -> int:
@@ -118,7 +119,6 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of a JSON-lines log. A torn last line (a process killed while writing it) is dropped with a
     warning; a damaged line anywhere else is an error naming the file and line."""
-    import warnings
 
     p = Path(path)
     lines = p.read_text(encoding="utf-8").splitlines()
@@ -130,7 +130,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             rows.append(json.loads(line))
         except ValueError:
             if i == len(lines) - 1:
-                warnings.warn(f"{p}: last line is incomplete (a killed run?); ignored", stacklevel=2)
+                say(f"{p}: last line is incomplete (a killed run?); ignored")
                 break
             raise HeadlabError(f"{p}:{i + 1} is not valid JSON; the log is damaged") from None
     return rows

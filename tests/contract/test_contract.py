@@ -19,6 +19,7 @@ from typing import Callable
 import pytest
 
 from headlab.cli import main
+from tests.support import says
 
 from ..support import need
 from .procs import TINY, scan_proc, tiny_config, wait_for_progress
@@ -310,7 +311,7 @@ def test_a_data_pool_left_by_other_settings_is_rebuilt_not_reused(tmp_path: Path
     for d in (run / "checkpoints").iterdir():  # as if killed before its first checkpoint
         __import__("shutil").rmtree(d)
     (run / "final.safetensors").unlink()
-    with pytest.warns(UserWarning, match="not this run's"):
+    with says("not this run's"):
         assert main(["train", str(cfg), "--out", str(run), "--seed", "7", "--no-progress"]) == 0
     meta = json.loads((run / "data.json").read_text())
     assert meta["fingerprint"] == fingerprint(load_config(cfg).data, 7)
@@ -321,7 +322,7 @@ def test_resume_with_every_checkpoint_damaged_starts_the_logs_afresh(tmp_path: P
     assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
     for d in (run / "checkpoints").iterdir():
         (d / "model.safetensors").write_bytes(b"damaged")
-    with pytest.warns(UserWarning, match="no usable checkpoint"):
+    with says("no usable checkpoint"):
         assert main(["train", str(cfg), "--out", str(run), "--resume", "--no-progress"]) == 0
     steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == sorted(set(steps)) == list(range(1, TINY["optim"]["steps"] + 1))
@@ -333,7 +334,7 @@ def test_a_torn_last_log_line_is_dropped_with_a_warning_and_a_torn_middle_is_an_
 
     log = tmp_path / "metrics.jsonl"
     log.write_text('{"step": 1}\n{"step": 2}\n{"st')
-    with pytest.warns(UserWarning, match="incomplete"):
+    with says("incomplete"):
         assert [r["step"] for r in read_jsonl(log)] == [1, 2]
     log.write_text('{"step": 1}\n{"st\n{"step": 3}\n')
     with pytest.raises(HeadlabError, match="metrics.jsonl:2"):
@@ -343,7 +344,7 @@ def test_a_torn_last_log_line_is_dropped_with_a_warning_and_a_torn_middle_is_an_
 def test_duplicate_heads_count_once_with_a_warning() -> None:
     from headlab.ablation.heads import parse_heads
 
-    with pytest.warns(UserWarning, match="more than once"):
+    with says("more than once"):
         assert parse_heads("0.7,0.7,1.2", 2, 9) == {0: [7], 1: [2]}
 
 
@@ -352,7 +353,7 @@ def test_fewer_samples_with_the_target_than_k_leave_the_share_undefined() -> Non
     need("minilm-l6")
     from headlab import scan
 
-    with pytest.warns(UserWarning, match="fewer than the rule's k"):
+    with says("fewer than the rule's k"):
         r = scan("minilm-l6", ["a/b and c/d", "plain words only", "more plain words"], progress=False)
     assert r.n_samples_with_target == 1 and r.sdh_share is None and r.to_json()["sdh_share"] is None
     assert "undefined" in r.table()
@@ -364,7 +365,7 @@ def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
     f = tmp_path / "c.jsonl"
     f.write_text('{"text": "fine"}\n{"title": "no text"}\n{"text": 3}\n')
     (doc,) = list(file_documents(str(f)))
-    with pytest.warns(UserWarning, match=r"2 record\(s\) without a string 'text' field skipped \(line 2, 3\)"):
+    with says(r"2 record\(s\) without a string 'text' field skipped \(line 2, 3\)"):
         assert doc.load() == ["fine"]
 
 

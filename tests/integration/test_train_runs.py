@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 from headlab.errors import HeadlabError
 from headlab.formation.training_run import tracked_training as train
 from headlab.training import from_dict
+from tests.support import says
 
 from ..support import TINY_RUN
 
@@ -70,7 +71,7 @@ def test_damaged_checkpoint_is_named_and_skipped(uninterrupted, tmp_path):
     shutil.rmtree(run / "checkpoints" / "step-0000012")
     f = run / "checkpoints" / "step-0000008" / "model.safetensors"
     f.write_bytes(f.read_bytes()[:100])  # truncated
-    with pytest.warns(UserWarning, match="step-0000008 is damaged"):
+    with says("step-0000008 is damaged"):
         train(_cfg(), run, resume=True, progress=False)
     assert _losses(run) == _losses(uninterrupted)
 
@@ -106,7 +107,7 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
     run = tmp_path / "tracked"
     shutil.copytree(uninterrupted, run)
     (run / "checkpoints" / "step-0000004" / "state.json").write_text("{not json")
-    with pytest.warns(UserWarning, match="step-0000004 is damaged"):
+    with says("step-0000004 is damaged"):
         assert main(["track", str(run), "--n", "6", "--no-progress"]) == 0
     t = TrackResult.from_json(json.loads((run / "track" / "track.json").read_text()))
     assert t.steps == [1, 3, 8, 12] and set(t.scores) == set(METRICS)

@@ -6,6 +6,7 @@ import pytest
 from headlab.corpus import Document, Sampler, documents, windows
 from headlab.corpus.files import file_documents
 from headlab.errors import HeadlabError
+from tests.support import says
 
 
 class CharTokenizer:
@@ -71,7 +72,7 @@ def test_file_corpus_reads_text_jsonl_gz_and_skips_binary(tmp_path):
         fh.write("gzipped rst")
     (tmp_path / "e.txt").write_bytes(b"\x00\x01binary\xff")
     (tmp_path / "f.bin").write_bytes(b"ignored")
-    with pytest.warns(UserWarning):
+    with says():
         texts = [t for d in file_documents(str(tmp_path)) for t in d.load()]
     assert sorted(texts) == ["gzipped rst", "json one", "json two", "plain text a/b"]
 
@@ -129,3 +130,30 @@ def test_debian_sources_say_how_to_install_when_missing(name, path):
     else:
         with pytest.raises(HeadlabError, match="apt-get install"):
             documents([name])
+
+
+def test_what_is_skipped_is_said_whatever_the_warnings_filters(tmp_path, capsys) -> None:
+    """A record without text is told on stderr and recorded even under PYTHONWARNINGS=ignore."""
+    import warnings
+
+    from headlab.corpus.files import file_documents
+
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"text": "fine"}\n{"id": 2}\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with says(r"1 record\(s\) without a string 'text' field skipped") as said:
+            assert [t for d in file_documents(str(f)) for t in d.load()] == ["fine"]
+    assert said and "without a string 'text' field" in capsys.readouterr().err
+
+
+def test_a_scan_records_what_it_skipped(tmp_path) -> None:
+    from headlab import scan
+    from headlab.nn import ModelConfig, Transformer, as_loaded, train_bpe
+
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"text": "a b c d e f g h"}\n{"id": 2}\n')
+    tok = train_bpe(["a b c d e f g h"] * 8, 300)
+    lm = as_loaded(Transformer(ModelConfig(vocab_size=len(tok), n_layers=1, n_heads=2, d_model=16)), tok, "tiny")
+    r = scan(lm, corpus=[str(f)], detectors=["previous-token"], max_samples=None, progress=False)
+    assert any("without a string 'text' field" in w for w in r.warnings) and r.to_json()["warnings"] == r.warnings

@@ -13,7 +13,6 @@ Modes: ``zero`` (z_h = 0), ``mean`` (z_h = its mean over a reference set, global
 from __future__ import annotations
 
 import contextlib
-import warnings
 from typing import Callable, Iterator, Mapping, Sequence
 
 import torch
@@ -23,6 +22,7 @@ from headlab.attention.adapters import parts
 from headlab.attention.interventions import Intervention, Mean, Record, Resample, Zero, intervene
 from headlab.errors import HeadlabError
 from headlab.head import Head
+from headlab.notices import say
 
 HeadSet = Mapping[int, Sequence[int]]  # layer -> heads
 
@@ -39,7 +39,7 @@ def parse_heads(spec: str | Sequence[str], n_layers: int, n_heads: int) -> dict[
     for item in (i.strip() for i in items if i.strip()):
         layer, head = Head.parse(item).check(n_layers, n_heads)
         if head in out.get(layer, []):
-            warnings.warn(f"head {layer}.{head} is listed more than once; it counts once", stacklevel=2)
+            say(f"head {layer}.{head} is listed more than once; it counts once")
             continue
         out.setdefault(layer, []).append(head)
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,6 +20,7 @@ from headlab.distributed import world
 from headlab.errors import HeadlabError
 from headlab.interrupts import Terminated
 from headlab.models import LoadedModel, load
+from headlab.notices import recorded, say
 from headlab.progress import bar as progress_bar
 
 __all__ = ["ScanResult", "ScanSettings", "scan"]
@@ -48,35 +48,39 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     returns the merged result. A Ctrl-C (or SIGTERM, under the CLI) stops the scan early and returns the
     statistics of every batch that finished, marked ``interrupted``.
     """
-    s = settings.replace(**options) if options else settings
-    loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
-    plan = _plan(loaded, s, texts, corpus)
-    w = world()
-    census = Census((loaded.facts.n_layers, loaded.facts.n_heads), s.threshold, s.consecutive)
-    folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    every = s.every(folder is not None)
-    parts = _resume(folder, census, w, plan.fingerprint) if resume else 0
-    writer = PerSampleWriter(per_sample, parts) if per_sample is not None and w.main else None
-    bar = progress_bar(s.max_samples, f"scan {loaded.name}", "sample", progress and w.main)
-    if bar is not None and census.position:
-        bar.update(census.position)
-    try:
-        interrupted = run(loaded, plan.detectors, plan.sampler.samples(plan.documents, s.max_samples), census, w,
-                          settings=s, route=plan.route, bar=bar, every=every, folder=folder, print_=plan.fingerprint,
-                          writer=writer, rows=per_sample is not None)
-    except KeyboardInterrupt as exc:  # Ctrl-C before the loop, or a sharded scan (its last checkpoint stands)
-        interrupted = exc
-        if w.size > 1:
-            raise
-    finally:
-        if bar is not None:
-            bar.close()
-    merge_ranks(census, w)
-    if writer is not None and census.n_samples:
-        writer.finish()
-    record = {**plan.record, "world_size": w.size, "checkpoint_every": every,
-              "per_sample": str(Path(per_sample).resolve()) if per_sample is not None else None}
-    return _result(loaded, s, census, record, plan.has_token, interrupted)
+    with recorded() as said:  # skipped inputs, repaired checkpoints, caveats: the result records them
+        s = settings.replace(**options) if options else settings
+        loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
+        plan = _plan(loaded, s, texts, corpus)
+        w = world()
+        census = Census((loaded.facts.n_layers, loaded.facts.n_heads), s.threshold, s.consecutive)
+        folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        every = s.every(folder is not None)
+        parts = _resume(folder, census, w, plan.fingerprint) if resume else 0
+        writer = PerSampleWriter(per_sample, parts) if per_sample is not None and w.main else None
+        bar = progress_bar(s.max_samples, f"scan {loaded.name}", "sample", progress and w.main)
+        if bar is not None and census.position:
+            bar.update(census.position)
+        try:
+            samples = plan.sampler.samples(plan.documents, s.max_samples)
+            interrupted = run(loaded, plan.detectors, samples, census, w, settings=s, route=plan.route, bar=bar,
+                              every=every, folder=folder, print_=plan.fingerprint, writer=writer,
+                              rows=per_sample is not None)
+        except KeyboardInterrupt as exc:  # Ctrl-C before the loop, or a sharded scan (its last checkpoint stands)
+            interrupted = exc
+            if w.size > 1:
+                raise
+        finally:
+            if bar is not None:
+                bar.close()
+        merge_ranks(census, w)
+        if writer is not None and census.n_samples:
+            writer.finish()
+        record = {**plan.record, "world_size": w.size, "checkpoint_every": every,
+                  "per_sample": str(Path(per_sample).resolve()) if per_sample is not None else None}
+        result = _result(loaded, s, census, record, plan.has_token, interrupted)
+    result.warnings = list(said)
+    return result
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ def _result(loaded: LoadedModel, s: ScanSettings, census: Census, record: dict[s
         notes.append(f"only {n_with} sample(s) contain {s.target!r}, fewer than the rule's k = {s.consecutive}: "
                      "the SDH share is undefined (use more samples or --filter with-target)")
     for note in notes:
-        warnings.warn(note, stacklevel=3)
+        say(note)
     token = "token" in moments
     return ScanResult(
         model=loaded.name, n_layers=L, n_heads=H, n_samples=census.n_samples, n_samples_with_target=n_with,

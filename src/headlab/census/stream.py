@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -34,6 +33,7 @@ from headlab.distributed import World
 from headlab.errors import HeadlabError
 from headlab.io import file_sha256, write_json_atomic
 from headlab.models import LoadedModel
+from headlab.notices import say
 
 CKPT_NPZ, CKPT_JSON = "scan.checkpoint.npz", "scan.checkpoint.json"
 
@@ -87,7 +87,7 @@ def load_checkpoint(folder: Path, census: Census, w: World, print_: str) -> int 
         with np.load(npz_f) as z:
             state = {k: z[k] for k in z.files}
     except (OSError, ValueError, KeyError) as exc:
-        warnings.warn(f"the checkpoint in {folder} is damaged ({exc}); the scan starts over", stacklevel=2)
+        say(f"the checkpoint in {folder} is damaged ({exc}); the scan starts over")
         return None
     if meta["fingerprint"] != print_:
         raise HeadlabError(f"the checkpoint in {folder} belongs to a scan with other settings; resume with the same "

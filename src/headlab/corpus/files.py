@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import warnings
 from pathlib import Path
 from typing import Iterator
 
 from headlab.corpus.document import Document
 from headlab.errors import HeadlabError
+from headlab.notices import say
 
 TEXT_SUFFIXES = (".txt", ".md", ".rst", ".text")
 SUFFIXES = TEXT_SUFFIXES + (".jsonl",)
@@ -46,11 +46,11 @@ def _load(path: Path) -> list[str]:
     try:
         data = _read_bytes(path)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        warnings.warn(f"skipping {path}: cannot read it ({exc})", stacklevel=2)
+        say(f"skipping {path}: cannot read it ({exc})")
         return []
     text = _decode(path, data)
     if text is None:
-        warnings.warn(f"skipping {path}: binary content", stacklevel=2)
+        say(f"skipping {path}: binary content")
         return []
     if _kind(path) == "text":
         return [text] if text.strip() else []
@@ -62,7 +62,7 @@ def _load(path: Path) -> list[str]:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:
-            warnings.warn(f"{path}:{i + 1}: not JSON, line skipped", stacklevel=2)
+            say(f"{path}:{i + 1}: not JSON, line skipped")
             continue
         t = rec.get("text") if isinstance(rec, dict) else None
         if not isinstance(t, str):
@@ -71,8 +71,7 @@ def _load(path: Path) -> list[str]:
             out.append(t)
     if skipped:
         where = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
-        warnings.warn(f"{path}: {len(skipped)} record(s) without a string 'text' field skipped (line {where})",
-                      stacklevel=2)
+        say(f"{path}: {len(skipped)} record(s) without a string 'text' field skipped (line {where})")
     return out
 
 

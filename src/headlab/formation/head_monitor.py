@@ -22,7 +22,6 @@ its state (peaks, rules holding) from the rows it keeps.
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import torch
 
 from headlab.head import name as head_name
 from headlab.io import AppendLog, read_jsonl
+from headlab.notices import say
 from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.training.config import MonitorConfig
 
@@ -124,7 +124,7 @@ class HeadMonitor:
         found = [w for w in collapse if w["rule"] not in self.holding] + found
         self.holding = {w["rule"] for w in collapse}
         for w in found:
-            warnings.warn(f"head monitor, step {step}: {w['message']}", stacklevel=2)
+            say(f"head monitor, step {step}: {w['message']}")
         self.log.write({"step": step, "scores": {m: np.where(np.isnan(a), None, a).tolist()  # type: ignore[call-overload]
                                                  for m, a in scores.items()},
                         "holding": sorted(self.holding), "warnings": found})

@@ -27,6 +27,7 @@ from headlab.corpus import Sample
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_text_atomic
+from headlab.notices import say
 from headlab.plotting import new_figure
 from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
@@ -120,7 +121,6 @@ def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.nd
 
 def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool = True) -> TrackResult:
     """Score every head at every checkpoint of ``run`` (damaged checkpoints are reported and skipped)."""
-    import warnings
 
     run = Path(run)
     if not (run / "config.toml").exists():
@@ -136,7 +136,7 @@ def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool
         try:
             loaded = load_checkpoint_model(run, folder)
         except HeadlabError as exc:
-            warnings.warn(f"checkpoint {folder.name} is damaged ({exc}); skipped", stacklevel=2)
+            say(f"checkpoint {folder.name} is damaged ({exc}); skipped")
             continue
         if probes is None:
             probes = probe_sets(run, loaded.tokenizer, cfg.model.max_length, n_stimuli, seed)

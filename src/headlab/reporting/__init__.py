@@ -9,13 +9,13 @@ The HTML file is offline: figures are files beside it, the style is inline, noth
 from __future__ import annotations
 
 import html
-import warnings
 from pathlib import Path
 from typing import Any
 
 from headlab.display import safe_markdown
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
+from headlab.notices import say
 from headlab.reporting.sections import SECTIONS, Section
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
@@ -57,8 +57,8 @@ def collect(run: str | Path, out: str | Path) -> list[Section]:
             sections.append(build(folder, figdir, "-".join(folder.relative_to(run).parts) or run.name))
         except (KeyError, ValueError, TypeError, OSError, HeadlabError) as exc:  # one damaged result does not sink it
             skipped.append(path)
-            warnings.warn(f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc}); "
-                          "its section is left out", stacklevel=2)
+            say(f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc}); "
+                          "its section is left out")
     if not sections:
         raise HeadlabError(f"none of the results in {run} could be read ({', '.join(map(str, skipped))})")
     return sections

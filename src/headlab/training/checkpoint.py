@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from safetensors.torch import load_file, save_file
 
 from headlab.errors import HeadlabError
 from headlab.io import file_sha256
+from headlab.notices import say
 
 
 def schedule(steps: int, early_points: int, early_fraction: float, every: int) -> list[int]:
@@ -143,7 +143,7 @@ def sound_checkpoints(run: Path) -> list[tuple[int, Path]]:
         try:
             verify(folder)
         except HeadlabError as exc:
-            warnings.warn(f"checkpoint {folder.name} is damaged ({exc}); skipped", stacklevel=2)
+            say(f"checkpoint {folder.name} is damaged ({exc}); skipped")
             continue
         out.append((step, folder))
     return out
@@ -155,7 +155,7 @@ def latest_good(run: Path) -> tuple[Path, dict[str, Any]] | None:
         try:
             return folder, verify(folder)
         except HeadlabError as exc:
-            warnings.warn(f"checkpoint {folder.name} is damaged ({exc}); trying the previous one", stacklevel=2)
+            say(f"checkpoint {folder.name} is damaged ({exc}); trying the previous one")
     return None
 
 

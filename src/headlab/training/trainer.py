@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from headlab.errors import HeadlabError
 from headlab.io import FolderLock, write_text_atomic
 from headlab.nn.transformer import Transformer
+from headlab.notices import say
 from headlab.progress import bar as progress_bar
 from headlab.training import checkpoint as ckpt
 from headlab.training.config import TrainConfig, same_but_vocab, to_toml
@@ -152,10 +153,8 @@ class Trainer:
                 if ckpt.checkpoints(self.run):
                     raise HeadlabError(f"{self.run} holds checkpoints but its data pool cannot be used: {why}; "
                                        "start the run in a new folder")
-                import warnings
 
-                warnings.warn(f"{self.run}: the data pool left there is not this run's ({why}); rebuilding it",
-                              stacklevel=2)
+                say(f"{self.run}: the data pool left there is not this run's ({why}); rebuilding it")
             if why is not None:
                 pool, tok = build_pool(self.cfg.data, self.cfg.optim.seed, self.progress)
                 save_pool(pool, tok, self.run, print_)
@@ -178,10 +177,8 @@ class Trainer:
         found = ckpt.latest_good(self.run)
         if found is None:
             if self.main:
-                import warnings
 
-                warnings.warn(f"{self.run} has no usable checkpoint; starting from step 0 (and its logs afresh)",
-                              stacklevel=2)
+                say(f"{self.run} has no usable checkpoint; starting from step 0 (and its logs afresh)")
                 for name in LOGS:  # rows of the lost steps would be logged twice
                     (self.run / name).unlink(missing_ok=True)
             return

@@ -1,0 +1,36 @@
+"""What a command skips or repairs (records without text, unreadable files, damaged checkpoints, torn log
+lines), said on stderr and kept for the result's own record.
+
+Not Python's ``warnings``: a warnings filter (``PYTHONWARNINGS=ignore``, a notebook's filter) must not be able
+to hide lost data. :func:`say` prints through tqdm (so a line never lands inside a progress bar) and adds the
+line to every :func:`recorded` block around it, from which a command copies them into its result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import sys
+from typing import Iterator
+
+_RECORDS: contextvars.ContextVar[tuple[list[str], ...]] = contextvars.ContextVar("headlab_notices", default=())
+
+
+def say(message: str) -> None:
+    """Tell the user what was skipped or repaired, and record it."""
+    from tqdm import tqdm
+
+    tqdm.write(f"headlab: warning: {message}", file=sys.stderr)
+    for record in _RECORDS.get():
+        record.append(message)
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[list[str]]:
+    """Collect every :func:`say` inside the block (nested blocks each get them)."""
+    record: list[str] = []
+    token = _RECORDS.set(_RECORDS.get() + (record,))
+    try:
+        yield record
+    finally:
+        _RECORDS.reset(token)
