@@ -41,7 +41,8 @@ RULES: dict[str, Rule] = {
     "samples": COUNT, "rope_samples": COUNT, "draws": WHOLE, "max_offset": WHOLE, "max_length": Rule("whole", 2),
     "max_samples": Rule("whole", 0, optional=True), "stride": Rule("whole", 1, optional=True),
     "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
-    "chunk_mb": Rule("positive"), "window": Rule("whole", 2),
+    "chunk_mb": Rule("positive"), "window": Rule("whole", 2), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
+    "continuation": WHOLE,
 }
 
 

@@ -91,10 +91,17 @@ RESULTS = [  # (command line, the result file an earlier run left in --out)
     ("importance minilm-l6 --out {tmp}/out", "importance.json"), ("prune minilm-l6 --out {tmp}/out", "prune.json"),
     ("report {tmp} --out {tmp}/out", "report.md"), ("track {tmp} --out {tmp}/out", "track.json"),
     ("languages minilm-l6 --out {tmp}/out", "languages.md"),
+    ("retrieval eval-llm smollm2-135m --n 2 --depths 1 --out {tmp}/out", "eval_llm.json"),
+    ("retrieval analyze {tmp} --out {tmp}/out", "analyze.json"),
 ]
 ROWS += [Row(f"no silent overwrite: {cmd.split()[0]}", cmd.split(), 2, "--overwrite", _file(f"out/{f}", "earlier"),
              untouched=[f"out/{f}"]) for cmd, f in RESULTS]
 ROWS += [
+    Row("no silent overwrite: retrieval generate",
+        "retrieval generate --form minimal --depth 2 --out {tmp}/g.jsonl".split(), 2, "--overwrite",
+        _file("g.jsonl", "earlier"), untouched=["g.jsonl"]),
+    Row("retrieval generate --out a folder", "retrieval generate --form minimal --depth 2 --out {tmp}".split(), 2,
+        "is a folder"),
     Row("no silent overwrite: view", "view minilm-l6 --out {tmp}/v.html".split(), 2, "--overwrite",
         _file("v.html", "earlier"), untouched=["v.html"]),
     Row("--out is an existing file", "scan minilm-l6 --out {tmp}/f".split(), 2, "existing file", _file("f", "keep"),

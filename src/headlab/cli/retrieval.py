@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains (default 2)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True, help="FILE.jsonl")
+    g.add_argument("--overwrite", action="store_true", help="replace an existing FILE.jsonl")
     bind(g, retrieval.generate, _cmd_generate)
 
     t = rs.add_parser("train", help="train one decoder on the minimal form")
@@ -57,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--draws", type=at_least(0), default=10)
     an.add_argument("--min-mass", type=real_in(0, 1), default=0.3)
     an.add_argument("--out", default=None, help="default RUN/analyze")
+    an.add_argument("--overwrite", action="store_true", help="replace an earlier analysis in --out")
     bind(an, retrieval.analyze, _cmd_analyze)
 
     em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
@@ -76,7 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--continuation", type=at_least(0), default=8,
                    help="greedy continuation tokens for the outcome-classified scoring (default 8; 0 = off)")
     e.add_argument("--device", default="cpu")
-    e.add_argument("--out", default=None)
+    e.add_argument("--out", default=None, help="folder for eval_llm.json and eval_llm.png (default: not written)")
+    e.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     e.add_argument("--no-progress", action="store_true")
     bind(e, retrieval.eval_llm, _cmd_eval_llm)
 

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import inspect
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
+from headlab.io import writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
 from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
 from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
 from headlab.retrieval.llm_eval import EvalLLMResult
 from headlab.retrieval.training import retrieval_config, train_retrieval
-from headlab.values import listed
+from headlab.values import check, listed
 
 
 def _shape(name: str) -> Any:
@@ -35,18 +37,21 @@ _EVAL_EVERY = inspect.signature(train_retrieval).parameters["eval_every"].defaul
 
 
 def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
-             out: str | Path | None = None) -> list[dict[str, Any]]:
+             out: str | Path | None = None, overwrite: bool = False) -> list[dict[str, Any]]:
     """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
-    by the solver; with ``out`` (a ``.jsonl`` file), written one JSON a line.
+    by the solver; with ``out`` (a ``.jsonl`` file, never replaced unless ``overwrite``), written one JSON a line.
 
     Example:
 
         ex = retrieval.generate(form="assign", depth=3, n=2)
         print(ex[0]["prompt"]); ex[0]["answer"]
     """
-    from headlab.io import write_text_atomic
+    from headlab.io import claim_file, write_text_atomic
     from headlab.retrieval.task import generate as run
 
+    check(n=n, seed=seed, depth=depth, distractors=distractors)
+    if out is not None:
+        claim_file(out, overwrite)  # before the work: a folder, an existing file or a read-only place is refused
     rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in run(form, depth, n, seed,
                                                                        n_distractors=distractors)]
     if out is not None:
@@ -105,7 +110,7 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
 
 
 def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3,
-            out: str | Path | None = None) -> AnalyzeResult:
+            out: str | Path | None = None, overwrite: bool = False) -> AnalyzeResult:
     """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
     ``min_mass`` of attention), check the circuit by ablation against ``draws`` matched random sets and each
     head alone, and find the step each labelled head emerges. Writes ``analyze.json``, ``analyze.md`` and
@@ -120,8 +125,11 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     from headlab.retrieval.analysis import analyze as run_analysis
     from headlab.retrieval.analysis import write_analysis
 
-    r = run_analysis(run, n=n, draws=draws, min_mass=min_mass)
-    write_analysis(r, Path(out) if out is not None else Path(run) / "analyze")
+    check(n=n, draws=draws, threshold=min_mass)
+    folder = Path(out) if out is not None else Path(run) / "analyze"
+    with writing(folder, [AnalyzeResult.KIND, "analyze.md", "circuit.png"], overwrite) as held:
+        r = run_analysis(run, n=n, draws=draws, min_mass=min_mass)
+        write_analysis(r, held)
     return r
 
 
@@ -152,7 +160,7 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500, shots: int = 0,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), seed: int = 0,
              batch_size: int = 8, continuation: int = 8, device: str = "cpu", progress: bool = True,
-             out: str | Path | None = None) -> EvalLLMResult:
+             out: str | Path | None = None, overwrite: bool = False) -> EvalLLMResult:
     """Accuracy of a pretrained causal LM on the text forms by chain depth (``n`` questions per cell,
     ``shots`` solved examples in the prompt), with Wilson 95% intervals; ``continuation`` > 0 also classifies a
     greedy continuation of that many tokens (answer, distractor, hop, other name, format). With ``out``,
@@ -166,11 +174,14 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
     from headlab.retrieval.llm_eval import eval_llm as run
     from headlab.retrieval.llm_eval import plot_eval
 
-    r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
-            progress=progress, device=device, continuation=continuation)
-    if out is not None:
-        r.write(Path(out))
-        plot_eval(r, Path(out) / "eval_llm.png")
+    check(n=n, shots=shots, seed=seed, batch_size=batch_size, continuation=continuation)
+    held = writing(out, [EvalLLMResult.KIND, "eval_llm.png"], overwrite) if out is not None else nullcontext(None)
+    with held as folder:  # claimed and locked before the model is read: no result is lost to a late refusal
+        r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
+                progress=progress, device=device, continuation=continuation)
+        if folder is not None:
+            r.write(folder)
+            plot_eval(r, folder / "eval_llm.png")
     return r
 
 
