@@ -39,3 +39,21 @@ def test_too_long_sample_is_a_clear_error():
 
     with pytest.raises(HeadlabError, match="exceeds"):
         list(score_samples(lm, [make("sink")], [Sample(0, "x", 0, tuple([5] * 200))]))
+
+
+def test_a_resume_with_another_per_sample_file_is_refused(tmp_path) -> None:
+    """The checkpoint's fingerprint holds the per-sample file: rows of two files are never mixed."""
+    import pytest
+
+    from headlab.census.scanner import scan
+    from headlab.errors import HeadlabError
+    from headlab.nn import ModelConfig, Transformer, as_loaded, train_bpe
+
+    texts = [f"text {i} with a/b and more words" * 3 for i in range(12)]
+    tok = train_bpe(texts, 300)
+    lm = as_loaded(Transformer(ModelConfig(vocab_size=len(tok), n_layers=1, n_heads=2, d_model=16)), tok, "tiny")
+    opts = dict(detectors=["previous-token"], max_samples=None, max_length=16, batch_size=2, progress=False,
+                checkpoint_dir=tmp_path, checkpoint_every=4)
+    scan(lm, texts, per_sample=tmp_path / "a.parquet", **opts)
+    with pytest.raises(HeadlabError, match="other settings"):
+        scan(lm, texts, per_sample=tmp_path / "b.parquet", resume=True, **opts)

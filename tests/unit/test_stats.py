@@ -34,3 +34,19 @@ def test_consecutive_rule(seq, k, passed):
     r.update(np.array(seq)[:, None][:2])
     r.update(np.array(seq)[:, None][2:])  # split across blocks: the run carries over
     assert bool(r.passed[0]) is passed
+
+
+def test_a_checkpoint_without_its_fingerprint_is_damaged_not_an_internal_error(tmp_path) -> None:
+    import json
+
+    from headlab.census.accumulator import Census
+    from headlab.census.stream import CKPT_JSON, load_checkpoint
+    from headlab.distributed import world
+    from tests.support import says
+
+    (tmp_path / CKPT_JSON).write_text(json.dumps({"position": 64, "parts": 1}))
+    with says("damaged .*lacks fingerprint, sha256"):
+        assert load_checkpoint(tmp_path, Census((1, 1), 0.5, 3), world(), "print") is None
+    (tmp_path / CKPT_JSON).write_text("[1, 2]")
+    with says("damaged"):
+        assert load_checkpoint(tmp_path, Census((1, 1), 0.5, 3), world(), "print") is None

@@ -51,7 +51,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     with recorded() as said:  # skipped inputs, repaired checkpoints, caveats: the result records them
         s = settings.replace(**options) if options else settings
         loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
-        plan = _plan(loaded, s, texts, corpus)
+        plan = _plan(loaded, s, texts, corpus, per_sample)
         w = world()
         census = Census((loaded.facts.n_layers, loaded.facts.n_heads), s.threshold, s.consecutive)
         folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
@@ -97,7 +97,8 @@ class _Plan:
     has_token: bool
 
 
-def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, corpus: Sequence[str] | None) -> _Plan:
+def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, corpus: Sequence[str] | None,
+          per_sample: str | Path | None) -> _Plan:
     dets = [_make(d, s) for d in s.detectors]
     choice = choose(loaded.model, dets, s.route)
     bind_to(loaded, dets)  # before the sampler (it needs the token's target ids) and the recorded settings
@@ -115,7 +116,9 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter, "capture": "streaming",
         **choice.settings(), "chunk_mb": s.chunk_mb, "model_facts": loaded.facts.__dict__,
     }
-    return _Plan(dets, sampler, docs, choice.route, record, fingerprint(record), token is not None)
+    rows = str(Path(per_sample).resolve()) if per_sample is not None else None  # a resume must add to these rows
+    return _Plan(dets, sampler, docs, choice.route, record, fingerprint({**record, "per_sample": rows}),
+                 token is not None)
 
 
 def _resume(folder: Path | None, census: Census, w: Any, print_: str) -> int:

@@ -82,6 +82,9 @@ def load_checkpoint(folder: Path, census: Census, w: World, print_: str) -> int 
         return None
     try:
         meta = json.loads(meta_f.read_text())
+        missing = {"fingerprint", "position", "parts", "sha256"} - set(meta if isinstance(meta, dict) else ())
+        if missing:
+            raise ValueError(f"{CKPT_JSON} lacks {', '.join(sorted(missing))}")
         if file_sha256(npz_f) != meta["sha256"]:
             raise ValueError("scan.checkpoint.npz does not match its digest")
         with np.load(npz_f) as z:
