@@ -111,3 +111,24 @@ def test_claim_8_ablates_at_most_half_of_a_layer_by_slash_mass():
         by_layer.setdefault(layer, []).append(head)
     matched_control(by_layer, 4, random.Random(0))  # no error: every layer has a control
     assert ablation_heads(["0.0", "0.1"], mass, n_heads=3) == (["0.0"], ["0.1"])  # 3 heads: at most 1
+
+
+def test_every_model_gets_its_own_result_folder():
+    from headlab.study.claims import folder_names
+
+    assert folder_names(["minilm-l6", "a/mm", "b/mm/"]) == ["minilm-l6", "a-mm", "b-mm"]
+    assert folder_names(["x/mm", "x/mm"]) == ["x-mm-0", "x-mm-1"]
+    assert folder_names(["runs/xs", "runs/s"]) == ["xs", "s"]
+
+
+def test_a_saved_part_of_another_model_is_not_reused(tmp_path):
+    from pathlib import Path
+
+    from headlab.census.result import ScanResult
+    from headlab.study.claims_parts import saved_scan
+
+    sc = ScanResult.read(Path(__file__).parents[2] / "results/quickstart/scan")
+    sc.write(tmp_path)
+    st = sc.settings
+    assert saved_scan(tmp_path, "minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"]) is not None
+    assert saved_scan(tmp_path, "b/minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"]) is None

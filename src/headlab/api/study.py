@@ -99,7 +99,7 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
     """
     from headlab.io import write_text_atomic
     from headlab.models.loader import check_source
-    from headlab.study.claims import folder_name
+    from headlab.study.claims import folder_names
     from headlab.study.languages import by_language
 
     for m in models:  # every model is checked before the first is measured
@@ -108,12 +108,12 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
     results = []
     with saving(out, ["languages.md"], overwrite) as folder:
         parts = ["# `/` heads across languages (slash stimulus suite)", ""]
-        for m in models:
+        for m, name in zip(models, folder_names(models)):
             print(f"measuring {m if isinstance(m, str) else m.name}", file=sys.stderr)
             r = by_language(m, languages, n=n, seed=seed, batch_size=batch_size, device=device)
             results.append(r)
             parts.append(r.markdown())
             if folder is not None:
-                r.write(folder / folder_name(m))
+                r.write(folder / name)
                 write_text_atomic(folder / "languages.md", "\n".join(parts))
     return results

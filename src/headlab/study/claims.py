@@ -293,18 +293,18 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         raise HeadlabError(f"claims scan filter {target_filter!r}: use any or with-target")
     evaluations = {folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
     out = []
-    for m in models:
+    for m, name in zip(models, folder_names(models)):
         lm = m if isinstance(m, LoadedModel) else load(m, device=device)
         if on_model:
             on_model(lm.name)
-        folder = Path(save_dir) / folder_name(lm) if save_dir is not None else None
-        sc = saved_scan(folder, corpus, scan_samples, seed, target_filter) if resume and folder else None
+        folder = Path(save_dir) / name if save_dir is not None else None
+        sc = saved_scan(folder, lm.name, corpus, scan_samples, seed, target_filter) if resume and folder else None
         reused = sc is not None
         if sc is None:
             sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size,
                       progress=progress, target_filter=target_filter)
             sc.stop_if_interrupted("headlab claims")  # a claims table from a partial scan would look whole
-        ch = saved_characterization(folder, n, seed, kappa) if resume and folder else None
+        ch = saved_characterization(folder, lm.name, n, seed, kappa) if resume and folder else None
         if ch is None:
             ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
         if folder is not None:
@@ -317,7 +317,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
 
             heads, left_out = ablation_heads(claim_heads(sc, ch), ch.slash_mass["value"], lm.facts.n_heads)
             if reused and folder is not None:  # an ablation is only as current as the scan it rests on
-                ablation = saved_ablation(folder, heads, ablation_draws, ablation_samples)
+                ablation = saved_ablation(folder, lm.name, heads, ablation_draws, ablation_samples)
             if ablation is None:
                 ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, draws=ablation_draws,
                                              samples=ablation_samples, corpus=corpus, seed=seed,
@@ -340,6 +340,16 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
 def folder_name(model: str | LoadedModel) -> str:
     """A model's result folder name: a named model's name, or the last part of a path."""
     return Path(str(model.name if isinstance(model, LoadedModel) else model).rstrip("/")).name
+
+
+def folder_names(models: Sequence[str | LoadedModel]) -> list[str]:
+    """One result folder per model, never shared: models whose paths end alike (``a/mm``, ``b/mm``) get their
+    parent folder in the name (``a-mm``, ``b-mm``), and a name still shared gets its position."""
+    specs = [str(m.name if isinstance(m, LoadedModel) else m).rstrip("/") for m in models]
+    names = [folder_name(s) for s in specs]
+    names = [f"{Path(s).parent.name}-{n}" if names.count(n) > 1 and Path(s).parent.name else n
+             for s, n in zip(specs, names)]
+    return [f"{n}-{i}" if names.count(n) > 1 else n for i, n in enumerate(names)]
 
 
 def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The per-model parts of ``headlab claims``: the heads claim 8 ablates, and reuse of saved parts on resume.
 
 A saved part (``MODEL/scan.json``, ``characterize.json``, ``ablate.json`` of an earlier, interrupted run) is
-reused only when the settings that shape it are the ones asked for now; otherwise it is measured again.
+reused only when it is this model's (its recorded name) and the settings that shape it are the ones asked for
+now; otherwise it is measured again.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return all(saved.get(k) == v for k, v in wanted.items())
 
 
-def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, seed: int, target_filter: str) -> Any:
+def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samples: int, seed: int,
+               target_filter: str) -> Any:
     from headlab.census.result import ScanResult
     from headlab.corpus import DEFAULT_CORPUS
 
@@ -47,25 +49,25 @@ def saved_scan(folder: Path, corpus: Sequence[str] | None, scan_samples: int, se
     sc = ScanResult.read(f)
     wanted = {"corpus": list(corpus or DEFAULT_CORPUS), "max_samples": scan_samples, "seed": seed,
               "filter": target_filter}
-    return sc if _same(sc.settings, wanted) and not sc.interrupted else None
+    return sc if sc.model == model and _same(sc.settings, wanted) and not sc.interrupted else None
 
 
-def saved_characterization(folder: Path, n: int, seed: int, kappa: float) -> Any:
+def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float) -> Any:
     from headlab.study.characterize import CharacterizeResult
 
     f = folder / CharacterizeResult.KIND
     if not f.exists():
         return None
     ch = CharacterizeResult.read(f)
-    return ch if _same(ch.settings, {"n": n, "seed": seed, "kappa": kappa}) else None
+    return ch if ch.model == model and _same(ch.settings, {"n": n, "seed": seed, "kappa": kappa}) else None
 
 
-def saved_ablation(folder: Path, heads: Sequence[str], draws: int, samples: int) -> Any:
+def saved_ablation(folder: Path, model: str, heads: Sequence[str], draws: int, samples: int) -> Any:
     from headlab.ablation.experiment import AblateResult
 
     f = folder / AblateResult.KIND
     if not f.exists():
         return None
     ab = AblateResult.read(f)
-    same = [str(h) for h in ab["heads"]] == list(heads) and ab["control"]["draws"] == draws
+    same = ab.model == model and [str(h) for h in ab["heads"]] == list(heads) and ab["control"]["draws"] == draws
     return ab if same and ab["n_samples"] == samples else None
