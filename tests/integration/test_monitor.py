@@ -71,3 +71,12 @@ def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> No
     assert c["documents"] == r["fresh_documents"] > 20 and len(c["curve"]) == 5
     assert r["fitted_documents"] + r["calibration_documents"] + r["fresh_documents"] == r["reference_documents"]
     assert (out / "calibration.png").stat().st_size > 0 and "Calibration on" in (out / "evaluate.md").read_text()
+
+
+def test_a_profile_refuses_another_model(profile, tmp_path) -> None:
+    import headlab
+    from headlab.errors import HeadlabError
+
+    with pytest.raises(HeadlabError, match="fitted on minilm-l6, not mpnet-base"):
+        headlab.monitor.check(profile, corpus=["pydoc"], model="mpnet-base", out=tmp_path / "c")
+    assert not (tmp_path / "c" / "check.json").exists()

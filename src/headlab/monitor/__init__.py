@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from headlab.errors import HeadlabError
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult, check_rows, write
@@ -64,7 +65,6 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
-    from headlab.errors import HeadlabError
     from headlab.io import saving
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
@@ -76,6 +76,10 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
 def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any, max_samples: int,
            seed: int, batch_size: int, progress: bool, device: str) -> tuple[CheckResult, list[dict[str, Any]]]:
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
+    given = None if model is None else str(getattr(model, "name", model))
+    if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
+        raise HeadlabError(f"the profile was fitted on {prof.model}, not {given}: check with the profile's own model "
+                           "(leave model= out) or fit a profile for this one")
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
                  device, detectors) as (path, _):
