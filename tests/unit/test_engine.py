@@ -57,3 +57,25 @@ def test_a_resume_with_another_per_sample_file_is_refused(tmp_path) -> None:
     scan(lm, texts, per_sample=tmp_path / "a.parquet", **opts)
     with pytest.raises(HeadlabError, match="other settings"):
         scan(lm, texts, per_sample=tmp_path / "b.parquet", resume=True, **opts)
+
+
+def test_a_replaced_tokenizer_gets_its_own_ids_and_a_bigger_vocabulary_is_refused() -> None:
+    import dataclasses
+
+    import pytest
+
+    from headlab.census.scanner import scan
+    from headlab.errors import HeadlabError
+    from headlab.nn import ModelConfig, Transformer, as_loaded, train_bpe
+
+    small = train_bpe(["a/b c/d e f"] * 8, 300)
+    lm = as_loaded(Transformer(ModelConfig(vocab_size=len(small), n_layers=1, n_heads=2, d_model=16)), small, "m")
+    before = lm.ids_containing("/")
+    other = train_bpe(["x y z w"] * 8, 280)
+    swapped = dataclasses.replace(lm, tokenizer=other)  # shares lm's cache dict: entries are per tokenizer
+    swapped.ids_containing("/")
+    assert {key[0] for key in lm._ids_cache} == {id(small), id(other)}
+    assert lm.ids_containing("/") == before
+    big = train_bpe(["a/b c/d e f g h i j k"] * 8, 400)
+    with pytest.raises(HeadlabError, match="tokenizer has .* tokens but the model embeds"):
+        scan(dataclasses.replace(lm, tokenizer=big), ["a/b c/d"], progress=False)

@@ -57,6 +57,7 @@ def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: I
     """
     if route not in ROUTES:
         raise HeadlabError(f"unknown route {route!r}; choose {', '.join(ROUTES)}")
+    loaded.check_vocabulary()
     bind_to(loaded, detectors)  # every census path passes here: none scores with an unbound detector
     L = loaded.facts.n_layers
     current: dict[str, object] = {}

@@ -51,7 +51,8 @@ class LoadedModel:
     facts: ModelFacts
     source: str
     adapter: Adapter | None = None  # the family's architecture adapter (load() resolves it)
-    _ids_cache: dict[tuple[str, bool], frozenset[int]] = field(default_factory=dict, repr=False)
+    # keyed by the tokenizer too: dataclasses.replace(lm, tokenizer=other) shares this dict with lm
+    _ids_cache: dict[tuple[int, str, bool], frozenset[int]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def _vocab_tokens(self) -> list[str]:
@@ -62,13 +63,23 @@ class LoadedModel:
     def special_ids(self) -> frozenset[int]:
         return frozenset(int(i) for i in self.tokenizer.all_special_ids if i is not None)
 
+    def check_vocabulary(self) -> None:
+        """Refuse a tokenizer whose ids the model cannot embed (a bigger vocabulary would die inside torch, or
+        score other tokens than it names)."""
+        n = len(self.tokenizer) if self.tokenizer is not None and hasattr(self.tokenizer, "__len__") else 0
+        if n > self.facts.vocab_size:
+            from headlab.errors import HeadlabError
+
+            raise HeadlabError(f"{self.name}: its tokenizer has {n} tokens but the model embeds "
+                               f"{self.facts.vocab_size}; give the model its own tokenizer")
+
     def ids_containing(self, char: str, bare: bool = False) -> frozenset[int]:
         """Vocabulary ids whose token string contains ``char`` (special tokens such as ``</s>`` excluded).
 
         With ``bare=True`` only tokens that are ``char`` alone, optionally after a word-boundary marker
         (``Ġ``, ``▁``, ``##`` or a space), count: BPE merges like ``://`` or ``</`` are left out.
         """
-        key = (char, bare)
+        key = (id(self.tokenizer), char, bare)
         if key not in self._ids_cache:
             hits = set()
             for i, tok in enumerate(self._vocab_tokens):
