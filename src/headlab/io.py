@@ -37,6 +37,12 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def _no_dangling_link(p: Path) -> None:
+    if p.is_symlink() and not p.exists():
+        raise HeadlabError(f"--out {p} is a symbolic link to nothing ({os.readlink(p)}); remove it or choose another "
+                           "--out")
+
+
 def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool = False) -> Path:
     """Check that folder ``out`` can receive ``files`` (this command's result), before the work starts.
 
@@ -44,6 +50,7 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
     ``files`` (an earlier result) unless ``overwrite``; a path whose nearest existing folder is not writable.
     """
     p = Path(out).expanduser()
+    _no_dangling_link(p)
     if p.exists() and not p.is_dir():
         raise HeadlabError(f"--out {p} is an existing file, not a folder; choose a folder path")
     held = [f for f in files if (p / f).exists()]
@@ -85,6 +92,7 @@ def claim_file(path: str | os.PathLike[str], overwrite: bool = False) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         raise HeadlabError(f"--out {p} is a folder; give a file path")
+    _no_dangling_link(p)
     claim_out(p.parent, [p.name], overwrite)
     return p
 
