@@ -148,12 +148,17 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4
                      threads: int = 1, checkpoint_every: int | None = None,
                      warmup_steps: int | None = None) -> "TrainConfig":
     """The :class:`~headlab.training.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
+    from headlab.errors import HeadlabError
     from headlab.nn.transformer import ModelConfig
     from headlab.training.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
 
+    try:
+        model = ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
+                            max_length=task.max_length, positions=positions)  # type: ignore[arg-type]
+    except ValueError as exc:  # the model's own rule, in the options' words
+        raise HeadlabError(f"--d-model {d_model} / --n-heads {n_heads} / --positions {positions}: {exc}") from None
     return TrainConfig(
-        model=ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
-                          max_length=task.max_length, positions=positions),  # type: ignore[arg-type]
+        model=model,
         data=DataConfig(corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0,
                         probe_windows=0),  # unused: the task generates its own batches
         optim=OptimConfig(steps=steps, batch_size=batch_size, lr=lr,
