@@ -106,10 +106,15 @@ class PerSampleWriter:
 
 def top(path: str | Path, head: str, detector: str, k: int) -> list[dict[str, Any]]:
     """The ``k`` samples where ``head`` scores highest under ``detector`` (undefined scores never rank)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     col = f"{detector}/{head}"
-    names = pq.read_schema(path).names
+    try:
+        names = pq.read_schema(path).names
+    except (pa.ArrowInvalid, OSError) as exc:  # a truncated or fake file
+        raise HeadlabError(f"{path} is not a readable Parquet file ({str(exc).splitlines()[0]}); give the file "
+                           "scan --per-sample wrote") from None
     if col not in names:
         have = sorted({c.split("/")[0] for c in names if "/" in c})
         raise HeadlabError(f"{path} has no column {col!r}; detectors in it: {', '.join(have)}; heads are L.H")

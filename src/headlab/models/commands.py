@@ -21,7 +21,9 @@ def check(model: str) -> dict[str, Any]:
     """Whether headlab supports ``model`` (named, HF directory or hub id), from its config alone: family,
     capture route, census routes, intervention sites. No weights are read."""
     from headlab.models.inspection import report, skeleton
+    from headlab.models.loader import check_source
 
+    check_source(model)  # a missing path says so, before any hub-id rule is consulted
     return report(skeleton(model))
 
 
