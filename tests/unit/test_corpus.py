@@ -157,3 +157,14 @@ def test_a_scan_records_what_it_skipped(tmp_path) -> None:
     lm = as_loaded(Transformer(ModelConfig(vocab_size=len(tok), n_layers=1, n_heads=2, d_model=16)), tok, "tiny")
     r = scan(lm, corpus=[str(f)], detectors=["previous-token"], max_samples=None, progress=False)
     assert any("without a string 'text' field" in w for w in r.warnings) and r.to_json()["warnings"] == r.warnings
+
+
+def test_one_bad_byte_costs_no_file_and_deep_json_is_one_skipped_line(tmp_path) -> None:
+    from headlab.corpus.files import file_documents
+
+    (tmp_path / "a.txt").write_bytes(b"good text \xff and more")
+    with says(r"a.txt: 1 byte sequence\(s\) that are not UTF-8 replaced"):
+        assert [t for d in file_documents(str(tmp_path / "a.txt")) for t in d.load()] == ["good text \ufffd and more"]
+    (tmp_path / "b.jsonl").write_text('{"text": "ok"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with says(r"b.jsonl:2: not JSON, line skipped"):
+        assert [t for d in file_documents(str(tmp_path / "b.jsonl")) for t in d.load()] == ["ok"]

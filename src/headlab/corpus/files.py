@@ -33,13 +33,17 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _decode(path: Path, data: bytes) -> str | None:
-    """Text, or None for a binary file (a NUL byte, or not UTF-8)."""
+    """Text, or None for a binary file (a NUL byte). Bytes that are not UTF-8 become U+FFFD, and how many is
+    said: one bad byte does not cost a whole file."""
     if b"\x00" in data[:65536]:
         return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        text = data.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+        say(f"{path}: {bad} byte sequence(s) that are not UTF-8 replaced by U+FFFD")
+        return text
 
 
 def _load(path: Path) -> list[str]:
@@ -61,7 +65,7 @@ def _load(path: Path) -> list[str]:
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nesting deeper than the parser's stack is not a record
             say(f"{path}:{i + 1}: not JSON, line skipped")
             continue
         t = rec.get("text") if isinstance(rec, dict) else None
