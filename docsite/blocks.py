@@ -90,7 +90,7 @@ def text_block(root: Path, up: str, source: str) -> str:
 def wall(root: Path, up: str, source: str) -> str:
     """The lines of a committed run record that give its command and wall time."""
     found = [line.strip() for line in _committed(root, source).splitlines()
-             if re.search(r"wall time|^command:|: \d+ s$", line.strip(), re.I)]
+             if re.search(r"wall time:|^command:|: \d+ s$", line.strip(), re.I)]
     if not found:
         raise ValueError(f"{source} records no command or wall time")
     return "".join(f"- {line} (`{source}`)\n" for line in found)
