@@ -96,6 +96,36 @@ def wall(root: Path, up: str, source: str) -> str:
     return "".join(f"- {line} (`{source}`)\n" for line in found)
 
 
+@generator("line")
+def line(root: Path, up: str, source: str, prefix: str) -> str:
+    """The first line of a committed file that starts with ``prefix`` (``_`` stands for a space)."""
+    want = prefix.replace("_", " ")
+    found = next((x for x in _committed(root, source).splitlines() if x.startswith(want)), None)
+    if found is None:
+        raise ValueError(f"{source} has no line starting with {want!r}")
+    return f"{found} (`{source}`)\n"
+
+
+@generator("monitor-reading")
+def monitor_reading(root: Path, up: str, source: str) -> str:
+    """The counts a reading of one head-monitor evaluation (``evaluate.json``) quotes, computed from it."""
+    import numpy as np
+
+    d = json.loads(_committed(root, source))
+    kinds = d["kinds"]
+    by = {v: sorted(k for k, r in kinds.items() if r["verdict"] == v) for v in ("heads better", "baseline better",
+                                                                                 "tie")}
+    heads = [r["auroc"]["heads"][0] for r in kinds.values()]
+    forest_ahead = sorted(k for k, r in kinds.items() if r["auroc"]["heads-forest"][0] > r["auroc"]["heads"][0] + 0.03)
+    recall = {m: float(np.mean([r["recall_at_fpr"][m] for r in kinds.values()])) for m in ("heads", "heads-forest")}
+    return (f"- **{d['model']}** (`{source}`): heads AUROC {min(heads):.2f}-{max(heads):.2f} over {len(kinds)} kinds; "
+            f"heads better than the best baseline on {len(by['heads better'])} "
+            f"({', '.join(by['heads better']) or 'none'}), baseline better on {len(by['baseline better'])} "
+            f"({', '.join(by['baseline better']) or 'none'}), tie on {len(by['tie'])}; the isolation forest ranks "
+            f"better than the distance by more than 0.03 on {len(forest_ahead)} kinds, but at the 1% threshold "
+            f"recalls {recall['heads-forest']:.2f} on average against the distance's {recall['heads']:.2f}.\n")
+
+
 @generator("result-kinds")
 def result_kinds(root: Path, up: str) -> str:
     """Every registered result kind (headlab.result.RESULTS): its file, its Python type, its JSON keys."""
