@@ -37,6 +37,7 @@ def on_files(files: Files, config) -> Files:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """Pages under docs/ show result figures as ``../results/...`` (right on GitHub); on the site the figures
-    live at ``results/...`` beside the pages."""
-    return markdown.replace("](../results/", "](results/")
+    """Pages under docs/ show result figures as ``../results/...`` (``../../results/`` one folder down: right on
+    GitHub); on the site the figures live at ``results/...`` under the site root."""
+    up = "../" * page.file.src_uri.count("/")
+    return markdown.replace(f"](../{up}results/", f"]({up}results/")
