@@ -93,7 +93,7 @@ def wall(root: Path, up: str, source: str) -> str:
              if re.search(r"wall time:|^command:|: \d+ s$", line.strip(), re.I)]
     if not found:
         raise ValueError(f"{source} records no command or wall time")
-    return "".join(f"- {line} (`{source}`)\n" for line in found)
+    return "".join(f"- {line}\n" for line in found) + f"\n(`{source}`)\n"
 
 
 @generator("line")
