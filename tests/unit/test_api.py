@@ -157,3 +157,28 @@ def test_a_retrieval_analysis_renders_its_circuit() -> None:
     assert f"{r.ablation['accuracy_base']:.3f}" in shown
     fig = r.figure()
     assert isinstance(fig, Figure) and len(fig.axes[0].patches) == len(r.labels) * len(r.labels[0])
+
+
+def test_every_option_says_what_it_is_and_its_default() -> None:
+    import argparse
+
+    missing, silent = [], []
+    for cmd, p in LEAVES.items():
+        for a in p._actions:
+            if a.dest in ("help", "version"):
+                continue
+            if not a.help:
+                missing.append(f"{cmd} {a.dest}")
+            d = p.get_default(a.dest)
+            if a.option_strings and d is not None and d is not False and d != argparse.SUPPRESS \
+                    and "default" not in a.help:
+                silent.append(f"{cmd} --{a.dest}")
+    assert not missing and not silent, (missing, silent)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import headlab
+    from headlab.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"headlab {headlab.__version__}"

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from headlab.api import analysis as api
 from headlab.census.stats import SDH
-from headlab.cli.options import Parser, at_least, bind, call, list_option, real_in
+from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option, real_in
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
 from headlab.errors import HeadlabError
@@ -134,7 +134,9 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
         "ablate",
         help="ablate a set of heads against matched random controls",
         description="Ablate heads together (at the output projection's input) and --draws sets of "
-        "random heads matched by layer; report the effect on slash and no-slash text.",
+        "random heads matched by layer; report the effect on slash and no-slash text (decoders: next-token loss and "
+        "accuracy; encoders, which have no next token: the cosine distance between the ablated and the intact "
+        "model's outputs).",
     )
     p.add_argument("model")
     list_option(p, "--heads", required=True, metavar="L.H", help="heads to ablate together, e.g. 0.7 16.0")
@@ -209,6 +211,9 @@ def _cmd_prune(a: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    from headlab import __version__
+
+    p.add_argument("--version", action="version", version=f"headlab {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     _add_models(sub)
     _add_stimuli(sub)
@@ -220,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for family in (study, census, monitor, formation, induce, retrieval, seeing):
         family.register(sub)
+    complete_help(p)
     return p
 
 

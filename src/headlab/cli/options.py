@@ -127,3 +127,63 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
 
 def default_out(a: argparse.Namespace, kind: str) -> str:
     return a.out or os.path.join("runs", f"{kind}-" + os.path.basename(str(a.model).rstrip("/")))
+
+
+#: what the options every family shares mean, said once (an option's own help wins)
+SHARED_HELP = {
+    "no_progress": "do not show progress bars",
+    "seed": "random seed (sample order, draws)",
+    "batch_size": "samples per forward pass",
+    "device": "cpu, cuda, cuda:N or auto",
+    "model": "a named model (headlab models list), a Hugging Face model directory or hub id, a .gguf file, or a "
+             "headlab train run folder",
+    "models": "models as for `headlab scan` (named, directories, hub ids, run folders)",
+    "corpus": "named corpus sources or files/folders (.txt .md .rst .jsonl, optionally .gz)",
+    "draws": "matched random head sets the target is compared with (p cannot go below 1/(draws+1))",
+    "samples": "corpus windows scored",
+    "window": "window length in tokens",
+    "max_samples": "reference windows scanned",
+    "out": "output folder",
+    "depth": "chain depth D (hops)",
+    "d_model": "model width",
+    "steps": "training steps",
+    "lr": "peak learning rate (AdamW)",
+    "distractors": "distractor chains beside the answer's",
+    "positions": "position encoding",
+    "name": "a named model (headlab models list)",
+    "suite": "stimulus suite",
+    "runs": "result folders",
+    "head": "a head, L.H",
+    "detector": "the detector whose score ranks the samples",
+    "k": "samples listed",
+    "reference": "corpus sources of the reference profile",
+    "form": "text form of the task",
+    "n": "items (examples, questions or probe examples)",
+    "curricula": "curricula compared",
+    "seeds": "seeds per cell",
+    "min_mass": "attention mass a role needs",
+    "forms": "text forms evaluated",
+    "source": "a model, a scan folder, a training run or a retrieval run",
+    "title": "the report's title",
+}
+
+
+def complete_help(parser: argparse.ArgumentParser) -> None:
+    """Every option of every subcommand says what it is and its default (taken from the option's value, which
+    ``bind`` took from the Python twin): the shared wording where the option has none of its own."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                complete_help(sub)
+            continue
+        if action.dest in ("help", "version") or action.help == argparse.SUPPRESS:
+            continue
+        text = action.help or SHARED_HELP.get(action.dest)
+        if not text:
+            raise ValueError(f"--{action.dest} has no help text: add one, or to SHARED_HELP")
+        default = parser.get_default(action.dest)
+        unset = default is None or default is False or default == argparse.SUPPRESS
+        if action.option_strings and "default" not in text and not unset:
+            shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+            text += f" (default: {shown})"
+        action.help = text
