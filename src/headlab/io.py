@@ -196,7 +196,9 @@ class FolderLock:
     """An exclusive lock on a result folder while one process writes it (``DIR/.headlab.lock``, flock).
 
     A second writer gets a one-line refusal naming the holder's pid instead of mixing its files with the
-    first's. The operating system drops the lock when the holder exits, so a killed run leaves no stale lock.
+    first's. The operating system drops the lock when the holder exits, so a killed run leaves no stale lock. A
+    finished writer removes the lock file while it still holds the lock, and a new writer checks that the file it
+    locked is still the one in the folder, so removing it cannot let two writers in.
     """
 
     def __init__(self, folder: str | os.PathLike[str]):
@@ -209,15 +211,20 @@ class FolderLock:
 
         self._created = not self.folder.exists()
         self.folder.mkdir(parents=True, exist_ok=True)
-        fh = open(self.folder / ".headlab.lock", "a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            fh.close()
-            raise HeadlabError(f"{self.folder} is being written by {holder}; wait for it to finish or choose "
-                               "another --out") from None
+        path = self.folder / ".headlab.lock"
+        while True:
+            fh = open(path, "a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                fh.close()
+                raise HeadlabError(f"{self.folder} is being written by {holder}; wait for it to finish or choose "
+                                   "another --out") from None
+            if path.exists() and os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
+                break
+            fh.close()  # the holder finished and removed the file we opened: lock the folder's new one
         fh.seek(0)
         fh.truncate()
         fh.write(f"headlab pid {os.getpid()}")
@@ -227,12 +234,12 @@ class FolderLock:
 
     def release(self) -> None:
         if self._fh is not None:
+            lock = self.folder / ".headlab.lock"
+            lock.unlink(missing_ok=True)  # still holding the lock: a finished folder keeps no lock file
             self._fh.close()  # closing the file drops the flock
             self._fh = None
-            lock = self.folder / ".headlab.lock"
-            if self._created and [p.name for p in self.folder.iterdir()] == [lock.name]:
-                lock.unlink(missing_ok=True)  # a folder made for a run that wrote nothing is not left behind
-                self.folder.rmdir()
+            if self._created and not any(self.folder.iterdir()):
+                self.folder.rmdir()  # a folder made for a run that wrote nothing is not left behind
 
     def __enter__(self) -> "FolderLock":
         return self.acquire()

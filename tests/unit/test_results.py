@@ -131,3 +131,19 @@ def test_an_interrupted_scan_stops_its_consumers(tmp_path) -> None:
     sc.write(tmp_path / "cut")
     with pytest.raises(HeadlabError, match="interrupted scan .*--resume"):
         scale([tmp_path / "cut"], tmp_path / "scale")
+
+
+def test_a_finished_folder_keeps_no_lock_file_and_a_held_one_refuses(tmp_path) -> None:
+    from headlab.io import FolderLock, writing
+
+    with writing(tmp_path / "out", ["a.json"]) as folder:
+        (folder / "a.json").write_text("{}")
+        assert (folder / ".headlab.lock").exists()
+        with pytest.raises(HeadlabError, match="being written by headlab pid"):
+            FolderLock(folder).acquire()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.json"]
+    with FolderLock(tmp_path / "out"):  # the next writer locks afresh
+        pass
+    with FolderLock(tmp_path / "empty"):
+        pass
+    assert not (tmp_path / "empty").exists()
