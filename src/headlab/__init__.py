@@ -11,6 +11,7 @@ natural. A command-line run and a Python call run the same code: the CLI parses 
     claims / compare / scale / languages                 the cross-model study
     train / track / predict / induce                     formation
     view(source) -> ViewerPage / report(run)             seeing it (the viewer shows inline in Jupyter)
+    pattern(model, text, "L.H") -> Pattern     one head's (T, T) attention on one text, labelled, drawn inline
     capture(model, callback)                   per-layer attention probabilities, one layer at a time
 
 Example:
@@ -27,6 +28,7 @@ from headlab import models, monitor, retrieval
 from headlab.api.analysis import ablate, characterize, importance, prune, stimuli
 from headlab.api.census import TopSamples, scan, top
 from headlab.api.formation import TrainedRun, induce, predict, track, train
+from headlab.api.pattern import Pattern, pattern
 from headlab.api.seeing import ViewerPage, report, view
 from headlab.api.study import claims, compare, languages, scale
 from headlab.attention.hooks import capture
@@ -40,8 +42,8 @@ from headlab.result import Summary, Written
 
 __version__ = "0.1.0"
 
-__all__ = ["DEFAULT_DETECTORS", "DETECTORS", "Detector", "HeadlabError", "LoadedModel", "ModelFacts", "ScanResult",
-           "Summary", "TopSamples", "TrainedRun", "ViewerPage", "Written", "ablate", "capture", "characterize",
-           "claims", "compare", "induce", "languages", "load", "make_detector", "models", "monitor", "predict",
-           "prune", "register_detector", "report", "retrieval", "scale", "scan", "stimuli", "importance", "top",
-           "track", "train", "view"]
+__all__ = ["ablate", "capture", "characterize", "claims", "compare", "DEFAULT_DETECTORS", "Detector", "DETECTORS",
+           "HeadlabError", "importance", "induce", "languages", "load", "LoadedModel", "make_detector", "ModelFacts",
+           "models", "monitor", "Pattern", "pattern", "predict", "prune", "register_detector", "report", "retrieval",
+           "scale", "scan", "ScanResult", "stimuli", "Summary", "top", "TopSamples", "track", "train", "TrainedRun",
+           "view", "ViewerPage", "Written"]

@@ -143,3 +143,20 @@ def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
         k = c["continuation"]
         assert set(k["counts"]) == set(OUTCOMES) and sum(k["counts"].values()) == 4
         assert k["accuracy"] == k["counts"]["answer"] / 4 and len(k["texts"]) == 4
+
+
+def test_pattern_is_output_attentions_for_one_head():
+    import numpy as np
+    import torch
+
+    import headlab
+
+    lm = named("minilm-l6")
+    text = "See https://example.org/docs/a/b for the and/or split."
+    p = headlab.pattern(lm, text, "0.2")
+    ids = torch.tensor([lm.tokenizer(text)["input_ids"]])
+    with torch.inference_mode():
+        ref = lm.model(input_ids=ids, output_attentions=True).attentions[0][0, 2].float().numpy()
+    assert np.asarray(p).shape == ref.shape == (len(p.tokens), len(p.tokens))
+    np.testing.assert_allclose(np.asarray(p), ref, atol=1e-6)
+    assert p.tokens[0] == "[CLS]" and "<img" in p._repr_html_() and "strongest key" in p.markdown()
