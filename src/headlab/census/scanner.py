@@ -147,7 +147,8 @@ def _result(loaded: LoadedModel, s: ScanSettings, census: Census, record: dict[s
         notes.append(f"no sample contains {s.target!r}: token scores and the SDH rule are undefined")
     elif has_token and n_with < s.consecutive:
         notes.append(f"only {n_with} sample(s) contain {s.target!r}, fewer than the rule's k = {s.consecutive}: "
-                     "the SDH share is undefined (use more samples or --filter with-target)")
+                     "the SDH share is undefined (use more samples, or keep only windows with the target: "
+                     "--filter with-target, target_filter=\"with-target\" in Python)")
     for note in notes:
         say(note)
     token = "token" in moments

@@ -214,17 +214,16 @@ def build_parser() -> argparse.ArgumentParser:
     from headlab import __version__
 
     p.add_argument("--version", action="version", version=f"headlab {__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    _add_models(sub)
-    _add_stimuli(sub)
-    _add_characterize(sub)
-    _add_ablate(sub)
-    _add_importance(sub)
-    _add_prune(sub)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND",
+                           title="commands, in the order of the research program")
     from headlab.cli import census, formation, induce, monitor, retrieval, seeing, study
 
-    for family in (study, census, monitor, formation, induce, retrieval, seeing):
-        family.register(sub)
+    # find the model, census its heads, characterize and test them, compare models; then formation, the
+    # applications, the retrieval problem, and seeing it
+    for add in (_add_models, census.register, _add_characterize, _add_stimuli, _add_ablate, _add_importance,
+                _add_prune, study.register, formation.register, induce.register, monitor.register,
+                retrieval.register, seeing.register):
+        add(sub)
     complete_help(p)
     return p
 
