@@ -43,15 +43,18 @@ $(STAMP): pyproject.toml Makefile
 # results/monitor, which `bash results/monitor/run.sh` remakes in ~45 minutes), then the viewer and the report.
 # Re-running it replaces the previous study (--overwrite).
 STUDY := runs/study
+# Each stage says where it is (k of 3) and how long the study has run; stage 1 holds nearly all of the time
+# (two models' scans and characterizations and claim 8's ablation), with its own progress bars.
 run: $(STAMP)
-	@echo "== headlab study 1/3: scan, characterize and claims on minilm-l6 and smollm2-135m (wiki + pydoc) =="
+	@t0=$$(date +%s); \
+	echo "== headlab study 1/3: scan, characterize and claims on minilm-l6 and smollm2-135m (wiki + pydoc) =="; \
 	$(VENV)/bin/headlab claims minilm-l6 smollm2-135m --ablate 10 --monitor-evaluations results/monitor \
-	    --out $(STUDY)/claims --overwrite
-	@echo "== headlab study 2/3: offline attention viewer =="
-	$(VENV)/bin/headlab view $(STUDY)/claims/minilm-l6 --out $(STUDY)/viewer.html --overwrite
-	@echo "== headlab study 3/3: report =="
-	$(VENV)/bin/headlab report $(STUDY) --out $(STUDY)/report --overwrite
-	@echo "done: report $(STUDY)/report/report.html (and report.md), viewer $(STUDY)/viewer.html"
+	    --out $(STUDY)/claims --overwrite || exit $$?; \
+	echo "== headlab study 2/3: offline attention viewer ($$(( $$(date +%s) - t0 )) s so far) =="; \
+	$(VENV)/bin/headlab view $(STUDY)/claims/minilm-l6 --out $(STUDY)/viewer.html --overwrite || exit $$?; \
+	echo "== headlab study 3/3: report ($$(( $$(date +%s) - t0 )) s so far) =="; \
+	$(VENV)/bin/headlab report $(STUDY) --out $(STUDY)/report --overwrite || exit $$?; \
+	echo "done in $$(( $$(date +%s) - t0 )) s: report $(STUDY)/report/report.html (and report.md), viewer $(STUDY)/viewer.html"
 
 # The full study (docs/scale.md; about 75 minutes on 2 CPU cores): the claims table and characterization of all
 # four packaged models on the windows of Debian's kernel documentation that hold '/' (512 per model, so every

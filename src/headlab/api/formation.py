@@ -11,7 +11,7 @@ from headlab.errors import HeadlabError
 from headlab.formation.induce.arms import Levers
 from headlab.formation.predict import PredictResult
 from headlab.formation.tracking import TrackResult
-from headlab.io import saving
+from headlab.io import read_jsonl, saving
 from headlab.result import Written, found_in
 from headlab.training.config import TrainConfig, config_path
 from headlab.values import listed
@@ -28,9 +28,11 @@ class TrainedRun(Displayable):
     tokens_per_s: float
     checkpoints: list[int]
     main: bool = True  # False on the other ranks under torchrun
+    final_loss: float | None = None  # training loss at the last logged step (nats/token)
 
     def markdown(self) -> str:
-        return (f"trained **{self.steps}** steps ({self.tokens_per_s:.0f} tokens/s) into `{self.folder}`; "
+        loss = f", final training loss {self.final_loss:.3f} nats/token" if self.final_loss is not None else ""
+        return (f"trained **{self.steps}** steps ({self.tokens_per_s:.0f} tokens/s{loss}) into `{self.folder}`; "
                 f"{len(self.checkpoints)} checkpoints (steps {', '.join(map(str, self.checkpoints))})\n")
 
 
@@ -56,7 +58,10 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
         cfg.optim.seed = seed
     t = tracked_training(cfg, out, resume=resume, progress=progress, device=device)
     steps = [s for s, _ in checkpoints(Path(out))] if t.main else []
-    return TrainedRun(Path(out), t.cfg.optim.steps, float(t.tokens_per_s), steps, t.main)
+    log = Path(out) / "metrics.jsonl"
+    rows = read_jsonl(log) if t.main and log.exists() else []
+    loss = float(rows[-1]["loss"]) if rows else None
+    return TrainedRun(Path(out), t.cfg.optim.steps, float(t.tokens_per_s), steps, t.main, loss)
 
 
 def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True, out: str | Path | None = None,

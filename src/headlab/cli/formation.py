@@ -34,7 +34,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 def _cmd_train(a: argparse.Namespace) -> int:
     r = call(a)
     if r.main:
-        print(f"trained {r.steps} steps ({r.tokens_per_s:.0f} tokens/s); run folder {a.out}")
+        loss = f"; final training loss {r.final_loss:.3f} nats/token" if r.final_loss is not None else ""
+        print(f"trained {r.steps} steps ({r.tokens_per_s:.0f} tokens/s){loss}; run folder {a.out}")
     return 0
 
 
