@@ -57,8 +57,8 @@ def collapse_warnings(scores: dict[str, np.ndarray], cfg: MonitorConfig) -> list
                     "single keys"})
     if np.all(ent > cfg.entropy_high):
         out.append({"rule": "entropy-uniform", "message": f"every head's attention entropy is above "
-                    f"{cfg.entropy_high} of uniform (lowest: {np.nanmin(ent):.3f}): no head attends selectively yet (normal "
-                    "for a young model; a concern if it persists)"})
+                    f"{cfg.entropy_high} of uniform (lowest: {np.nanmin(ent):.3f}): no head attends selectively yet "
+                    "(normal for a young model; a concern if it persists)"})
     return out
 
 
