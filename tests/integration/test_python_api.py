@@ -28,7 +28,7 @@ def test_scan_frame_equals_its_arrays_and_per_sample_rows(tmp_path: Path) -> Non
     assert list(df["head"][:2]) == ["0.0", "0.1"]
     assert len(r.per_sample()) == r.n_samples
     shown = r._repr_html_()
-    assert "<table>" in shown and "minilm" in shown and f"<td>{r.top('token', 1)[0][0]} " in shown
+    assert "<table>" in shown and "minilm" in shown and f"<td>{r.top('token', 1)[0][0]}=" in shown
     assert (tmp_path / "scan" / "scan.json").exists()
     with pytest.raises(HeadlabError, match="already holds scan.json"):
         headlab.scan("minilm-l6", max_samples=4, progress=False, out=tmp_path / "scan")
