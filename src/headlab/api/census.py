@@ -52,9 +52,9 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     from headlab.io import claim_file, writing
 
     settings = ScanSettings(  # every value checked here, before a model is loaded or a folder claimed
-        detectors=tuple(detectors) if not isinstance(detectors, str) else (detectors,), target=target, bare=bare,
+        detectors=detectors, target=target, bare=bare,  # type: ignore[arg-type]
         queries=queries, max_offset=max_offset, threshold=threshold, consecutive=consecutive,
-        max_samples=max_samples or None, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
+        max_samples=max_samples, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
         target_filter=target_filter, route=route, chunk_mb=chunk_mb, checkpoint_every=checkpoint_every)
     w = world()
     if per_sample is not None and not str(per_sample).endswith(".parquet"):

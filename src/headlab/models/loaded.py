@@ -53,6 +53,7 @@ class LoadedModel:
     adapter: Adapter | None = None  # the family's architecture adapter (load() resolves it)
     # keyed by the tokenizer too: dataclasses.replace(lm, tokenizer=other) shares this dict with lm
     _ids_cache: dict[tuple[int, str, bool], frozenset[int]] = field(default_factory=dict, repr=False)
+    _vocabulary_checked: Any = field(default=None, repr=False, compare=False)
 
     @cached_property
     def _vocab_tokens(self) -> list[str]:
@@ -66,12 +67,15 @@ class LoadedModel:
     def check_vocabulary(self) -> None:
         """Refuse a tokenizer whose ids the model cannot embed (a bigger vocabulary would die inside torch, or
         score other tokens than it names)."""
+        if self._vocabulary_checked is self.tokenizer:  # the engine asks per chunk; one look per tokenizer
+            return
         n = len(self.tokenizer) if self.tokenizer is not None and hasattr(self.tokenizer, "__len__") else 0
         if n > self.facts.vocab_size:
             from headlab.errors import HeadlabError
 
             raise HeadlabError(f"{self.name}: its tokenizer has {n} tokens but the model embeds "
                                f"{self.facts.vocab_size}; give the model its own tokenizer")
+        self._vocabulary_checked = self.tokenizer
 
     def ids_containing(self, char: str, bare: bool = False) -> frozenset[int]:
         """Vocabulary ids whose token string contains ``char`` (special tokens such as ``</s>`` excluded).
