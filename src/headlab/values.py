@@ -7,9 +7,10 @@ without a rule is a programming error, not a user's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from headlab.errors import HeadlabError
 
@@ -42,7 +43,8 @@ RULES: dict[str, Rule] = {
     "max_samples": Rule("whole", 0, optional=True), "stride": Rule("whole", 1, optional=True),
     "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
     "chunk_mb": Rule("positive"), "window": Rule("whole", 2), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
-    "continuation": WHOLE,
+    "continuation": WHOLE, "words": Rule("whole", 2), "suite_n": COUNT, "k": COUNT, "per_detector": COUNT,
+    "fpr": SHARE,
 }
 
 
@@ -92,3 +94,49 @@ def listed(*names: str) -> Any:
             return fn(*bound.args, **bound.kwargs)
         return twin
     return wrap
+
+
+class Settings:
+    """The base of a command family's settings: a frozen dataclass whose field defaults are the family's one set
+    of defaults (the Python twin's signature reads them, the CLI takes them through the twin, the result records
+    :meth:`record`). Built values are checked at once: every field with a rule in :data:`RULES`, every field
+    of :attr:`CHOICES`, and the family's own :meth:`more_problems`; the first problem is raised as one line.
+    :attr:`LISTS` name fields given as a list (one string is one item), kept as tuples."""
+
+    FAMILY: ClassVar[str] = "settings"
+    LISTS: ClassVar[tuple[str, ...]] = ()
+    #: field -> (its CLI flag, the values allowed)
+    CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {}
+
+    def __post_init__(self) -> None:
+        for name in self.LISTS:
+            value = getattr(self, name)
+            object.__setattr__(self, name, None if value is None else tuple(items(value)))
+        found = self.problems()
+        if found:
+            raise HeadlabError(found[0])
+
+    def values(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def problems(self) -> list[str]:
+        """One line for every bad value, naming the option as the CLI spells it."""
+        values = self.values()
+        out = [f"--{flag} {values[name]!r}: choose {', '.join(map(str, allowed))}"
+               for name, (flag, allowed) in self.CHOICES.items() if values[name] not in allowed]
+        out += self.more_problems()
+        return out + problems(**{k: v for k, v in values.items() if k in RULES})
+
+    def more_problems(self) -> list[str]:
+        return []
+
+    def replace(self, **changes: Any) -> Any:
+        known = set(self.values())
+        unknown = [k for k in changes if k not in known]
+        if unknown:
+            raise HeadlabError(f"unknown {self.FAMILY} setting {unknown[0]!r}")
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def record(self) -> dict[str, Any]:
+        """The settings as JSON values (tuples as lists), for the result's record."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.values().items()}

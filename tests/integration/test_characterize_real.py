@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from headlab.cli import main
-from headlab.study.characterize import CharacterizeResult, characterize
+from headlab.study.characterize import CharacterizeResult, CharacterizeSettings, characterize
 
 from .conftest import named
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 def test_characterize_minilm_shapes_intervals_and_outputs(tmp_path):
     lm = named("minilm-l6")
-    r = characterize(lm, n=4, seed=1, progress=False, top=5)
+    r = characterize(lm, CharacterizeSettings(n=4, seed=1, top=5), progress=False)
     L, H = 6, 12
     assert r.slash_mass["value"].shape == (L, H) and r.position_curve.shape == (23, L, H)
     for t in [r.slash_mass, r.position_cv, *r.specificity.values(), *r.context.values()]:

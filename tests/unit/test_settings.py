@@ -3,6 +3,7 @@ twin, the CLI and the recorded settings all read them; bad values are refused wi
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import inspect
 import math
@@ -16,9 +17,66 @@ from headlab.cli import build_parser
 from headlab.errors import HeadlabError
 
 
+def _parser(*path: str):
+    p = build_parser()
+    for name in path:
+        p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+    return p
+
+
 def _scan_parser():
-    sub = next(a for a in build_parser()._actions if a.dest == "cmd")
-    return sub.choices["scan"]
+    return _parser("scan")
+
+
+def _families():
+    from headlab.ablation.experiment import AblateSettings
+    from headlab.monitor.settings import MonitorSettings
+    from headlab.study.characterize import CharacterizeSettings
+
+    return [  # settings class, Python twin, CLI command, the arguments the command needs
+        (ScanSettings, headlab.scan, ("scan",), ["minilm-l6"]),
+        (CharacterizeSettings, headlab.characterize, ("characterize",), ["minilm-l6"]),
+        (AblateSettings, headlab.ablate, ("ablate",), ["minilm-l6", "--heads", "0.1"]),
+        (MonitorSettings, headlab.monitor.fit, ("monitor", "fit"), ["minilm-l6", "--out", "x"]),
+    ]
+
+
+@pytest.mark.parametrize("family", range(4), ids=["scan", "characterize", "ablate", "monitor"])
+def test_every_family_takes_its_defaults_from_its_settings(family: int) -> None:
+    cls, twin, path, args = _families()[family]
+    defaults, params = cls(), inspect.signature(twin).parameters
+    cli = _parser(*path).parse_args(args)
+    for f in dataclasses.fields(cls):
+        want = getattr(defaults, f.name)
+        if f.name in params:
+            assert params[f.name].default == want, (cls.FAMILY, f.name)
+        if hasattr(cli, f.name):
+            got = getattr(cli, f.name)
+            assert (list(got) if isinstance(want, tuple) else got) == (list(want) if isinstance(want, tuple)
+                                                                      else want), (cls.FAMILY, f.name)
+
+
+@pytest.mark.parametrize("cls_index, change, phrase", [
+    (1, {"n": 1}, "--n"), (1, {"kappa": 2.0}, "--kappa"), (1, {"words": 1}, "--words"),
+    (2, {"mode": "half"}, "--mode"), (2, {"draws": 0}, "--draws"), (2, {"suite_n": 0}, "--suite-n"),
+    (3, {"fpr": 0.0}, "--fpr"), (3, {"max_samples": 5}, "--max-samples"), (3, {"corpus": ()}, "--corpus"),
+])
+def test_every_family_refuses_a_bad_value_in_one_line(cls_index: int, change: dict, phrase: str) -> None:
+    cls = _families()[cls_index][0]
+    with pytest.raises(HeadlabError) as info:
+        cls(**change)
+    assert phrase in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(HeadlabError, match=f"unknown {cls.FAMILY} setting"):
+        cls().replace(nope=1)
+
+
+def test_a_result_records_its_settings() -> None:
+    from headlab.ablation.experiment import AblateSettings
+    from headlab.study.characterize import CharacterizeSettings
+
+    s = CharacterizeSettings(symbols="-")  # one string is one symbol
+    assert s.symbols == ("-",) and s.record()["symbols"] == ["-"]
+    assert AblateSettings(corpus="wiki").corpus == ("wiki",)
 
 
 def test_the_twin_and_the_cli_take_every_scan_default_from_the_settings() -> None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
 
-from headlab.ablation.heads import HeadSet, ablate, parse_heads, record_head_inputs
+from headlab.ablation.heads import MODES, HeadSet, ablate, parse_heads, record_head_inputs
 from headlab.ablation.metrics import (
     load_for_metric,
     metric_names,
@@ -40,6 +40,7 @@ from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
+from headlab.values import Settings
 
 
 @dataclass
@@ -174,22 +175,49 @@ class AblateResult(Result):
                 for part, block in parts for name, values in block.items()]
 
 
-def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], *, mode: str = "zero", draws: int = 20,
-                      samples: int = 48, window: int = 64, k: int = 3, corpus: Sequence[str] | None = None,
-                      suites: Sequence[str] = (), suite_n: int = 16, seed: int = 0, batch_size: int = 8,
-                      progress: bool = True, device: str = "cpu") -> AblateResult:
-    """Ablate ``heads`` together and ``draws`` matched random sets; return the ``ablate.json`` record.
+@dataclass(frozen=True)
+class AblateSettings(Settings):
+    """How ``headlab ablate`` measures: the ablation ``mode``; ``draws`` matched random head sets; ``samples``
+    corpus windows of ``window`` tokens (half with ``/``) from ``corpus`` (None: the default sources), accuracy
+    at top-``k``; stimulus ``suites`` with ``suite_n`` items each; ``seed``, ``batch_size``."""
 
-    ``suites`` (names of :data:`headlab.probes.SUITES`, ``suite_n`` items each) adds per-suite effects."""
+    FAMILY: ClassVar[str] = "ablate"
+    LISTS: ClassVar[tuple[str, ...]] = ("corpus", "suites")
+    CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {"mode": ("mode", MODES)}
+
+    mode: str = "zero"
+    draws: int = 20
+    samples: int = 48
+    window: int = 64
+    k: int = 3
+    corpus: tuple[str, ...] | None = None
+    suites: tuple[str, ...] = ()
+    suite_n: int = 16
+    seed: int = 0
+    batch_size: int = 8
+
+    def more_problems(self) -> list[str]:
+        return [] if not isinstance(self.draws, int) or self.draws >= 1 else [
+            f"--draws {self.draws}: give at least 1 matched random set"]
+
+
+#: ablate given no options
+ABLATE = AblateSettings()
+
+
+def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], settings: AblateSettings = ABLATE, *,
+                      progress: bool = True, device: str = "cpu") -> AblateResult:
+    """Ablate ``heads`` together and ``settings.draws`` matched random sets; return the ``ablate.json`` record.
+
+    ``settings.suites`` (names of :data:`headlab.probes.SUITES`) adds per-suite effects."""
+    st = settings
+    mode, draws, samples, window, k, corpus = st.mode, st.draws, st.samples, st.window, st.k, st.corpus
+    suites, suite_n, seed, batch_size = st.suites, st.suite_n, st.seed, st.batch_size
     loaded = load_for_metric(model, device)
     f = loaded.facts
     target = parse_heads(heads, f.n_layers, f.n_heads)
     if not target:
         raise HeadlabError("no heads to ablate (--heads L.H,...)")
-    if draws < 1:
-        raise HeadlabError("--draws must be at least 1")
-    if mode not in ("zero", "mean", "resample"):
-        raise HeadlabError(f"unknown ablation mode {mode!r} (zero, mean, resample)")
     slash_ids = loaded.ids_containing("/")
     docs = documents(list(corpus) if corpus else None)
     half = max(1, samples // 2)

@@ -27,6 +27,9 @@ from headlab.notices import say
 HeadSet = Mapping[int, Sequence[int]]  # layer -> heads
 
 
+#: how an ablated head's output is replaced: by zeros, its mean over the corpus, another sample's output
+MODES = ("zero", "mean", "resample")
+
 def output_projections(model: nn.Module, n_layers: int) -> list[nn.Module]:
     """The attention output projection of each layer, in layer order (the family's adapter names it)."""
     return parts(model, n_layers).out_proj
@@ -60,8 +63,8 @@ def ablate(
     ``values[layer]`` supplies the replacement for ``mean`` ((H, d) or (T, H, d)) and ``resample``
     ((B, T, H, d)) modes.
     """
-    if mode not in ("zero", "mean", "resample"):
-        raise HeadlabError(f"unknown ablation mode {mode!r} (zero, mean, resample)")
+    if mode not in MODES:
+        raise HeadlabError(f"unknown ablation mode {mode!r} ({', '.join(MODES)})")
     if mode != "zero" and values is None:
         raise HeadlabError(f"mode {mode!r} needs replacement values")
     output_projections(model, n_layers)  # the adapter's check, before anything is installed

@@ -5,29 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from headlab.ablation.experiment import AblateResult
+from headlab.ablation.experiment import ABLATE, AblateResult, AblateSettings
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
-from headlab.census.stats import SDH
 from headlab.errors import HeadlabError
 from headlab.io import saving
 from headlab.models import LoadedModel
-from headlab.study.characterize import CharacterizeResult
-from headlab.values import check, listed
+from headlab.study.characterize import CHARACTERIZE, CharacterizeResult, CharacterizeSettings
+from headlab.values import listed
 
 Model = str | LoadedModel
 
 
-def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float = SDH.threshold,
-                 consecutive: int = SDH.consecutive,
-                 top: int = 10, kappa: float = 0.5, rope_samples: int = 64, batch_size: int = 8,
+def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTERIZE.seed,
+                 threshold: float = CHARACTERIZE.threshold, consecutive: int = CHARACTERIZE.consecutive,
+                 top: int = CHARACTERIZE.top, kappa: float = CHARACTERIZE.kappa,
+                 rope_samples: int = CHARACTERIZE.rope_samples, batch_size: int = CHARACTERIZE.batch_size,
                  device: str = "cpu", progress: bool = True, out: str | Path | None = None,
                  overwrite: bool = False) -> CharacterizeResult:
     """Characterize every head with constructed stimuli: mass on ``/`` (SDH rule: mass > ``threshold`` in
     ``consecutive`` consecutive stimuli), specificity against other symbols, position sensitivity (coefficient of
     variation over relative gaps), context independence, layer profile; bootstrap 95% intervals over the ``n``
     base items per suite. RoPE models also get the (κ, Δ) slash-pattern analysis on ``rope_samples`` prompts.
-    With ``out``, writes ``characterize.json`` and ``characterize.md`` there.
+    With ``out``, writes ``characterize.json`` and ``characterize.md`` there (the settings:
+    :class:`~headlab.study.characterize.CharacterizeSettings`).
 
     Example:
 
@@ -36,20 +37,20 @@ def characterize(model: Model, *, n: int = 40, seed: int = 0, threshold: float =
     """
     from headlab.study.characterize import characterize as run
 
-    check(n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, kappa=kappa,
-          rope_samples=rope_samples, batch_size=batch_size)
+    settings = CharacterizeSettings(n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top,
+                                    kappa=kappa, rope_samples=rope_samples, batch_size=batch_size)
     with saving(out, CharacterizeResult.files(), overwrite) as folder:
-        r = run(model, n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top, batch_size=batch_size,
-                progress=progress, device=device, kappa=kappa, rope_samples=rope_samples)
+        r = run(model, settings, progress=progress, device=device)
         if folder is not None:
             r.write(folder)
     return r
 
 
-def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draws: int = 20,
-           suites: Sequence[str] = (), suite_n: int = 16, samples: int = 48, window: int = 64,
-           corpus: Sequence[str] | None = None, seed: int = 0, batch_size: int = 8, device: str = "cpu",
-           progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> AblateResult:
+def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode, draws: int = ABLATE.draws,
+           suites: Sequence[str] = ABLATE.suites, suite_n: int = ABLATE.suite_n, samples: int = ABLATE.samples,
+           window: int = ABLATE.window, corpus: Sequence[str] | None = ABLATE.corpus, seed: int = ABLATE.seed,
+           batch_size: int = ABLATE.batch_size, device: str = "cpu", progress: bool = True,
+           out: str | Path | None = None, overwrite: bool = False) -> AblateResult:
     """Ablate ``heads`` (``L.H``) together at the output projection's input (``mode``: zero, mean or resample)
     and ``draws`` random head sets matched by layer; the change of the loss-based metric on ``samples`` windows
     of ``window`` tokens (half with ``/``), target minus control with a bootstrap 95% interval and a permutation
@@ -62,13 +63,12 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = "zero", draw
     """
     from headlab.ablation import ablate_experiment
 
-    check(draws=draws, samples=samples, window=window, seed=seed, batch_size=batch_size)
+    settings = AblateSettings(mode=mode, draws=draws, samples=samples, window=window, corpus=corpus,  # type: ignore[arg-type]
+                              suites=suites, suite_n=suite_n, seed=seed, batch_size=batch_size)  # type: ignore[arg-type]
     if isinstance(heads, int) or (not isinstance(heads, str) and any(not isinstance(h, str) for h in heads)):
         raise HeadlabError(f"heads {heads!r}: give head names as \"L.H\" strings, e.g. [\"0.7\", \"2.3\"]")
     with saving(out, ["ablate.json"], overwrite) as folder:
-        r = ablate_experiment(model, heads, mode=mode, draws=draws, samples=samples, window=window, corpus=corpus,
-                              suites=suites, suite_n=suite_n, seed=seed, batch_size=batch_size, progress=progress,
-                              device=device)
+        r = ablate_experiment(model, heads, settings, progress=progress, device=device)
         if folder is not None:
             r.write(folder)
     return r

@@ -9,15 +9,14 @@ names the option and the fix.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
 from headlab.detectors import DEFAULT_DETECTORS, Detector
 from headlab.errors import HeadlabError
-from headlab.values import problems
+from headlab.values import Settings
 
 FILTERS = ("any", "with-target", "without-target")
 QUERIES = ("can-see", "all")
@@ -26,12 +25,16 @@ CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048
 
 
 @dataclass(frozen=True)
-class ScanSettings:
+class ScanSettings(Settings):
     """What a scan measures and how: detectors (names or instances), the token detector's ``target`` / ``bare`` /
     ``queries``, the offset detector's ``max_offset``, the SDH rule (``threshold`` θ, ``consecutive`` k), the
     sample stream (``max_samples``: None for all; ``max_length`` windows ``stride`` apart; ``seed``;
     ``target_filter``), and the budgets (``batch_size``, capture ``route``, ``chunk_mb`` per block,
     ``checkpoint_every`` samples: None for the default, 0 for never)."""
+
+    FAMILY: ClassVar[str] = "scan"
+    CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {
+        "queries": ("queries", QUERIES), "target_filter": ("filter", FILTERS), "route": ("route", ("auto", *ROUTES))}
 
     detectors: tuple[str | Detector, ...] = DEFAULT_DETECTORS
     target: str = "/"
@@ -58,15 +61,13 @@ class ScanSettings:
             object.__setattr__(self, "detectors", (dets,) if isinstance(dets, (str, Detector)) else tuple(dets))
         except TypeError:
             raise HeadlabError(f"--detectors {dets!r}: give detector names") from None
-        problems = _problems(self)
-        if problems:
-            raise HeadlabError(problems[0])
+        super().__post_init__()
 
-    def replace(self, **changes: Any) -> "ScanSettings":
-        unknown = [k for k in changes if k not in {f.name for f in dataclasses.fields(self)}]
-        if unknown:
-            raise HeadlabError(f"unknown scan setting {unknown[0]!r}")
-        return dataclasses.replace(self, **changes)
+    def more_problems(self) -> list[str]:
+        out = [] if self.detectors else ["no detector selected (--detectors)"]
+        if not isinstance(self.target, str) or not self.target:
+            out.append(f"--target {self.target!r}: give a non-empty string")
+        return out
 
     def every(self, has_folder: bool) -> int:
         """Samples between checkpoints: as asked, else :data:`CHECKPOINT_EVERY` for long scans with a folder."""
@@ -78,27 +79,6 @@ class ScanSettings:
     def sdh_rule(self) -> dict[str, Any]:
         return {"detector": "token", "target": self.target, "bare": self.bare, "threshold": self.threshold,
                 "consecutive": self.consecutive}
-
-
-
-
-def _problems(s: ScanSettings) -> list[str]:
-    """Every bad value, each as one line naming the option (the CLI spelling; the keyword is the same word)."""
-    out = []
-    if not s.detectors:
-        out.append("no detector selected (--detectors)")
-    if not isinstance(s.target, str) or not s.target:
-        out.append(f"--target {s.target!r}: give a non-empty string")
-    if s.queries not in QUERIES:
-        out.append(f"--queries {s.queries!r}: choose {' or '.join(QUERIES)}")
-    if s.target_filter not in FILTERS:
-        out.append(f"--filter {s.target_filter!r}: choose {', '.join(FILTERS)}")
-    if s.route not in ("auto", *ROUTES):
-        out.append(f"--route {s.route!r}: choose auto, {', '.join(ROUTES)}")
-    out += problems(threshold=s.threshold, chunk_mb=s.chunk_mb, consecutive=s.consecutive, batch_size=s.batch_size,
-                    max_length=s.max_length, max_offset=s.max_offset, max_samples=s.max_samples, stride=s.stride,
-                    checkpoint_every=s.checkpoint_every, seed=s.seed)
-    return out
 
 
 #: the settings of a scan given no options

@@ -14,7 +14,6 @@ import warnings
 from typing import Sequence
 
 from headlab.api import analysis as api
-from headlab.census.stats import SDH
 from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option, real_in
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
@@ -107,13 +106,13 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
                                    "of every head, with bootstrap 95%% intervals. Writes DIR/characterize.json "
                                    "and DIR/characterize.md.")
     p.add_argument("model")
-    p.add_argument("--n", type=at_least(2), default=40, help="base items per suite (default 40)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threshold", type=real_in(0, 1), help=f"SDH rule θ (default {SDH.threshold})")
-    p.add_argument("--consecutive", type=at_least(1), help=f"SDH rule k (default {SDH.consecutive})")
-    p.add_argument("--top", type=at_least(1), default=10, help="heads in the summary table (default 10)")
-    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (RoPE models)")
-    p.add_argument("--rope-samples", type=at_least(1), default=64,
+    p.add_argument("--n", type=at_least(2), help="base items per suite")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--threshold", type=real_in(0, 1), help="SDH rule θ")
+    p.add_argument("--consecutive", type=at_least(1), help="SDH rule k")
+    p.add_argument("--top", type=at_least(1), help="heads in the summary table")
+    p.add_argument("--kappa", type=real_in(0, 1), help="(κ, Δ)-slash-dominance threshold (RoPE models)")
+    p.add_argument("--rope-samples", type=at_least(1),
                    help="natural and random prompts for the RoPE analysis")
     _common(p, "characterize", seed=False)
     bind(p, api.characterize, _cmd_characterize)
@@ -128,6 +127,7 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
 
 
 def _add_ablate(sub: argparse._SubParsersAction) -> None:
+    from headlab.ablation.heads import MODES
     from headlab.probes import SUITES
 
     p = sub.add_parser(
@@ -142,17 +142,16 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
     list_option(p, "--heads", required=True, metavar="L.H", help="heads to ablate together, e.g. 0.7 16.0")
     p.add_argument(
         "--mode",
-        choices=["zero", "mean", "resample"],
-        default="zero",
+        choices=MODES,
         help="zero; mean (each head's mean output over the corpus samples); resample (the head's output "
         "on the next sample of the batch)",
     )
-    p.add_argument("--draws", type=at_least(1), default=20)
-    list_option(p, "--suites", default=[], choices=sorted(SUITES),
+    p.add_argument("--draws", type=at_least(1))
+    list_option(p, "--suites", choices=sorted(SUITES),
                 help="also measure on these stimulus suites, e.g. slash controls positions contexts (default: none)")
-    p.add_argument("--suite-n", type=at_least(1), default=16, help="items per stimulus suite (default 16)")
-    p.add_argument("--samples", type=at_least(2), default=48, help="half with '/', half without (default 48)")
-    p.add_argument("--window", type=at_least(4), default=64, help="tokens per sample (default 64)")
+    p.add_argument("--suite-n", type=at_least(1), help="items per stimulus suite")
+    p.add_argument("--samples", type=at_least(2), help="corpus windows, half with '/', half without")
+    p.add_argument("--window", type=at_least(4), help="tokens per sample")
     list_option(p, "--corpus", default=None, metavar="SRC")
     _common(p, "ablate")
     bind(p, api.ablate, _cmd_ablate)

@@ -6,6 +6,7 @@ import argparse
 
 from headlab import monitor
 from headlab.cli.options import at_least, bind, call, list_option, real_in
+from headlab.monitor.settings import MIN_REFERENCE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,17 +14,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     ms = p.add_subparsers(dest="monitor_cmd", required=True)
     f = ms.add_parser("fit", help="scan a reference corpus and write PROFILE_DIR/profile.json")
     f.add_argument("model")
-    list_option(f, "--corpus", default=["wiki"], metavar="SRC", help="reference text (default: wiki)")
-    f.add_argument("--max-samples", type=at_least(20), default=2000)
-    f.add_argument("--per-detector", type=at_least(1), default=8, help="heads per detector in a fingerprint")
-    f.add_argument("--fpr", type=real_in(0, 0.5, open_lo=True), default=0.01,
-                   help="share of reference documents flagged (default 0.01)")
+    list_option(f, "--corpus", metavar="SRC", help="reference text")
+    f.add_argument("--max-samples", type=at_least(MIN_REFERENCE))
+    f.add_argument("--per-detector", type=at_least(1), help="heads per detector in a fingerprint")
+    f.add_argument("--fpr", type=real_in(0, 0.5, open_lo=True), help="share of reference documents flagged")
     _shared(f)
     bind(f, monitor.fit, _cmd_fit)
     c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
     c.add_argument("profile", help="a folder written by headlab monitor fit")
     list_option(c, "--corpus", required=True, metavar="SRC")
-    c.add_argument("--max-samples", type=at_least(1), default=2000)
+    c.add_argument("--max-samples", type=at_least(1))
     _shared(c)
     bind(c, monitor.check, _cmd_check)
     from headlab.monitor.evaluation import KINDS
@@ -40,8 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _shared(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=at_least(1), default=8)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--batch-size", type=at_least(1))
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")

@@ -14,12 +14,13 @@ from headlab.errors import HeadlabError
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult, check_rows, write
+from headlab.monitor.settings import MONITOR, MonitorSettings
 from headlab.values import listed
 
 
-@listed("corpus")
-def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 2000, per_detector: int = 8,
-        fpr: float = 0.01, seed: int = 0, batch_size: int = 8, max_length: int = 128, device: str = "cpu",
+def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
+        per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr, seed: int = MONITOR.seed,
+        batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length, device: str = "cpu",
         progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> Profile:
     """Scan the reference ``corpus`` (up to ``max_samples`` windows), choose the features (each census
     detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
@@ -32,27 +33,29 @@ def fit(model: Any, *, corpus: Sequence[str] = ("wiki",), max_samples: int = 200
     """
     from headlab.io import saving
 
+    settings = MonitorSettings(corpus=corpus, max_samples=max_samples, per_detector=per_detector,  # type: ignore[arg-type]
+                               fpr=fpr, seed=seed, batch_size=batch_size, max_length=max_length)
     with saving(out, ["profile.json"], overwrite) as folder:
-        prof = _fit(model, corpus, max_samples, per_detector, fpr, seed, batch_size, max_length, progress, device)
+        prof = _fit(model, settings, progress, device)
         if folder is not None:
             prof.write(folder)
     return prof
 
 
-def _fit(model: Any, corpus: Sequence[str], max_samples: int, per_detector: int, fpr: float, seed: int,
-         batch_size: int, max_length: int, progress: bool, device: str) -> Profile:
-    with scanned(model, corpus, max_samples, seed, batch_size, max_length, progress, device) as (path, r):
-        features = choose_features(column_means(path), per_detector)
+def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
+    with scanned(model, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
+                 device) as (path, r):
+        features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
-    return fit_profile(X, docs, features, fpr, model=r.model, corpus=list(corpus),
-                       settings={"max_samples": max_samples, "per_detector": per_detector, "seed": seed,
-                                 "batch_size": batch_size, "max_length": max_length,
-                                 "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
+    record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
+    return fit_profile(X, docs, features, st.fpr, model=r.model, corpus=list(st.corpus),
+                       settings={**record, "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
 
 
 @listed("corpus")
-def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None, max_samples: int = 2000,
-          seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
+def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None,
+          max_samples: int = MONITOR.max_samples, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
+          device: str = "cpu", progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` against the profile (a :class:`Profile` or the folder of
     ``monitor fit``); returns the summary and one record per document (score, flag, its most deviating

@@ -39,6 +39,7 @@ from headlab.monitor.fingerprint import (
     scanned,
 )
 from headlab.monitor.profile import ForestScorer, fit_profile, fold
+from headlab.monitor.settings import MONITOR
 
 #: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
 REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
@@ -119,7 +120,8 @@ class _Scorer:
 
 
 def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 3000,
-             kind_samples: int = 200, per_detector: int = 8, fpr: float = 0.01, seed: int = 0, batch_size: int = 8,
+             kind_samples: int = 200, per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr,
+             seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
              progress: bool = True, device: str = "cpu", figure: Path | None = None) -> dict[str, Any]:
     from headlab.models import load
 

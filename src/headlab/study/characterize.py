@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -22,7 +22,6 @@ from headlab.census.engine import score_samples
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
 from headlab.display import flat
-from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
@@ -33,6 +32,7 @@ from headlab.progress import bar as progress_bar
 from headlab.result import Result, per_head
 from headlab.study.bootstrap import curve_cv_ci, mean_ci, ratio_ci
 from headlab.study.rope import RopeResult, rope_analysis, rope_from_json
+from headlab.values import Settings
 
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 
@@ -166,14 +166,43 @@ class CharacterizeResult(Result):
         write_text_atomic(folder / "characterize.md", self.markdown())
 
 
-def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_size: int = 8,
-                 threshold: float = SDH.threshold, consecutive: int = SDH.consecutive, top: int = 10, words: int = 24,
-                 symbols: Sequence[str] = CONTROL_SYMBOLS, progress: bool = True,
-                 device: str = "cpu", kappa: float = 0.5, rope_samples: int = 64) -> CharacterizeResult:
-    """Characterize every head of ``model`` with the constructed suites (``n`` base items each)."""
+@dataclass(frozen=True)
+class CharacterizeSettings(Settings):
+    """What ``headlab characterize`` measures: ``n`` base items per suite (at least 2, for intervals), their
+    ``seed``; the SDH rule (``threshold`` θ, ``consecutive`` k); the ``top`` heads listed; the position sweep's
+    ``words``; the control ``symbols``; RoPE's (κ, Δ) analysis (``kappa``, ``rope_samples`` prompts); and
+    ``batch_size``."""
+
+    FAMILY: ClassVar[str] = "characterize"
+    LISTS: ClassVar[tuple[str, ...]] = ("symbols",)
+
+    n: int = 40
+    seed: int = 0
+    threshold: float = SDH.threshold
+    consecutive: int = SDH.consecutive
+    top: int = 10
+    kappa: float = 0.5
+    rope_samples: int = 64
+    batch_size: int = 8
+    words: int = 24
+    symbols: tuple[str, ...] = CONTROL_SYMBOLS
+
+    def more_problems(self) -> list[str]:
+        return [] if not isinstance(self.n, int) or self.n >= 2 else [
+            f"--n {self.n}: characterize needs at least 2 items per suite for intervals"]
+
+
+#: characterize given no options
+CHARACTERIZE = CharacterizeSettings()
+
+
+def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHARACTERIZE, *, progress: bool = True,
+                 device: str = "cpu") -> CharacterizeResult:
+    """Characterize every head of ``model`` with the constructed suites (``settings.n`` base items each)."""
+    st = settings
+    n, seed, batch_size, words, symbols = st.n, st.seed, st.batch_size, st.words, st.symbols
+    threshold, consecutive, top, kappa, rope_samples = st.threshold, st.consecutive, st.top, st.kappa, st.rope_samples
     loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
-    if n < 2:
-        raise HeadlabError("characterize needs at least 2 items per suite (--n) for intervals")
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     suites = {
         "controls": controls(n, seed, symbols),
@@ -211,9 +240,8 @@ def characterize(model: str | LoadedModel, *, n: int = 40, seed: int = 0, batch_
     order = np.argsort(-np.nan_to_num(np.nanmean(slash_m, 0), nan=-1).ravel(), kind="stable")[:top]
     return CharacterizeResult(
         model=loaded.name, n_layers=L, n_heads=H,
-        settings={"n": n, "seed": seed, "threshold": threshold, "consecutive": consecutive, "words": words,
-                  "symbols": list(symbols), "detector": "marked (can-see queries)", "batch_size": batch_size,
-                  "kappa": kappa, "rope_samples": rope_samples if is_rope else 0},
+        settings={**st.record(), "detector": "marked (can-see queries)",
+                  "rope_samples": rope_samples if is_rope else 0},
         slash_mass=_triple(*mean_ci(slash_m, seed=seed)), specificity=spec,
         position_curve=curve, position_gaps=[k / words for k in range(1, words)], position_cv=cv,
         context=context, sdh=rule.passed, top=[(int(i // H), int(i % H)) for i in order], rope=rope)

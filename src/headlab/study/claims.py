@@ -30,7 +30,7 @@ from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, load
 from headlab.result import Result
-from headlab.study.characterize import DEPTH_BINS, CharacterizeResult, characterize
+from headlab.study.characterize import CHARACTERIZE, DEPTH_BINS, CharacterizeResult, characterize
 from headlab.study.claim_rules import BY_ID, CLAIMS, CONVENTIONS, NO_SDH, RULES, Verdict, verdict_bound, verdict_range
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 
@@ -306,22 +306,23 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             sc.stop_if_interrupted("headlab claims")  # a claims table from a partial scan would look whole
         ch = saved_characterization(folder, lm.name, n, seed, kappa) if resume and folder else None
         if ch is None:
-            ch = characterize(lm, n=n, seed=seed, batch_size=batch_size, progress=progress, kappa=kappa)
+            ch = characterize(lm, CHARACTERIZE.replace(n=n, seed=seed, batch_size=batch_size, kappa=kappa),
+                              progress=progress)
         if folder is not None:
             sc.write(folder)
             ch.write(folder)
         ablation = left_out = None
         if ablation_draws > 0 and lm.facts.causal:
             from headlab.ablation import ablate_experiment
-            from headlab.ablation.experiment import write_report
+            from headlab.ablation.experiment import ABLATE, write_report
 
             heads, left_out = ablation_heads(claim_heads(sc, ch), ch.slash_mass["value"], lm.facts.n_heads)
             if reused and folder is not None:  # an ablation is only as current as the scan it rests on
                 ablation = saved_ablation(folder, lm.name, heads, ablation_draws, ablation_samples)
             if ablation is None:
-                ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, draws=ablation_draws,
-                                             samples=ablation_samples, corpus=corpus, seed=seed,
-                                             batch_size=batch_size, progress=progress, device=device)
+                ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, ABLATE.replace(
+                    draws=ablation_draws, samples=ablation_samples, corpus=corpus, seed=seed,
+                    batch_size=batch_size), progress=progress, device=device)
             if folder is not None:
                 write_report(ablation, str(folder))
         mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(folder_name(m)))

@@ -80,9 +80,10 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
     from headlab.ablation import ablate_experiment
+    from headlab.ablation.experiment import ABLATE
 
-    r = ablate_experiment(loaded, [head], draws=draws, samples=32,
-                          window=cfg.data.window, corpus=cfg.data.corpus, seed=seed, progress=progress)
+    settings = ABLATE.replace(draws=draws, samples=32, window=cfg.data.window, corpus=cfg.data.corpus, seed=seed)
+    r = ablate_experiment(loaded, [head], settings, progress=progress)
     c = r.control  # on the loss after `/`: the head's effect minus the matched random heads' mean effect
     return {"head": head, "loss_delta": r.slash["loss"]["delta"], "control_delta": c["delta_mean"],
             "difference": c["difference"], "interval": c["interval"], "p_value": c["p_value"], "draws": c["draws"],

@@ -1,0 +1,45 @@
+"""The settings of a head-monitor profile, defined once: ``headlab monitor fit`` and its Python twin take their
+defaults from :data:`MONITOR`, the profile records :meth:`~headlab.values.Settings.record`, and ``check`` scores
+with the same windowing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from headlab.values import Settings
+
+#: reference windows a profile needs: it holds some out to calibrate its threshold
+MIN_REFERENCE = 20
+
+
+@dataclass(frozen=True)
+class MonitorSettings(Settings):
+    """The reference ``corpus`` (up to ``max_samples`` windows of ``max_length`` tokens, drawn with ``seed``),
+    the features (each census detector's top ``per_detector`` heads, and every head's entropy), the
+    calibrated false-positive rate ``fpr`` on held-out reference documents, and ``batch_size``."""
+
+    FAMILY: ClassVar[str] = "monitor"
+    LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
+
+    corpus: tuple[str, ...] = ("wiki",)
+    max_samples: int = 2000
+    per_detector: int = 8
+    fpr: float = 0.01
+    seed: int = 0
+    batch_size: int = 8
+    max_length: int = 128
+
+    def more_problems(self) -> list[str]:
+        out = [] if self.corpus else ["--corpus: give at least one reference source"]
+        fpr, n = self.fpr, self.max_samples
+        if isinstance(fpr, (int, float)) and not 0 < fpr <= 0.5:
+            out.append(f"--fpr {fpr}: give a false-positive rate above 0 and at most 0.5, e.g. 0.01")
+        if isinstance(n, int) and n < MIN_REFERENCE:
+            out.append(f"--max-samples {n}: a profile needs at least {MIN_REFERENCE} reference windows (some are "
+                       "held out to calibrate it)")
+        return out
+
+
+#: a profile fitted with no options
+MONITOR = MonitorSettings()
