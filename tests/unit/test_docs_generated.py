@@ -48,3 +48,44 @@ def test_an_edited_number_is_caught() -> None:
     tampered = re.sub(r"(<!-- generated: scale-table -->\n.*?\| )(\d+\.\d+)%", r"\g<1>99.9%", text, count=1,
                       flags=re.S)
     assert tampered != text and blocks.render(tampered, "../", ROOT) == text
+
+
+#: numbers a page states as a definition or a setting, not a measurement
+DEFINED = {"0.5", "0.25", "0.8", "0.7", "16.0", "1.4826", "0.004", "2.10", "0.02", "0.95", "0.99"}
+_NUMBER = re.compile(r"(?<![\w.\-])[-−+]?\d+\.\d+(?![\w.])")
+
+
+def _prose(text: str) -> str:
+    text = re.sub(r"<!-- generated:.*?<!-- end[^>]*-->", "", text, flags=re.S)
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def _cited_text(text: str) -> str:
+    """Every committed text file in the folders of the results (and BENCHMARKS.md) a page cites."""
+    folders = {(ROOT / path).parent for c in re.findall(r"\bresults/[\w./{},-]*[\w}]", text) for path in _expanded(c)}
+    files = [f for d in folders if d.is_dir() for f in d.rglob("*") if f.suffix in (".md", ".json", ".txt", ".csv")]
+    if "BENCHMARKS.md" in text:
+        files.append(ROOT / "BENCHMARKS.md")
+    return "".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_measured_number_in_prose_is_in_a_result_the_page_cites(doc: Path) -> None:
+    """A reading may quote a number only from a result it cites (as there, or rounded to fewer digits); numbers
+    of pages that cite no result are definitions and settings."""
+    text = doc.read_text(encoding="utf-8")
+    cited = _cited_text(text)
+    if not cited:
+        return
+    held = {f"{abs(float(x)):.{d}f}" for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", cited) for d in range(1, 5)}
+    quoted = {n.replace("−", "-").lstrip("+-") for n in _NUMBER.findall(_prose(text))}
+    unsupported = sorted(n for n in quoted - DEFINED if n not in held)
+    assert not unsupported, f"{doc.name} quotes numbers no cited result holds: {unsupported}"
+
+
+def test_an_edited_reading_number_is_caught() -> None:
+    doc = ROOT / "docs" / "induction.md"
+    text = doc.read_text(encoding="utf-8")
+    assert "0.245 nats lower" in text
+    held = {f"{abs(float(x)):.3f}" for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", _cited_text(text))}
+    assert "0.245" in held and "0.743" not in held  # the reading's number is held; an edited one would not be

@@ -149,13 +149,17 @@ class CharacterizeResult(Result):
                  "| relative depth | layers | SDHs | top heads |", "|---|---|---|---|"]
         for name, row in self.depth_profile().items():
             lines.append(f"| {name} | {row['layers']} | {row['sdh']} | {row['top']} |")
-        lines += ["", f"Top {len(self.top)} heads by mass on `/`:", "",
+        lines += ["", f"Top {len(self.top)} heads by mass on `/` (*not `/`-specific*: the pooled specificity's "
+                  "interval does not lie above 1, so the head gives other symbols in the same slot as much mass "
+                  "or more; its `/` mass is explained by where it looks, not by `/`):", "",
                   "| head | `/` mass | specificity (pooled) | position CV | random / natural | shuffled / natural |",
                   "|---|---|---|---|---|---|"]
         fmt = lambda c: f"{c[0]:.3f} [{c[1]:.3f}, {c[2]:.3f}]"  # noqa: E731
         for layer, head in self.top:
             h = self.head(layer, head)
-            lines.append(f"| {h['name']}{' (SDH)' if h['sdh'] else ''} | {fmt(h['slash_mass'])} | "
+            label = (" (SDH)" if h["sdh"] else "") + (" *not `/`-specific*" if h["specificity"]["pooled"][1] <= 1
+                                                        else "")
+            lines.append(f"| {h['name']}{label} | {fmt(h['slash_mass'])} | "
                          f"{fmt(h['specificity']['pooled'])} | {fmt(h['position_cv'])} | "
                          f"{fmt(h['context']['random'])} | {fmt(h['context']['shuffled'])} |")
         if self.rope is not None:
