@@ -32,8 +32,12 @@ def tiny_config(tmp: Path, settings: dict | None = None) -> Path:
 
 
 def scan_proc(out: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "headlab", "scan", "minilm-l6", "--max-samples", "0", "--batch-size", "1",
-           "--out", str(out), *extra]
+    return headlab_proc("scan", "minilm-l6", "--max-samples", "0", "--batch-size", "1", "--out", str(out), *extra)
+
+
+def headlab_proc(*args: str) -> subprocess.Popen:
+    """``headlab ARGS`` as a child process whose stderr (the progress bars) the test reads."""
+    cmd = [sys.executable, "-m", "headlab", *args]
     # A shell without job control starts background jobs with SIGINT ignored, and Python then never turns
     # SIGINT into KeyboardInterrupt: give the child the default disposition, as a terminal would.
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -50,7 +54,7 @@ def wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> 
             break
         buf += ch
         if ch == "[":
-            done = [int(x) for x in re.findall(r"(\d+)sample \[", buf)]
+            done = [int(x) for x in re.findall(r"(\d+)(?:sample|/\d+) \[", buf)]  # without or with a total
             if done and done[-1] >= n:
                 return done[-1]
     raise AssertionError(f"no progress seen: {buf[-300:]}")

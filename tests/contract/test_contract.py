@@ -9,8 +9,10 @@ installed).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ from headlab.cli import main
 from tests.support import says
 
 from ..support import need
-from .procs import TINY, scan_proc, tiny_config, wait_for_progress
+from .procs import TINY, headlab_proc, scan_proc, tiny_config, wait_for_progress
 
 
 @dataclass
@@ -54,10 +56,13 @@ RANGE = [  # (command line, the option that must be named)
     ("scan minilm-l6 --checkpoint-every -1", "--checkpoint-every"), ("top {tmp}/r.parquet --head 0.1 --k 0", "--k"),
     ("monitor fit minilm-l6 --fpr 0.9 --out {tmp}/p", "--fpr"), ("monitor fit minilm-l6 --max-samples 5 --out {tmp}/p",
                                                                  "--max-samples"),
+    ("monitor fit minilm-l6 --max-samples 40 --out {tmp}/p", "--max-samples"),
     ("monitor evaluate minilm-l6 --kinds poetry --out {tmp}/e", "--kinds"),
     ("scan minilm-l6 --max-offset -1", "--max-offset"), ("scan minilm-l6 --top 0", "--top"),
     ("scan minilm-l6 --route flash", "--route"), ("scan minilm-l6 --max-samples 2.5", "--max-samples"),
     ("retrieval generate --form minimal --depth 2 --n -3 --out {tmp}/g.jsonl", "--n"),
+    ("retrieval generate --form minimal --depth 2 --n 1e20 --out {tmp}/g.jsonl", "--n"),
+    ("retrieval generate --form minimal --depth 2 --n 100000000000000000000 --out {tmp}/g.jsonl", "--n"),
     ("retrieval generate --form minimal --depth 0 --out {tmp}/g.jsonl", "--depth"),
     ("retrieval generate --form minimal --depth 2 --distractors -1 --out {tmp}/g.jsonl", "--distractors"),
     ("retrieval train --depth 2 --lr -1 --out {tmp}/r", "--lr"),
@@ -296,6 +301,24 @@ def test_signal_during_a_scan_keeps_the_finished_batches(tmp_path: Path, sig: in
 
 
 @pytest.mark.integration
+def test_sigterm_during_a_monitor_fit_exits_143_without_a_profile(tmp_path: Path) -> None:
+    need("minilm-l6")
+    out = tmp_path / "profile"
+    p = headlab_proc("monitor", "fit", "minilm-l6", "--max-samples", "2000", "--batch-size", "1", "--out", str(out))
+    try:
+        wait_for_progress(p, 2)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err.strip().splitlines()[-1]
+    assert not (out / "profile.json").exists()
+
+
+@pytest.mark.integration
 def test_second_scan_into_a_locked_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     need("minilm-l6")
     out = tmp_path / "scan"
@@ -446,6 +469,9 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("ablate heads as tuples", lambda: headlab.ablate("smollm2-135m", heads=[(0, 1)]), "L.H"),  # type: ignore
         ("ablate heads as a number", lambda: headlab.ablate("smollm2-135m", heads=7), "L.H"),  # type: ignore
         ("ablate draws -1", lambda: headlab.ablate("smollm2-135m", ["0.1"], draws=-1), "--draws"),
+        ("ablate mode half", lambda: headlab.ablate("smollm2-135m", ["0.1"], mode="half"), "--mode"),
+        ("monitor fit fpr 2", lambda: headlab.monitor.fit("minilm-l6", fpr=2), "--fpr"),
+        ("monitor fit 40 windows", lambda: headlab.monitor.fit("minilm-l6", max_samples=40), "--max-samples"),
     ]
 
 
@@ -465,3 +491,33 @@ def test_python_api_refuses_before_the_work(tmp_path: Path, monkeypatch: pytest.
         assert phrase in str(info.value) and "\n" not in str(info.value), name
     assert (tmp_path / "held" / "characterize.json").read_text() == "earlier"
     assert (tmp_path / "page.html").read_text() == "earlier"
+
+
+def test_models_check_reads_a_config_of_a_billion_layers_from_the_config_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from transformers import AutoConfig
+
+    AutoConfig.for_model("gpt2", n_layer=10**9, n_embd=64, n_head=4).save_pretrained(tmp_path / "huge")
+    assert main(["models", "check", str(tmp_path / "huge")]) == 0  # built as 12 layers, reported as the config's
+    assert re.search(r"layers\s+1000000000\b", capsys.readouterr().out)
+    (tmp_path / "none").mkdir()
+    AutoConfig.for_model("gpt2", n_layer=0, n_embd=64, n_head=4).save_pretrained(tmp_path / "none")
+    assert main(["models", "check", str(tmp_path / "none")]) == 2
+    assert "at least 1 layer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("code, fix", [(errno.EROFS, "choose a writable --out"), (errno.EACCES, "choose a writable"),
+                                       (errno.ENOSPC, "free space")])
+def test_a_place_that_cannot_be_written_is_named_as_such(code: int, fix: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import headlab.census.scanner
+
+    def unwritable(*_a: object, **_k: object) -> None:
+        raise OSError(code, os.strerror(code), "/ro/scan/scan.json")
+
+    monkeypatch.setattr(headlab.census.scanner, "scan", unwritable)
+    assert main(["scan", "minilm-l6", "--max-samples", "2", "--out", str(tmp_path / "out")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert fix in last and "/ro/scan/scan.json" in last
+    assert ("free space" in last) == (code == errno.ENOSPC)

@@ -174,3 +174,62 @@ def test_tracking_and_reporting_into_a_held_folder_is_refused(tmp_path: Path,
             assert main(argv) == 2
         assert "being written" in capsys.readouterr().err.strip().splitlines()[-1]
     shutil.rmtree(run / "track", ignore_errors=True)
+
+
+def _safetensors(header: dict, payload: bytes = b"\0" * 8) -> bytes:
+    import json
+    import struct
+
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + payload
+
+
+def test_a_run_whose_weights_have_a_bad_header_or_shape_is_one_line(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    cfg, run = tiny_config(tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    final = run / "final.safetensors"
+    good = {k: v.clone() for k, v in load_file(str(final)).items()}  # not a view of the file we rewrite
+    name = next(iter(good))
+    cases = {
+        "a shape that is not a number": _safetensors({name: {"dtype": "F32", "shape": ["a"], "data_offsets": [0, 4]}}),
+        "an absurd shape": _safetensors({name: {"dtype": "F32", "shape": [10**15, 10**15], "data_offsets": [0, 8]}}),
+    }
+    for what, data in cases.items():
+        final.write_bytes(data)
+        capsys.readouterr()
+        assert main(["scan", str(run), "--max-samples", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 2, what
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "final.safetensors" in err[0] and "internal error" not in err[0], (what, err)
+    save_file({**good, name: torch.zeros(3, 5)}, str(final))  # a weight of another shape
+    assert main(["scan", str(run), "--max-samples", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "does not fit the model" in err[-1] and "internal error" not in err[-1]
+
+
+def test_models_verify_reports_a_torn_manifest_and_leaves_a_linked_copy(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers import BertConfig, BertModel
+
+    from headlab.models.cache import MANIFEST, publish
+
+    monkeypatch.setenv("HEADLAB_CACHE", str(tmp_path / "cache"))
+    models = tmp_path / "cache" / "models"
+    models.mkdir(parents=True)
+    for name in ("torn", "elsewhere"):
+        BertModel(BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                             num_attention_heads=2)).save_pretrained(tmp_path / f"staged-{name}")
+    publish(tmp_path / "staged-torn", models / "torn")
+    (models / "torn" / MANIFEST).write_text('{"files": {"config.json": {"by')  # torn mid-write
+    (tmp_path / "disk").mkdir()
+    publish(tmp_path / "staged-elsewhere", tmp_path / "disk" / "elsewhere")
+    (models / "elsewhere").symlink_to(tmp_path / "disk" / "elsewhere")
+    (tmp_path / "disk" / "elsewhere" / "config.json").write_text("{}")  # not the size it was written with
+    assert main(["models", "verify"]) == 2
+    out = capsys.readouterr().out
+    assert f"its {MANIFEST} is damaged" in out and "(removed" in out and not (models / "torn").exists()
+    assert "left in place" in out and (tmp_path / "disk" / "elsewhere" / "model.safetensors").exists()

@@ -120,3 +120,27 @@ def test_interrupted_scan_keeps_partial_statistics_and_cleans_up():
     assert r.interrupted and r.n_samples == 8
     assert "INTERRUPTED" in r.table()
     assert lm.model.config._attn_implementation == impl
+
+
+@pytest.mark.parametrize("name", ["minilm-l6", "mpnet-base", "smollm2-135m", "gemma3-270m"])
+def test_a_long_text_tokenized_in_pieces_gives_the_whole_texts_windows(name, monkeypatch):
+    """Parity of the piecewise route (texts over PIECE_CHARS) with tokenizing the whole text at once, on
+    WordPiece, byte-level BPE and SentencePiece (gemma3), for prose, code, runs of spaces and newlines and text
+    without any space."""
+    import headlab.corpus.samples as samples
+    from headlab.corpus import Document, Sampler
+
+    lm = named(name)
+    text = (" ".join(SLASH_TEXTS) + "\n\n    def f(a,  b):\n\treturn a/b  \n" + "x" * 300 + " ") * 40
+    doc = [Document("d", lambda: [text])]
+    whole = [s.input_ids for s in Sampler(lm.tokenizer, 64, seed=3).samples(doc)]
+    monkeypatch.setattr(samples, "PIECE_CHARS", 500)
+    calls = []
+    original = Sampler._tokenize
+    monkeypatch.setattr(Sampler, "_tokenize", lambda self, texts: calls.append(len(texts[0])) or original(self, texts))
+    piecewise = [s.input_ids for s in Sampler(lm.tokenizer, 64, seed=3).samples(doc)]
+    assert piecewise == whole and len(calls) > 40 and max(calls) <= 500
+    calls.clear()
+    long = [Document("long", lambda: [text * 50])]  # 1.1M characters
+    assert len(list(Sampler(lm.tokenizer, 64, seed=3).samples(long, max_samples=2))) == 2
+    assert sum(calls) < len(text) * 25  # the first windows (a shuffle buffer's worth) need half the text at most

@@ -74,7 +74,8 @@ def _cmd_models_verify(a: argparse.Namespace) -> int:
     for c in copies:
         why = c["damage"]
         print(f"{Path(c['folder']).name:<24} "
-              f"{'ok' if why is None else 'damaged: ' + why + ' (removed; the next load rebuilds it)'}")
+              f"{'ok' if why is None else 'damaged: ' + why}"
+              f"{' (removed; the next load rebuilds it)' if c['removed'] else ''}")
     bad = sum(c["damage"] is not None for c in copies)
     print(f"{len(copies)} cached model copies in {cache_dir() / 'models'}, {bad} damaged")
     return 2 if bad else 0
@@ -227,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -256,12 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the CLI promises one line, --debug shows the rest
         if args.debug:
             traceback.print_exc()
-        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:  # the machine's state, not a bug
-            print(
-                f"headlab: error: {exc.strerror} while writing {exc.filename or 'a result'}; free space or "
-                "choose another --out",
-                file=sys.stderr,
-            )
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL + _NOT_WRITABLE:  # the machine's state, not a bug
+            fix = "free space or choose another --out" if exc.errno in _DISK_FULL else "choose a writable --out"
+            print(f"headlab: error: {exc.strerror} while writing {exc.filename or 'a result'}; {fix}",
+                  file=sys.stderr)
             return 2
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"headlab: internal error: {type(exc).__name__}: {msg} (rerun with --debug)", file=sys.stderr)

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     list_option(e, "--reference", default=["wiki"], metavar="SRC")
     list_option(e, "--kinds", choices=KINDS, default=None,
                 help="kinds of structure to detect (default: every kind whose corpus is installed)")
-    e.add_argument("--max-samples", type=at_least(20), default=3000, help="reference samples (default 3000)")
+    e.add_argument("--max-samples", type=at_least(MIN_REFERENCE), default=3000, help="reference samples (default 3000)")
     e.add_argument("--kind-samples", type=at_least(1), default=200, help="samples per kind (default 200)")
     _shared(e)
     bind(e, monitor.evaluate, _cmd_evaluate)

@@ -24,6 +24,10 @@ from headlab.errors import HeadlabError
 
 TargetFilter = Literal["any", "with-target", "without-target"]
 SHUFFLE_BUFFER = 1024
+#: a text longer than this is tokenized piece by piece, as its windows are needed: tokenizing a 50 MB line at once
+#: costs minutes and gigabytes before the first window. A piece ends before a whitespace, where BPE, WordPiece and
+#: SentencePiece pre-tokenizers split anyway, so the pieces' tokens are the whole text's (tested)
+PIECE_CHARS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,41 @@ def windows(ids: Sequence[int], body: int, stride: int) -> Iterator[list[int]]:
         s += stride
 
 
+def stream_windows(pieces: Iterable[list[int]], body: int, stride: int) -> Iterator[list[int]]:
+    """:func:`windows` over the concatenation of ``pieces``, reading a piece only when a window needs it."""
+    if body < 1 or stride < 1 or stride > body:
+        yield from windows([], body, stride)  # the same one-line refusal
+        return
+    it, buf, start, done = iter(pieces), [], 0, False
+    while True:
+        while not done and len(buf) - start <= body:  # one token past the window says whether more follows
+            nxt = next(it, None)
+            done = nxt is None
+            buf.extend(nxt or ())
+        if len(buf) == start:
+            return
+        yield buf[start:start + body]
+        if len(buf) - start <= body:
+            return
+        start += stride
+        if start > len(buf) // 2:
+            del buf[:start]
+            start = 0
+
+
+def pieces(text: str, size: int) -> Iterator[str]:
+    """``text`` in pieces of at most ``size`` characters, each cut before its last whitespace where there is one
+    (a word keeps its leading space, as byte-level BPE and SentencePiece read it)."""
+    i = 0
+    while i < len(text):
+        j = min(len(text), i + size)
+        if j < len(text):
+            cut = max(text.rfind(" ", i, j), text.rfind("\n", i, j))
+            j = cut if cut > i else j
+        yield text[i:j]
+        i = j
+
+
 class Sampler:
     """Seeded stream of :class:`Sample` from documents, for one tokenizer and window setting."""
 
@@ -106,13 +145,24 @@ class Sampler:
         p, s = self.special.prefix, self.special.suffix
         for di in order:
             doc = docs[di]
-            texts = [t for t in doc.load() if t.strip()]
-            if not texts:
-                continue
-            for ids in self._tokenize(texts):
-                for w, body in enumerate(windows(ids, self.body, self.stride)):
+            for text_windows in self._text_windows([t for t in doc.load() if t.strip()]):
+                for w, body in enumerate(text_windows):
                     if self._keep(body):
                         yield doc.doc_id, w, p + tuple(body) + s
+
+    def _text_windows(self, texts: list[str]) -> Iterator[Iterator[list[int]]]:
+        """The windows of each text in order: short texts tokenized together, long ones piece by piece."""
+        short: list[str] = []
+        for t in [*texts, None]:
+            if t is not None and len(t) <= PIECE_CHARS:
+                short.append(t)
+                continue
+            for ids in self._tokenize(short) if short else []:
+                yield windows(ids, self.body, self.stride)
+            short = []
+            if t is not None:
+                yield stream_windows((self._tokenize([piece])[0] for piece in pieces(t, PIECE_CHARS)),
+                                     self.body, self.stride)
 
     def samples(self, docs: Sequence[Document], max_samples: int | None = None) -> Iterator[Sample]:
         """Samples in the seeded order; stops after ``max_samples`` (None: the whole corpus)."""

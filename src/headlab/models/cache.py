@@ -91,14 +91,18 @@ def damage(folder: Path, *, full: bool = False) -> str | None:
         return None
     from headlab.io import file_sha256
 
-    files = json.loads((folder / MANIFEST).read_text())["files"]
-    for rel, want in files.items():
+    try:
+        files = json.loads((folder / MANIFEST).read_text())["files"]
+        items = [(str(rel), int(want["bytes"]), str(want["sha256"])) for rel, want in files.items()]
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return f"its {MANIFEST} is damaged"
+    for rel, size, digest in items:
         p = folder / rel
         if not p.is_file():
             return f"{rel} is missing"
-        if p.stat().st_size != want["bytes"]:
-            return f"{rel} has {p.stat().st_size} bytes, {want['bytes']} when written"
-        if full and file_sha256(p) != want["sha256"]:
+        if p.stat().st_size != size:
+            return f"{rel} has {p.stat().st_size} bytes, {size} when written"
+        if full and file_sha256(p) != digest:
             return f"{rel} does not match the digest recorded when it was written"
     return None
 

@@ -24,7 +24,7 @@ def check(model: str) -> dict[str, Any]:
     from headlab.models.loader import check_source
 
     check_source(model)  # a missing path says so, before any hub-id rule is consulted
-    return report(skeleton(model))
+    return report(*skeleton(model))
 
 
 def families() -> str:
@@ -36,16 +36,20 @@ def families() -> str:
 
 def verify() -> list[dict[str, Any]]:
     """Every cached model copy compared with the digests written with it; a damaged copy is removed (the next
-    load rebuilds it). One record per copy: folder and ``damage`` (None when sound)."""
+    load rebuilds it; a damaged copy behind a symbolic link is reported and left). One record per copy: folder,
+    ``damage`` (None when sound) and ``removed``."""
     from headlab.models.cache import cache_dir, damage
 
     folders = sorted(p for p in (cache_dir() / "models").glob("*") if p.is_dir() and not p.name.endswith(".partial"))
     out = []
     for f in folders:
-        why = damage(f, full=True)
-        if why is not None:
+        why, removed = damage(f, full=True), False
+        if why is not None and f.is_symlink():  # the copy lives elsewhere, in a place the user chose
+            why += f" (a link to {f.resolve()}: left in place; remove the link to rebuild the copy)"
+        elif why is not None:
             shutil.rmtree(f)
-        out.append({"folder": str(f), "damage": why})
+            removed = True
+        out.append({"folder": str(f), "damage": why, "removed": removed})
     return out
 
 

@@ -37,8 +37,7 @@ def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batc
         rows = Path(tmp) / "rows.parquet"
         r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
                  batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows)
-        if r.interrupted:
-            raise KeyboardInterrupt("interrupted while scanning the corpus")
+        r.stop_if_interrupted("the monitor")  # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
         yield rows, r
 
 

@@ -9,8 +9,9 @@ from typing import ClassVar
 
 from headlab.values import Settings
 
-#: reference windows a profile needs: it holds some out to calibrate its threshold
-MIN_REFERENCE = 20
+#: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
+#: so fewer than 50 windows can never be enough (more may still be, for corpora of long documents)
+MIN_REFERENCE = 50
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ class MonitorSettings(Settings):
         if isinstance(fpr, (int, float)) and not 0 < fpr <= 0.5:
             out.append(f"--fpr {fpr}: give a false-positive rate above 0 and at most 0.5, e.g. 0.01")
         if isinstance(n, int) and n < MIN_REFERENCE:
-            out.append(f"--max-samples {n}: a profile needs at least {MIN_REFERENCE} reference windows (some are "
-                       "held out to calibrate it)")
+            out.append(f"--max-samples {n}: a profile needs at least {MIN_REFERENCE} reference windows (a fifth of "
+                       "the documents, at least 10, is held out to calibrate it)")
         return out
 
 

@@ -36,6 +36,10 @@ def _shape(name: str) -> Any:
 _EVAL_EVERY = inspect.signature(train_retrieval).parameters["eval_every"].default
 
 
+#: examples one ``generate`` call makes: the list is held in memory and written at once
+MAX_GENERATE = 1_000_000
+
+
 def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
              out: str | Path | None = None, overwrite: bool = False) -> list[dict[str, Any]]:
     """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
@@ -50,6 +54,9 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
     from headlab.retrieval.task import generate as run
 
     check(n=n, seed=seed, depth=depth, distractors=distractors)
+    if n > MAX_GENERATE:
+        raise HeadlabError(f"--n {n}: at most {MAX_GENERATE:,} examples a call (they are held in memory); "
+                           "generate in parts with different --seed")
     if out is not None:
         claim_file(out, overwrite)  # before the work: a folder, an existing file or a read-only place is refused
     rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in run(form, depth, n, seed,

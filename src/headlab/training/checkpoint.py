@@ -171,11 +171,20 @@ def load_weights_file(path: Path, model: torch.nn.Module, label: str) -> None:
         sd = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types for a damaged file
         raise HeadlabError(f"{label}: {path.name} cannot be read ({exc})") from None
-    missing, unexpected = model.load_state_dict(sd, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(sd, strict=False)
+    except RuntimeError as exc:  # a weight of another shape
+        first = str(exc).strip().splitlines()
+        raise HeadlabError(f"{label} does not fit the model: {first[-1].strip() if first else exc}") from None
     real_missing = [k for k in missing if not k.endswith("lm_head.weight")]
     if real_missing or unexpected:
         raise HeadlabError(f"{label} does not fit the model (missing {real_missing[:3]}, unexpected {unexpected[:3]})")
 
 
 def load_optimizer(folder: Path, opt: torch.optim.Optimizer, meta: dict[str, Any]) -> None:
-    opt.load_state_dict(_unflatten_optimizer(load_file(str(folder / "optimizer.safetensors")), meta))
+    path = folder / "optimizer.safetensors"
+    try:
+        opt.load_state_dict(_unflatten_optimizer(load_file(str(path)), meta))
+    except Exception as exc:  # noqa: BLE001 - a damaged file or state of another shape: one line, not a trace
+        raise HeadlabError(f"checkpoint {folder.name}: {path.name} cannot be read ({type(exc).__name__}: "
+                           f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''})") from None

@@ -202,7 +202,8 @@ def pool_matches(run: Path, print_: str) -> str | None:
 def load_pool(run: Path) -> tuple[WindowPool, Any]:
     try:
         t = load_file(str(run / "data.safetensors"))
+        pool = WindowPool(t["ids"].long(), t["mask"].bool(), t["probe_ids"].long(), t["probe_mask"].bool())
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types for a damaged file
-        raise HeadlabError(f"{run / 'data.safetensors'} cannot be read ({exc}); start the run again") from None
-    pool = WindowPool(t["ids"].long(), t["mask"].bool(), t["probe_ids"].long(), t["probe_mask"].bool())
+        raise HeadlabError(f"{run / 'data.safetensors'} cannot be read ({type(exc).__name__}: {exc}); start the "
+                           "run again") from None
     return pool, load_tokenizer(run / "tokenizer")
