@@ -120,3 +120,21 @@ def test_top_lists_the_samples_where_a_head_fires(whole: Path, capsys: pytest.Ca
     assert len(out) == 4 and f"{best:.4f}" in out[1] and "/" in out[1]
     assert main(["top", str(whole), "--head", "0.7", "--detector", "nope"]) == 2
     assert "detectors in it" in capsys.readouterr().err
+
+
+def test_every_rank_refuses_a_held_folder_before_the_process_group_forms(corpus: Path, tmp_path: Path) -> None:
+    import socket
+
+    out = tmp_path / "held"
+    out.mkdir()
+    (out / "scan.json").write_text("{}")  # an earlier result, no --overwrite
+    with socket.socket() as probe:  # a free port: another job on the machine may hold any fixed one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={port}", "-m",
+           "headlab", "scan", "minilm-l6", "--corpus", str(corpus), *ARGS, "--out", str(out)]
+    t0 = time.time()
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180)
+    assert r.returncode != 0 and time.time() - t0 < 120  # neither rank waits for the other
+    assert r.stderr.count("already holds scan.json") == 2, r.stderr[-2000:]  # both ranks said it, in one line
+    assert (out / "scan.json").read_text() == "{}"

@@ -59,6 +59,30 @@ def test_a_resume_with_another_per_sample_file_is_refused(tmp_path) -> None:
         scan(lm, texts, per_sample=tmp_path / "b.parquet", resume=True, **opts)
 
 
+def test_a_resume_after_a_corpus_file_was_rewritten_is_refused(tmp_path) -> None:
+    """A corpus file changed between the kill and the resume would mix two texts' samples: refused."""
+    import os
+
+    from headlab.census.scanner import scan
+    from headlab.errors import HeadlabError
+    from headlab.nn import ModelConfig, Transformer, as_loaded, train_bpe
+
+    texts = [f"text {i} with a/b and more words" * 3 for i in range(12)]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n\n".join(texts))
+    tok = train_bpe(texts, 300)
+    lm = as_loaded(Transformer(ModelConfig(vocab_size=len(tok), n_layers=1, n_heads=2, d_model=16)), tok, "tiny")
+    opts = dict(corpus=[str(corpus)], detectors=["previous-token"], max_samples=None, max_length=16,
+                batch_size=2, progress=False, checkpoint_dir=tmp_path / "out", checkpoint_every=4)
+    (tmp_path / "out").mkdir()
+    scan(lm, None, **opts)
+    assert scan(lm, None, resume=True, **opts).n_samples > 0  # the same files: resumed
+    corpus.write_text(corpus.read_text().replace("more", "fewer"))
+    os.utime(corpus, ns=(1, 1))
+    with pytest.raises(HeadlabError, match="other corpus files"):
+        scan(lm, None, resume=True, **opts)
+
+
 def test_a_replaced_tokenizer_gets_its_own_ids_and_a_bigger_vocabulary_is_refused() -> None:
     import dataclasses
 

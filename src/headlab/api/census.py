@@ -49,22 +49,25 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     from headlab.census.scanner import scan as run
     from headlab.census.stream import CKPT_JSON
     from headlab.distributed import device_for, world
-    from headlab.io import claim_file, writing
+    from headlab.io import claim_file, claim_out, writing
 
     settings = ScanSettings(  # every value checked here, before a model is loaded or a folder claimed
         detectors=detectors, target=target, bare=bare,  # type: ignore[arg-type]
         queries=queries, max_offset=max_offset, threshold=threshold, consecutive=consecutive,
         max_samples=max_samples, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
         target_filter=target_filter, route=route, chunk_mb=chunk_mb, checkpoint_every=checkpoint_every)
-    w = world()
     if per_sample is not None and not str(per_sample).endswith(".parquet"):
         raise HeadlabError(f"--per-sample {per_sample}: give a .parquet file path")
     if (resume or checkpoint_every) and out is None:
         raise HeadlabError("checkpoints live in the output folder: pass --out (out=) to checkpoint or resume")
+    # every rank refuses a bad --out alike, before the process group forms (the checks read, never write): a rank
+    # that went on alone would wait in its first collective for a partner that has exited
     if out is not None:
-        _check_resume(Path(out), resume, overwrite, w.main, CKPT_JSON)
-    if w.main and per_sample is not None:
+        _check_resume(Path(out), resume, overwrite, CKPT_JSON)
+        claim_out(out, _FILES, overwrite)
+    if per_sample is not None:
         claim_file(per_sample, overwrite)
+    w = world()
     # one writer per folder: under torchrun only rank 0 claims and locks it
     held = writing(out, _FILES, overwrite) if out is not None and w.main else contextlib.nullcontext(out)
     with held as folder:
@@ -76,12 +79,12 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     return r
 
 
-def _check_resume(out: Path, resume: bool, overwrite: bool, main: bool, ckpt: str) -> None:
+def _check_resume(out: Path, resume: bool, overwrite: bool, ckpt: str) -> None:
     if resume and overwrite:
         raise HeadlabError("--resume continues the scan in --out and --overwrite starts it over: pass one of them")
     if resume and not (out / ckpt).exists():
         raise HeadlabError(f"{out} holds no scan checkpoint to resume; run without --resume")
-    if main and not resume and not overwrite and (out / ckpt).exists():
+    if not resume and not overwrite and (out / ckpt).exists():
         raise HeadlabError(f"{out} holds the checkpoint of an unfinished scan; pass --resume to continue it or "
                            "--overwrite to start over")
 

@@ -117,8 +117,29 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         **choice.settings(), "chunk_mb": s.chunk_mb, "model_facts": loaded.facts.__dict__,
     }
     rows = str(Path(per_sample).resolve()) if per_sample is not None else None  # a resume must add to these rows
-    return _Plan(dets, sampler, docs, choice.route, record, fingerprint({**record, "per_sample": rows}),
-                 token is not None)
+    stamp = corpus_stamp(texts, corpus)  # a resume must read the same text the first samples came from
+    return _Plan(dets, sampler, docs, choice.route, record,
+                 fingerprint({**record, "per_sample": rows, "corpus_files": stamp}), token is not None)
+
+
+def corpus_stamp(texts: Sequence[str] | None, corpus: Sequence[str] | None) -> str:
+    """What identifies the text a scan reads: the texts themselves, or every corpus file's path, size and
+    modification time (named sources are installed packages, identified by their name)."""
+    import hashlib
+    import os
+
+    h = hashlib.sha256()
+    if texts is not None:
+        for t in texts:
+            h.update(str(t).encode("utf-8", "replace") + b"\0")
+        return h.hexdigest()
+    for item in corpus or ():
+        p = Path(str(item)).expanduser()
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
+        for f in files:
+            st = os.stat(f)
+            h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 def _resume(folder: Path | None, census: Census, w: Any, print_: str) -> int:

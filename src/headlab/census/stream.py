@@ -93,8 +93,9 @@ def load_checkpoint(folder: Path, census: Census, w: World, print_: str) -> int 
         say(f"the checkpoint in {folder} is damaged ({exc}); the scan starts over")
         return None
     if meta["fingerprint"] != print_:
-        raise HeadlabError(f"the checkpoint in {folder} belongs to a scan with other settings; resume with the same "
-                           "options, or pass --overwrite to start over")
+        raise HeadlabError(f"the checkpoint in {folder} belongs to a scan with other settings or other corpus files "
+                           "(one was changed since); resume with the same options and files, or pass --overwrite to "
+                           "start over")
     census.load(state)
     if not w.main:
         census.zeroed()  # rank 0 carries the merged sums; the others add their new shares to zero
