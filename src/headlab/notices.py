@@ -16,9 +16,15 @@ from typing import Iterator
 _RECORDS: contextvars.ContextVar[tuple[list[str], ...]] = contextvars.ContextVar("headlab_notices", default=())
 
 
+_REPEAT: contextvars.ContextVar[bool] = contextvars.ContextVar("headlab_notices_repeat", default=False)
+
+
 def say(message: str) -> None:
     """Tell the user what was skipped or repaired, and record it."""
     from tqdm import tqdm
+
+    if _REPEAT.get():
+        return
 
     tqdm.write(f"headlab: warning: {message}", file=sys.stderr)
     for record in _RECORDS.get():
@@ -34,3 +40,14 @@ def recorded() -> Iterator[list[str]]:
         yield record
     finally:
         _RECORDS.reset(token)
+
+
+@contextlib.contextmanager
+def repeated() -> Iterator[None]:
+    """A pass that another pass of the same command repeats (checking a corpus before the work, then reading it):
+    its notices are said once, by the pass that reads, not twice."""
+    token = _REPEAT.set(True)
+    try:
+        yield
+    finally:
+        _REPEAT.reset(token)

@@ -135,6 +135,14 @@ ROWS += [
         "neither a named source", model="minilm-l6", absent=["o/scan.json"]),
     Row("corpus of another file type", "scan minilm-l6 --corpus {tmp}/c.csv --out {tmp}/o".split(), 2, ".jsonl",
         _file("c.csv", "a,b"), model="minilm-l6"),
+    Row("a JSONL dataset whose records share an id", "scan minilm-l6 --corpus {tmp}/d.jsonl --out {tmp}/o".split(),
+        2, "share the id", _file("d.jsonl", '{"id": "a", "text": "one a/b"}\n{"id": "b", "text": "two"}\n'
+                                            '{"id": "a", "text": "three c/d"}\n'), absent=["o"], model="minilm-l6"),
+    Row("an empty JSONL dataset", "monitor check {tmp}/p --corpus {tmp}/e.jsonl --out {tmp}/o".split(), 2, "empty",
+        lambda t: (_file("e.jsonl", "")(t), _file("p/profile.json", "{}")(t)), absent=["o/monitor.jsonl"]),
+    Row("a JSONL dataset of records without text", "scan minilm-l6 --corpus {tmp}/n.jsonl --out {tmp}/o".split(), 2,
+        "empty", _file("n.jsonl", '{"id": 1, "text": 5}\n{"id": 2, "text": null}\n'), absent=["o"],
+        model="minilm-l6"),
     Row("binary corpus", "scan minilm-l6 --corpus {tmp}/b.txt --out {tmp}/o".split(), 2, "empty",
         lambda t: (t / "b.txt").write_bytes(b"\x00\x01\x02"), model="minilm-l6"),
     Row("fused route with a rows detector", "scan minilm-l6 --detectors entropy --route fused --out {tmp}/o".split(),
@@ -404,10 +412,12 @@ def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
     from headlab.corpus.files import file_documents
 
     f = tmp_path / "c.jsonl"
-    f.write_text('{"text": "fine"}\n{"title": "no text"}\n{"text": 3}\n')
-    (doc,) = list(file_documents(str(f)))
+    f.write_text('{"text": "fine"}\n{"title": "no text"}\n{"text": 3}\n{"id": 7, "text": "named"}\n')
     with says(r"2 record\(s\) without a string 'text' field skipped \(line 2, 3\)"):
-        assert doc.load() == ["fine"]
+        with says(r"1 record\(s\) without an 'id' field, named by their line number"):
+            docs = list(file_documents(str(f)))
+    assert [d.doc_id for d in docs] == [f"{f}:1", f"{f}#7"]  # a record is a document, in file order
+    assert [d.load() for d in docs] == [["fine"], ["named"]]
 
 
 def test_files_are_written_with_the_users_umask(tmp_path: Path) -> None:

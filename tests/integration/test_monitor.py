@@ -44,9 +44,10 @@ def test_code_is_flagged_more_often_than_prose_and_explained(profile, tmp_path, 
     top = rows[0]["deviations"][0]
     assert table.loc[0, "z/" + top["feature"]] == pytest.approx(top["z"], rel=1e-5)
     prof = Profile.read(profile / "profile.json")
-    # measured (seeded): code departs from the prose profile more than held-out prose does (AUROC ~0.65 here;
-    # whether heads beat cheap baselines is the evaluation's question, not this test's)
-    assert np.median([r["score"] for r in rows]) > 1.5 * np.median(prof.calibration_scores)
+    # measured (seeded): code departs from the prose profile more than held-out prose does (median score 1.45x
+    # the held-out reference's under the spread floor; whether heads beat cheap baselines is the evaluation's
+    # question, not this test's)
+    assert np.median([r["score"] for r in rows]) > 1.3 * np.median(prof.calibration_scores)
     assert code["flag_rate"] >= prof.fpr
     flagged = [r for r in rows if r["flag"]]
     assert flagged and "spreads above reference" in flagged[0]["deviations"][0]["explanation"]
@@ -80,3 +81,23 @@ def test_a_profile_refuses_another_model(profile, tmp_path) -> None:
     with pytest.raises(HeadlabError, match="fitted on minilm-l6, not mpnet-base"):
         headlab.monitor.check(profile, corpus=["pydoc"], model="mpnet-base", out=tmp_path / "c")
     assert not (tmp_path / "c" / "check.json").exists()
+
+
+def test_a_jsonl_dataset_is_checked_record_by_record_in_its_own_order(profile, tmp_path) -> None:
+    """The unit of a dataset is the record: N records give N rows, named by their id, in input order."""
+    from .conftest import PLAIN_TEXTS, SLASH_TEXTS
+
+    texts = (SLASH_TEXTS + PLAIN_TEXTS) * 10
+    records = [{"id": f"rec-{29 - i:02d}", "text": t} for i, t in enumerate(texts[:30])]  # ids against file order
+    data = tmp_path / "new.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["monitor", "check", str(profile), "--corpus", str(data), "--out", str(tmp_path / "c"),
+                 "--no-progress"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "c" / "monitor.jsonl").read_text().splitlines()]
+    assert [r["doc"] for r in rows] == [f"{data}#{r['id']}" for r in records]
+    assert all(r["windows"] == 1 for r in rows)
+    assert max(abs(d["z"]) for r in rows for d in r["deviations"]) < 1000  # the spread floor holds
+    assert main(["monitor", "check", str(profile), "--corpus", str(data), "--id-field", "", "--out",
+                 str(tmp_path / "lines"), "--no-progress"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "lines" / "monitor.jsonl").read_text().splitlines()]
+    assert [r["doc"] for r in rows] == [f"{data}:{n}" for n in range(1, 31)]

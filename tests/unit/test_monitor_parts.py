@@ -58,6 +58,7 @@ def test_profile_flags_about_its_false_positive_rate_on_fresh_reference_data() -
     shifted[:, 0] += 10 * np.asarray(prof.scale)[0]
     assert (prof.scores(shifted) > prof.threshold).mean() > 0.9
     assert Profile.from_json(prof.to_json()) == prof
+    assert prof.features == [f"f/{i}" for i in range(4)] and prof.settings["dropped_features"] == ["f/4"]
     with pytest.raises(HeadlabError, match="too few"):
         fit_profile(X[:20], docs[:20], ["a"] * 5, 0.05, model="m", corpus=["c"], settings={})
 
@@ -155,3 +156,18 @@ def test_training_monitor_rules() -> None:
         said.append([w["message"] for w in watch.update(row)])
     assert [i for i, s in enumerate(said) if s] == [3, 6]  # said when it falls, again after it recovered
     assert "head 0.1 lost its slash_mass score: 0.35, down from a peak of 0.80" in said[3]
+
+
+def test_a_feature_of_almost_no_spread_cannot_explode_a_z() -> None:
+    """A head whose score barely moves in the reference (spread 1e-5) is measured against the spread floor: a
+    change of 0.03 in attention mass is a z of 3, not of 3000."""
+    from headlab.monitor.profile import SPREAD_FLOOR
+
+    rng = np.random.default_rng(1)
+    docs = [f"doc{i}" for i in range(400)]
+    X = np.column_stack([rng.normal(0.5, 0.1, 400), 0.2 + rng.normal(0, 1e-5, 400), np.full(400, 0.3)])
+    prof = fit_profile(X, docs, ["a", "b", "c"], 0.05, model="m", corpus=["c"], settings={})
+    assert prof.features == ["a", "b"] and prof.settings["dropped_features"] == ["c"]
+    assert prof.scale[1] == SPREAD_FLOOR
+    new = np.array([[0.5, 0.23, 0.9]])  # c moved too, but it never varied: no z to give it
+    assert abs(prof.z(new)[0, 1]) == pytest.approx(3.0, rel=0.01) and prof.z(new).shape == (1, 2)

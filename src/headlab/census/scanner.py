@@ -105,7 +105,7 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     token = next((d for d in dets if d.name == "token"), None)
     if s.target_filter != "any" and token is None:
         raise HeadlabError("--filter needs the token detector (it defines the target)")
-    docs = _documents(texts, corpus)
+    docs = _documents(texts, corpus, s.id_field)
     targets = token.target_ids if token is not None else ()  # type: ignore[attr-defined]
     window = min(s.max_length, loaded.facts.max_length)
     sampler = Sampler(loaded.tokenizer, window, s.stride, s.seed, targets, s.target_filter)  # type: ignore[arg-type]
@@ -113,7 +113,8 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
         "detectors": {d.name: d.settings() for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
         "batch_size": s.batch_size, "window": window, "stride": sampler.stride,
-        "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter, "capture": "streaming",
+        "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter,
+        "id_field": s.id_field or None, "capture": "streaming",
         **choice.settings(), "chunk_mb": s.chunk_mb, "model_facts": loaded.facts.__dict__,
     }
     rows = str(Path(per_sample).resolve()) if per_sample is not None else None  # a resume must add to these rows
@@ -195,9 +196,9 @@ def _make(d: str | Detector, s: ScanSettings) -> Detector:
     return make(key, **options)
 
 
-def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None) -> list[Document]:
+def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None, id_field: str | None) -> list[Document]:
     if texts is None:
-        return documents(list(corpus) if corpus else None)
+        return documents(list(corpus) if corpus else None, id_field)
     if isinstance(texts, str):
         raise HeadlabError("texts must be a list of strings, not one string")
     docs = [Document(f"text:{i}", lambda t=t: [t]) for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]

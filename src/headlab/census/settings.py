@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
+from headlab.corpus.records import ID_FIELD
 from headlab.detectors import DEFAULT_DETECTORS, Detector
 from headlab.errors import HeadlabError
 from headlab.values import Settings
@@ -29,8 +30,8 @@ class ScanSettings(Settings):
     """What a scan measures and how: detectors (names or instances), the token detector's ``target`` / ``bare`` /
     ``queries``, the offset detector's ``max_offset``, the SDH rule (``threshold`` θ, ``consecutive`` k), the
     sample stream (``max_samples``: None for all; ``max_length`` windows ``stride`` apart; ``seed``;
-    ``target_filter``), and the budgets (``batch_size``, capture ``route``, ``chunk_mb`` per block,
-    ``checkpoint_every`` samples: None for the default, 0 for never)."""
+    ``target_filter``; ``id_field`` names a JSONL record), and the budgets (``batch_size``, capture ``route``,
+    ``chunk_mb`` per block, ``checkpoint_every`` samples: None for the default, 0 for never)."""
 
     FAMILY: ClassVar[str] = "scan"
     CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {
@@ -52,6 +53,7 @@ class ScanSettings(Settings):
     route: str = "auto"
     chunk_mb: float = DEFAULT_BLOCK_MB
     checkpoint_every: int | None = None
+    id_field: str | None = ID_FIELD
 
     def __post_init__(self) -> None:
         if self.max_samples == 0:  # the CLI's "0: the whole corpus"
@@ -67,6 +69,8 @@ class ScanSettings(Settings):
         out = [] if self.detectors else ["no detector selected (--detectors)"]
         if not isinstance(self.target, str) or not self.target:
             out.append(f"--target {self.target!r}: give a non-empty string")
+        if self.id_field is not None and not isinstance(self.id_field, str):
+            out.append(f"--id-field {self.id_field!r}: give a field name ('' or None: name records by line)")
         return out
 
     def every(self, has_folder: bool) -> int:

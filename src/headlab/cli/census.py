@@ -54,6 +54,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-every", type=at_least(0), default=None, metavar="N",
                    help="write the merged statistics every N samples into --out (default: 2048 for scans of more "
                         "than 4096 samples, else never; 0: never)")
+    p.add_argument("--id-field", metavar="FIELD")
     p.add_argument("--resume", action="store_true", help="continue the scan from the checkpoint in --out")
     p.add_argument("--per-sample", default=None, metavar="FILE.parquet",
                    help="also write one row of scores per sample (columns: docs/scan.md)")

@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _shared(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int)
     p.add_argument("--batch-size", type=at_least(1))
+    p.add_argument("--id-field", metavar="FIELD")
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")

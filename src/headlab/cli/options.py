@@ -143,6 +143,7 @@ SHARED_HELP = {
     "samples": "corpus windows scored",
     "window": "window length in tokens",
     "max_samples": "reference windows scanned",
+    "id_field": "the JSONL field that names a record (each record is a document); '' names records by line",
     "out": "output folder",
     "depth": "chain depth D (hops)",
     "d_model": "model width",

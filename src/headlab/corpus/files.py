@@ -1,13 +1,14 @@
-"""Read user corpora: .txt, .md, .rst, .jsonl (a ``text`` field) and their .gz, as files or folders."""
+"""Read user corpora: .txt, .md, .rst (a document per file), .jsonl (a document per record, its ``text`` field) and
+their .gz, as files or folders."""
 
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 from typing import Iterator
 
 from headlab.corpus.document import Document
+from headlab.corpus.records import ID_FIELD, record_documents
 from headlab.errors import HeadlabError
 from headlab.notices import say
 
@@ -47,6 +48,7 @@ def _decode(path: Path, data: bytes) -> str | None:
 
 
 def _load(path: Path) -> list[str]:
+    """A plain-text file: its whole text (one document)."""
     try:
         data = _read_bytes(path)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -56,31 +58,13 @@ def _load(path: Path) -> list[str]:
     if text is None:
         say(f"skipping {path}: binary content")
         return []
-    if _kind(path) == "text":
-        return [text] if text.strip() else []
-    out: list[str] = []
-    skipped: list[int] = []  # records that hold no "text" string (empty texts are fine and just yield nothing)
-    for i, line in enumerate(text.splitlines()):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):  # nesting deeper than the parser's stack is not a record
-            say(f"{path}:{i + 1}: not JSON, line skipped")
-            continue
-        t = rec.get("text") if isinstance(rec, dict) else None
-        if not isinstance(t, str):
-            skipped.append(i + 1)
-        elif t.strip():
-            out.append(t)
-    if skipped:
-        where = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
-        say(f"{path}: {len(skipped)} record(s) without a string 'text' field skipped (line {where})")
-    return out
+    return [text] if text.strip() else []
 
 
-def file_documents(spec: str) -> Iterator[Document]:
-    """Documents of a file or a folder (recursively, in sorted order). Files of other types are skipped."""
+def file_documents(spec: str, id_field: str | None = ID_FIELD) -> Iterator[Document]:
+    """Documents of a file or a folder (recursively, in sorted order): a plain-text file is one document, each
+    record of a JSONL file is one (named by ``id_field``, see :func:`~headlab.corpus.records.record_documents`).
+    Files of other types are skipped."""
     root = Path(spec).expanduser()
     if not root.exists():
         raise HeadlabError(f"corpus '{spec}' is neither a named source nor an existing file or folder")
@@ -88,6 +72,8 @@ def file_documents(spec: str) -> Iterator[Document]:
     if root.is_file() and _kind(root) is None:
         raise HeadlabError(f"corpus file {root} is not .txt, .md, .rst or .jsonl (optionally .gz)")
     for p in paths:
-        if _kind(p) is None:
-            continue
-        yield Document(str(p), lambda p=p: _load(p))
+        kind = _kind(p)
+        if kind == "jsonl":
+            yield from record_documents(p, id_field)
+        elif kind == "text":
+            yield Document(str(p), lambda p=p: _load(p))

@@ -11,7 +11,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.errors import HeadlabError
-from headlab.monitor.fingerprint import MONITOR_DETECTORS, choose_features, column_means, fingerprints, scanned
+from headlab.monitor.fingerprint import (
+    MONITOR_DETECTORS,
+    check_corpus,
+    choose_features,
+    column_means,
+    fingerprints,
+    in_input_order,
+    scanned,
+)
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult, check_rows, write
 from headlab.monitor.settings import MONITOR, MonitorSettings
@@ -20,8 +28,9 @@ from headlab.values import listed
 
 def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
         per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr, seed: int = MONITOR.seed,
-        batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length, device: str = "cpu",
-        progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> Profile:
+        batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length,
+        id_field: str | None = MONITOR.id_field, device: str = "cpu", progress: bool = True,
+        out: str | Path | None = None, overwrite: bool = False) -> Profile:
     """Scan the reference ``corpus`` (up to ``max_samples`` windows), choose the features (each census
     detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
     to flag ``fpr`` of held-out reference documents. With ``out``, writes ``profile.json`` there.
@@ -34,7 +43,9 @@ def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int 
     from headlab.io import saving
 
     settings = MonitorSettings(corpus=corpus, max_samples=max_samples, per_detector=per_detector,  # type: ignore[arg-type]
-                               fpr=fpr, seed=seed, batch_size=batch_size, max_length=max_length)
+                               fpr=fpr, seed=seed, batch_size=batch_size, max_length=max_length,
+                               id_field=id_field)
+    check_corpus(settings.corpus, settings.id_field)
     with saving(out, ["profile.json"], overwrite) as folder:
         prof = _fit(model, settings, progress, device)
         if folder is not None:
@@ -44,7 +55,7 @@ def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int 
 
 def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
     with scanned(model, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
-                 device) as (path, r):
+                 device, id_field=st.id_field) as (path, r):
         features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
     record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
@@ -55,7 +66,7 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
 @listed("corpus")
 def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None,
           max_samples: int = MONITOR.max_samples, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
-          device: str = "cpu", progress: bool = True,
+          id_field: str | None = MONITOR.id_field, device: str = "cpu", progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` against the profile (a :class:`Profile` or the folder of
     ``monitor fit``); returns the summary and one record per document (score, flag, its most deviating
@@ -72,12 +83,15 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
+    check_corpus(corpus, id_field)
     with saving(out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], overwrite) as folder:
-        return _check(profile, corpus, folder, model, max_samples, seed, batch_size, progress, device)
+        return _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field), progress, device)
 
 
-def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any, max_samples: int,
-           seed: int, batch_size: int, progress: bool, device: str) -> tuple[CheckResult, list[dict[str, Any]]]:
+def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
+           how: tuple[int, int, int, str | None], progress: bool,
+           device: str) -> tuple[CheckResult, list[dict[str, Any]]]:
+    max_samples, seed, batch_size, id_field = how
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
     given = None if model is None else str(getattr(model, "name", model))
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
@@ -85,8 +99,9 @@ def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | Non
                            "(leave model= out) or fit a profile for this one")
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
-                 device, detectors) as (path, _):
+                 device, detectors, id_field) as (path, _):
         X, docs, windows = fingerprints(path, prof.features)
+    X, docs, windows = in_input_order(X, docs, windows, corpus, id_field)
     records = check_rows(prof, X, docs, windows)
     flagged = [r for r in records if r["flag"]]
     Z = prof.z(X)
@@ -104,6 +119,7 @@ def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | Non
 @listed("reference", "kinds")
 def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
              max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,
+             id_field: str | None = MONITOR.id_field,
              device: str = "cpu", progress: bool = True, out: str | Path = "runs/monitor-evaluate",
              overwrite: bool = False) -> Any:
     """AUROC of the monitor against a character-class baseline (and, for decoders, the model's own loss), per
@@ -125,7 +141,8 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
     with saving(out, ["evaluate.json", "evaluate.md", "calibration.png"], overwrite) as folder:
         assert folder is not None
         r = run(model, reference, chosen, max_samples=max_samples, kind_samples=kind_samples, seed=seed,
-                batch_size=batch_size, progress=progress, device=device, figure=folder / "calibration.png")
+                batch_size=batch_size, progress=progress, device=device, figure=folder / "calibration.png",
+                id_field=id_field)
         write_json_atomic(folder / "evaluate.json", r)
         write_text_atomic(folder / "evaluate.md", markdown(r))
     return Written(Path(out), "evaluate.md", r)

@@ -122,11 +122,12 @@ class _Scorer:
 def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 3000,
              kind_samples: int = 200, per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr,
              seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
-             progress: bool = True, device: str = "cpu", figure: Path | None = None) -> dict[str, Any]:
+             progress: bool = True, device: str = "cpu", figure: Path | None = None,
+             id_field: str | None = MONITOR.id_field) -> dict[str, Any]:
     from headlab.models import load
 
     loaded = model if not isinstance(model, str) else load(model, lm_head=True, device=device)
-    scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS)
+    scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS, id_field)
     with scanned(loaded, reference, max_samples, *scan_args) as (path, _):
         scorer = _Scorer(loaded, choose_features(column_means(path), per_detector))
         mats, docs, texts = scorer.matrices(path)

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from headlab.corpus.records import ID_FIELD
 from headlab.detectors import DEFAULT_DETECTORS
 from headlab.errors import HeadlabError
 
@@ -29,14 +30,16 @@ BATCH_ROWS = 4096
 
 @contextmanager
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
-            progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS) -> Iterator[tuple[Path, Any]]:
+            progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS,
+            id_field: str | None = ID_FIELD) -> Iterator[tuple[Path, Any]]:
     """A per-sample scan of ``corpus``: the Parquet path (removed on exit) and the scan result."""
     from headlab.census.scanner import scan
 
     with tempfile.TemporaryDirectory(prefix="headlab-monitor-") as tmp:
         rows = Path(tmp) / "rows.parquet"
         r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
-                 batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows)
+                 batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows,
+                 id_field=id_field)
         r.stop_if_interrupted("the monitor")  # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
         yield rows, r
 
@@ -105,3 +108,25 @@ def read_columns(path: Path, columns: Sequence[str]) -> Any:
     import pyarrow.parquet as pq
 
     return pq.read_table(path, columns=list(columns)).to_pandas()
+
+
+def in_input_order(X: np.ndarray, docs: list[str], windows: np.ndarray, corpus: Sequence[str],
+                   id_field: str | None) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The documents (rows of ``X``) in the corpus's own order: a dataset's records as they came."""
+    from headlab.corpus import documents
+    from headlab.notices import repeated
+
+    with repeated():  # the scan has said what the corpus lacks
+        rank = {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field))}
+    perm = np.argsort([rank.get(d, len(rank)) for d in docs], kind="stable")
+    return X[perm], [docs[i] for i in perm], windows[perm]
+
+
+def check_corpus(corpus: Sequence[str], id_field: str | None) -> None:
+    """Refuse an empty corpus or one whose records share an id before a model is loaded (its notices are said
+    by the scan that reads it)."""
+    from headlab.corpus import documents
+    from headlab.notices import repeated
+
+    with repeated():
+        documents(list(corpus), id_field)

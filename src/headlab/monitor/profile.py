@@ -2,7 +2,8 @@
 
 Features are robust z-scores against the reference: ``z = (x − median) / (1.4826 · MAD)``; a feature that is
 mostly one value in the reference (MAD 0: the mass on `/` of text that rarely has one) is scaled by its standard
-deviation instead, and a constant one by 1. A document's anomaly score
+deviation instead, never by less than :data:`SPREAD_FLOOR`; a feature that does not vary at all in the fitted
+reference is dropped (the profile lists it in ``settings.dropped_features``). A document's anomaly score
 is the Mahalanobis distance of its z-vector under a Ledoit-Wolf shrinkage covariance fitted on the reference
 documents (scikit-learn): the heads move together, and shrinkage keeps the inverse stable with few documents per
 feature. The flag threshold is the ``1 − fpr`` quantile of the scores of held-out reference documents (every
@@ -18,6 +19,12 @@ from typing import Any
 import numpy as np
 
 from headlab.result import Result
+
+#: the least spread a feature is measured against. Features are attention masses and shares in [0, 1] (and
+#: entropies in nats): a hundredth is below any difference a reader would call a change in a head's behaviour
+#: and above the jitter of a document's mean over windows, so a feature that barely varies in the reference
+#: cannot turn a trace of change into a z of thousands
+SPREAD_FLOOR = 0.01
 
 
 def fold(doc: str) -> int:
@@ -59,7 +66,15 @@ class Profile(Result):
         return self.summary() + "\n"
 
     def z(self, X: np.ndarray) -> np.ndarray:
-        return (X - np.asarray(self.median)) / np.asarray(self.scale)
+        return (self._kept(X) - np.asarray(self.median)) / np.asarray(self.scale)
+
+    def _kept(self, X: np.ndarray) -> np.ndarray:
+        """A matrix of the fit's input columns, reduced to the features kept (those of no spread are dropped)."""
+        given = self.settings.get("input_features")
+        if given is None or X.shape[1] == len(self.features) or X.shape[1] != len(given):
+            return X
+        index = {f: i for i, f in enumerate(given)}
+        return X[:, [index[f] for f in self.features]]
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         """Mahalanobis distance of each row's z-vector under the reference covariance."""
@@ -77,6 +92,15 @@ def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
     if exclude is not None:
         X, docs = X[~exclude], [d for d, e in zip(docs, exclude) if not e]
     cal = np.array([held_out(d) for d in docs], dtype=bool)
+    flat = np.ptp(X[~cal], axis=0) == 0 if (~cal).any() else np.zeros(X.shape[1], dtype=bool)
+    meta["settings"] = {**meta.get("settings", {}), "input_features": list(features),
+                        "dropped_features": [f for f, c in zip(features, flat) if c]}  # no spread: no z to give
+    X, features = X[:, ~flat], [f for f, c in zip(features, flat) if not c]
+    if not features:
+        from headlab.errors import HeadlabError
+
+        raise HeadlabError("no head feature varies over the reference documents; fit on a larger or more varied "
+                           "--corpus")
     if cal.sum() < 10 or (~cal).sum() < 20:
         from headlab.errors import HeadlabError
 
@@ -86,7 +110,7 @@ def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
     med = np.median(fit, 0)
     mad = 1.4826 * np.median(np.abs(fit - med), 0)
     sd = fit.std(0)
-    scale = np.where(mad > 0, mad, np.where(sd > 0, sd, 1.0))
+    scale = np.maximum(np.where(mad > 0, mad, sd), SPREAD_FLOOR)
     cov = LedoitWolf().fit((fit - med) / scale).covariance_
     prof = Profile(features=list(features), median=med.tolist(), scale=scale.tolist(), covariance=cov.tolist(),
                    threshold=0.0, fpr=fpr, n_fit=int((~cal).sum()), n_calibration=int(cal.sum()),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from headlab.corpus.records import ID_FIELD
 from headlab.values import Settings
 
 #: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
@@ -18,7 +19,8 @@ MIN_REFERENCE = 50
 class MonitorSettings(Settings):
     """The reference ``corpus`` (up to ``max_samples`` windows of ``max_length`` tokens, drawn with ``seed``),
     the features (each census detector's top ``per_detector`` heads, and every head's entropy), the
-    calibrated false-positive rate ``fpr`` on held-out reference documents, and ``batch_size``."""
+    calibrated false-positive rate ``fpr`` on held-out reference documents, ``batch_size``, and ``id_field``, the
+    JSONL field that names a record (every record is a document)."""
 
     FAMILY: ClassVar[str] = "monitor"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
@@ -30,6 +32,7 @@ class MonitorSettings(Settings):
     seed: int = 0
     batch_size: int = 8
     max_length: int = 128
+    id_field: str | None = ID_FIELD
 
     def more_problems(self) -> list[str]:
         out = [] if self.corpus else ["--corpus: give at least one reference source"]

@@ -1,0 +1,101 @@
+"""JSONL corpora record by record: each record is a document, named by its id field (else its line number).
+
+A dataset's unit is the record: the monitor flags records and a scan's per-sample rows name them. One pass over
+the file indexes the records (their byte offsets; a ``.gz`` file, which cannot be read from an offset, keeps
+its texts instead) so that a record's text is read when the sampler reaches it, not all at once.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from headlab.corpus.document import Document
+from headlab.errors import HeadlabError
+from headlab.notices import say
+
+#: the record field that names a record by default; a record without it is named by its line number
+ID_FIELD = "id"
+
+
+def record_documents(path: Path, id_field: str | None = ID_FIELD) -> Iterator[Document]:
+    """One document per JSONL record with a string ``text``, in file order, named ``PATH#ID`` (or ``PATH:LINE``
+    when the record has no ``id_field``, or ``id_field`` is None or empty). Lines that are not JSON and records
+    without a string text are skipped and said; two records with one id are refused (a result keyed by id would
+    mix them)."""
+    zipped = path.name.lower().endswith(".gz")
+    try:
+        if not zipped and b"\x00" in path.open("rb").read(65536):
+            say(f"skipping {path}: binary content")
+            return
+        index = _index(path, id_field, zipped)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        say(f"skipping {path}: cannot read it ({exc})")
+        return
+    for doc_id, where in index:
+        yield Document(doc_id, (lambda t=where: [t]) if zipped else (lambda at=where: _read_record(path, at)))
+
+
+def _index(path: Path, id_field: str | None, zipped: bool) -> list[tuple[str, Any]]:
+    """``(name, offset and length)`` of every usable record (``(name, text)`` for a ``.gz`` file)."""
+    out: list[tuple[str, Any]] = []
+    seen: dict[str, int] = {}
+    no_text: list[int] = []
+    unnamed = replaced = 0
+    offset = 0
+    with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
+        for n, raw in enumerate(fh, 1):
+            start, offset = offset, offset + len(raw)
+            rec, bad = _parse(raw)
+            if rec is None:
+                if raw.strip():
+                    say(f"{path}:{n}: not JSON, line skipped")
+                continue
+            replaced += bad
+            text = rec.get("text") if isinstance(rec, dict) else None
+            if not isinstance(text, str):
+                no_text.append(n)
+                continue
+            if not text.strip():
+                continue
+            ident = rec.get(id_field) if id_field else None
+            if isinstance(ident, (str, int)) and not isinstance(ident, bool) and str(ident):
+                name = f"{path}#{ident}"
+                if name in seen:
+                    raise HeadlabError(f"{path}: records on lines {seen[name]} and {n} share the {id_field} "
+                                       f"{ident!r}; give records unique ids, or --id-field '' to name them by line")
+                seen[name] = n
+            else:
+                name, unnamed = f"{path}:{n}", unnamed + 1
+            out.append((name, text if zipped else (start, len(raw))))
+    _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field)  # a file with no ids at all: lines
+    return out
+
+
+def _parse(raw: bytes) -> tuple[Any, int]:
+    """The JSON value of one line (None if it is not JSON) and how many bytes were not UTF-8."""
+    text = raw.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+    try:
+        return json.loads(text), bad
+    except (json.JSONDecodeError, RecursionError):  # nesting deeper than the parser's stack is not a record
+        return None, 0
+
+
+def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id_field: str | None) -> None:
+    if no_text:
+        where = ", ".join(map(str, no_text[:5])) + (", ..." if len(no_text) > 5 else "")
+        say(f"{path}: {len(no_text)} record(s) without a string 'text' field skipped (line {where})")
+    if unnamed:
+        say(f"{path}: {unnamed} record(s) without an '{id_field}' field, named by their line number")
+    if replaced:
+        say(f"{path}: {replaced} byte sequence(s) that are not UTF-8 replaced by U+FFFD")
+
+
+def _read_record(path: Path, at: tuple[int, int]) -> list[str]:
+    with path.open("rb") as fh:
+        fh.seek(at[0])
+        rec, _ = _parse(fh.read(at[1]))
+    return [rec["text"]]
