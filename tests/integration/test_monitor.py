@@ -101,3 +101,26 @@ def test_a_jsonl_dataset_is_checked_record_by_record_in_its_own_order(profile, t
                  str(tmp_path / "lines"), "--no-progress"]) == 0
     rows = [json.loads(x) for x in (tmp_path / "lines" / "monitor.jsonl").read_text().splitlines()]
     assert [r["doc"] for r in rows] == [f"{data}:{n}" for n in range(1, 31)]
+
+
+def test_the_filtered_dataset_keeps_the_records_not_flagged_byte_for_byte(profile, tmp_path) -> None:
+    from .conftest import PLAIN_TEXTS, SLASH_TEXTS
+
+    texts = SLASH_TEXTS + PLAIN_TEXTS
+    # spacing, key order and escapes a re-serialization would change; a path list the profile should flag
+    lines = [f'{{ "text": {json.dumps(t, ensure_ascii=True)},  "id" : "r{i}", "meta": {{"x": 1.50}} }}\n'
+             for i, t in enumerate(texts)]
+    lines.append(json.dumps({"id": "paths", "text": " ".join(f"/usr/lib/x{i}/y/z.so" for i in range(60))}) + "\n")
+    data = tmp_path / "d.jsonl"
+    data.write_bytes("".join(lines).encode())
+    kept, scored = tmp_path / "kept.jsonl", tmp_path / "scored.jsonl"
+    assert main(["monitor", "check", str(profile), "--corpus", str(data), "--out", str(tmp_path / "c"),
+                 "--write-filtered", str(kept), "--write-scores", str(scored), "--no-progress"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "c" / "monitor.jsonl").read_text().splitlines()]
+    assert len(rows) == len(lines) and any(r["flag"] for r in rows)
+    want = [line for line, r in zip(lines, rows) if not r["flag"]]
+    assert kept.read_bytes() == "".join(want).encode()  # unchanged bytes, input order
+    back = [json.loads(x) for x in scored.read_text().splitlines()]
+    assert [b["headlab_flag"] for b in back] == [r["flag"] for r in rows] and back[0]["meta"] == {"x": 1.5}
+    assert main(["monitor", "check", str(profile), "--corpus", "pydoc", "--out", str(tmp_path / "p"),
+                 "--write-filtered", str(tmp_path / "k2.jsonl"), "--no-progress"]) == 2  # no records to write

@@ -25,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     list_option(c, "--corpus", required=True, metavar="SRC")
     c.add_argument("--max-samples", type=at_least(1))
     _shared(c)
+    c.add_argument("--write-filtered", metavar="OUT.jsonl",
+                   help="also write the JSONL records that were not flagged, byte for byte")
+    c.add_argument("--write-scores", metavar="OUT.jsonl",
+                   help="also write every scored JSONL record with headlab_score and headlab_flag added")
     bind(c, monitor.check, _cmd_check)
     from headlab.monitor.evaluation import KINDS
 
@@ -62,6 +66,9 @@ def _cmd_check(a: argparse.Namespace) -> int:
     for t in res.top_features:
         print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
     print(f"wrote {a.out}/monitor.md, monitor.jsonl, monitor.parquet, check.json and scores.png")
+    for path, what in ((a.write_filtered, "the records not flagged"), (a.write_scores, "the records with scores")):
+        if path:
+            print(f"wrote {path}: {what}")
     return 0
 
 

@@ -30,17 +30,17 @@ def record_documents(path: Path, id_field: str | None = ID_FIELD) -> Iterator[Do
         if not zipped and b"\x00" in path.open("rb").read(65536):
             say(f"skipping {path}: binary content")
             return
-        index = _index(path, id_field, zipped)
+        index = index_records(path, id_field, zipped)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         say(f"skipping {path}: cannot read it ({exc})")
         return
-    for doc_id, where in index:
+    for doc_id, where, _ in index:
         yield Document(doc_id, (lambda t=where: [t]) if zipped else (lambda at=where: _read_record(path, at)))
 
 
-def _index(path: Path, id_field: str | None, zipped: bool) -> list[tuple[str, Any]]:
-    """``(name, offset and length)`` of every usable record (``(name, text)`` for a ``.gz`` file)."""
-    out: list[tuple[str, Any]] = []
+def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[str, Any, int]]:
+    """``(name, offset and length, line)`` of every usable record (``(name, text, line)`` for a ``.gz`` file)."""
+    out: list[tuple[str, Any, int]] = []
     seen: dict[str, int] = {}
     no_text: list[int] = []
     unnamed = replaced = 0
@@ -69,7 +69,7 @@ def _index(path: Path, id_field: str | None, zipped: bool) -> list[tuple[str, An
                 seen[name] = n
             else:
                 name, unnamed = f"{path}:{n}", unnamed + 1
-            out.append((name, text if zipped else (start, len(raw))))
+            out.append((name, text if zipped else (start, len(raw)), n))
     _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field)  # a file with no ids at all: lines
     return out
 
@@ -99,3 +99,10 @@ def _read_record(path: Path, at: tuple[int, int]) -> list[str]:
         fh.seek(at[0])
         rec, _ = _parse(fh.read(at[1]))
     return [rec["text"]]
+
+
+def jsonl_files(spec: str) -> list[Path]:
+    """The JSONL files (optionally .gz) of a corpus path: the file itself, or a folder's, in sorted order."""
+    root = Path(spec).expanduser()
+    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    return [p for p in paths if p.name.lower().removesuffix(".gz").endswith(".jsonl")]

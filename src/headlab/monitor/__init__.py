@@ -66,12 +66,15 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
 @listed("corpus")
 def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None,
           max_samples: int = MONITOR.max_samples, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
-          id_field: str | None = MONITOR.id_field, device: str = "cpu", progress: bool = True,
+          id_field: str | None = MONITOR.id_field, write_filtered: str | Path | None = None,
+          write_scores: str | Path | None = None, device: str = "cpu", progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` against the profile (a :class:`Profile` or the folder of
     ``monitor fit``); returns the summary and one record per document (score, flag, its most deviating
-    features explained). With ``out``, writes ``monitor.md``, ``monitor.jsonl``, ``monitor.parquet``,
-    ``check.json`` and ``scores.png`` there.
+    features explained); a JSONL record is a document, named by ``id_field``, and the rows follow the input's
+    order. With ``out``, writes ``monitor.md``, ``monitor.jsonl``, ``monitor.parquet``, ``check.json`` and
+    ``scores.png`` there. ``write_filtered``: a JSONL file of the records not flagged, byte for byte;
+    ``write_scores``: every scored record with ``headlab_score`` and ``headlab_flag`` added.
 
     Example:
 
@@ -79,13 +82,21 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
-    from headlab.io import saving
+    from headlab.io import claim_file, saving
+    from headlab.monitor.dataset import dataset_files, write_back
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
     check_corpus(corpus, id_field)
+    targets = [None if p is None else claim_file(p, overwrite) for p in (write_filtered, write_scores)]
+    if any(targets):
+        dataset_files(corpus)  # records to write back, before the work
     with saving(out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], overwrite) as folder:
-        return _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field), progress, device)
+        res, rows = _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field), progress,
+                           device)
+        if any(targets):
+            write_back(corpus, id_field, rows, *targets)
+        return res, rows
 
 
 def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,

@@ -1,0 +1,65 @@
+"""The monitor's verdicts written back into the dataset: ``--write-filtered`` (the records not flagged, their bytes
+unchanged) and ``--write-scores`` (every scored record with its score and flag), so that a check drops into a
+data pipeline. Only JSONL corpora have records to write back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from headlab.errors import HeadlabError
+from headlab.notices import repeated, say
+
+SCORE_KEY, FLAG_KEY = "headlab_score", "headlab_flag"
+
+
+def dataset_files(corpus: Sequence[str]) -> list[Path]:
+    """The JSONL files of ``corpus``; refused in one line when a source has none (no records to write back)."""
+    from headlab.corpus.records import jsonl_files
+
+    files = []
+    for spec in corpus:
+        found = jsonl_files(spec)
+        if not found:
+            raise HeadlabError(f"--write-filtered/--write-scores need JSONL records; {spec} holds no .jsonl file")
+        files += found
+    return files
+
+
+def write_back(corpus: Sequence[str], id_field: str | None, rows: list[dict[str, Any]], filtered: Path | None,
+               scored: Path | None) -> dict[str, int]:
+    """Write the kept records' bytes to ``filtered`` and the scored records with :data:`SCORE_KEY` and
+    :data:`FLAG_KEY` to ``scored``; what was not scored (past ``--max-samples``) is left out of both and said."""
+    from headlab.corpus.records import index_records
+    from headlab.io import write_text_atomic
+
+    verdict = {r["doc"]: r for r in rows}
+    kept: list[bytes] = []
+    with_scores: list[str] = []
+    unscored = 0
+    for path in dataset_files(corpus):
+        zipped = path.name.lower().endswith(".gz")
+        with repeated():
+            names = {line: name for name, _, line in index_records(path, id_field, zipped)}
+        with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
+            for n, raw in enumerate(fh, 1):
+                r = verdict.get(names.get(n, ""))
+                if r is None:
+                    unscored += n in names
+                    continue
+                if not r["flag"]:
+                    kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+                rec = json.loads(raw.decode("utf-8", errors="replace"))
+                with_scores.append(json.dumps({**rec, SCORE_KEY: r["score"], FLAG_KEY: r["flag"]}) + "\n")
+    if unscored:
+        say(f"{unscored} record(s) were not scored (past --max-samples; 0 scores every record) and are left out "
+            "of the written dataset")
+    if filtered is not None:
+        tmp = filtered.with_name(filtered.name + ".tmp")
+        tmp.write_bytes(b"".join(kept))
+        tmp.replace(filtered)
+    if scored is not None:
+        write_text_atomic(scored, "".join(with_scores))
+    return {"kept": len(kept), "scored": len(with_scores), "unscored": unscored}
