@@ -455,7 +455,7 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
     (tmp / "page.html").write_text("earlier")
     (tmp / "untracked").mkdir()
     return [
-        ("scan resume without a folder", lambda: headlab.scan("minilm-l6", resume=True), "pass --out (out=)"),
+        ("scan resume without a folder", lambda: headlab.scan("minilm-l6", resume=True), "pass out="),
         ("scan per-sample not parquet", lambda: headlab.scan("minilm-l6", per_sample=str(tmp / "s.csv")),
          "give a .parquet file path"),
         ("characterize into a held folder", lambda: headlab.characterize("minilm-l6", out=tmp / "held"),
@@ -468,20 +468,20 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("induce a missing config", lambda: headlab.induce(tmp / "none.toml", out=tmp / "ind"), "does not exist"),
         ("claims without a folder", lambda: headlab.claims(["minilm-l6"], out=None), "give out="),  # type: ignore
         # the Python twins refuse what the CLI refuses, with the same rule and the option named
-        ("scan threshold -1", lambda: headlab.scan("minilm-l6", threshold=-1), "--threshold"),
-        ("scan threshold nan", lambda: headlab.scan("minilm-l6", threshold=float("nan")), "--threshold"),
-        ("scan max_samples as text", lambda: headlab.scan("minilm-l6", max_samples="8"), "--max-samples"),  # type: ignore
-        ("scan max_length None", lambda: headlab.scan("minilm-l6", max_length=None), "--max-length"),  # type: ignore
-        ("scan batch_size 0", lambda: headlab.scan("minilm-l6", batch_size=0), "--batch-size"),
-        ("scan consecutive 0", lambda: headlab.scan("minilm-l6", consecutive=0), "--consecutive"),
-        ("characterize n as text", lambda: headlab.characterize("minilm-l6", n="40"), "--n"),  # type: ignore
-        ("characterize threshold 2", lambda: headlab.characterize("minilm-l6", threshold=2), "--threshold"),
+        ("scan threshold -1", lambda: headlab.scan("minilm-l6", threshold=-1), "threshold="),
+        ("scan threshold nan", lambda: headlab.scan("minilm-l6", threshold=float("nan")), "threshold="),
+        ("scan max_samples as text", lambda: headlab.scan("minilm-l6", max_samples="8"), "max_samples="),  # type: ignore
+        ("scan max_length None", lambda: headlab.scan("minilm-l6", max_length=None), "max_length="),  # type: ignore
+        ("scan batch_size 0", lambda: headlab.scan("minilm-l6", batch_size=0), "batch_size="),
+        ("scan consecutive 0", lambda: headlab.scan("minilm-l6", consecutive=0), "consecutive="),
+        ("characterize n as text", lambda: headlab.characterize("minilm-l6", n="40"), "n="),  # type: ignore
+        ("characterize threshold 2", lambda: headlab.characterize("minilm-l6", threshold=2), "threshold="),
         ("ablate heads as tuples", lambda: headlab.ablate("smollm2-135m", heads=[(0, 1)]), "L.H"),  # type: ignore
         ("ablate heads as a number", lambda: headlab.ablate("smollm2-135m", heads=7), "L.H"),  # type: ignore
-        ("ablate draws -1", lambda: headlab.ablate("smollm2-135m", ["0.1"], draws=-1), "--draws"),
-        ("ablate mode half", lambda: headlab.ablate("smollm2-135m", ["0.1"], mode="half"), "--mode"),
-        ("monitor fit fpr 2", lambda: headlab.monitor.fit("minilm-l6", fpr=2), "--fpr"),
-        ("monitor fit 40 windows", lambda: headlab.monitor.fit("minilm-l6", max_samples=40), "--max-samples"),
+        ("ablate draws -1", lambda: headlab.ablate("smollm2-135m", ["0.1"], draws=-1), "draws="),
+        ("ablate mode half", lambda: headlab.ablate("smollm2-135m", ["0.1"], mode="half"), "mode="),
+        ("monitor fit fpr 2", lambda: headlab.monitor.fit("minilm-l6", fpr=2), "fpr="),
+        ("monitor fit 40 windows", lambda: headlab.monitor.fit("minilm-l6", max_samples=40), "max_samples="),
     ]
 
 
@@ -499,6 +499,9 @@ def test_python_api_refuses_before_the_work(tmp_path: Path, monkeypatch: pytest.
         with pytest.raises(HeadlabError) as info:
             run()
         assert phrase in str(info.value) and "\n" not in str(info.value), name
+        # a Python caller is told the keyword, not the command line's flag
+        assert not re.search(r"--(threshold|max-samples|max-length|batch-size|consecutive|draws|mode|fpr|n)\b",
+                             str(info.value)), (name, str(info.value))
     assert (tmp_path / "held" / "characterize.json").read_text() == "earlier"
     assert (tmp_path / "page.html").read_text() == "earlier"
 

@@ -145,6 +145,14 @@ def test_viewer_in_headless_chromium(tracked_run, tmp_path):
         assert "step 1" in page.inner_text("#steplabel")
         page.hover("#cell-0-1")
         assert "head 0.1" in page.inner_text("#tip")
+        # a share is drawn on a fixed 0-1 scale by default, with a colour bar; unticked it stretches to its range
+        assert page.is_checked("#fixed") and page.inner_text("#cblo") == "0.000" and page.inner_text("#cbhi") == "1.000"
+        assert "gradient" in page.get_attribute("#cbar", "style")
+        fixed_colours = grid_at()
+        page.click("#fixed")
+        assert not page.is_checked("#fixed") and "stretched over its range" in page.inner_text("#scale")
+        assert grid_at() == fixed_colours  # the values stay; only their colours are stretched
+        assert page.inner_text("#cbhi") != "1.000"
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "viewer-training-run.png"), full_page=True)
     assert log["console_errors"] == [] and log["page_errors"] == []

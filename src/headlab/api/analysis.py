@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from headlab.ablation.experiment import ABLATE, AblateResult, AblateSettings
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel
 from headlab.study.characterize import CHARACTERIZE, CharacterizeResult, CharacterizeSettings
@@ -17,6 +17,7 @@ from headlab.values import listed
 Model = str | LoadedModel
 
 
+@in_callers_words
 def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTERIZE.seed,
                  threshold: float = CHARACTERIZE.threshold, consecutive: int = CHARACTERIZE.consecutive,
                  top: int = CHARACTERIZE.top, kappa: float = CHARACTERIZE.kappa,
@@ -46,6 +47,7 @@ def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTER
     return r
 
 
+@in_callers_words
 def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode, draws: int = ABLATE.draws,
            suites: Sequence[str] = ABLATE.suites, suite_n: int = ABLATE.suite_n, samples: int = ABLATE.samples,
            window: int = ABLATE.window, corpus: Sequence[str] | None = ABLATE.corpus, seed: int = ABLATE.seed,
@@ -74,6 +76,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode,
     return r
 
 
+@in_callers_words
 @listed("corpus")
 def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
                seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
@@ -96,6 +99,7 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
     return r
 
 
+@in_callers_words
 @listed("keep")
 def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: int = 64, seed: int = 0,
           batch_size: int = 8, device: str = "cpu", progress: bool = True, out: str | Path | None = None,
@@ -120,6 +124,7 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
     return r
 
 
+@in_callers_words
 def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = None,
             out: str | Path | None = None) -> list[Any]:
     """A seeded stimulus suite (texts with their target character spans); ``model``'s tokenizer draws the

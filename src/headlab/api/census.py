@@ -12,13 +12,14 @@ from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.detectors import Detector
 from headlab.display import Displayable
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.models import LoadedModel
 from headlab.values import listed
 
 _FILES = ScanResult.files()
 
 
+@in_callers_words
 @listed("corpus")
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
          detectors: Sequence[str | Detector] = DEFAULTS.detectors, target: str = DEFAULTS.target,
@@ -122,6 +123,7 @@ class TopSamples(Displayable):
         return [dict(r) for r in self.rows]
 
 
+@in_callers_words
 def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
         model: str | None = None) -> TopSamples:
     """The ``k`` samples where ``head`` (``L.H``) scores highest under ``detector``, read from a scan's

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from headlab.display import Displayable
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.formation.induce.arms import Levers
 from headlab.formation.predict import PredictResult
 from headlab.formation.tracking import TrackResult
@@ -36,6 +36,7 @@ class TrainedRun(Displayable):
                 f"{len(self.checkpoints)} checkpoints (steps {', '.join(map(str, self.checkpoints))})\n")
 
 
+@in_callers_words
 def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = False, seed: int | None = None,
           device: str = "cpu", progress: bool = True) -> TrainedRun:
     """Train a small Transformer from scratch on real text: ``config`` is a TOML file (docs/training.md), a
@@ -64,6 +65,7 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
     return TrainedRun(Path(out), t.cfg.optim.steps, float(t.tokens_per_s), steps, t.main, loss)
 
 
+@in_callers_words
 def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True, out: str | Path | None = None,
           overwrite: bool = False) -> TrackResult:
     """Score every head at every checkpoint of a training run (slash mass on ``n`` slash stimuli, and the census
@@ -87,6 +89,7 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
     return t
 
 
+@in_callers_words
 @listed("runs")
 def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", threshold: float | None = None,
             early: float = 0.1, out: str | Path | None = None) -> PredictResult:
@@ -124,6 +127,7 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
     return res
 
 
+@in_callers_words
 @listed("arms", "seeds")
 def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = None,
            seeds: Sequence[int] = (0, 1, 2), heads: Sequence[str] = tuple(_LEVERS.heads),

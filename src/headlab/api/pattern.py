@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from headlab.display import Displayable, markdown_html
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.head import Head
 from headlab.models.loaded import LoadedModel
 
@@ -63,6 +63,7 @@ class Pattern(Displayable):
         return f'<img alt="attention pattern" src="data:image/png;base64,{img}"/>' + markdown_html(self.markdown())
 
 
+@in_callers_words
 def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: str = "cpu") -> Pattern:
     """One head's attention probabilities on ``text`` (tokenized with the model's special tokens; longer than the
     model's window is refused, never truncated).

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.display import Displayable
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.models.loaded import LoadedModel
 from headlab.result import Written
 from headlab.viewer.data import ViewData
@@ -58,6 +58,7 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
     return texts or None
 
 
+@in_callers_words
 def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None = None,
          texts_file: str | Path | None = None, scale: str = "sqrt", device: str = "cpu", progress: bool = True,
          out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
@@ -86,6 +87,7 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
     return page
 
 
+@in_callers_words
 def report(run: str | Path, *, title: str | None = None, out: str | Path | None = None,
            overwrite: bool = False) -> Written:
     """A Markdown and HTML report with PNG figures of every headlab result found in ``run`` (two levels deep),

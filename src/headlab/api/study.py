@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel
 from headlab.result import Written
@@ -15,6 +15,7 @@ from headlab.study.languages import LANGUAGES, LanguagesResult
 from headlab.values import listed
 
 
+@in_callers_words
 @listed("models", "corpus")
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512,
            corpus: Sequence[str] | None = None, target_filter: str = "any", kappa: float = 0.5, ablate: int = 0,
@@ -46,6 +47,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     return r
 
 
+@in_callers_words
 @listed("runs")
 def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare") -> Written:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
@@ -64,6 +66,7 @@ def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path =
     return Written(Path(out), "compare.md", sums, compare_figure)
 
 
+@in_callers_words
 @listed("runs")
 def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> Written:
     """Specialization against parameter count, one point per scanned model (scan folders, or folders of them):
@@ -84,6 +87,7 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
     return Written(Path(out), "scale.md", points, scale_figure)
 
 
+@in_callers_words
 @listed("models", "languages")
 def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = LANGUAGES,
               n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu",

@@ -17,7 +17,7 @@ from headlab.api import analysis as api
 from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option, real_in
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, from_cli
 from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
 
 
@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous_format = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
     try:
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), from_cli():  # refusals name flags, not keywords
             return int(args.func(args) or 0)
     except HeadlabError as exc:
         if args.debug:

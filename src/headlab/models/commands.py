@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from headlab.errors import in_callers_words
 from headlab.models.registry import install
 
 
@@ -17,6 +18,7 @@ def list_() -> list[dict[str, Any]]:
              "architecture": m.architecture} for m in NAMED_MODELS.values()]
 
 
+@in_callers_words
 def check(model: str) -> dict[str, Any]:
     """Whether headlab supports ``model`` (named, HF directory or hub id), from its config alone: family,
     capture route, census routes, intervention sites. No weights are read."""

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
     check_corpus,
@@ -26,6 +26,7 @@ from headlab.monitor.settings import MONITOR, MonitorSettings
 from headlab.values import listed
 
 
+@in_callers_words
 def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
         per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr, seed: int = MONITOR.seed,
         batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length,
@@ -63,6 +64,7 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
                        settings={**record, "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
 
 
+@in_callers_words
 @listed("corpus")
 def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None,
           max_samples: int = MONITOR.max_samples, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
@@ -127,6 +129,7 @@ def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | Non
     return res, records
 
 
+@in_callers_words
 @listed("reference", "kinds")
 def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
              max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,

@@ -10,15 +10,25 @@ import numpy as np
 from headlab.plotting import pyplot
 
 
+def color_limits(a: np.ndarray) -> dict[str, float]:
+    """``vmin``/``vmax`` of a heatmap: 0 and 1 for a share (every finite value in [0, 1]), else its own range."""
+    finite = np.asarray(a, dtype=float)[np.isfinite(a)]
+    if finite.size == 0 or (finite.min() >= 0 and finite.max() <= 1):
+        return {"vmin": 0.0, "vmax": 1.0}
+    return {"vmin": float(finite.min()), "vmax": float(finite.max())}
+
+
 def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: str, path: Path,
                   units: dict[str, str] | None = None) -> Path:
-    """One ``(L, H)`` heatmap per score, SDHs boxed in orange."""
+    """One ``(L, H)`` heatmap per score, SDHs boxed in orange. A share (every value in [0, 1]) is drawn on a fixed
+    0-1 scale, so a panel whose largest score is 0.01 does not look as vivid as one that reaches 1; other scores
+    span their range. Every panel has its colour bar."""
     plt = pyplot()
     n = len(arrays)
     L, H = next(iter(arrays.values())).shape
     fig, axes = plt.subplots(1, n, figsize=(min(3.2, 0.25 * H + 1.4) * n + 1, 0.22 * L + 1.8), squeeze=False)
     for ax, (name, a) in zip(axes[0], arrays.items()):
-        im = ax.imshow(np.ma.masked_invalid(a), origin="lower", aspect="auto", cmap="viridis")
+        im = ax.imshow(np.ma.masked_invalid(a), origin="lower", aspect="auto", cmap="viridis", **color_limits(a))
         if sdh is not None:
             for l, h in zip(*np.nonzero(sdh)):
                 ax.add_patch(plt.Rectangle((h - 0.5, l - 0.5), 1, 1, fill=False, ec="#e65100", lw=1.5))

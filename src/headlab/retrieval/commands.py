@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
@@ -40,6 +40,7 @@ _EVAL_EVERY = inspect.signature(train_retrieval).parameters["eval_every"].defaul
 MAX_GENERATE = 1_000_000
 
 
+@in_callers_words
 def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
              out: str | Path | None = None, overwrite: bool = False) -> list[dict[str, Any]]:
     """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
@@ -66,6 +67,7 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
     return rows
 
 
+@in_callers_words
 def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: int = _shape("n_layers"),
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
           batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
@@ -90,6 +92,7 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
     return Summary(f"retrieval run {out}", r)
 
 
+@in_callers_words
 def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[int] = DEFAULT_GRID["depths"],
           curricula: Sequence[str] = DEFAULT_GRID["curricula"], seeds: Sequence[int] = DEFAULT_GRID["seeds"],
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"),
@@ -116,6 +119,7 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
                separator=separator, warmup_steps=warmup_steps, eval_n=eval_n, train=not no_train)
 
 
+@in_callers_words
 def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3,
             out: str | Path | None = None, overwrite: bool = False) -> AnalyzeResult:
     """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
@@ -140,6 +144,7 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     return r
 
 
+@in_callers_words
 @listed("runs")
 def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> EmergenceResult:
     """The order in which labelled heads emerge across analyzed runs (seeds): each run's order, how often the
@@ -164,6 +169,7 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
     return t
 
 
+@in_callers_words
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500, shots: int = 0,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), seed: int = 0,
              batch_size: int = 8, continuation: int = 8, device: str = "cpu", progress: bool = True,

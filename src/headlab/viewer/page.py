@@ -37,7 +37,10 @@ TEMPLATE = """<!DOCTYPE html>
 <header><h1 id="title"></h1><span class="sub" id="subtitle"></span></header>
 <main>
 <section><h2>Heads (layer × head)</h2>
-<div class="controls"><label>colour by <select id="metric"></select></label><span id="scale" class="muted"></span></div>
+<div class="controls"><label>colour by <select id="metric"></select></label>
+<label><input type="checkbox" id="fixed"> fixed 0–1 scale</label>
+<span class="cbar"><span id="cblo"></span><span id="cbar" class="cbar-ramp"></span><span id="cbhi"></span></span>
+<span id="scale" class="muted"></span></div>
 <div class="controls" id="ckbox"><label>checkpoint <input type="range" id="checkpoint" min="0" value="0" style="width:220px"></label>
 <span id="steplabel"></span></div>
 <div id="grid"></div>

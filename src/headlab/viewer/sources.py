@@ -39,8 +39,9 @@ def kind_of(source: str | Path) -> str:
     return "model"
 
 
-def default_texts(loaded: Any, n_stimuli: int = 2, seed: int = 0) -> list[tuple[str, str]]:
-    """(name, text): a window of the default corpus that contains '/', then slash stimuli."""
+def default_texts(loaded: Any, n_stimuli: int = 3, seed: int = 0, n_windows: int = 3) -> list[tuple[str, str]]:
+    """(name, text): ``n_windows`` windows of the default corpus that contain '/', then ``n_stimuli`` slash
+    stimuli."""
     from headlab.corpus import DEFAULT_CORPUS, Sampler, documents
     from headlab.probes import make_suite
 
@@ -48,8 +49,8 @@ def default_texts(loaded: Any, n_stimuli: int = 2, seed: int = 0) -> list[tuple[
     try:
         sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), None, seed,
                           loaded.ids_containing("/"), "with-target")
-        for s in sampler.samples(documents(list(DEFAULT_CORPUS)), 1):
-            out.append(("corpus window with '/'", loaded.tokenizer.decode(s.input_ids, skip_special_tokens=True)))
+        for k, s in enumerate(sampler.samples(documents(list(DEFAULT_CORPUS)), n_windows)):
+            out.append((f"corpus window {k} with '/'", loaded.tokenizer.decode(s.input_ids, skip_special_tokens=True)))
     except HeadlabError:
         pass  # no default corpus installed: the stimuli still show the '/' tokens
     for k, st in enumerate(make_suite("slash", n_stimuli, seed)):

@@ -21,7 +21,14 @@
     const i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
     return `rgb(${a.map((v, k) => Math.round(v + f * (b[k] - v))).join(',')})`;
   }
+  function isShare(metric) {  // every value in [0, 1]: an attention mass or share, drawn on 0-1 by default
+    for (const sc of meta.scores) for (const row of (sc[metric] || [])) for (const v of row) {
+      if (Number.isFinite(v) && (v < 0 || v > 1)) return false;
+    }
+    return true;
+  }
   function range(metric) {  // one colour scale over all checkpoints, so the slider replay is comparable
+    if (state.fixed) return [0, 1];
     let lo = Infinity, hi = -Infinity;
     for (const sc of meta.scores) for (const row of (sc[metric] || [])) for (const v of row) {
       if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
@@ -29,6 +36,7 @@
     if (!Number.isFinite(lo)) return [0, 1];
     return hi > lo ? [lo, hi] : [lo, lo + 1e-9];
   }
+  const clip = (t) => (t.length > 12 ? t.slice(0, 11) + '…' : t);  // a cut label says it is cut
   const fmt = (v) => (v === null || v === undefined || !Number.isFinite(v)) ? 'n/a' : (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3));
   const score = (ck, m, l, h) => { const a = meta.scores[ck] && meta.scores[ck][m]; return a ? a[l][h] : NaN; };
 
@@ -63,7 +71,10 @@
       c.dataset.value = Number.isFinite(v) ? v.toFixed(6) : 'nan';
       c.classList.toggle('sel', l === state.layer && h === state.head);
     }
-    $('scale').textContent = `${state.metric}: ${fmt(lo)} … ${fmt(hi)}`;
+    $('scale').textContent = state.fixed ? `${state.metric} on a fixed 0–1 scale`
+      : `${state.metric} stretched over its range ${fmt(lo)} … ${fmt(hi)}`;
+    $('cblo').textContent = fmt(lo); $('cbhi').textContent = fmt(hi);
+    $('cbar').style.background = `linear-gradient(to right, ${VIRIDIS.map((_, i) => viridis(i / (VIRIDIS.length - 1))).join(', ')})`;
   }
   function showTip(e, l, h) {
     const lines = [`head ${l}.${h}` + (meta.sdh && meta.sdh[l][h] ? '  (slash-dominance head)' : '')];
@@ -136,7 +147,7 @@
       ctx.font = '9px monospace'; ctx.textBaseline = 'middle';
       for (let i = 0; i < T; i++) {
         ctx.fillStyle = marked.has(i) ? '#e65100' : '#333';
-        const t = tokens[i].slice(0, 9);
+        const t = tokens[i].length > 9 ? tokens[i].slice(0, 8) + '…' : tokens[i];  // cut visibly; the tip has it whole
         ctx.textAlign = 'right'; ctx.fillText(t, pad - 8, pad + (i + 0.5) * cell);
         ctx.save(); ctx.translate(pad + (i + 0.5) * cell, pad - 8); ctx.rotate(-Math.PI / 2);
         ctx.textAlign = 'left'; ctx.fillText(t, 0, 0); ctx.restore();
@@ -182,8 +193,8 @@
       }
       for (let i = 0; i < T; i++) {
         const cls = marked.has(i) ? 'slash' : '';
-        html += `<text x="90" y="${i * rowH + 13}" text-anchor="end" class="${cls}" data-q="${i}" style="cursor:pointer">${esc(tokens[i].slice(0, 12))}</text>`;
-        html += `<text x="240" y="${i * rowH + 13}" class="${cls}">${esc(tokens[i].slice(0, 12))}</text>`;
+        html += `<text x="90" y="${i * rowH + 13}" text-anchor="end" class="${cls}" data-q="${i}" style="cursor:pointer">${esc(clip(tokens[i]))}</text>`;
+        html += `<text x="240" y="${i * rowH + 13}" class="${cls}">${esc(clip(tokens[i]))}</text>`;
       }
       svg.innerHTML = html;
       svg.addEventListener('click', (e) => {
@@ -249,7 +260,11 @@
     $('subtitle').textContent = meta.subtitle || '';
     const ms = $('metric');
     for (const m of meta.metrics) ms.appendChild(Object.assign(document.createElement('option'), { value: m, textContent: m }));
-    ms.addEventListener('change', () => { state.metric = ms.value; paintGrid(); drawTrajectory(); });
+    const fixed = $('fixed');
+    const pickScale = () => { state.fixed = isShare(state.metric); fixed.checked = state.fixed; };
+    pickScale();
+    fixed.addEventListener('change', () => { state.fixed = fixed.checked; paintGrid(); });
+    ms.addEventListener('change', () => { state.metric = ms.value; pickScale(); paintGrid(); drawTrajectory(); });
     const ss = $('sample');
     meta.samples.forEach((s, k) => ss.appendChild(Object.assign(document.createElement('option'), { value: k, textContent: s.name })));
     ss.addEventListener('change', () => { state.sample = +ss.value; state.query = null; drawMap(); });
