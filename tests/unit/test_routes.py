@@ -15,7 +15,7 @@ from headlab.detectors import make
 from headlab.errors import HeadlabError
 from headlab.nn import ModelConfig, Transformer, as_loaded
 
-from .tiny import Slash, tiny
+from .tiny import TEST_DEVICE, Slash, tiny
 
 ALL = ["token", "offset", "previous-token", "duplicate-token", "induction", "sink", "marked", "entropy"]
 
@@ -38,7 +38,7 @@ def _model(kind):
     if kind.startswith("nn-"):
         cfg = ModelConfig(kind=kind[3:], vocab_size=64, n_layers=2, n_heads=4, d_model=32, max_length=128)
         torch.manual_seed(0)
-        lm = as_loaded(Transformer(cfg), None, kind)
+        lm = as_loaded(Transformer(cfg).to(TEST_DEVICE), None, kind)
     else:
         lm = tiny(kind)
     Slash(lm)

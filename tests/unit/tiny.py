@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from headlab.models.loaded import LoadedModel, read_facts
+
+#: where the tiny models live: cpu, or the device bench/gpu_check.sh names (HEADLAB_TEST_DEVICE=cuda) to run the
+#: route parity tests on a GPU
+TEST_DEVICE = os.environ.get("HEADLAB_TEST_DEVICE", "cpu")
 
 
 def tiny(kind: str, seed: int = 0) -> LoadedModel:
@@ -42,6 +48,7 @@ def tiny(kind: str, seed: int = 0) -> LoadedModel:
         raise ValueError(kind)
     model.set_attn_implementation("eager") if kind != "mpnet" else None
     model.eval()
+    model.to(TEST_DEVICE)
     return LoadedModel(name=f"tiny-{kind}", model=model, tokenizer=None, facts=read_facts(model), source="random init")
 
 
@@ -118,5 +125,6 @@ def tiny_family(family: str, seed: int = 0) -> LoadedModel:
     torch.manual_seed(seed)
     model = (AutoModelForCausalLM if causal else AutoModel).from_config(cfg, attn_implementation="eager")
     model.eval()
+    model.to(TEST_DEVICE)
     return LoadedModel(name=f"tiny-{family}", model=model, tokenizer=None, facts=read_facts(model),
                        source="random init", adapter=adapter_for(model))
