@@ -474,6 +474,7 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("scan max_length None", lambda: headlab.scan("minilm-l6", max_length=None), "max_length="),  # type: ignore
         ("scan batch_size 0", lambda: headlab.scan("minilm-l6", batch_size=0), "batch_size="),
         ("scan consecutive 0", lambda: headlab.scan("minilm-l6", consecutive=0), "consecutive="),
+        ("scan dtype float8", lambda: headlab.scan("minilm-l6", dtype="float8"), "dtype="),
         ("characterize n as text", lambda: headlab.characterize("minilm-l6", n="40"), "n="),  # type: ignore
         ("characterize threshold 2", lambda: headlab.characterize("minilm-l6", threshold=2), "threshold="),
         ("ablate heads as tuples", lambda: headlab.ablate("smollm2-135m", heads=[(0, 1)]), "L.H"),  # type: ignore

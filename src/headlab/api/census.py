@@ -29,7 +29,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
          max_length: int = DEFAULTS.max_length, stride: int | None = DEFAULTS.stride,
          target_filter: str = DEFAULTS.target_filter, seed: int = DEFAULTS.seed, route: str = DEFAULTS.route,
          chunk_mb: float = DEFAULTS.chunk_mb, checkpoint_every: int | None = DEFAULTS.checkpoint_every,
-         id_field: str | None = DEFAULTS.id_field, resume: bool = False, per_sample: str | Path | None = None,
+         id_field: str | None = DEFAULTS.id_field, dtype: str = DEFAULTS.dtype, resume: bool = False,
+         per_sample: str | Path | None = None,
          device: str = "cpu", progress: bool = True,
          out: str | Path | None = None, overwrite: bool = False) -> ScanResult:
     """Score every head of ``model`` with ``detectors`` over ``texts`` or ``corpus`` (named sources or paths;
@@ -38,7 +39,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     plain token only; ``queries``: "can-see" or "all"); the SDH rule is mass > ``threshold`` in ``consecutive``
     consecutive samples that hold the target. ``route`` picks the capture route (auto: fused where possible;
     no T×T matrix is built on the fused and chunked routes; ``chunk_mb`` bounds one block). A JSONL record is
-    a document named by its ``id_field`` (else its line number).
+    a document named by its ``id_field`` (else its line number). ``dtype`` (float32, bfloat16, float16): the
+    weights of a model the scan loads; scores are accumulated in float32 (bf16 parity: docs/routes.md).
 
     With ``out``: writes ``scan.json`` and ``heads.csv``, a checkpoint every ``checkpoint_every`` samples
     (``resume`` continues one), and ``per_sample`` (a ``.parquet`` file: one row of scores per sample).
@@ -59,7 +61,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         queries=queries, max_offset=max_offset, threshold=threshold, consecutive=consecutive,
         max_samples=max_samples, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
         target_filter=target_filter, route=route, chunk_mb=chunk_mb, checkpoint_every=checkpoint_every,
-        id_field=id_field)
+        id_field=id_field, dtype=dtype)
     if per_sample is not None and not str(per_sample).endswith(".parquet"):
         raise HeadlabError(f"--per-sample {per_sample}: give a .parquet file path")
     if (resume or checkpoint_every) and out is None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 
 from headlab.attention.routes import choose
 from headlab.census.accumulator import Census
@@ -50,7 +51,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     """
     with recorded() as said:  # skipped inputs, repaired checkpoints, caveats: the result records them
         s = settings.replace(**options) if options else settings
-        loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
+        loaded = model if isinstance(model, LoadedModel) else load(model, device=device,
+                                                                   dtype=getattr(torch, settings.dtype))
         plan = _plan(loaded, s, texts, corpus, per_sample)
         w = world()
         census = Census((loaded.facts.n_layers, loaded.facts.n_heads), s.threshold, s.consecutive)
@@ -114,7 +116,8 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         "detectors": {d.name: d.settings() for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
         "batch_size": s.batch_size, "window": window, "stride": sampler.stride,
         "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter,
-        "id_field": s.id_field or None, "capture": "streaming",
+        "id_field": s.id_field or None, "dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
+        "capture": "streaming",
         **choice.settings(), "chunk_mb": s.chunk_mb, "model_facts": loaded.facts.__dict__,
     }
     rows = str(Path(per_sample).resolve()) if per_sample is not None else None  # a resume must add to these rows

@@ -20,6 +20,8 @@ from headlab.errors import HeadlabError
 from headlab.values import Settings
 
 FILTERS = ("any", "with-target", "without-target")
+#: the weights' dtype when the scan loads the model (scores are accumulated in float32 whatever it is)
+DTYPES = ("float32", "bfloat16", "float16")
 QUERIES = ("can-see", "all")
 #: scans of more samples than this checkpoint every :data:`CHECKPOINT_EVERY` samples unless told otherwise
 CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048
@@ -31,11 +33,13 @@ class ScanSettings(Settings):
     ``queries``, the offset detector's ``max_offset``, the SDH rule (``threshold`` θ, ``consecutive`` k), the
     sample stream (``max_samples``: None for all; ``max_length`` windows ``stride`` apart; ``seed``;
     ``target_filter``; ``id_field`` names a JSONL record), and the budgets (``batch_size``, capture ``route``,
-    ``chunk_mb`` per block, ``checkpoint_every`` samples: None for the default, 0 for never)."""
+    ``chunk_mb`` per block, ``checkpoint_every`` samples: None for the default, 0 for never); ``dtype`` of the
+    weights when the scan loads the model."""
 
     FAMILY: ClassVar[str] = "scan"
     CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {
-        "queries": ("queries", QUERIES), "target_filter": ("filter", FILTERS), "route": ("route", ("auto", *ROUTES))}
+        "queries": ("queries", QUERIES), "target_filter": ("filter", FILTERS), "route": ("route", ("auto", *ROUTES)),
+        "dtype": ("dtype", DTYPES)}
 
     detectors: tuple[str | Detector, ...] = DEFAULT_DETECTORS
     target: str = "/"
@@ -54,6 +58,7 @@ class ScanSettings(Settings):
     chunk_mb: float = DEFAULT_BLOCK_MB
     checkpoint_every: int | None = None
     id_field: str | None = ID_FIELD
+    dtype: str = "float32"
 
     def __post_init__(self) -> None:
         if self.max_samples == 0:  # the CLI's "0: the whole corpus"

@@ -91,8 +91,8 @@ def _rope_tables(T: int, d: int, theta: float, device: torch.device) -> tuple[to
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, -1)
-    return x * cos + torch.cat([-x2, x1], -1) * sin
+    x1, x2 = x.chunk(2, -1)  # the float32 tables would promote a bf16/fp16 model's q and k: keep x's dtype
+    return (x * cos + torch.cat([-x2, x1], -1) * sin).to(x.dtype)
 
 
 def sinusoidal_table(T: int, D: int) -> torch.Tensor:
