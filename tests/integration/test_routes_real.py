@@ -35,6 +35,9 @@ def test_routes_agree_on_real_models(name, batch_size):
     if name == "gemma3-270m":  # beyond its 512-token sliding window, so local layers are really windowed
         texts = [" ".join(SLASH_TEXTS * 12), *SLASH_TEXTS]
         max_length = 700
+        # a batch of 2 already pads a short text to the long one's 700 tokens: the padded case at 40% of the
+        # cost of a batch of all five
+        batch_size = min(batch_size, 2)
     ref = _means(lm, texts, "eager", batch_size, max_length)
     for route in ("fused", "chunked"):
         got = _means(lm, texts, route, batch_size, max_length)
