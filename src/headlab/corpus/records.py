@@ -27,9 +27,12 @@ def record_documents(path: Path, id_field: str | None = ID_FIELD) -> Iterator[Do
     mix them)."""
     zipped = path.name.lower().endswith(".gz")
     try:
-        if not zipped and b"\x00" in path.open("rb").read(65536):
-            say(f"skipping {path}: binary content")
-            return
+        if not zipped:
+            with path.open("rb") as fh:
+                binary = b"\x00" in fh.read(65536)
+            if binary:
+                say(f"skipping {path}: binary content")
+                return
         index = index_records(path, id_field, zipped)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         say(f"skipping {path}: cannot read it ({exc})")

@@ -89,22 +89,22 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
-    check_corpus(corpus, id_field)
+    rank = check_corpus(corpus, id_field)
     targets = [None if p is None else claim_file(p, overwrite) for p in (write_filtered, write_scores)]
     if any(targets):
         dataset_files(corpus)  # records to write back, before the work
     with saving(out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], overwrite) as folder:
-        res, rows = _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field), progress,
-                           device)
+        res, rows = _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field, rank),
+                           progress, device)
         if any(targets):
             write_back(corpus, id_field, rows, *targets)
         return res, rows
 
 
 def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
-           how: tuple[int, int, int, str | None], progress: bool,
+           how: tuple[int, int, int, str | None, dict[str, int]], progress: bool,
            device: str) -> tuple[CheckResult, list[dict[str, Any]]]:
-    max_samples, seed, batch_size, id_field = how
+    max_samples, seed, batch_size, id_field, rank = how
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
     given = None if model is None else str(getattr(model, "name", model))
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
@@ -114,7 +114,7 @@ def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | Non
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
                  device, detectors, id_field) as (path, _):
         X, docs, windows = fingerprints(path, prof.features)
-    X, docs, windows = in_input_order(X, docs, windows, corpus, id_field)
+    X, docs, windows = in_input_order(X, docs, windows, rank)  # the order check_corpus read, not a second pass
     records = check_rows(prof, X, docs, windows)
     flagged = [r for r in records if r["flag"]]
     Z = prof.z(X)

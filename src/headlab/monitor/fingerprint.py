@@ -110,23 +110,19 @@ def read_columns(path: Path, columns: Sequence[str]) -> Any:
     return pq.read_table(path, columns=list(columns)).to_pandas()
 
 
-def in_input_order(X: np.ndarray, docs: list[str], windows: np.ndarray, corpus: Sequence[str],
-                   id_field: str | None) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """The documents (rows of ``X``) in the corpus's own order: a dataset's records as they came."""
-    from headlab.corpus import documents
-    from headlab.notices import repeated
-
-    with repeated():  # the scan has said what the corpus lacks
-        rank = {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field))}
+def in_input_order(X: np.ndarray, docs: list[str], windows: np.ndarray,
+                   rank: dict[str, int]) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The documents (rows of ``X``) in the corpus's own order (``rank``, from :func:`check_corpus`): a dataset's
+    records as they came."""
     perm = np.argsort([rank.get(d, len(rank)) for d in docs], kind="stable")
     return X[perm], [docs[i] for i in perm], windows[perm]
 
 
-def check_corpus(corpus: Sequence[str], id_field: str | None) -> None:
+def check_corpus(corpus: Sequence[str], id_field: str | None) -> dict[str, int]:
     """Refuse an empty corpus or one whose records share an id before a model is loaded (its notices are said
-    by the scan that reads it)."""
+    by the scan that reads it); the position of every document in the corpus's order."""
     from headlab.corpus import documents
     from headlab.notices import repeated
 
     with repeated():
-        documents(list(corpus), id_field)
+        return {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field))}
