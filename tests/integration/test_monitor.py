@@ -63,11 +63,14 @@ def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> No
     assert main(["monitor", "evaluate", "minilm-l6", "--max-samples", "200", "--kind-samples", "30", "--kinds",
                  "paths", "--out", str(out), "--no-progress"]) == 0
     r = json.loads((out / "evaluate.json").read_text())
-    assert set(r["baselines"]) == {"characters"}  # an encoder has no next-token loss
+    assert r["baselines"] == ["characters", "gopher", "c4", "ngram"]  # an encoder has no next-token loss
     row = r["kinds"]["paths"]
     # measured (seeded): the `/`-mass heads separate path-dense prose almost perfectly (AUROC 1.00 at 3000 samples)
     assert row["auroc"]["heads"][0] > 0.9 and row["verdict"] in {"heads better", "tie"}
-    assert set(row["auroc"]) == {"heads", "heads-forest", "characters"} and row["best_baseline"] == "characters"
+    assert set(row["auroc"]) == {"heads", "heads-forest", *r["baselines"]}
+    assert row["best_baseline"] in r["baselines"] and set(row["dropped"]) == set(r["fresh_dropped"]) == {"gopher", "c4"}
+    # a paired gain is the combination's AUROC less the best baseline's, to rounding
+    assert row["gain_over_best"][0] == pytest.approx(row["combined"][0] - row["auroc"][row["best_baseline"]][0])
     c = r["calibration"]
     assert c["documents"] == r["fresh_documents"] > 20 and len(c["curve"]) == 5
     assert r["fitted_documents"] + r["calibration_documents"] + r["fresh_documents"] == r["reference_documents"]

@@ -11,9 +11,11 @@ import torch
 from headlab.ablation.metrics import window_losses
 from headlab.errors import HeadlabError
 from headlab.monitor import fingerprint
+from headlab.monitor.anomalies import Context, derive
 from headlab.monitor.baselines import char_features
 from headlab.monitor.calibration import calibration_curve
-from headlab.monitor.evaluation import _auroc, _derived, installed_kinds
+from headlab.monitor.comparison import auroc as _auroc
+from headlab.monitor.evaluation import installed_kinds
 from headlab.monitor.profile import Profile, fit_profile, held_out
 
 
@@ -26,11 +28,12 @@ def test_character_classes_of_a_known_string() -> None:
 def test_derived_kinds_change_what_they_say() -> None:
     prose = ["the quick brown fox jumps over the lazy dog near the river bank today"]
     rng = random.Random(0)
-    shuffled = _derived(prose, "shuffled", rng, [])[0]
+    ctx = Context(vocab=["xa", "yb"], code=["import os\n\ndef f(x):\n    return os.path.join(x, 'y')\n"])
+    shuffled = derive(prose, "shuffled", rng, ctx)[0]
     assert sorted(shuffled.split()) == sorted(prose[0].split()) and shuffled != prose[0]
-    assert _derived(prose, "boilerplate", rng, [])[0].count("the quick brown fox") == 8
-    assert _derived(prose, "paths", rng, [])[0].count("/") >= 6
-    assert set(_derived(prose, "random-tokens", rng, ["xa", "yb"])[0].split()) <= {"xa", "yb"}
+    assert derive(prose, "boilerplate", rng, ctx)[0].count("the quick brown fox") == 8
+    assert derive(prose, "paths", rng, ctx)[0].count("/") >= 6
+    assert set(derive(prose, "random-tokens", rng, ctx)[0].split()) <= {"xa", "yb"}
 
 
 def test_auroc_interval_holds_its_point() -> None:

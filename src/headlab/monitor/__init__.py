@@ -147,8 +147,9 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
         {k: v["verdict"] for k, v in ev.data["kinds"].items()}
     """
     from headlab.io import saving, write_json_atomic, write_text_atomic
+    from headlab.monitor.comparison import markdown
     from headlab.monitor.evaluation import evaluate as run
-    from headlab.monitor.evaluation import installed_kinds, markdown
+    from headlab.monitor.evaluation import installed_kinds
     from headlab.result import Written
 
     chosen = installed_kinds(kinds)

@@ -6,6 +6,12 @@
   i.e. log-perplexity.
 
 Both are averaged per document, as the heads' fingerprints are, and scored by the same profile machinery.
+
+Document baselines (:data:`DOCUMENT_BASELINES`) score the record's own text, as a data pipeline sees it:
+
+* ``gopher``: the number of Gopher quality and repetition rules it fails (:mod:`.rules`; dropped at 1);
+* ``c4``: 1 for a page the C4 rules drop, plus the share of characters its line rules remove;
+* ``ngram``: its perplexity under a word bigram model of the reference (:mod:`.ngram`, CCNet-style).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from typing import Any, Callable
 import numpy as np
 
 from headlab.ablation.metrics import window_losses
+from headlab.monitor import rules
+from headlab.monitor.ngram import BigramLM
 
 CHAR_FEATURES = ("letters", "digits", "whitespace", "punctuation", "upper", "non-ascii", "word-length")
 
@@ -45,3 +53,13 @@ def baselines(loaded: Any) -> dict[str, tuple[tuple[str, ...], Callable[[Any, li
     if loaded.facts.causal and loaded.model.get_output_embeddings() is not None:
         out["loss"] = (("loss",), lambda rows, texts: window_losses(loaded, [list(i) for i in rows["ids"]])[:, None])
     return out
+
+
+#: name -> (reference texts the baseline learns from -> the score of one record's text)
+DOCUMENT_BASELINES: dict[str, Callable[[list[str]], Callable[[str], float]]] = {
+    "gopher": lambda reference: rules.gopher_score,
+    "c4": lambda reference: rules.c4_score,
+    "ngram": lambda reference: BigramLM(reference).perplexity,
+}
+#: the baselines a pipeline runs as a keep/drop rule, and the score at which it drops
+DROPS_AT = {"gopher": 1.0, "c4": 1.0}

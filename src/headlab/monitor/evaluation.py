@@ -8,15 +8,18 @@ the calibration check (the share of fresh documents flagged at each target false
 Kinds (real text, where installed): ``code`` (standard-library source, ``pysrc``), ``docstrings`` (``pydoc``),
 ``python-doc`` (reST), ``markup`` (HTML pages, ``python-html``), ``man``, ``linux-doc``, and text in another
 language ``man-de``, ``man-fr``, ``man-ja``, ``man-zh`` (Debian's translated man pages). Derived from the fresh
-reference prose: ``shuffled`` (words shuffled in each document), ``boilerplate`` (one sentence repeated),
-``paths`` (every fourth word replaced by a file path or URL built from the document's own words),
-``random-tokens`` (uniformly random vocabulary words).
+reference prose: the record-level anomalies of :mod:`.anomalies` (shuffled words, boilerplate, paths, random
+tokens, duplicated lines, navigation, mojibake, HTML leftovers, code in prose, truncated records, URL lists).
 
-Baselines (:mod:`.baselines`) are scored exactly like the heads (robust z, Ledoit-Wolf distance, the same folds).
-The heads are also scored by an isolation forest on the same z-scores (``heads-forest``), the alternative to the
-Ledoit-Wolf distance the profile uses. AUROC intervals: percentile bootstrap over documents. Verdict per kind, the
-heads (Ledoit-Wolf) against the *best* baseline (highest AUROC): ``heads better`` / ``baseline better`` when the
-intervals do not overlap, else ``tie``.
+Window baselines (:mod:`.baselines`: characters, the model's own loss) are scored exactly like the heads (robust
+z, Ledoit-Wolf distance, the same folds); document baselines (Gopher rules, C4 rules, a CCNet-style n-gram
+perplexity) score each record's own text, their thresholds calibrated on the same held-out fold. The heads are
+also scored by an isolation forest on the same z-scores (``heads-forest``). AUROC intervals: percentile bootstrap
+over documents. Verdict per kind, the heads (Ledoit-Wolf) against the *best* baseline (highest AUROC):
+``heads better`` / ``baseline better`` when the intervals do not overlap, else ``tie``. **heads + best**: the
+heads and the best baseline combined without any anomaly labels (Fisher's method on each one's p-value against
+the held-out calibration documents); its gain over the best baseline alone has a paired bootstrap interval, and
+the heads *add information* to that baseline where the interval is above 0.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.monitor.baselines import baselines, per_document
+from headlab.monitor import anomalies
+from headlab.monitor.baselines import DOCUMENT_BASELINES, DROPS_AT, baselines, per_document
 from headlab.monitor.calibration import calibration_curve
+from headlab.monitor.comparison import kind_row
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
     choose_features,
@@ -38,13 +43,13 @@ from headlab.monitor.fingerprint import (
     read_columns,
     scanned,
 )
-from headlab.monitor.profile import ForestScorer, fit_profile, fold
+from headlab.monitor.profile import ForestScorer, fit_profile, fold, held_out
 from headlab.monitor.settings import MONITOR
 
 #: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
 REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
         "linux-doc": "linux-doc", "man-de": "man-de", "man-fr": "man-fr", "man-ja": "man-ja", "man-zh": "man-zh"}
-DERIVED = ("shuffled", "boilerplate", "paths", "random-tokens")
+DERIVED = tuple(anomalies.KINDS)
 KINDS = (*REAL, *DERIVED)
 FRESH = 1  # the fold kept out of fitting and calibration
 
@@ -70,42 +75,42 @@ def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
     return out
 
 
-def _derived(prose: list[str], kind: str, rng: random.Random, vocab: list[str]) -> list[str]:
-    out = []
-    for text in prose:
-        words = text.split()
-        if kind == "shuffled":
-            rng.shuffle(words)
-            out.append(" ".join(words))
-        elif kind == "boilerplate":
-            out.append(" ".join([" ".join(words[:12])] * 8))
-        elif kind == "paths":
-            out.append(" ".join(w if i % 4 else rng.choice(["/usr/share/", "https://www.", "./src/", "C:/data/"])
-                                + "/".join(words[i:i + 3]).lower().strip(".,") for i, w in enumerate(words)))
-        else:  # random-tokens
-            out.append(" ".join(rng.choice(vocab) for _ in range(max(20, len(words)))))
+class ColumnScorer:
+    """A document baseline's score as its anomaly score, its threshold calibrated on the held-out fold."""
+
+    def __init__(self, M: np.ndarray, docs: list[str], exclude: np.ndarray, fpr: float):
+        cal = np.array([held_out(d) for d in docs], dtype=bool) & ~exclude
+        self.calibration_scores = self.scores(M[cal])
+        self.threshold = float(np.quantile(self.calibration_scores, 1.0 - fpr))
+
+    def scores(self, M: np.ndarray) -> np.ndarray:
+        return M[:, 0]
+
+
+def raw_texts(specs: Sequence[str], docs: Sequence[str], id_field: str | None) -> dict[str, str]:
+    """Each scanned document's own text (its texts joined by a blank line), as a data pipeline reads it."""
+    from headlab.corpus import documents
+
+    want = set(docs)
+    out = {d.doc_id: "\n\n".join(d.load()) for d in documents(list(specs), id_field) if d.doc_id in want}
+    missing = want - set(out)
+    assert not missing, f"scanned documents not in the corpus: {sorted(missing)[:3]}"
     return out
-
-
-def _auroc(neg: np.ndarray, pos: np.ndarray, rng: np.random.Generator, n_boot: int = 500) -> list[float]:
-    from sklearn.metrics import roc_auc_score
-
-    def auc(a: np.ndarray, b: np.ndarray) -> float:
-        return float(roc_auc_score(np.r_[np.zeros(len(a)), np.ones(len(b))], np.r_[a, b]))
-
-    boots = [auc(rng.choice(neg, len(neg)), rng.choice(pos, len(pos))) for _ in range(n_boot)]
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return [auc(neg, pos), float(lo), float(hi)]
 
 
 class _Scorer:
     """The heads' and each baseline's fingerprints of a scanned corpus, and their profiles' scores."""
 
-    def __init__(self, loaded: Any, features: list[str]):
-        self.loaded, self.features, self.base = loaded, features, baselines(loaded)
+    def __init__(self, loaded: Any, features: list[str], id_field: str | None):
+        self.loaded, self.features, self.base, self.id_field = loaded, features, baselines(loaded), id_field
+        self.document: dict[str, Any] = {}
 
-    def matrices(self, path: Path) -> tuple[dict[str, np.ndarray], list[str], dict[str, str]]:
-        """{method: (documents x features)}, document ids, and each document's text (windows joined)."""
+    def learn(self, reference: list[str]) -> None:
+        """The document baselines, from the reference texts the profiles are fitted on."""
+        self.document = {name: make(reference) for name, make in DOCUMENT_BASELINES.items()}
+
+    def matrices(self, path: Path, specs: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str], dict[str, str]]:
+        """{method: (documents x features)}, document ids, and each document's own text."""
         X, docs, _ = fingerprints(path, self.features)
         rows = read_columns(path, ["doc", "ids"])
         texts = [self.loaded.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in rows["ids"]]
@@ -113,10 +118,19 @@ class _Scorer:
         for name, (_, values) in self.base.items():
             out[name], bdocs = per_document(rows, values(rows, texts))
             assert bdocs == docs, "baseline and head documents differ"
-        joined: dict[str, list[str]] = {}
-        for d, t in zip(rows["doc"], texts):
-            joined.setdefault(str(d), []).append(t)
-        return out, docs, {d: " ".join(t) for d, t in joined.items()}
+        raw = raw_texts(specs, docs, self.id_field)
+        for name, score in self.document.items():
+            out[name] = np.array([[score(raw[d])] for d in docs])
+        return out, docs, raw
+
+
+def _context(seed: int, loaded: Any) -> anomalies.Context:
+    from headlab.corpus import documents
+
+    files = documents(["pysrc"])
+    picked = random.Random(seed).sample(files, min(50, len(files)))
+    return anomalies.Context(vocab=[t for t in loaded._vocab_tokens if t.isalpha()],
+                             code=["\n".join(d.load()) for d in picked])
 
 
 def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 3000,
@@ -129,18 +143,22 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
     loaded = model if not isinstance(model, str) else load(model, lm_head=True, device=device)
     scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS, id_field)
     with scanned(loaded, reference, max_samples, *scan_args) as (path, _):
-        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector))
-        mats, docs, texts = scorer.matrices(path)
+        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector), id_field)
+        mats, docs, raw = scorer.matrices(path, reference)
     fresh = np.array([fold(d) == FRESH for d in docs])
+    scorer.learn([raw[d] for d, f in zip(docs, fresh) if not f and not held_out(d)])
+    for name, score in scorer.document.items():
+        mats[name] = np.array([[score(raw[d])] for d in docs])
     names = {"heads": scorer.features, **{k: list(v[0]) for k, v in scorer.base.items()}}
-    profiles: dict[str, Any] = {m: fit_profile(M, docs, names[m], fpr, exclude=fresh, model=loaded.name,
-                                                   corpus=list(reference), settings={}) for m, M in mats.items()}
-    profiles["heads-forest"] = ForestScorer(profiles["heads"], mats["heads"], docs, fresh, seed)
+    scorers: dict[str, Any] = {m: fit_profile(mats[m], docs, names[m], fpr, exclude=fresh, model=loaded.name,
+                                              corpus=list(reference), settings={}) for m in names}
+    scorers.update({m: ColumnScorer(mats[m], docs, fresh, fpr) for m in scorer.document})
+    scorers["heads-forest"] = ForestScorer(scorers["heads"], mats["heads"], docs, fresh, seed)
     mats["heads-forest"] = mats["heads"]
-    neg = {m: profiles[m].scores(M[fresh]) for m, M in mats.items()}
-    prose = [texts[d] for d, f in zip(docs, fresh) if f]
-    rng, nrng = random.Random(seed), np.random.default_rng(seed)
-    vocab = [t for t in loaded._vocab_tokens if t.isalpha()]
+    neg = {m: scorers[m].scores(M[fresh]) for m, M in mats.items()}
+    prose = [raw[d] for d, f in zip(docs, fresh) if f]
+    rng, nrng, ctx = random.Random(seed), np.random.default_rng(seed), _context(seed, loaded)
+    baseline_names = [*scorer.base, *scorer.document]
     table = {}
     with tempfile.TemporaryDirectory(prefix="headlab-eval-") as tmp:
         for kind in kinds:
@@ -148,45 +166,17 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
             if kind in DERIVED:  # one file per text: a document each
                 folder = Path(tmp) / kind
                 folder.mkdir()
-                for i, text in enumerate(_derived(prose, kind, rng, vocab)):
-                    (folder / f"{i:05d}.txt").write_text(text)
+                for i, text in enumerate(anomalies.derive(prose, kind, rng, ctx)):
+                    (folder / f"{i:05d}.txt").write_text(text, encoding="utf-8")
                 spec = str(folder)
             with scanned(loaded, [spec], kind_samples, *scan_args) as (kpath, _):
-                kmats, _, _ = scorer.matrices(kpath)
+                kmats, _, _ = scorer.matrices(kpath, [spec])
             kmats["heads-forest"] = kmats["heads"]
-            table[kind] = _kind_row(profiles, neg, kmats, list(scorer.base), nrng)
-    calib = calibration_curve(profiles["heads"], neg["heads"], figure, loaded.name)
+            table[kind] = kind_row(scorers, neg, kmats, baseline_names, nrng)
+    calib = calibration_curve(scorers["heads"], neg["heads"], figure, loaded.name)
     return {"model": loaded.name, "reference": list(reference), "fpr": fpr, "features": len(scorer.features),
             "detectors": list(MONITOR_DETECTORS), "reference_documents": len(docs),
-            "fitted_documents": profiles["heads"].n_fit, "calibration_documents": profiles["heads"].n_calibration,
-            "fresh_documents": int(fresh.sum()), "calibration": calib,
-            "baselines": {k: list(v[0]) for k, v in scorer.base.items()}, "kinds": table}
-
-
-def _kind_row(profiles: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[str, np.ndarray],
-              baseline_names: list[str], rng: np.random.Generator) -> dict[str, Any]:
-    pos = {m: profiles[m].scores(M) for m, M in kmats.items()}
-    auroc = {m: _auroc(neg[m], pos[m], rng) for m in pos}
-    recall = {m: float((pos[m] > profiles[m].threshold).mean()) for m in pos}
-    best = max(baseline_names, key=lambda m: auroc[m][0])
-    h, b = auroc["heads"], auroc[best]
-    verdict = "heads better" if h[1] > b[2] else "baseline better" if b[1] > h[2] else "tie"
-    return {"documents": len(pos["heads"]), "auroc": auroc, "recall_at_fpr": recall, "best_baseline": best,
-            "verdict": verdict}
-
-
-def markdown(r: dict[str, Any]) -> str:
-    at = f"{100 * r['fpr']:.0f}% FPR"
-    methods = ["heads", "heads-forest", *r["baselines"]]
-    head = " | ".join(f"{m} AUROC [95%]" for m in methods)
-    lines = [f"| kind | documents | {head} | recall @ {at} ({', '.join(methods)}) | verdict: heads vs best baseline |",
-             "|---|---|" + "---|" * len(methods) + "---|---|"]
-    for kind, v in r["kinds"].items():
-        cells = " | ".join(f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]" for a in (v["auroc"][m] for m in methods))
-        recall = " / ".join(f"{v['recall_at_fpr'][m]:.2f}" for m in methods)
-        lines.append(f"| {kind} | {v['documents']} | {cells} | {recall} | {v['verdict']} ({v['best_baseline']}) |")
-    c = r["calibration"]
-    lines += ["", f"Calibration on {r['fresh_documents']} fresh reference documents: at the {at} target "
-              f"{100 * c['flag_rate_at_fpr']:.1f}% flagged [{100 * c['interval_at_fpr'][0]:.1f}, "
-              f"{100 * c['interval_at_fpr'][1]:.1f}] (Wilson 95%); within [0.5%, 2%]: {c['within_band']}."]
-    return "\n".join(lines) + "\n"
+            "fitted_documents": scorers["heads"].n_fit, "calibration_documents": scorers["heads"].n_calibration,
+            "fresh_documents": int(fresh.sum()), "calibration": calib, "baselines": baseline_names,
+            "fresh_dropped": {m: float((neg[m] >= at).mean()) for m, at in DROPS_AT.items() if m in neg},
+            "kinds": table}

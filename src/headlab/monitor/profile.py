@@ -136,7 +136,8 @@ class ForestScorer:
         cal = np.array([held_out(d) for d in docs], dtype=bool)
         self.prof = prof
         self.forest = IsolationForest(n_estimators=200, random_state=seed).fit(prof.z(X[~cal]))
-        self.threshold = float(np.quantile(self.scores(X[cal]), 1.0 - prof.fpr))
+        self.calibration_scores = self.scores(X[cal])
+        self.threshold = float(np.quantile(self.calibration_scores, 1.0 - prof.fpr))
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         return -self.forest.decision_function(self.prof.z(X))

@@ -1,0 +1,94 @@
+"""The statistics of the monitor evaluation: AUROC with bootstrap intervals, a label-free combination of two
+detectors, the per-kind row and its table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from headlab.monitor.baselines import DROPS_AT
+
+
+def _auc(neg: np.ndarray, pos: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(np.r_[np.zeros(len(neg)), np.ones(len(pos))], np.r_[neg, pos]))
+
+
+def auroc(neg: np.ndarray, pos: np.ndarray, rng: np.random.Generator, n_boot: int = 500) -> list[float]:
+    """[AUROC, 2.5%, 97.5%]: percentile bootstrap over documents, negatives and positives drawn apart."""
+    boots = [_auc(rng.choice(neg, len(neg)), rng.choice(pos, len(pos))) for _ in range(n_boot)]
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return [_auc(neg, pos), float(lo), float(hi)]
+
+
+def auroc_gain(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], rng: np.random.Generator,
+               n_boot: int = 500) -> list[float]:
+    """[AUROC(a) - AUROC(b), 2.5%, 97.5%] for two detectors' (negative, positive) scores of the same documents:
+    a paired bootstrap (one draw of documents for both), so what they share does not widen the interval."""
+    (na, pa), (nb, pb) = a, b
+    boots = []
+    for _ in range(n_boot):
+        i, j = rng.integers(0, len(na), len(na)), rng.integers(0, len(pa), len(pa))
+        boots.append(_auc(na[i], pa[j]) - _auc(nb[i], pb[j]))
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return [_auc(na, pa) - _auc(nb, pb), float(lo), float(hi)]
+
+
+def pvalues(calibration: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The upper-tail p-value of each score among the calibration scores, (1 + #{cal >= s}) / (n + 1)."""
+    cal = np.sort(np.asarray(calibration, dtype=np.float64))
+    above = len(cal) - np.searchsorted(cal, scores, side="left")
+    return (1.0 + above) / (len(cal) + 1.0)
+
+
+def fisher(calibrations: list[np.ndarray], scores: list[np.ndarray]) -> np.ndarray:
+    """Fisher's combination, -sum log p: high when any detector finds the document rare; needs no labels."""
+    return -sum(np.log(pvalues(c, s)) for c, s in zip(calibrations, scores))
+
+
+def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[str, np.ndarray],
+             baseline_names: list[str], rng: np.random.Generator) -> dict[str, Any]:
+    pos = {m: scorers[m].scores(M) for m, M in kmats.items()}
+    result = {m: auroc(neg[m], pos[m], rng) for m in pos}
+    recall = {m: float((pos[m] > scorers[m].threshold).mean()) for m in pos}
+    best = max(baseline_names, key=lambda m: result[m][0])
+    h, b = result["heads"], result[best]
+    verdict = "heads better" if h[1] > b[2] else "baseline better" if b[1] > h[2] else "tie"
+    cal = [np.asarray(scorers[m].calibration_scores) for m in ("heads", best)]
+    both = (fisher(cal, [neg["heads"], neg[best]]), fisher(cal, [pos["heads"], pos[best]]))
+    gain = auroc_gain(both, (neg[best], pos[best]), rng)
+    return {"documents": len(pos["heads"]), "auroc": result, "recall_at_fpr": recall, "best_baseline": best,
+            "verdict": verdict, "combined": auroc(*both, rng), "gain_over_best": gain,
+            "heads_add_information": gain[1] > 0,
+            "dropped": {m: float((pos[m] >= DROPS_AT[m]).mean()) for m in DROPS_AT if m in pos}}
+
+
+def _cell(a: list[float]) -> str:
+    return f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]"
+
+
+def markdown(r: dict[str, Any]) -> str:
+    at = f"{100 * r['fpr']:.0f}% FPR"
+    methods = ["heads", "heads-forest", *r["baselines"]]
+    drops = [m for m in DROPS_AT if m in r["baselines"]]
+    head = " | ".join(f"{m} AUROC [95%]" for m in methods)
+    lines = [f"| kind | documents | {head} | heads + best [95%] | gain over best [95%] | recall @ {at} (heads / "
+             f"best) | dropped by {' / '.join(drops)} | verdict: heads vs best baseline |",
+             "|---|---|" + "---|" * len(methods) + "---|---|---|---|---|"]
+    for kind, v in r["kinds"].items():
+        cells = " | ".join(_cell(v["auroc"][m]) for m in methods)
+        recall = f"{v['recall_at_fpr']['heads']:.2f} / {v['recall_at_fpr'][v['best_baseline']]:.2f}"
+        dropped = " / ".join(f"{v['dropped'][m]:.2f}" for m in drops)
+        g = v["gain_over_best"]
+        gain = f"{g[0]:+.2f} [{g[1]:+.2f}, {g[2]:+.2f}]" + (" adds" if v["heads_add_information"] else "")
+        lines.append(f"| {kind} | {v['documents']} | {cells} | {_cell(v['combined'])} | {gain} | {recall} | "
+                     f"{dropped} | {v['verdict']} ({v['best_baseline']}) |")
+    c = r["calibration"]
+    fresh = ", ".join(f"{m} {100 * x:.1f}%" for m, x in r["fresh_dropped"].items())
+    lines += ["", f"Calibration on {r['fresh_documents']} fresh reference documents: at the {at} target "
+              f"{100 * c['flag_rate_at_fpr']:.1f}% flagged [{100 * c['interval_at_fpr'][0]:.1f}, "
+              f"{100 * c['interval_at_fpr'][1]:.1f}] (Wilson 95%); within [0.5%, 2%]: {c['within_band']}. "
+              f"The same fresh documents dropped by the published rules: {fresh}."]
+    return "\n".join(lines) + "\n"
