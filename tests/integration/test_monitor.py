@@ -127,3 +127,41 @@ def test_the_filtered_dataset_keeps_the_records_not_flagged_byte_for_byte(profil
     assert [b["headlab_flag"] for b in back] == [r["flag"] for r in rows] and back[0]["meta"] == {"x": 1.5}
     assert main(["monitor", "check", str(profile), "--corpus", "pydoc", "--out", str(tmp_path / "p"),
                  "--write-filtered", str(tmp_path / "k2.jsonl"), "--no-progress"]) == 2  # no records to write
+
+
+def test_a_check_killed_mid_dataset_resumes_to_the_same_rows(profile, tmp_path) -> None:
+    """kill -9 during a check keeps its checkpoint; a rerun without --resume is refused, --resume finishes it
+    with the rows an uninterrupted check writes, and the scan folder goes once the result is written."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import PLAIN_TEXTS, SLASH_TEXTS
+
+    texts = (SLASH_TEXTS + PLAIN_TEXTS) * 40
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(texts[:240])))
+    args = ["monitor", "check", str(profile), "--corpus", str(data), "--max-samples", "0", "--batch-size", "2",
+            "--checkpoint-every", "32", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "whole")]) == 0
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "headlab", *args, "--out", str(out)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    t0, ckpt = time.time(), out / ".check-scan" / "scan.checkpoint.json"
+    while time.time() - t0 < 240 and p.poll() is None and not ckpt.exists():
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert ckpt.exists() and not (out / "monitor.jsonl").exists(), "the check ended before it could be killed"
+    assert main([*args, "--out", str(out)]) == 2  # an interrupted check is not silently restarted
+    assert main([*args, "--out", str(tmp_path / "fresh"), "--resume"]) == 2  # nothing there to resume
+    r = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    whole, resumed = ([json.loads(x) for x in (d / "monitor.jsonl").read_text().splitlines()]
+                      for d in (tmp_path / "whole", out))
+    assert [r["doc"] for r in resumed] == [r["doc"] for r in whole] == [f"{data}#r{i}" for i in range(240)]
+    np.testing.assert_allclose([r["score"] for r in resumed], [r["score"] for r in whole], rtol=1e-4)
+    assert not (out / ".check-scan").exists() and not (tmp_path / "whole" / ".check-scan").exists()

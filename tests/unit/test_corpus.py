@@ -168,3 +168,16 @@ def test_one_bad_byte_costs_no_file_and_deep_json_is_one_skipped_line(tmp_path) 
     (tmp_path / "b.jsonl").write_text('{"text": "ok"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
     with says(r"b.jsonl:2: not JSON, line skipped"):
         assert [t for d in file_documents(str(tmp_path / "b.jsonl")) for t in d.load()] == ["ok"]
+
+
+def test_records_are_named_by_their_id_or_line_and_a_non_string_text_is_skipped(tmp_path) -> None:
+    """The record rules the monitor and the scan share: PATH#ID by the id field; a record without it is
+    PATH:LINE (and said); a record whose text is not a string is skipped (and said), the others keep their lines."""
+    from headlab.corpus.files import file_documents
+
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"id": "a", "text": "one"}\n{"text": "two"}\n{"id": "c", "text": ["no"]}\n{"id": 4, "text": "d"}\n')
+    with says(r"without a string 'text' field skipped"):
+        docs = list(file_documents(str(f)))
+    assert [d.doc_id for d in docs] == [f"{f}#a", f"{f}:2", f"{f}#4"]
+    assert [t for d in docs for t in d.load()] == ["one", "two", "d"]

@@ -123,6 +123,8 @@ def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample]
     ``rows``: per-sample rows are wanted (``writer`` is rank 0's; every rank sends its rows)."""
     batch_size = settings.batch_size
     last = census.position // every if every else 0
+    seen: set[str] = set()  # documents reached, for the progress bar: a dataset's unit is the record
+    since = " since the resume" if census.position else ""
     for batch in rounds(samples, batch_size * CHUNK_BATCHES * w.size, census.position):
         mine = [s for s in batch if w.mine(s.index)]
         try:
@@ -135,6 +137,9 @@ def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample]
             return stop.cause
         _merge(census, w, mine, scores, writer, rows)
         census.position = batch[-1].index + 1
+        if bar is not None:
+            seen.update(s.doc_id for s in batch)
+            bar.set_postfix_str(f"{len(seen)} documents{since}", refresh=False)
         if every and folder is not None and census.position // every > last:
             last = census.position // every
             save_checkpoint(folder, census, w, writer.checkpoint() if writer else 0, print_)

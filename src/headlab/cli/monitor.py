@@ -23,12 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
     c.add_argument("profile", help="a folder written by headlab monitor fit")
     list_option(c, "--corpus", required=True, metavar="SRC")
-    c.add_argument("--max-samples", type=at_least(1))
+    c.add_argument("--max-samples", type=at_least(0), help="windows to score (default %(default)s: every document)")
     _shared(c)
     c.add_argument("--write-filtered", metavar="OUT.jsonl",
                    help="also write the JSONL records that were not flagged, byte for byte")
     c.add_argument("--write-scores", metavar="OUT.jsonl",
                    help="also write every scored JSONL record with headlab_score and headlab_flag added")
+    c.add_argument("--resume", action="store_true", help="finish the interrupted check in --out")
+    c.add_argument("--checkpoint-every", type=at_least(1), metavar="N",
+                   help="windows between the check's checkpoints (default %(default)s)")
     bind(c, monitor.check, _cmd_check)
     from headlab.monitor.evaluation import KINDS
 

@@ -5,6 +5,7 @@ twins). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`; checkin
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,7 +23,8 @@ from headlab.monitor.fingerprint import (
 )
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult, check_rows, write
-from headlab.monitor.settings import MONITOR, MonitorSettings
+from headlab.monitor.settings import CHECKPOINT_EVERY, MONITOR, WORK, MonitorSettings
+from headlab.notices import say
 from headlab.values import listed
 
 
@@ -67,16 +69,20 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
 @in_callers_words
 @listed("corpus")
 def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None,
-          max_samples: int = MONITOR.max_samples, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
+          max_samples: int = 0, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
           id_field: str | None = MONITOR.id_field, write_filtered: str | Path | None = None,
-          write_scores: str | Path | None = None, device: str = "cpu", progress: bool = True,
+          write_scores: str | Path | None = None, resume: bool = False,
+          checkpoint_every: int = CHECKPOINT_EVERY, device: str = "cpu", progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
-    """Score every document of ``corpus`` against the profile (a :class:`Profile` or the folder of
-    ``monitor fit``); returns the summary and one record per document (score, flag, its most deviating
-    features explained); a JSONL record is a document, named by ``id_field``, and the rows follow the input's
-    order. With ``out``, writes ``monitor.md``, ``monitor.jsonl``, ``monitor.parquet``, ``check.json`` and
-    ``scores.png`` there. ``write_filtered``: a JSONL file of the records not flagged, byte for byte;
-    ``write_scores``: every scored record with ``headlab_score`` and ``headlab_flag`` added.
+    """Score every document of ``corpus`` (or its first ``max_samples`` windows; 0: all) against the profile
+    (a :class:`Profile` or the folder of ``monitor fit``); returns the summary and one record per document
+    (score, flag, its most deviating features explained); a JSONL record is a document, named by ``id_field``,
+    and the rows follow the input's order. With ``out``, writes ``monitor.md``, ``monitor.jsonl``,
+    ``monitor.parquet``, ``check.json`` and ``scores.png`` there. ``write_filtered``: a JSONL file of the
+    records not flagged, byte for byte; ``write_scores``: every scored record with ``headlab_score`` and
+    ``headlab_flag`` added. With ``out``, the scan checkpoints every ``checkpoint_every`` windows into
+    ``out/.check-scan``; an interrupted check is finished with ``resume`` (the folder goes once the result is
+    written).
 
     Example:
 
@@ -93,18 +99,38 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     targets = [None if p is None else claim_file(p, overwrite) for p in (write_filtered, write_scores)]
     if any(targets):
         dataset_files(corpus)  # records to write back, before the work
+    if resume and out is None:
+        raise HeadlabError("--resume needs the --out folder of the interrupted check")
     with saving(out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], overwrite) as folder:
+        work = None if folder is None else claim_work(folder / WORK, resume, overwrite)
         res, rows = _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field, rank),
-                           progress, device)
+                           progress, device, (work, resume, checkpoint_every))
         if any(targets):
             write_back(corpus, id_field, rows, *targets)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
         return res, rows
+
+
+def claim_work(work: Path, resume: bool, overwrite: bool) -> Path:
+    """The check's scan folder: refused when ``resume`` finds no checkpoint there, or when an interrupted
+    check's is there and neither ``resume`` nor ``overwrite`` says what to do with it."""
+    interrupted = (work / "scan.checkpoint.json").exists()
+    if resume and not interrupted:
+        raise HeadlabError(f"--resume: {work.parent} holds no interrupted check to continue; run without --resume")
+    if not resume and work.exists():
+        if not overwrite:
+            raise HeadlabError(f"{work.parent} holds an interrupted check ({work.name}); pass --resume to finish "
+                               "it, or --overwrite to start again")
+        shutil.rmtree(work)
+    return work
 
 
 def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
            how: tuple[int, int, int, str | None, dict[str, int]], progress: bool,
-           device: str) -> tuple[CheckResult, list[dict[str, Any]]]:
+           device: str, kept: tuple[Path | None, bool, int]) -> tuple[CheckResult, list[dict[str, Any]]]:
     max_samples, seed, batch_size, id_field, rank = how
+    work, resume, every = kept
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
     given = None if model is None else str(getattr(model, "name", model))
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
@@ -112,9 +138,12 @@ def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | Non
                            "(leave model= out) or fit a profile for this one")
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
-                 device, detectors, id_field) as (path, _):
+                 device, detectors, id_field, work=work, resume=resume, checkpoint_every=every) as (path, _):
         X, docs, windows = fingerprints(path, prof.features)
     X, docs, windows = in_input_order(X, docs, windows, rank)  # the order check_corpus read, not a second pass
+    if len(docs) < len(rank):
+        say(f"{len(rank) - len(docs)} of {len(rank)} documents were not scored (past --max-samples {max_samples}; "
+            "0 scores every document)")
     records = check_rows(prof, X, docs, windows)
     flagged = [r for r in records if r["flag"]]
     Z = prof.z(X)

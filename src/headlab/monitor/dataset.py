@@ -33,33 +33,36 @@ def write_back(corpus: Sequence[str], id_field: str | None, rows: list[dict[str,
     """Write the kept records' bytes to ``filtered`` and the scored records with :data:`SCORE_KEY` and
     :data:`FLAG_KEY` to ``scored``; what was not scored (past ``--max-samples``) is left out of both and said."""
     from headlab.corpus.records import index_records
-    from headlab.io import write_text_atomic
 
     verdict = {r["doc"]: r for r in rows}
-    kept: list[bytes] = []
-    with_scores: list[str] = []
-    unscored = 0
-    for path in dataset_files(corpus):
-        zipped = path.name.lower().endswith(".gz")
-        with repeated():
-            names = {line: name for name, _, line in index_records(path, id_field, zipped)}
-        with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
-            for n, raw in enumerate(fh, 1):
-                r = verdict.get(names.get(n, ""))
-                if r is None:
-                    unscored += n in names
-                    continue
-                if not r["flag"]:
-                    kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
-                rec = json.loads(raw.decode("utf-8", errors="replace"))
-                with_scores.append(json.dumps({**rec, SCORE_KEY: r["score"], FLAG_KEY: r["flag"]}) + "\n")
-    if unscored:
-        say(f"{unscored} record(s) were not scored (past --max-samples; 0 scores every record) and are left out "
-            "of the written dataset")
-    if filtered is not None:
-        tmp = filtered.with_name(filtered.name + ".tmp")
-        tmp.write_bytes(b"".join(kept))
-        tmp.replace(filtered)
-    if scored is not None:
-        write_text_atomic(scored, "".join(with_scores))
-    return {"kept": len(kept), "scored": len(with_scores), "unscored": unscored}
+    counts = {"kept": 0, "scored": 0, "unscored": 0}
+    outs = [(target, target.with_name(target.name + ".tmp")) for target in (filtered, scored) if target is not None]
+    handles = {target: tmp.open("wb") for target, tmp in outs}  # streamed: memory stays flat in the records
+    try:
+        for path in dataset_files(corpus):
+            zipped = path.name.lower().endswith(".gz")
+            with repeated():
+                names = {line: name for name, _, line in index_records(path, id_field, zipped)}
+            with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
+                for n, raw in enumerate(fh, 1):
+                    r = verdict.get(names.get(n, ""))
+                    if r is None:
+                        counts["unscored"] += n in names
+                        continue
+                    if not r["flag"] and filtered is not None:
+                        handles[filtered].write(raw if raw.endswith(b"\n") else raw + b"\n")
+                    counts["kept"] += not r["flag"]
+                    counts["scored"] += 1
+                    if scored is not None:
+                        rec = json.loads(raw.decode("utf-8", errors="replace"))
+                        line = json.dumps({**rec, SCORE_KEY: r["score"], FLAG_KEY: r["flag"]}) + "\n"
+                        handles[scored].write(line.encode("utf-8"))
+    finally:
+        for handle in handles.values():
+            handle.close()
+    if counts["unscored"]:
+        say(f"{counts['unscored']} record(s) were not scored (past --max-samples; 0 scores every record) and are "
+            "left out of the written dataset")
+    for target, tmp in outs:
+        tmp.replace(target)
+    return counts

@@ -31,16 +31,28 @@ BATCH_ROWS = 4096
 @contextmanager
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
             progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS,
-            id_field: str | None = ID_FIELD) -> Iterator[tuple[Path, Any]]:
-    """A per-sample scan of ``corpus``: the Parquet path (removed on exit) and the scan result."""
+            id_field: str | None = ID_FIELD, *, work: Path | None = None, resume: bool = False,
+            checkpoint_every: int | None = None) -> Iterator[tuple[Path, Any]]:
+    """A per-sample scan of ``corpus``: the Parquet path and the scan result. Without ``work`` it lives in a
+    temporary folder removed on exit; with ``work`` the scan checkpoints there every ``checkpoint_every``
+    samples and ``resume`` continues it (the caller removes ``work`` once its result is written)."""
+    from contextlib import ExitStack
+
     from headlab.census.scanner import scan
 
-    with tempfile.TemporaryDirectory(prefix="headlab-monitor-") as tmp:
-        rows = Path(tmp) / "rows.parquet"
+    with ExitStack() as stack:
+        folder = work if work is not None else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="headlab-monitor-")))
+        kept: dict[str, Any] = {} if work is None else {"checkpoint_dir": folder, "resume": resume,
+                                                        "checkpoint_every": checkpoint_every}
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = folder / "rows.parquet"
         r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
                  batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows,
-                 id_field=id_field)
-        r.stop_if_interrupted("the monitor")  # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
+                 id_field=id_field, **kept)
+        # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
+        r.stop_if_interrupted("the monitor" if work is None else f"the monitor (finish it with --resume; {work} "
+                              "holds its checkpoint)")
         yield rows, r
 
 

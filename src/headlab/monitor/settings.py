@@ -13,6 +13,11 @@ from headlab.values import Settings
 #: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
 #: so fewer than 50 windows can never be enough (more may still be, for corpora of long documents)
 MIN_REFERENCE = 50
+#: windows between the checkpoints of a ``monitor check`` with a result folder (about a minute of CPU work on
+#: the packaged models, so an interrupt loses little and checkpoints cost little)
+CHECKPOINT_EVERY = 512
+#: the check's scan folder inside its result folder, kept for ``--resume`` until the result is written
+WORK = ".check-scan"
 
 
 @dataclass(frozen=True)
