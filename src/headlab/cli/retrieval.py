@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--depth", type=at_least(1), required=True)
     t.add_argument("--curriculum", default="chain", choices=CURRICULA,
                    help="(default chain, the paper-like one)")
+    t.add_argument("--task", choices=["minimal", "khop"],
+                   help="minimal (default) or khop: Sanford et al.'s k-hop induction, --depth its largest hop count")
     _model_args(t)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True)
@@ -109,7 +111,13 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 
 def _cmd_train(a: argparse.Namespace) -> int:
     r = call(a).data
+    if "solved" in r:
+        print(f"k-hop: hop counts 0..{r['solved']} solved (error < 5%; published for {r['n_layers']} layers: "
+              f"{r['published_solved']}); final error by hop count {r['final_errors']}")
+        return 0
     print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
+    if r.get("final_hops"):
+        print(f"final accuracy by hop count {r['final_hops']}")
     return 0
 
 

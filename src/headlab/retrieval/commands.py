@@ -72,11 +72,13 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
           batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
           positions: str = _shape("positions"), separator: bool = False, warmup_steps: int | None = None,
-          eval_every: int = _EVAL_EVERY, seed: int = 0, progress: bool = True) -> Summary:
-    """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed or chain)
-    into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
+          eval_every: int = _EVAL_EVERY, seed: int = 0, task: str = "minimal", progress: bool = True) -> Summary:
+    """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed, chain or
+    dense) into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary (success, the
-    step of success, final accuracy by depth).
+    step of success, final accuracy by depth). ``task="khop"``: the k-hop induction task of Sanford et al.
+    instead (:mod:`headlab.retrieval.khop`; ``depth`` is the largest hop count, the curriculum and
+    distractors do not apply), its summary the per-hop error and the hop counts solved.
 
     Example:
 
@@ -85,6 +87,15 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
     """
     from headlab.retrieval.training import RetrievalTask
 
+    if task == "khop":
+        from headlab.retrieval.khop import KHopTask, train_khop
+
+        r = train_khop(KHopTask(max_hops=depth), out, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
+                       steps=steps, batch_size=batch_size, lr=lr, seed=seed, positions=positions,
+                       warmup_steps=warmup_steps, eval_every=eval_every, progress=progress)
+        return Summary(f"k-hop run {out}", r)
+    if task != "minimal":
+        raise HeadlabError(f"--task {task}: unknown; minimal or khop")
     r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator), out,
                         n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
                         lr=lr, seed=seed, positions=positions, warmup_steps=warmup_steps, eval_every=eval_every,

@@ -75,8 +75,18 @@ def _chains(
     return [vars_[c * depth : (c + 1) * depth] for c in range(n_chains)], vals
 
 
-def _link_order(chains: list[list[int]], shuffle: bool, rng: random.Random) -> list[tuple[int, int]]:
-    """(chain, position) of every link, in prompt order."""
+def _link_order(chains: list[list[int]], shuffle: bool, rng: random.Random,
+                definitions_first: bool = False) -> list[tuple[int, int]]:
+    """(chain, position) of every link, in prompt order. ``definitions_first``: the chains interleaved at
+    random, each in its own order, so that every variable is defined before it is used."""
+    if definitions_first:
+        left = [len(c) for c in chains]
+        order = []
+        while any(left):
+            c = rng.choice([i for i, n in enumerate(left) if n])
+            order.append((c, len(chains[c]) - left[c]))
+            left[c] -= 1
+        return order
     order = [(c, k) for c in range(len(chains)) for k in range(len(chains[c]))]
     if shuffle:
         rng.shuffle(order)
@@ -92,22 +102,29 @@ def minimal(
     shuffle: bool = True,
     query_depth: int | None = None,
     separator: bool = False,
+    definitions_first: bool = False,
 ) -> dict[str, Any]:
     """One ``minimal`` example: ``tokens`` (prompt, ending with the queried variable), ``answer`` (value token)
     and ``chain`` (the tokens from the queried variable's reference to the value: the full-chain target).
 
     ``separator``: a ``<sep>`` after every pair, so that a pair's variable is the only token right after
     ``<sep>`` (without it, the token after a reference is the next pair's variable, and a lookup must tell
-    the two apart by position parity)."""
+    the two apart by position parity). ``definitions_first``: every variable defined before its use (the
+    chains interleaved at random), so that each pair's variable can be resolved where its reference is read;
+    ``dense`` lists, per pair, the position of its reference, the resolved value of its variable and the hops
+    that takes (its place in the chain, from 1: a copy of the value)."""
     chains, vals = _chains(depth, 1 + n_distractors, vocab.n_vars, vocab.n_values, rng)
     q = depth if query_depth is None else query_depth
     toks = [vocab.BOS]
-    for c, k in _link_order(chains, shuffle, rng):
+    dense = []
+    for c, k in _link_order(chains, shuffle, rng, definitions_first):
         ref = vocab.value(vals[c]) if k == 0 else vocab.var(chains[c][k - 1])
+        dense.append((len(toks) + 1, vocab.value(vals[c]), k + 1))
         toks += [vocab.var(chains[c][k]), ref] + ([vocab.SEP] if separator else [])
     toks += [vocab.QUERY, vocab.var(chains[0][q - 1])]
     chain = [vocab.var(chains[0][k]) for k in range(q - 2, -1, -1)] + [vocab.value(vals[0])]
-    return {"form": "minimal", "depth": q, "tokens": toks, "answer": vocab.value(vals[0]), "chain": chain}
+    return {"form": "minimal", "depth": q, "tokens": toks, "answer": vocab.value(vals[0]), "chain": chain,
+            "dense": dense}
 
 
 def _var_names(n: int) -> list[str]:
@@ -205,6 +222,8 @@ def generate(form: str, depth: int, n: int, seed: int = 0, **options: Any) -> It
         got = solve(ex, **({"vocab": options["vocab"]} if "vocab" in options else {}))
         if got != ex["answer"]:
             raise AssertionError(f"generator/solver disagree on {ex}: solver says {got!r}")
+        if options.get("definitions_first") and solve_dense(ex, options.get("vocab", MinimalVocab())) != ex["dense"]:
+            raise AssertionError(f"generator/solver disagree on the dense targets of {ex}")
         yield ex
 
 
@@ -217,6 +236,26 @@ def _follow(links: dict[str, str], start: str, is_terminal: Any) -> str:
         seen.add(cur)
         cur = links[cur]
     return cur
+
+
+def solve_dense(ex: dict[str, Any], vocab: MinimalVocab = MinimalVocab()) -> list[tuple[int, int, int]]:
+    """Every reference position of a ``minimal`` prompt with the resolved value of its pair's variable and the
+    hops it takes, from the tokens alone, reading left to right as a causal model must: a reference to a
+    variable not yet defined is an error (the dense targets need definitions first)."""
+    toks = ex["tokens"][:-2]
+    step = 3 if vocab.SEP in toks else 2
+    value: dict[int, tuple[int, int]] = {}  # variable -> (its value, hops)
+    out = []
+    for i in range(1, len(toks), step):
+        var, ref = toks[i], toks[i + 1]
+        if vocab.is_value(ref):
+            value[var] = (ref, 1)
+        elif ref in value:
+            value[var] = (value[ref][0], value[ref][1] + 1)
+        else:
+            raise HeadlabError(f"position {i + 1}: variable {ref} is used before it is defined")
+        out.append((i + 1, *value[var]))
+    return out
 
 
 def solve(ex: dict[str, Any], vocab: MinimalVocab = MinimalVocab()) -> Any:

@@ -9,6 +9,10 @@ Curricula (ours; the paper's exact targets are not public):
   intermediate variable and then the value, each supervised (teacher forcing). Reviewers describe the
   paper's implicit curriculum as targets made of "the concatenation of tokens forming the retrieval chain";
   ``chain`` is our reading of that, so it is the one we call paper-like.
+* ``dense``: every variable is defined before it is used, and at every pair's reference the model is trained
+  to emit the resolved value of the pair's variable (as in the divide-and-conquer variable-chain study): one
+  example supervises every hop count from 1 to D, all inside one forward pass, plus the query's answer.
+  Held-out rows add the accuracy per hop count (``hops``).
 
 Batches are a function of (seed, step) only, like the corpus trainer's, so runs resume exactly. Held-out
 evaluation uses a different seed stream: accuracy of the final answer at every depth 1..D (greedy decoding of
@@ -33,7 +37,7 @@ from headlab.retrieval.task import MinimalVocab, minimal
 if TYPE_CHECKING:
     from headlab.training.config import TrainConfig
 
-CURRICULA = ("none", "mixed", "chain")
+CURRICULA = ("none", "mixed", "chain", "dense")
 PAPER_LIKE = "chain"
 
 
@@ -61,7 +65,8 @@ class RetrievalTask:
 
     def example(self, rng: random.Random, query_depth: int | None = None) -> dict[str, Any]:
         return minimal(self.depth, rng, n_distractors=self.n_distractors, vocab=self.vocab, shuffle=self.shuffle,
-                       query_depth=query_depth, separator=self.separator)
+                       query_depth=query_depth, separator=self.separator,
+                       definitions_first=self.curriculum == "dense")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,7 +78,11 @@ def encode(task: RetrievalTask, ex: dict[str, Any]) -> tuple[list[int], list[int
     prompt = ex["tokens"]
     target = ex["chain"] if task.curriculum == "chain" else [ex["answer"]]
     seq = prompt + target
-    return seq, [-100] * (len(prompt) - 1) + target
+    labels = [-100] * (len(prompt) - 1) + target
+    if task.curriculum == "dense":  # labels[t] is what position t emits: the resolved value at each reference
+        for pos, value, _ in ex["dense"]:
+            labels[pos] = value
+    return seq, labels
 
 
 class RetrievalSource:
@@ -124,6 +133,27 @@ def accuracy(
     return right / max(1, len(examples))
 
 
+@torch.no_grad()
+def hop_accuracy(model: torch.nn.Module, examples: list[dict[str, Any]], batch_size: int = 256) -> dict[str, float]:
+    """Per hop count, the share of references at which the model emits the resolved value (one forward of
+    the prompt; the dense targets' metric)."""
+    was = model.training
+    model.eval()
+    right: dict[int, int] = {}
+    seen: dict[int, int] = {}
+    try:
+        for i in range(0, len(examples), batch_size):
+            chunk = examples[i : i + batch_size]
+            pred = model(torch.tensor([ex["tokens"] for ex in chunk])).logits.argmax(-1)  # (B, T)
+            for b, ex in enumerate(chunk):
+                for pos, value, hop in ex["dense"]:
+                    seen[hop] = seen.get(hop, 0) + 1
+                    right[hop] = right.get(hop, 0) + int(pred[b, pos] == value)
+    finally:
+        model.train(was)
+    return {str(h): right[h] / seen[h] for h in sorted(seen)}
+
+
 class RetrievalEval:
     """Trainer callback: held-out accuracy at every depth every ``every`` steps, to ``eval.jsonl``."""
 
@@ -137,7 +167,9 @@ class RetrievalEval:
         if step % self.every and step != trainer.cfg.optim.steps:
             return
         acc = {str(d): accuracy(trainer.model, self.task, s) for d, s in self.sets.items()}
-        row = {"step": step, "loss": loss, "accuracy": acc}
+        row: dict[str, Any] = {"step": step, "loss": loss, "accuracy": acc}
+        if self.task.curriculum == "dense":
+            row["hops"] = hop_accuracy(trainer.model, self.sets[self.task.depth])
         self.rows.append(row)
         with open(self.path, "a") as fh:
             fh.write(json.dumps(row) + "\n")
@@ -184,6 +216,7 @@ def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float
         "batch_size": o.batch_size, "checkpoint_every": cfg.checkpoints.every, "success_threshold": success,
         "success": hit is not None, "success_step": hit,
         "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None,
+        "final_hops": rows[-1].get("hops", {}) if rows else {},
         **extra,
     }
     write_json_atomic(run / "summary.json", summary)
