@@ -118,12 +118,21 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
     heads = [r["auroc"]["heads"][0] for r in kinds.values()]
     forest_ahead = sorted(k for k, r in kinds.items() if r["auroc"]["heads-forest"][0] > r["auroc"]["heads"][0] + 0.03)
     recall = {m: float(np.mean([r["recall_at_fpr"][m] for r in kinds.values()])) for m in ("heads", "heads-forest")}
-    return (f"- **{d['model']}** (`{source}`): heads AUROC {min(heads):.2f}-{max(heads):.2f} over {len(kinds)} kinds; "
+    text = (f"- **{d['model']}** (`{source}`): heads AUROC {min(heads):.2f}-{max(heads):.2f} over {len(kinds)} kinds; "
             f"heads better than the best baseline on {len(by['heads better'])} "
             f"({', '.join(by['heads better']) or 'none'}), baseline better on {len(by['baseline better'])} "
             f"({', '.join(by['baseline better']) or 'none'}), tie on {len(by['tie'])}; the isolation forest ranks "
             f"better than the distance by more than 0.03 on {len(forest_ahead)} kinds, but at the 1% threshold "
-            f"recalls {recall['heads-forest']:.2f} on average against the distance's {recall['heads']:.2f}.\n")
+            f"recalls {recall['heads-forest']:.2f} on average against the distance's {recall['heads']:.2f}.")
+    if all("heads_add_information" in r for r in kinds.values()):
+        adds = sorted(k for k, r in kinds.items() if r["heads_add_information"])
+        best: dict[str, int] = {}
+        for r in kinds.values():
+            best[r["best_baseline"]] = best.get(r["best_baseline"], 0) + 1
+        ranked = ", ".join(f"{m} on {n}" for m, n in sorted(best.items(), key=lambda x: -x[1]))
+        text += (f" The best baseline is {ranked} kinds; combined with it, the heads add information (paired gain "
+                 f"interval above 0) on {len(adds)} ({', '.join(adds) or 'none'}).")
+    return text + "\n"
 
 
 @generator("result-kinds")

@@ -27,6 +27,7 @@ TWINS = {
     "monitor evaluate": headlab.monitor.evaluate, "train": headlab.train, "track": headlab.track,
     "predict": headlab.predict, "induce": headlab.induce, "retrieval generate": headlab.retrieval.generate,
     "retrieval train": headlab.retrieval.train, "retrieval sweep": headlab.retrieval.sweep,
+    "retrieval depth-law": headlab.retrieval.depth_law,
     "retrieval analyze": headlab.retrieval.analyze, "retrieval emergence": headlab.retrieval.emergence,
     "retrieval eval-llm": headlab.retrieval.eval_llm, "view": headlab.view, "report": headlab.report,
 }

@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--overwrite", action="store_true", help="replace an earlier analysis in --out")
     bind(an, retrieval.analyze, _cmd_analyze)
 
+    dl = rs.add_parser("depth-law", help="largest hop count solved per layer count, against 3^L/2 (a finished sweep)")
+    dl.add_argument("sweep", help="a folder written by headlab retrieval sweep")
+    dl.add_argument("--out", default=None, help="default: the sweep folder")
+    dl.add_argument("--overwrite", action="store_true", help="replace an earlier depth law in --out")
+    bind(dl, retrieval.depth_law, _cmd_depth_law)
+
     em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
     em.add_argument("runs", nargs="+", help="runs already analyzed (headlab retrieval analyze RUN)")
     em.add_argument("--out", default=None, help="write emergence.json here")
@@ -118,6 +124,13 @@ def _cmd_train(a: argparse.Namespace) -> int:
     print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
     if r.get("final_hops"):
         print(f"final accuracy by hop count {r['final_hops']}")
+    return 0
+
+
+def _cmd_depth_law(a: argparse.Namespace) -> int:
+    r = call(a)
+    print(r.markdown(), end="")
+    print(f"wrote {a.out or a.sweep}/depth_law.json, depth_law.md and depth_law.png")
     return 0
 
 

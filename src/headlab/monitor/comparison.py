@@ -82,7 +82,7 @@ def markdown(r: dict[str, Any]) -> str:
         recall = f"{v['recall_at_fpr']['heads']:.2f} / {v['recall_at_fpr'][v['best_baseline']]:.2f}"
         dropped = " / ".join(f"{v['dropped'][m]:.2f}" for m in drops)
         g = v["gain_over_best"]
-        gain = f"{g[0]:+.2f} [{g[1]:+.2f}, {g[2]:+.2f}]" + (" adds" if v["heads_add_information"] else "")
+        gain = f"{g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]" + (" adds" if v["heads_add_information"] else "")
         lines.append(f"| {kind} | {v['documents']} | {cells} | {_cell(v['combined'])} | {gain} | {recall} | "
                      f"{dropped} | {v['verdict']} ({v['best_baseline']}) |")
     c = r["calibration"]

@@ -15,12 +15,15 @@ import inspect
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
+
+if TYPE_CHECKING:
+    from headlab.retrieval.law import DepthLawResult
 from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
 from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
 from headlab.retrieval.llm_eval import EvalLLMResult
@@ -210,3 +213,25 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
 
 
 __all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]
+
+
+@in_callers_words
+def depth_law(sweep: str | Path, *, out: str | Path | None = None, overwrite: bool = False) -> "DepthLawResult":
+    """The depth law of a finished sweep (``headlab retrieval sweep`` at one depth, dense and answer-only
+    curricula): per layers and curriculum, every seed's largest hop count solved at 0.95 accuracy, against
+    3^L/2 and 2^L. With ``out`` (default: the sweep folder), writes ``depth_law.json``, ``.md`` and ``.png``.
+
+    Example:
+
+        law = retrieval.depth_law("results/retrieval/depth_law")
+        law.figure()
+    """
+    from headlab.io import saving
+    from headlab.retrieval.law import DepthLawResult
+    from headlab.retrieval.law import depth_law as measure
+
+    with saving(out if out is not None else sweep, DepthLawResult.files(), overwrite) as folder:
+        r = measure(sweep)
+        if folder is not None:
+            r.write(folder)
+    return r

@@ -1,0 +1,106 @@
+"""The depth law of the retrieval problem: per number of layers, the largest hop count a trained decoder solves,
+against the log₃(2D) bound (a depth-L model can resolve at most 3^L / 2 hops) and the 2^L of plain doubling.
+
+A run's D_max is the largest D such that every hop count 1..D is solved at ``solved`` accuracy (0.95): under
+``dense`` from its per-hop accuracy at the references (:func:`~headlab.retrieval.training.hop_accuracy`), under
+an answer-only curriculum (``mixed``) from its held-out answer accuracy per queried depth. Both are read from
+the last held-out row of each run of a sweep (``headlab retrieval sweep``), so the two curricula are compared
+at the same steps and examples. ``headlab retrieval depth-law SWEEP`` writes ``depth_law.json``, ``.md`` and
+``depth_law.png``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from headlab.errors import HeadlabError
+from headlab.plotting import new_figure, save_figure
+from headlab.result import Result
+
+SOLVED = 0.95
+
+
+def d_max(accuracy: dict[str, float], solved: float = SOLVED) -> int:
+    """The largest D with every hop count 1..D at ``solved`` accuracy or more (0: not even one hop)."""
+    d = 0
+    while accuracy.get(str(d + 1), 0.0) >= solved:
+        d += 1
+    return d
+
+
+def run_d_max(summary: dict[str, Any], solved: float = SOLVED) -> int:
+    by_hop = summary.get("final_hops") or summary["final_accuracy"]
+    return d_max(by_hop, solved)
+
+
+@dataclass
+class DepthLawResult(Result):
+    """``depth_law.json``: per (layers, curriculum) the D_max of every seed, their median, and the bounds."""
+
+    KIND = "depth_law.json"
+    COMPANIONS = ("depth_law.md", "depth_law.png")
+    sweep: str
+    solved: float
+    trained_depth: int
+    steps: int
+    cells: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        lines = [f"D_max: the largest hop count with every hop 1..D solved at accuracy >= {self.solved} "
+                 f"(trained on depth {self.trained_depth}, {self.steps} steps; `{self.sweep}`).", "",
+                 "| layers | curriculum | seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L |",
+                 "|---|---|---|---|---|---|---|"]
+        for c in self.cells:
+            lines.append(f"| {c['layers']} | {c['curriculum']} | {len(c['d_max'])} | "
+                         f"{', '.join(map(str, c['d_max']))} | {c['median']:g} | {c['log3_bound']:g} | "
+                         f"{c['doubling']} |")
+        return "\n".join(lines) + "\n"
+
+    def figure(self) -> Any:
+        fig = new_figure(figsize=(5.2, 3.6))
+        ax = fig.add_subplot()
+        layers = sorted({c["layers"] for c in self.cells})
+        ax.plot(layers, [3 ** l / 2 for l in layers], "k--", lw=1, label="3^L/2 (log3(2D) bound)")
+        ax.plot(layers, [2 ** l for l in layers], "k:", lw=1, label="2^L")
+        for cur in sorted({c["curriculum"] for c in self.cells}):
+            cells = [c for c in self.cells if c["curriculum"] == cur]
+            for c in cells:
+                ax.scatter([c["layers"]] * len(c["d_max"]), c["d_max"], s=14, alpha=0.5)
+            ax.plot([c["layers"] for c in cells], [c["median"] for c in cells], "o-", label=f"{cur} (median)")
+        ax.axhline(self.trained_depth, color="grey", lw=0.8, alpha=0.6)
+        ax.set(xlabel="layers L", ylabel="largest hop count solved", yscale="symlog", xticks=layers,
+               ylim=(0, max(self.trained_depth, 3 ** max(layers) / 2) * 1.2))
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        return fig
+
+    def write_companions(self, folder: Path) -> None:
+        from headlab.io import write_text_atomic
+
+        write_text_atomic(folder / "depth_law.md", self.markdown())
+        save_figure(self.figure(), folder / "depth_law.png")
+
+
+def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
+    """Read every finished run of a sweep folder and tabulate D_max per (layers, curriculum)."""
+    import json
+
+    folder = Path(sweep_dir)
+    summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("*/summary.json"))]
+    if not summaries:
+        raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
+    depths = {s["task"]["depth"] for s in summaries}
+    steps = {s["steps"] for s in summaries}
+    if len(depths) > 1 or len(steps) > 1:
+        raise HeadlabError(f"{folder} mixes trained depths {sorted(depths)} or steps {sorted(steps)}: a depth law "
+                           "compares runs of one depth and budget; give one sweep's folder")
+    groups: dict[tuple[int, str], list[int]] = {}
+    for s in summaries:
+        groups.setdefault((s["n_layers"], s["task"]["curriculum"]), []).append(run_d_max(s, solved))
+    cells = [{"layers": l, "curriculum": c, "d_max": v, "median": statistics.median(v), "log3_bound": 3 ** l / 2,
+              "doubling": 2 ** l} for (l, c), v in sorted(groups.items())]
+    return DepthLawResult(sweep=str(folder), solved=solved, trained_depth=depths.pop(), steps=steps.pop(),
+                          cells=cells)

@@ -1,0 +1,52 @@
+"""The depth law read from a sweep's run summaries: D_max per run, the medians, the bounds and the refusals."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from headlab.cli import main
+from headlab.retrieval.law import d_max, depth_law
+
+
+def _run(folder: Path, name: str, layers: int, curriculum: str, by_hop: dict[str, float], depth: int = 4,
+         steps: int = 100) -> None:
+    (folder / name).mkdir(parents=True)
+    key = "final_hops" if curriculum == "dense" else "final_accuracy"
+    summary = {"task": {"depth": depth, "curriculum": curriculum}, "n_layers": layers, "steps": steps,
+               "final_accuracy": {}, "final_hops": {}, key: by_hop}
+    (folder / name / "summary.json").write_text(json.dumps(summary))
+
+
+def test_d_max_is_the_solved_prefix() -> None:
+    assert d_max({"1": 1.0, "2": 0.96, "3": 0.5, "4": 0.99}) == 2  # hop 4 does not count past a failed hop 3
+    assert d_max({"1": 0.9}) == 0 and d_max({}) == 0
+
+
+def test_depth_law_tabulates_every_seed_and_writes_its_files(tmp_path: Path, capsys) -> None:
+    sweep = tmp_path / "sweep"
+    _run(sweep, "L1-D4-dense-s0", 1, "dense", {"1": 1.0, "2": 0.4})
+    _run(sweep, "L1-D4-dense-s1", 1, "dense", {"1": 1.0, "2": 0.97, "3": 0.2})
+    _run(sweep, "L2-D4-dense-s0", 2, "dense", {"1": 1.0, "2": 1.0, "3": 0.99, "4": 0.1})
+    _run(sweep, "L1-D4-mixed-s0", 1, "mixed", {"1": 0.5, "2": 0.5})
+    law = depth_law(sweep)
+    cells = {(c["layers"], c["curriculum"]): c for c in law.cells}
+    assert cells[(1, "dense")]["d_max"] == [1, 2] and cells[(1, "dense")]["median"] == 1.5
+    assert cells[(2, "dense")]["d_max"] == [3] and cells[(2, "dense")]["log3_bound"] == 4.5
+    assert cells[(1, "mixed")]["d_max"] == [0] and cells[(2, "dense")]["doubling"] == 4
+    assert main(["retrieval", "depth-law", str(sweep)]) == 0
+    assert "| 2 | dense | 1 | 3 | 3 | 4.5 | 4 |" in (sweep / "depth_law.md").read_text()
+    assert (sweep / "depth_law.png").stat().st_size > 0
+    assert main(["retrieval", "depth-law", str(sweep)]) == 2  # an earlier depth law is not overwritten silently
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_depth_law_refuses_an_empty_folder_and_mixed_budgets(tmp_path: Path) -> None:
+    from headlab.errors import HeadlabError
+
+    with pytest.raises(HeadlabError, match="no finished run"):
+        depth_law(tmp_path)
+    _run(tmp_path, "a", 1, "dense", {"1": 1.0}, steps=100)
+    _run(tmp_path, "b", 1, "dense", {"1": 1.0}, steps=200)
+    with pytest.raises(HeadlabError, match="mixes"):
+        depth_law(tmp_path)
