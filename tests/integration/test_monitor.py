@@ -165,3 +165,28 @@ def test_a_check_killed_mid_dataset_resumes_to_the_same_rows(profile, tmp_path) 
     assert [r["doc"] for r in resumed] == [r["doc"] for r in whole] == [f"{data}#r{i}" for i in range(240)]
     np.testing.assert_allclose([r["score"] for r in resumed], [r["score"] for r in whole], rtol=1e-4)
     assert not (out / ".check-scan").exists() and not (tmp_path / "whole" / ".check-scan").exists()
+
+
+def test_a_check_sharded_over_two_processes_equals_one(profile, tmp_path) -> None:
+    """Under torchrun every rank scans its share of the windows and rank 0 scores the merged rows: the same
+    records, in input order, with the same scores as one process, and one set of files."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import PLAIN_TEXTS, SLASH_TEXTS
+
+    data = tmp_path / "d.jsonl"
+    texts = (SLASH_TEXTS + PLAIN_TEXTS) * 8
+    data.write_text("".join(json.dumps({"id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(texts[:48])))
+    args = ["monitor", "check", str(profile), "--corpus", str(data), "--batch-size", "2", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "headlab",
+                        *args, "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    one, two = ([json.loads(x) for x in (tmp_path / d / "monitor.jsonl").read_text().splitlines()]
+                for d in ("one", "two"))
+    assert [x["doc"] for x in two] == [x["doc"] for x in one] == [f"{data}#r{i}" for i in range(48)]
+    np.testing.assert_allclose([x["score"] for x in two], [x["score"] for x in one], rtol=1e-4)
+    assert not (tmp_path / "two" / ".headlab.lock").exists()

@@ -1,7 +1,9 @@
 """The head monitor: a reference profile of a model's head activity, and flags on documents that depart from it
 (``headlab monitor fit`` / ``check`` / ``evaluate``; the functions of the same names here are their Python
-twins). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`; checking and explaining:
-:mod:`.screening`; the evaluation: :mod:`.evaluation`."""
+twins). Fingerprints: :mod:`.fingerprint`; the profile: :mod:`.profile`; checking: :mod:`.checking`, its rows
+and explanations: :mod:`.screening`, writing back into a dataset: :mod:`.dataset`; the evaluation:
+:mod:`.evaluation` (filters :mod:`.rules`, :mod:`.ngram`, anomalies :mod:`.anomalies`, statistics
+:mod:`.comparison`)."""
 
 from __future__ import annotations
 
@@ -9,22 +11,19 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.monitor.checking import CHECK_FILES, claim_work, run_check
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
     check_corpus,
     choose_features,
     column_means,
     fingerprints,
-    in_input_order,
     scanned,
 )
 from headlab.monitor.profile import Profile, fit_profile
-from headlab.monitor.screening import CheckResult, check_rows, write
+from headlab.monitor.screening import CheckResult
 from headlab.monitor.settings import CHECKPOINT_EVERY, MONITOR, WORK, MonitorSettings
-from headlab.notices import say
 from headlab.values import listed
 
 
@@ -90,6 +89,9 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
+    from contextlib import nullcontext
+
+    from headlab.distributed import device_for, world
     from headlab.io import claim_file, saving
     from headlab.monitor.dataset import dataset_files, write_back
 
@@ -101,61 +103,21 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         dataset_files(corpus)  # records to write back, before the work
     if resume and out is None:
         raise HeadlabError("--resume needs the --out folder of the interrupted check")
-    with saving(out, ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"], overwrite) as folder:
-        work = None if folder is None else claim_work(folder / WORK, resume, overwrite)
-        res, rows = _check(profile, corpus, folder, model, (max_samples, seed, batch_size, id_field, rank),
-                           progress, device, (work, resume, checkpoint_every))
-        if any(targets):
+    if out is not None:  # on every rank, before the process group forms (reads only)
+        claim_work(Path(out) / WORK, resume, overwrite, remove=False)
+    w = world()
+    # one writer per folder: under torchrun only rank 0 claims, locks and writes it
+    held = saving(out, CHECK_FILES, overwrite) if w.main else nullcontext(None if out is None else Path(out))
+    with held as folder:
+        work = None if folder is None else claim_work(folder / WORK, resume, overwrite, remove=w.main)
+        res, rows = run_check(profile, corpus, folder if w.main else None, model,
+                              (max_samples, seed, batch_size, id_field, rank), progress, device_for(device, w),
+                              (work, resume, checkpoint_every), w)
+        if w.main and any(targets):
             write_back(corpus, id_field, rows, *targets)
-        if work is not None:
+        if w.main and work is not None:
             shutil.rmtree(work, ignore_errors=True)
         return res, rows
-
-
-def claim_work(work: Path, resume: bool, overwrite: bool) -> Path:
-    """The check's scan folder: refused when ``resume`` finds no checkpoint there, or when an interrupted
-    check's is there and neither ``resume`` nor ``overwrite`` says what to do with it."""
-    interrupted = (work / "scan.checkpoint.json").exists()
-    if resume and not interrupted:
-        raise HeadlabError(f"--resume: {work.parent} holds no interrupted check to continue; run without --resume")
-    if not resume and work.exists():
-        if not overwrite:
-            raise HeadlabError(f"{work.parent} holds an interrupted check ({work.name}); pass --resume to finish "
-                               "it, or --overwrite to start again")
-        shutil.rmtree(work)
-    return work
-
-
-def _check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
-           how: tuple[int, int, int, str | None, dict[str, int]], progress: bool,
-           device: str, kept: tuple[Path | None, bool, int]) -> tuple[CheckResult, list[dict[str, Any]]]:
-    max_samples, seed, batch_size, id_field, rank = how
-    work, resume, every = kept
-    prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
-    given = None if model is None else str(getattr(model, "name", model))
-    if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
-        raise HeadlabError(f"the profile was fitted on {prof.model}, not {given}: check with the profile's own model "
-                           "(leave model= out) or fit a profile for this one")
-    detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
-    with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
-                 device, detectors, id_field, work=work, resume=resume, checkpoint_every=every) as (path, _):
-        X, docs, windows = fingerprints(path, prof.features)
-    X, docs, windows = in_input_order(X, docs, windows, rank)  # the order check_corpus read, not a second pass
-    if len(docs) < len(rank):
-        say(f"{len(rank) - len(docs)} of {len(rank)} documents were not scored (past --max-samples {max_samples}; "
-            "0 scores every document)")
-    records = check_rows(prof, X, docs, windows)
-    flagged = [r for r in records if r["flag"]]
-    Z = prof.z(X)
-    mask = np.array([r["flag"] for r in records])
-    mean_z = Z[mask].mean(0) if mask.any() else np.zeros(len(prof.features))
-    top = [{"feature": prof.features[j], "mean_z": float(mean_z[j])} for j in np.argsort(-np.abs(mean_z))[:5]]
-    res = CheckResult(model=prof.model, corpus=list(corpus), n_documents=len(records), n_flagged=len(flagged),
-                      flag_rate=len(flagged) / max(1, len(records)), threshold=prof.threshold, fpr=prof.fpr,
-                      top_features=top)
-    if out is not None:
-        write(Path(out), res, records, prof, prof.calibration_scores, np.array([r["score"] for r in records]), Z)
-    return res, records
 
 
 @in_callers_words

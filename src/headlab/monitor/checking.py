@@ -1,0 +1,76 @@
+"""The work of ``headlab monitor check`` behind its Python twin: the scan folder kept for ``--resume``, the scan
+(sharded under torchrun like ``headlab scan``), the fingerprints on rank 0, and the rows and files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from headlab.errors import HeadlabError
+from headlab.monitor.fingerprint import MONITOR_DETECTORS, fingerprints, in_input_order, scanned
+from headlab.monitor.profile import Profile
+from headlab.monitor.screening import CheckResult, check_rows, write
+from headlab.notices import say
+
+CHECK_FILES = ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"]
+
+
+def claim_work(work: Path, resume: bool, overwrite: bool, remove: bool = True) -> Path:
+    """The check's scan folder: refused when ``resume`` finds no checkpoint there, or when an interrupted
+    check's is there and neither ``resume`` nor ``overwrite`` says what to do with it (``remove``: clear it
+    for ``overwrite``; off for the read-only check every rank makes first)."""
+    interrupted = (work / "scan.checkpoint.json").exists()
+    if resume and not interrupted:
+        raise HeadlabError(f"--resume: {work.parent} holds no interrupted check to continue; run without --resume")
+    if not resume and work.exists():
+        if not overwrite:
+            raise HeadlabError(f"{work.parent} holds an interrupted check ({work.name}); pass --resume to finish "
+                               "it, or --overwrite to start again")
+        if remove:
+            shutil.rmtree(work)
+    return work
+
+
+def _profile(profile: Profile | str | Path, model: Any) -> Profile:
+    prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
+    given = None if model is None else str(getattr(model, "name", model))
+    if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
+        raise HeadlabError(f"the profile was fitted on {prof.model}, not {given}: check with the profile's own model "
+                           "(leave model= out) or fit a profile for this one")
+    return prof
+
+
+def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
+              how: tuple[int, int, int, str | None, dict[str, int]], progress: bool, device: str,
+              kept: tuple[Path | None, bool, int], w: Any) -> tuple[CheckResult, list[dict[str, Any]]]:
+    """Scan, fingerprint and score; under torchrun every rank scans its share, rank 0 (which holds the merged
+    per-sample rows) scores and writes, and the other ranks return its summary with no rows."""
+    max_samples, seed, batch_size, id_field, rank = how
+    work, resume, every = kept
+    prof = _profile(profile, model)
+    detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
+    with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
+                 device, detectors, id_field, work=work, resume=resume, checkpoint_every=every) as (path, _):
+        found = fingerprints(path, prof.features) if w.main else None
+    if found is None:
+        return w.all_gather(None)[0], []
+    X, docs, windows = in_input_order(*found, rank)  # the order check_corpus read, not a second pass
+    if len(docs) < len(rank):
+        say(f"{len(rank) - len(docs)} of {len(rank)} documents were not scored (past --max-samples {max_samples}; "
+            "0 scores every document)")
+    records = check_rows(prof, X, docs, windows)
+    Z = prof.z(X)
+    mask = np.array([r["flag"] for r in records], dtype=bool)
+    mean_z = Z[mask].mean(0) if mask.any() else np.zeros(len(prof.features))
+    top = [{"feature": prof.features[j], "mean_z": float(mean_z[j])} for j in np.argsort(-np.abs(mean_z))[:5]]
+    res = CheckResult(model=prof.model, corpus=list(corpus), n_documents=len(records), n_flagged=int(mask.sum()),
+                      flag_rate=int(mask.sum()) / max(1, len(records)), threshold=prof.threshold, fpr=prof.fpr,
+                      top_features=top)
+    if out is not None:
+        write(Path(out), res, records, prof, prof.calibration_scores, np.array([r["score"] for r in records]), Z)
+    if w.size > 1:
+        w.all_gather(res)
+    return res, records
