@@ -21,6 +21,11 @@ _STYLE = ("<style>.headlab-result table{border-collapse:collapse;font-size:12px}
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun in the right number: "1 SDH", "2 SDHs", "0 heads"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def safe_markdown(text: str) -> str:
     """``text`` (Markdown with pipe tables) as HTML, with every raw HTML tag escaped and every link or image whose
     target is not relative or http(s)/mailto dropped: the one escaping rule for everything headlab renders from

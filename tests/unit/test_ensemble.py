@@ -111,6 +111,31 @@ def test_stacked_accuracy_equals_solo_accuracy_member_by_member(tmp_path):
         assert got == [accuracy(m.model, t, examples) for m, t in zip(members, tasks)]
 
 
+def test_stacked_hops_and_the_dense_eval_rows_equal_the_solo_metric(tmp_path):
+    """Dense members are asked on their own (definitions-first) prompts and scored per hop as alone; the
+    answer-only member beside them keeps its shuffled prompts."""
+    from headlab.retrieval.training import hop_accuracy
+    from headlab.retrieval.training_group import StackedRetrievalEval, stacked_hops
+
+    tasks = [RetrievalTask(3, "dense"), RetrievalTask(3, "dense"), RetrievalTask(3, "mixed")]
+    members = [Member(retrieval_config(t, steps=1, seed=s), tmp_path / str(s), RetrievalSource(t))
+               for s, t in enumerate(tasks)]
+    ens = Ensemble(members, progress=False)
+    ens.fit()
+    examples = eval_set(tasks[0], 40, 5, 3)
+    got = stacked_hops(ens, examples, batch_size=16)
+    assert got == [hop_accuracy(m.model, examples) for m in members] and set(got[0]) == {"1", "2", "3"}
+    group = [GroupMember(t, tmp_path / f"r{i}") for i, t in enumerate(tasks)]
+    for g in group:
+        g.run.mkdir()
+    ev = StackedRetrievalEval(group, every=1, steps=1, n=16)
+    ev.on_step(ens, 1, [0.0, 0.0, 0.0])
+    rows = [json.loads((g.run / "eval.jsonl").read_text()) for g in group]
+    assert "hops" in rows[0] and "hops" not in rows[2]
+    assert rows[2]["accuracy"]["2"] == accuracy(members[2].model, tasks[2], ev.sets[False][2])
+    assert rows[0]["accuracy"]["2"] == accuracy(members[0].model, tasks[0], ev.sets[True][2])
+
+
 def test_members_must_share_the_model_and_the_optimizers_form(tmp_path):
     t = RetrievalTask(2, "chain")
     a = Member(retrieval_config(t, steps=5), tmp_path / "a", RetrievalSource(t))

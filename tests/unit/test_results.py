@@ -147,3 +147,10 @@ def test_a_finished_folder_keeps_no_lock_file_and_a_held_one_refuses(tmp_path) -
     with FolderLock(tmp_path / "empty"):
         pass
     assert not (tmp_path / "empty").exists()
+
+
+def test_counts_take_the_right_number() -> None:
+    from headlab.display import count
+
+    assert (count(1, "SDH"), count(2, "SDH"), count(0, "head")) == ("1 SDH", "2 SDHs", "0 heads")
+    assert count(1, "query", "queries") == "1 query" and count(3, "query", "queries") == "3 queries"

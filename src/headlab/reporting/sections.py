@@ -15,6 +15,7 @@ from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.census.result import ScanResult
+from headlab.display import count
 from headlab.formation.tracking import TrackResult
 from headlab.head import name as head_name
 from headlab.reporting import figures
@@ -89,7 +90,7 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     lines = [f"{partial}Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples "
              f"({d['n_samples_with_target']} with `{rule['target']}`), {d['n_tokens']} tokens.",
              "", f"Slash-dominance rule: share on `{rule['target']}` > {rule['threshold']} in {rule['consecutive']} "
-             f"consecutive corpus samples → **{d['n_sdh']} SDHs on the corpus** ("
+             f"consecutive corpus samples → **{count(d['n_sdh'], 'SDH')} on the corpus** ("
              + ("undefined: no sample with the target" if share is None else f"{100 * share:.1f}% of heads") + ").",
              "", _img(fig, figdir, "head score heatmaps"), "", "| score | top heads (score) |", "|---|---|"]
     for k in keys:
@@ -117,7 +118,7 @@ def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
                         f"{d['model']}: '/' mass by position of a lone '/' (top 4 heads)",
                         "relative position of '/' in the window (0-1)", "attention share on '/' (0-1)",
                         figdir / f"{tag}-characterize_positions.png")
-    lines = [f"Model **{d['model']}**: {d['n_sdh']} SDHs on the slash suite (share {_f(d.get('sdh_share'))}); "
+    lines = [f"Model **{d['model']}**: {count(d['n_sdh'], 'SDH')} on the slash suite (share {_f(d.get('sdh_share'))}); "
              f"{d['settings']['n']} base items per suite, seed {d['settings']['seed']}. {d['intervals']}.", "",
              _img(f1, figdir, "top heads"), "", _img(f3, figdir, "specificity"), "",
              _img(f2, figdir, "position curves"), "",

@@ -59,21 +59,49 @@ def stacked_accuracy(ensemble: Ensemble, tasks: Sequence[RetrievalTask], example
     return [r / max(1, len(examples)) for r in right.tolist()]
 
 
+@torch.no_grad()
+def stacked_hops(ensemble: Ensemble, examples: list[dict[str, Any]], batch_size: int = 256) -> list[dict[str, float]]:
+    """Every member's accuracy per hop count at the references of definitions-first ``examples`` (the dense
+    metric, :func:`~.training.hop_accuracy`, for all members in one stacked forward)."""
+    cfg = ensemble.members[0].cfg.model
+    right: list[dict[int, int]] = [{} for _ in range(ensemble.size)]
+    seen: dict[int, int] = {}
+    for i in range(0, len(examples), batch_size):
+        chunk = examples[i : i + batch_size]
+        ids = torch.tensor([ex["tokens"] for ex in chunk])[None].expand(ensemble.size, -1, -1)  # (E, N, T)
+        pred = stacked.forward(cfg, ensemble.params, ids).argmax(-1)  # (E, N, T)
+        for n, ex in enumerate(chunk):
+            for pos, value, hop in ex["dense"]:
+                seen[hop] = seen.get(hop, 0) + 1
+                for e in range(ensemble.size):
+                    right[e][hop] = right[e].get(hop, 0) + int(pred[e, n, pos] == value)
+    return [{str(h): r.get(h, 0) / seen[h] for h in sorted(seen)} for r in right]
+
+
 class StackedRetrievalEval:
-    """Ensemble callback: every member's held-out accuracy at every depth, to its ``eval.jsonl``."""
+    """Ensemble callback: every member's held-out accuracy at every depth, to its ``eval.jsonl``; ``dense``
+    members are asked on definitions-first prompts (their layout) and also scored per hop count."""
 
     def __init__(self, members: Sequence[GroupMember], every: int, steps: int, n: int = 256, seed: int = 10**6):
         self.tasks = [m.task for m in members]
         self.paths = [Path(m.run) / "eval.jsonl" for m in members]
         self.every, self.steps = every, steps
-        self.sets = {d: eval_set(self.tasks[0], n, seed, d) for d in range(1, self.tasks[0].depth + 1)}
+        self.dense = [t.curriculum == "dense" for t in self.tasks]
+        layouts = {d: next(t for t, x in zip(self.tasks, self.dense) if x == d) for d in set(self.dense)}
+        self.sets = {d: {k: eval_set(t, n, seed, k) for k in range(1, t.depth + 1)} for d, t in layouts.items()}
 
     def on_step(self, ensemble: Ensemble, step: int, losses: list[float]) -> None:
         if step % self.every and step != self.steps:
             return
-        by_depth = {d: stacked_accuracy(ensemble, self.tasks, s) for d, s in self.sets.items()}
+        by_depth = {d: {k: stacked_accuracy(ensemble, self.tasks, s) for k, s in sets.items()}
+                    for d, sets in self.sets.items()}
+        hops = stacked_hops(ensemble, self.sets[True][self.tasks[0].depth]) if True in self.sets else None
         for e, path in enumerate(self.paths):
-            row = {"step": step, "loss": losses[e], "accuracy": {str(d): acc[e] for d, acc in by_depth.items()}}
+            mine = by_depth[self.dense[e]]
+            row: dict[str, Any] = {"step": step, "loss": losses[e],
+                                   "accuracy": {str(k): acc[e] for k, acc in mine.items()}}
+            if self.dense[e] and hops is not None:
+                row["hops"] = hops[e]
             with open(path, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
 

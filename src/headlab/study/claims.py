@@ -25,6 +25,7 @@ import numpy as np
 from headlab.census.result import ScanResult
 from headlab.census.scanner import scan
 from headlab.census.stats import Interval, wilson
+from headlab.display import count
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
@@ -102,7 +103,7 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     offset = sc.means.get("offset")
     n_diag = int((np.nan_to_num(offset, nan=-1).max(-1) >= kappa).sum()) if offset is not None else 0
     heads = sdhs or ch.top
-    basis = f"{len(sdhs)} SDHs" if sdhs else f"no SDH; top {len(ch.top)} heads by `/` mass"
+    basis = count(len(sdhs), "SDH") if sdhs else f"no SDH; top {len(ch.top)} heads by `/` mass"
     rows: dict[int, dict[str, Any]] = {}
     where = f"corpus {len(sdh_corpus)}, slash suite {len(sdh_stim)}"  # the populations, said in the cell
     rows[1] = {"value": f"{len(sdhs)} ({where})", "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
