@@ -132,3 +132,27 @@ def test_a_saved_part_of_another_model_is_not_reused(tmp_path):
     st = sc.settings
     assert saved_scan(tmp_path, "minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"]) is not None
     assert saved_scan(tmp_path, "b/minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"]) is None
+
+
+def test_claim_9_is_reread_from_a_monitor_evaluation_without_remeasuring(tmp_path, capsys) -> None:
+    """The committed claims table with claim 9 read again by the claims command's own rule; a model with no
+    evaluation stays not measured and is named on stderr; every other claim is kept."""
+    import json
+    from pathlib import Path
+
+    from headlab.result import read_json
+    from headlab.study.claims import ClaimsResult, monitor_row, reread_monitor
+
+    committed = Path(__file__).parents[2] / "results" / "study" / "claims" / "claims.json"
+    table = ClaimsResult.decode(read_json(committed))
+    before = {m.model: dict(m.rows) for m in table.models}
+    evaluation = {"kinds": {"paths": {"verdict": "heads better"}, "code": {"verdict": "baseline better"}},
+                  "baselines": ["characters", "ngram"], "fresh_documents": 9}
+    (tmp_path / "minilm-l6").mkdir()
+    (tmp_path / "minilm-l6" / "evaluate.json").write_text(json.dumps(evaluation))
+    reread_monitor(table, tmp_path)
+    rows = {m.model: m.rows for m in table.models}
+    assert rows["minilm-l6"][9] == monitor_row(evaluation) and rows["minilm-l6"][9]["value"] == "1 of 2 kinds"
+    assert rows["mpnet-base"][9]["value"] == "not measured" and "mpnet-base" in capsys.readouterr().err
+    assert all(rows[m][k] == before[m][k] for m in rows for k in rows[m] if k != 9)
+    assert table.settings["monitor_dir"] == str(tmp_path)

@@ -15,17 +15,15 @@ import inspect
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
-
-if TYPE_CHECKING:
-    from headlab.retrieval.law import DepthLawResult
 from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
 from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
+from headlab.retrieval.law import DepthLawResult
 from headlab.retrieval.llm_eval import EvalLLMResult
 from headlab.retrieval.training import retrieval_config, train_retrieval
 from headlab.values import check, listed
@@ -216,7 +214,7 @@ __all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]
 
 
 @in_callers_words
-def depth_law(sweep: str | Path, *, out: str | Path | None = None, overwrite: bool = False) -> "DepthLawResult":
+def depth_law(sweep: str | Path, *, out: str | Path | None = None, overwrite: bool = False) -> DepthLawResult:
     """The depth law of a finished sweep (``headlab retrieval sweep`` at one depth, dense and answer-only
     curricula): per layers and curriculum, every seed's largest hop count solved at 0.95 accuracy, against
     3^L/2 and 2^L. With ``out`` (default: the sweep folder), writes ``depth_law.json``, ``.md`` and ``.png``.
@@ -227,7 +225,6 @@ def depth_law(sweep: str | Path, *, out: str | Path | None = None, overwrite: bo
         law.figure()
     """
     from headlab.io import saving
-    from headlab.retrieval.law import DepthLawResult
     from headlab.retrieval.law import depth_law as measure
 
     with saving(out if out is not None else sweep, DepthLawResult.files(), overwrite) as folder:

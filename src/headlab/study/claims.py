@@ -362,3 +362,20 @@ def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, 
         raise HeadlabError(f"--monitor-evaluations: {path} does not exist; write it with headlab monitor evaluate "
                            f"{folder_name(model)} --out {path.parent}")
     return read_json(path)
+
+
+def reread_monitor(result: ClaimsResult, monitor_dir: str | Path) -> ClaimsResult:
+    """``result`` with claim 9 of every model read again from ``monitor_dir/MODEL/evaluate.json`` by the rule
+    :func:`claims` uses (a model without an evaluation there stays not measured, and is named on stderr): a
+    monitor evaluation rerun does not need the scans, characterizations and ablations measured again."""
+    from headlab.notices import say
+
+    for m in result.models:
+        try:
+            m.rows[9] = monitor_row(_evaluation(monitor_dir, m.model))
+        except HeadlabError:
+            say(f"claim 9 of {m.model}: no {Path(monitor_dir) / folder_name(m.model) / 'evaluate.json'}; "
+                "left not measured")
+            m.rows[9] = monitor_row(None)
+    result.settings = {**result.settings, "monitor_dir": str(monitor_dir)}
+    return result
