@@ -124,8 +124,8 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
             f"heads better than the best baseline on {len(by['heads better'])} "
             f"({', '.join(by['heads better']) or 'none'}), baseline better on {len(by['baseline better'])} "
             f"({', '.join(by['baseline better']) or 'none'}), tie on {len(by['tie'])}; the isolation forest ranks "
-            f"better than the distance by more than 0.03 on {count(len(forest_ahead), 'kind')}, but at the 1% threshold "
-            f"recalls {recall['heads-forest']:.2f} on average against the distance's {recall['heads']:.2f}.")
+            f"better than the distance by more than 0.03 on {count(len(forest_ahead), 'kind')}, but at the 1% "
+            f"threshold recalls {recall['heads-forest']:.2f} on average against the distance's {recall['heads']:.2f}.")
     if all("heads_add_information" in r for r in kinds.values()):
         adds = sorted(k for k, r in kinds.items() if r["heads_add_information"])
         best: dict[str, int] = {}
