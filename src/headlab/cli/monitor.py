@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bind(c, monitor.check, _cmd_check)
     from headlab.monitor.evaluation import KINDS
 
-    e = ms.add_parser("evaluate", help="AUROC of the monitor vs a character-class baseline, per kind of structure")
+    e = ms.add_parser("evaluate", help="AUROC of the monitor vs the filters pipelines run (Gopher, C4, n-gram "
+                                         "perplexity, ...), per kind of structure")
     e.add_argument("model")
     list_option(e, "--reference", default=["wiki"], metavar="SRC")
     list_option(e, "--kinds", choices=KINDS, default=None,

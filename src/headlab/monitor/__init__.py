@@ -127,8 +127,10 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
              id_field: str | None = MONITOR.id_field,
              device: str = "cpu", progress: bool = True, out: str | Path = "runs/monitor-evaluate",
              overwrite: bool = False) -> Any:
-    """AUROC of the monitor against a character-class baseline (and, for decoders, the model's own loss), per
-    kind of structure (default: every kind whose corpus is installed), on documents held out in hash folds;
+    """AUROC of the monitor against attention-free baselines (character classes, the Gopher and C4 rules, an
+    n-gram perplexity of the reference and, for decoders, the model's own loss), per kind of structure (default:
+    every kind whose corpus is installed), on documents held out in hash folds, and combined with the best
+    baseline without labels;
     the calibration check at 0.5-10% targets. Writes ``evaluate.json``, ``evaluate.md`` and
     ``calibration.png``; returns them as a :class:`~headlab.api.Written` (``data``: the JSON document).
 
