@@ -141,8 +141,8 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
     """
     from headlab.io import saving, write_json_atomic, write_text_atomic
     from headlab.monitor.comparison import markdown
+    from headlab.monitor.evaluation import KINDS, installed_kinds
     from headlab.monitor.evaluation import evaluate as run
-    from headlab.monitor.evaluation import installed_kinds
     from headlab.result import Written
 
     chosen = installed_kinds(kinds)
@@ -151,6 +151,7 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
         r = run(model, reference, chosen, max_samples=max_samples, kind_samples=kind_samples, seed=seed,
                 batch_size=batch_size, progress=progress, device=device, figure=folder / "calibration.png",
                 id_field=id_field)
+        r["skipped_kinds"] = [k for k in KINDS if k not in chosen]  # not installed here, said on stderr
         write_json_atomic(folder / "evaluate.json", r)
         write_text_atomic(folder / "evaluate.md", markdown(r))
     return Written(Path(out), "evaluate.md", r)

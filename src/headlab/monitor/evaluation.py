@@ -57,10 +57,9 @@ FRESH = 1  # the fold kept out of fitting and calibration
 def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
     """``kinds`` checked before any work: a named kind whose corpus is missing is an error; ``None`` means
     every kind whose corpus is installed (the missing ones are named on stderr)."""
-    import sys
-
     from headlab.corpus import documents
     from headlab.errors import HeadlabError
+    from headlab.notices import say
 
     out = []
     for kind in KINDS if kinds is None else kinds:
@@ -71,7 +70,7 @@ def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
         except HeadlabError as exc:
             if kinds is not None:
                 raise HeadlabError(f"--kinds {kind}: {exc}; or leave {kind} out") from None
-            print(f"headlab: kind {kind} skipped: {exc}", file=sys.stderr)
+            say(f"kind {kind} skipped: {exc}")
     return out
 
 
