@@ -40,7 +40,7 @@ def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int 
     Example:
 
         prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=400)
-        res, rows = headlab.monitor.check(prof, corpus=["pydoc"])
+        res, rows = headlab.monitor.check(prof, corpus=["pydoc"], max_samples=200)
     """
     from headlab.io import saving
 
@@ -85,7 +85,7 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
 
     Example:
 
-        res, rows = headlab.monitor.check("runs/monitor/profile", corpus=["pydoc"])
+        res, rows = headlab.monitor.check("runs/monitor/profile", corpus=["pydoc"], max_samples=200)
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
