@@ -14,6 +14,7 @@ def _run(folder: Path, name: str, layers: int, curriculum: str, by_hop: dict[str
     (folder / name).mkdir(parents=True)
     key = "final_hops" if curriculum == "dense" else "final_accuracy"
     summary = {"task": {"depth": depth, "curriculum": curriculum}, "n_layers": layers, "steps": steps,
+               "batch_size": 64, "d_model": 64, "n_heads": 4, "lr": 1e-3,
                "final_accuracy": {}, "final_hops": {}, key: by_hop}
     (folder / name / "summary.json").write_text(json.dumps(summary))
 

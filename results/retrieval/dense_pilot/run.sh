@@ -9,3 +9,9 @@ OUT=results/retrieval/dense_pilot
   --d-model 128 --distractors 1 --eval-every 250 --eval-n 96 --checkpoint-every 250 --jobs 1 --no-progress --out $OUT
 .venv/bin/headlab retrieval analyze $OUT/L2-D8-dense-s0 --out $OUT/L2-D8-dense-s0/analyze --overwrite
 .venv/bin/headlab retrieval depth-law $OUT --overwrite
+# The batch lever (run 2026-12-01 after the CI, the two side by side on the 2 cores, one thread each):
+for b in 128 256; do
+  .venv/bin/headlab retrieval train --depth 8 --curriculum dense --n-layers 2 --d-model 128 --distractors 1 \
+    --steps 2500 --batch-size $b --eval-every 250 --no-progress --out $OUT/L2-D8-dense-b$b-s0
+done
+.venv/bin/python $OUT/batches.py > $OUT/batches.md

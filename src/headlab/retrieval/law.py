@@ -92,11 +92,13 @@ def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
     summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("*/summary.json"))]
     if not summaries:
         raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
-    depths = {s["task"]["depth"] for s in summaries}
-    steps = {s["steps"] for s in summaries}
-    if len(depths) > 1 or len(steps) > 1:
-        raise HeadlabError(f"{folder} mixes trained depths {sorted(depths)} or steps {sorted(steps)}: a depth law "
-                           "compares runs of one depth and budget; give one sweep's folder")
+    budget = ("steps", "batch_size", "d_model", "n_heads", "lr")
+    kinds = {(s["task"]["depth"], *(s.get(k) for k in budget)) for s in summaries}
+    if len(kinds) > 1:
+        raise HeadlabError(f"{folder} mixes runs of other depths or budgets (depth, {', '.join(budget)}: "
+                           f"{sorted(kinds, key=str)}): a depth law compares seeds of one setting; give one sweep's "
+                           "folder")
+    depths, steps = {s["task"]["depth"] for s in summaries}, {s["steps"] for s in summaries}
     groups: dict[tuple[int, str], list[int]] = {}
     for s in summaries:
         groups.setdefault((s["n_layers"], s["task"]["curriculum"]), []).append(run_d_max(s, solved))
