@@ -11,7 +11,7 @@ from headlab.retrieval.law import d_max
 HERE = Path(__file__).parent
 
 if __name__ == "__main__":
-    runs = sorted((json.loads(p.read_text()), p.parent.name) for p in HERE.glob("*/summary.json"))
+    runs = [(json.loads(p.read_text()), p.parent.name) for p in sorted(HERE.glob("*/summary.json"))]
     runs.sort(key=lambda r: r[0]["batch_size"])
     hops = list(runs[0][0]["final_hops"])
     print("| run | batch | steps | examples seen | " + " | ".join(f"hop {h}" for h in hops) + " | D_max |")
