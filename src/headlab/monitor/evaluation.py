@@ -118,9 +118,11 @@ class _Scorer:
             out[name], bdocs = per_document(rows, values(rows, texts))
             assert bdocs == docs, "baseline and head documents differ"
         raw = raw_texts(specs, docs, self.id_field)
-        for name, score in self.document.items():
-            out[name] = np.array([[score(raw[d])] for d in docs])
-        return out, docs, raw
+        return {**out, **self.document_columns(raw, docs)}, docs, raw
+
+    def document_columns(self, raw: dict[str, str], docs: list[str]) -> dict[str, np.ndarray]:
+        """Each learned document baseline's (documents x 1) scores of the records' own texts."""
+        return {name: np.array([[score(raw[d])] for d in docs]) for name, score in self.document.items()}
 
 
 def _context(seed: int, loaded: Any) -> anomalies.Context:
@@ -146,8 +148,7 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
         mats, docs, raw = scorer.matrices(path, reference)
     fresh = np.array([fold(d) == FRESH for d in docs])
     scorer.learn([raw[d] for d, f in zip(docs, fresh) if not f and not held_out(d)])
-    for name, score in scorer.document.items():
-        mats[name] = np.array([[score(raw[d])] for d in docs])
+    mats.update(scorer.document_columns(raw, docs))
     names = {"heads": scorer.features, **{k: list(v[0]) for k, v in scorer.base.items()}}
     scorers: dict[str, Any] = {m: fit_profile(mats[m], docs, names[m], fpr, exclude=fresh, model=loaded.name,
                                               corpus=list(reference), settings={}) for m in names}

@@ -66,9 +66,9 @@ def _repeated_ngram_chars(ws: list[str], n: int) -> int:
     return chars
 
 
-def gopher_quality(text: str) -> list[str]:
-    """The Gopher quality rules ``text`` fails (empty: kept)."""
-    ws = words(text)
+def gopher_quality(text: str, ws: list[str] | None = None) -> list[str]:
+    """The Gopher quality rules ``text`` fails (empty: kept); ``ws``: its :func:`words`, if already split."""
+    ws = words(text) if ws is None else ws
     real = [w for w in ws if not _symbol(w)]
     failed = ["short"] if len(real) < 50 else ["long"] if len(real) > 100_000 else []
     if real:
@@ -86,8 +86,8 @@ def gopher_quality(text: str) -> list[str]:
     return failed
 
 
-def gopher_repetition(text: str) -> list[str]:
-    """The Gopher repetition rules ``text`` fails."""
+def gopher_repetition(text: str, ws: list[str] | None = None) -> list[str]:
+    """The Gopher repetition rules ``text`` fails; ``ws``: its :func:`words`, if already split."""
     if not text.strip():
         return ["empty"]
     failed = []
@@ -95,7 +95,7 @@ def gopher_repetition(text: str) -> list[str]:
         n, chars = _duplicates(parts)
         failed += [f"duplicate {name}"] * (n / len(parts) > 0.3)
         failed += [f"duplicate {name} characters"] * (chars / len(text) > 0.2)
-    ws = words(text)
+    ws = words(text) if ws is None else ws
     for n, limit in TOP_NGRAMS:
         grams = Counter(" ".join(ws[i:i + n]) for i in range(len(ws) - n + 1))
         if grams:
@@ -107,7 +107,8 @@ def gopher_repetition(text: str) -> list[str]:
 
 def gopher(text: str) -> list[str]:
     """Every Gopher rule ``text`` fails, quality then repetition; a pipeline drops the document if any."""
-    return gopher_quality(text) + gopher_repetition(text)
+    ws = words(text)  # split once: both rule sets read the same words
+    return gopher_quality(text, ws) + gopher_repetition(text, ws)
 
 
 def c4(text: str) -> tuple[list[str], float]:

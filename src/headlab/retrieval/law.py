@@ -98,11 +98,10 @@ def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
         raise HeadlabError(f"{folder} mixes runs of other depths or budgets (depth, {', '.join(budget)}: "
                            f"{sorted(kinds, key=str)}): a depth law compares seeds of one setting; give one sweep's "
                            "folder")
-    depths, steps = {s["task"]["depth"] for s in summaries}, {s["steps"] for s in summaries}
+    depth, steps = next(iter(kinds))[:2]
     groups: dict[tuple[int, str], list[int]] = {}
     for s in summaries:
         groups.setdefault((s["n_layers"], s["task"]["curriculum"]), []).append(run_d_max(s, solved))
     cells = [{"layers": l, "curriculum": c, "d_max": v, "median": statistics.median(v), "log3_bound": 3 ** l / 2,
               "doubling": 2 ** l} for (l, c), v in sorted(groups.items())]
-    return DepthLawResult(sweep=str(folder), solved=solved, trained_depth=depths.pop(), steps=steps.pop(),
-                          cells=cells)
+    return DepthLawResult(sweep=str(folder), solved=solved, trained_depth=depth, steps=steps, cells=cells)

@@ -133,25 +133,30 @@ def accuracy(
     return right / max(1, len(examples))
 
 
-@torch.no_grad()
-def hop_accuracy(model: torch.nn.Module, examples: list[dict[str, Any]], batch_size: int = 256) -> dict[str, float]:
-    """Per hop count, the share of references at which the model emits the resolved value (one forward of
-    the prompt; the dense targets' metric)."""
-    was = model.training
-    model.eval()
+def score_hops(examples: list[dict[str, Any]], predictions: list[torch.Tensor]) -> dict[str, float]:
+    """Per hop count, the share of references at which ``predictions[n]`` (the argmax token at every position of
+    example n's prompt) is the resolved value: the dense targets' metric."""
     right: dict[int, int] = {}
     seen: dict[int, int] = {}
+    for ex, pred in zip(examples, predictions):
+        for pos, value, hop in ex["dense"]:
+            seen[hop] = seen.get(hop, 0) + 1
+            right[hop] = right.get(hop, 0) + int(pred[pos] == value)
+    return {str(h): right.get(h, 0) / seen[h] for h in sorted(seen)}
+
+
+@torch.no_grad()
+def hop_accuracy(model: torch.nn.Module, examples: list[dict[str, Any]], batch_size: int = 256) -> dict[str, float]:
+    """:func:`score_hops` of ``model`` (one forward of each prompt)."""
+    was = model.training
+    model.eval()
     try:
-        for i in range(0, len(examples), batch_size):
-            chunk = examples[i : i + batch_size]
-            pred = model(torch.tensor([ex["tokens"] for ex in chunk])).logits.argmax(-1)  # (B, T)
-            for b, ex in enumerate(chunk):
-                for pos, value, hop in ex["dense"]:
-                    seen[hop] = seen.get(hop, 0) + 1
-                    right[hop] = right.get(hop, 0) + int(pred[b, pos] == value)
+        chunks = (torch.tensor([ex["tokens"] for ex in examples[i : i + batch_size]])
+                  for i in range(0, len(examples), batch_size))
+        preds = [row for ids in chunks for row in model(ids).logits.argmax(-1)]  # (T,) each
     finally:
         model.train(was)
-    return {str(h): right[h] / seen[h] for h in sorted(seen)}
+    return score_hops(examples, preds)
 
 
 class RetrievalEval:

@@ -20,7 +20,14 @@ import torch
 from headlab.errors import HeadlabError
 from headlab.io import write_json_atomic
 from headlab.nn import stacked
-from headlab.retrieval.training import RetrievalSource, RetrievalTask, eval_set, retrieval_config, summarize
+from headlab.retrieval.training import (
+    RetrievalSource,
+    RetrievalTask,
+    eval_set,
+    retrieval_config,
+    score_hops,
+    summarize,
+)
 from headlab.training.ensemble import Ensemble, Member
 
 
@@ -61,21 +68,14 @@ def stacked_accuracy(ensemble: Ensemble, tasks: Sequence[RetrievalTask], example
 
 @torch.no_grad()
 def stacked_hops(ensemble: Ensemble, examples: list[dict[str, Any]], batch_size: int = 256) -> list[dict[str, float]]:
-    """Every member's accuracy per hop count at the references of definitions-first ``examples`` (the dense
-    metric, :func:`~.training.hop_accuracy`, for all members in one stacked forward)."""
+    """Every member's :func:`~.training.score_hops` on definitions-first ``examples``, in one stacked forward."""
     cfg = ensemble.members[0].cfg.model
-    right: list[dict[int, int]] = [{} for _ in range(ensemble.size)]
-    seen: dict[int, int] = {}
+    preds: list[list[torch.Tensor]] = [[] for _ in range(ensemble.size)]
     for i in range(0, len(examples), batch_size):
-        chunk = examples[i : i + batch_size]
-        ids = torch.tensor([ex["tokens"] for ex in chunk])[None].expand(ensemble.size, -1, -1)  # (E, N, T)
-        pred = stacked.forward(cfg, ensemble.params, ids).argmax(-1)  # (E, N, T)
-        for n, ex in enumerate(chunk):
-            for pos, value, hop in ex["dense"]:
-                seen[hop] = seen.get(hop, 0) + 1
-                for e in range(ensemble.size):
-                    right[e][hop] = right[e].get(hop, 0) + int(pred[e, n, pos] == value)
-    return [{str(h): r.get(h, 0) / seen[h] for h in sorted(seen)} for r in right]
+        ids = torch.tensor([ex["tokens"] for ex in examples[i : i + batch_size]])[None].expand(ensemble.size, -1, -1)
+        for e, rows in enumerate(stacked.forward(cfg, ensemble.params, ids).argmax(-1)):  # (E, N, T)
+            preds[e].extend(rows)
+    return [score_hops(examples, p) for p in preds]
 
 
 class StackedRetrievalEval:
