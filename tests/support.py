@@ -25,6 +25,15 @@ TINY_RUN = {
 }
 
 
+def free_port() -> int:
+    """A port no one holds now: another job on the machine may hold torchrun's fixed default."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def need(model: str) -> None:
     """Skip the calling test when the named model's package is not installed."""
     if not NAMED_MODELS[model].installed():

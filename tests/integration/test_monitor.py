@@ -8,7 +8,7 @@ import pytest
 from headlab.cli import main
 from headlab.monitor import Profile
 
-from ..support import need
+from ..support import free_port, need
 
 pytestmark = pytest.mark.slow
 
@@ -182,7 +182,8 @@ def test_a_check_sharded_over_two_processes_equals_one(profile, tmp_path) -> Non
     args = ["monitor", "check", str(profile), "--corpus", str(data), "--batch-size", "2", "--no-progress"]
     assert main([*args, "--out", str(tmp_path / "one")]) == 0
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "headlab",
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                        f"--master_port={free_port()}", "-m", "headlab",
                         *args, "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     one, two = ([json.loads(x) for x in (tmp_path / d / "monitor.jsonl").read_text().splitlines()]

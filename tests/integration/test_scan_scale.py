@@ -14,7 +14,7 @@ import pytest
 
 from headlab.cli import main
 
-from ..support import need
+from ..support import free_port, need
 from .conftest import PLAIN_TEXTS, SLASH_TEXTS
 
 pytestmark = pytest.mark.slow
@@ -42,8 +42,8 @@ def whole(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cmd(corpus: Path, out: Path, *extra: str, procs: int = 1) -> list[str]:
-    head = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(procs), "-m"] if procs > 1 \
-        else [sys.executable, "-m"]
+    head = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(procs),
+            f"--master_port={free_port()}", "-m"] if procs > 1 else [sys.executable, "-m"]
     return [*head, "headlab", "scan", "minilm-l6", "--corpus", str(corpus), *ARGS, "--out", str(out), *extra]
 
 
@@ -123,18 +123,19 @@ def test_top_lists_the_samples_where_a_head_fires(whole: Path, capsys: pytest.Ca
 
 
 def test_every_rank_refuses_a_held_folder_before_the_process_group_forms(corpus: Path, tmp_path: Path) -> None:
-    import socket
-
     out = tmp_path / "held"
     out.mkdir()
     (out / "scan.json").write_text("{}")  # an earlier result, no --overwrite
-    with socket.socket() as probe:  # a free port: another job on the machine may hold any fixed one
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={port}", "-m",
-           "headlab", "scan", "minilm-l6", "--corpus", str(corpus), *ARGS, "--out", str(out)]
-    t0 = time.time()
-    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180)
-    assert r.returncode != 0 and time.time() - t0 < 120  # neither rank waits for the other
-    assert r.stderr.count("already holds scan.json") == 2, r.stderr[-2000:]  # both ranks said it, in one line
+    # each rank is started alone, as torchrun would start it but with no peer: a rank that waited for the group
+    # before refusing would hang; under torchrun itself the launcher stops the slower rank once the first exits,
+    # so whether the second got to say its line was a race
+    cmd = [sys.executable, "-m", "headlab", "scan", "minilm-l6", "--corpus", str(corpus), *ARGS, "--out", str(out)]
+    ranks = [{**_env(), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} for r in range(2)]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for env in ranks]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 2, err[-2000:]
+        assert err.count("already holds scan.json") == 1, err[-2000:]  # each rank said it, in one line
     assert (out / "scan.json").read_text() == "{}"

@@ -12,7 +12,7 @@ from headlab.formation.training_run import tracked_training as train
 from headlab.training import from_dict
 from tests.support import says
 
-from ..support import TINY_RUN
+from ..support import TINY_RUN, free_port
 
 TINY = TINY_RUN
 pytestmark = pytest.mark.slow
@@ -88,13 +88,9 @@ def test_two_process_ddp_matches_one_process(uninterrupted, tmp_path):
     cfg.write_text(to_toml(_cfg()))
     run = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    import socket
-
-    with socket.socket() as probe:  # a free port: another job on the machine may hold any fixed one
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={port}",
-                        "-m", "headlab.cli", "train", str(cfg), "--out", str(run), "--no-progress"],
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                        f"--master_port={free_port()}", "-m", "headlab.cli", "train", str(cfg), "--out", str(run),
+                        "--no-progress"],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     one, two = _losses(uninterrupted), _losses(run)
