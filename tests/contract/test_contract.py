@@ -84,6 +84,10 @@ RANGE = [  # (command line, the option that must be named)
     ("train configs/smoke.toml --out {tmp}/t --seed -1", "--seed"), ("stimuli slash --n 0 --out {tmp}/s.jsonl", "--n"),
     ("claims minilm-l6 --filter without-target", "--filter"), ("languages minilm-l6 --languages xx", "--languages"),
     ("languages minilm-l6 --n 2", "--n"),
+    *((f"{cmd} --dtype float64", "--dtype") for cmd in (
+        "scan minilm-l6", "characterize minilm-l6", "ablate minilm-l6 --heads 0.1", "importance minilm-l6",
+        "prune minilm-l6", "monitor fit minilm-l6 --out {tmp}/p", "monitor evaluate minilm-l6 --out {tmp}/e",
+        "view minilm-l6", "retrieval eval-llm smollm2-135m", "languages minilm-l6")),
 ]
 
 ROWS: list[Row] = [Row(f"range: {cmd.split()[0]} {opt}", cmd.split(), 2, opt,

@@ -191,3 +191,21 @@ def test_a_check_sharded_over_two_processes_equals_one(profile, tmp_path) -> Non
     assert [x["doc"] for x in two] == [x["doc"] for x in one] == [f"{data}#r{i}" for i in range(48)]
     np.testing.assert_allclose([x["score"] for x in two], [x["score"] for x in one], rtol=1e-4)
     assert not (tmp_path / "two" / ".headlab.lock").exists()
+
+
+def test_a_profile_keeps_the_dtype_it_was_fitted_in(tmp_path) -> None:
+    """A bf16 profile checks in bf16: a model given in float32 is refused, and a check that loads the model
+    itself gives the rows of one given the bf16 model (the heads' numbers move with the rounding)."""
+    import headlab
+    from headlab.errors import HeadlabError
+
+    out = tmp_path / "half"
+    prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=120, dtype="bfloat16", progress=False,
+                               out=out)
+    assert prof.settings["dtype"] == "bfloat16"
+    with pytest.raises(HeadlabError, match="fitted in bfloat16, the model given is float32"):
+        headlab.monitor.check(out, corpus=["pydoc"], model=headlab.load("minilm-l6"), max_samples=8, progress=False)
+    _, own = headlab.monitor.check(out, corpus=["pydoc"], max_samples=8, progress=False)
+    _, given = headlab.monitor.check(out, corpus=["pydoc"], model=headlab.load("minilm-l6", dtype="bfloat16"),
+                                     max_samples=8, progress=False)
+    assert [r["score"] for r in own] == [r["score"] for r in given] and len(own) > 0

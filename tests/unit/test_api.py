@@ -68,6 +68,23 @@ def test_option_names_and_defaults_are_the_twins(cmd: str) -> None:
         assert params["progress"].default is True
 
 
+#: commands that load a model on a --device but take no --dtype, and why
+OWN_DTYPE = {"train": "builds and trains its own model in float32",
+             "monitor check": "loads the model in the dtype its profile was fitted in",
+             "claims": "a study: each model's saved parts are reused by settings that hold no dtype"}
+
+
+def test_every_command_that_loads_a_model_takes_its_dtype() -> None:
+    from headlab.models import DTYPES
+
+    for cmd, p in LEAVES.items():
+        actions = {a.dest: a for a in p._actions}
+        if "device" in actions and cmd not in OWN_DTYPE:
+            assert "dtype" in actions, f"{cmd}: --device but no --dtype"
+            assert tuple(actions["dtype"].choices) == DTYPES and p.get_default("dtype") == "float32", cmd
+    assert "dtype" in inspect.signature(headlab.pattern).parameters
+
+
 def test_the_cli_runs_the_twin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from headlab.cli import main
 

@@ -206,14 +206,14 @@ ABLATE = AblateSettings()
 
 
 def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], settings: AblateSettings = ABLATE, *,
-                      progress: bool = True, device: str = "cpu") -> AblateResult:
+                      progress: bool = True, device: str = "cpu", dtype: str = "float32") -> AblateResult:
     """Ablate ``heads`` together and ``settings.draws`` matched random sets; return the ``ablate.json`` record.
 
     ``settings.suites`` (names of :data:`headlab.probes.SUITES`) adds per-suite effects."""
     st = settings
     mode, draws, samples, window, k, corpus = st.mode, st.draws, st.samples, st.window, st.k, st.corpus
     suites, suite_n, seed, batch_size = st.suites, st.suite_n, st.seed, st.batch_size
-    loaded = load_for_metric(model, device)
+    loaded = load_for_metric(model, device, dtype)
     f = loaded.facts
     target = parse_heads(heads, f.n_layers, f.n_heads)
     if not target:

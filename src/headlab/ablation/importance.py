@@ -107,12 +107,13 @@ class ImportanceResult(Result):
 
 def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
                seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
-               batches: list[Any] | None = None, base_hidden: list[torch.Tensor] | None = None) -> ImportanceResult:
+               batches: list[Any] | None = None, base_hidden: list[torch.Tensor] | None = None,
+               dtype: str = "float32") -> ImportanceResult:
     """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record.
 
     ``batches`` (and, for encoders, their ``base_hidden``) let a caller that measures more on the same data
     (pruning) build them once."""
-    loaded = load_for_metric(model, device)
+    loaded = load_for_metric(model, device, dtype)
     f = loaded.facts
     if batches is None:
         batches = metric_batches(loaded, samples, window, seed, batch_size, corpus)

@@ -23,7 +23,7 @@ from headlab.attention.padding import pad_right
 from headlab.census.engine import collate
 from headlab.corpus import Sampler, documents
 from headlab.errors import HeadlabError
-from headlab.models import LoadedModel, load
+from headlab.models import LoadedModel, load, resolve
 from headlab.models.loaded import device_of
 
 DECODER_METRICS = ("loss", "accuracy")
@@ -97,14 +97,11 @@ def per_sample(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.where(n > 0, np.where(ok, values, 0.0).sum(-1) / np.maximum(n, 1), np.nan)
 
 
-def load_for_metric(model: str | LoadedModel, device: str = "cpu") -> LoadedModel:
+def load_for_metric(model: str | LoadedModel, device: str = "cpu", dtype: str = "float32") -> LoadedModel:
     """Decoders need their language-model head for the loss; encoders are measured on hidden states."""
-    if isinstance(model, LoadedModel):
-        loaded = model
-    else:
-        loaded = load(model, device=device)
-        if loaded.facts.causal:
-            loaded = load(model, lm_head=True, device=device)
+    loaded = resolve(model, device=device, dtype=dtype)
+    if not isinstance(model, LoadedModel) and loaded.facts.causal:
+        loaded = load(model, lm_head=True, device=device, dtype=dtype)
     if loaded.facts.causal and getattr(loaded.model, "get_output_embeddings", lambda: None)() is None:
         raise HeadlabError(f"{loaded.name}: decoder metrics need a model loaded with lm_head=True")
     return loaded

@@ -54,9 +54,10 @@ class PruneResult(Result):
 
 
 def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Sequence[str] = (), seed: int = 0,
-                 batch_size: int = 8, progress: bool = True, device: str = "cpu") -> PruneResult:
+                 batch_size: int = 8, progress: bool = True, device: str = "cpu",
+                 dtype: str = "float32") -> PruneResult:
     """Curves of the metric (importance's) for each order; ``keep`` names the specialized heads (``L.H``)."""
-    loaded = load_for_metric(model, device)
+    loaded = load_for_metric(model, device, dtype)
     f = loaded.facts
     parsed = parse_heads(list(keep), f.n_layers, f.n_heads)  # checked before the work: no unknown head is kept
     batches = metric_batches(loaded, samples, window, seed, batch_size)

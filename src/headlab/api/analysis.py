@@ -22,8 +22,8 @@ def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTER
                  threshold: float = CHARACTERIZE.threshold, consecutive: int = CHARACTERIZE.consecutive,
                  top: int = CHARACTERIZE.top, kappa: float = CHARACTERIZE.kappa,
                  rope_samples: int = CHARACTERIZE.rope_samples, batch_size: int = CHARACTERIZE.batch_size,
-                 device: str = "cpu", progress: bool = True, out: str | Path | None = None,
-                 overwrite: bool = False) -> CharacterizeResult:
+                 device: str = "cpu", dtype: str = "float32", progress: bool = True,
+                 out: str | Path | None = None, overwrite: bool = False) -> CharacterizeResult:
     """Characterize every head with constructed stimuli: mass on ``/`` (SDH rule: mass > ``threshold`` in
     ``consecutive`` consecutive stimuli), specificity against other symbols, position sensitivity (coefficient of
     variation over relative gaps), context independence, layer profile; bootstrap 95% intervals over the ``n``
@@ -41,7 +41,7 @@ def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTER
     settings = CharacterizeSettings(n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top,
                                     kappa=kappa, rope_samples=rope_samples, batch_size=batch_size)
     with saving(out, CharacterizeResult.files(), overwrite) as folder:
-        r = run(model, settings, progress=progress, device=device)
+        r = run(model, settings, progress=progress, device=device, dtype=dtype)
         if folder is not None:
             r.write(folder)
     return r
@@ -51,7 +51,7 @@ def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTER
 def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode, draws: int = ABLATE.draws,
            suites: Sequence[str] = ABLATE.suites, suite_n: int = ABLATE.suite_n, samples: int = ABLATE.samples,
            window: int = ABLATE.window, corpus: Sequence[str] | None = ABLATE.corpus, seed: int = ABLATE.seed,
-           batch_size: int = ABLATE.batch_size, device: str = "cpu", progress: bool = True,
+           batch_size: int = ABLATE.batch_size, device: str = "cpu", dtype: str = "float32", progress: bool = True,
            out: str | Path | None = None, overwrite: bool = False) -> AblateResult:
     """Ablate ``heads`` (``L.H``) together at the output projection's input (``mode``: zero, mean or resample)
     and ``draws`` random head sets matched by layer; the change of the loss-based metric on ``samples`` windows
@@ -70,7 +70,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode,
     if isinstance(heads, int) or (not isinstance(heads, str) and any(not isinstance(h, str) for h in heads)):
         raise HeadlabError(f"heads {heads!r}: give head names as \"L.H\" strings, e.g. [\"0.7\", \"2.3\"]")
     with saving(out, ["ablate.json"], overwrite) as folder:
-        r = ablate_experiment(model, heads, settings, progress=progress, device=device)
+        r = ablate_experiment(model, heads, settings, progress=progress, device=device, dtype=dtype)
         if folder is not None:
             r.write(folder)
     return r
@@ -79,7 +79,7 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode,
 @in_callers_words
 @listed("corpus")
 def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
-               seed: int = 0, batch_size: int = 8, device: str = "cpu", progress: bool = True,
+               seed: int = 0, batch_size: int = 8, device: str = "cpu", dtype: str = "float32", progress: bool = True,
                out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
     """Every head's exact importance (the metric's change when that head alone is zeroed) and its gradient
     importance, on ``samples`` corpus windows of ``window`` tokens. With ``out``, writes ``importance.json``.
@@ -93,7 +93,7 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
 
     with saving(out, ["importance.json"], overwrite) as folder:
         r = run(model, samples=samples, window=window, corpus=corpus, seed=seed, batch_size=batch_size,
-                progress=progress, device=device)
+                progress=progress, device=device, dtype=dtype)
         if folder is not None:
             r.write(folder)
     return r
@@ -102,8 +102,8 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
 @in_callers_words
 @listed("keep")
 def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: int = 64, seed: int = 0,
-          batch_size: int = 8, device: str = "cpu", progress: bool = True, out: str | Path | None = None,
-          overwrite: bool = False) -> PruneResult:
+          batch_size: int = 8, device: str = "cpu", dtype: str = "float32", progress: bool = True,
+          out: str | Path | None = None, overwrite: bool = False) -> PruneResult:
     """Pruning curves: the metric after removing each fraction of heads, by several removal orders; ``keep``
     names heads (``L.H``) the keep order never removes. ``r.figure()`` draws them. With ``out``, writes
     ``prune.json`` and ``prune.png``.
@@ -118,7 +118,7 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
 
     with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
         r = prune_curves(model, samples=samples, window=window, keep=keep, seed=seed, batch_size=batch_size,
-                         progress=progress, device=device)
+                         progress=progress, device=device, dtype=dtype)
         if folder is not None:
             write_prune(r, folder)
     return r

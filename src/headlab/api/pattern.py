@@ -64,9 +64,10 @@ class Pattern(Displayable):
 
 
 @in_callers_words
-def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: str = "cpu") -> Pattern:
+def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: str = "cpu",
+            dtype: str = "float32") -> Pattern:
     """One head's attention probabilities on ``text`` (tokenized with the model's special tokens; longer than the
-    model's window is refused, never truncated).
+    model's window is refused, never truncated); a model given by name is loaded in ``dtype``.
 
     Example:
 
@@ -74,13 +75,13 @@ def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: st
         p                      # in Jupyter: the heatmap and each query's strongest key
         np.asarray(p).shape    # (T, T)
     """
-    from headlab.models import load
+    from headlab.models import resolve
     from headlab.viewer.data import capture_maps, text_sample
 
     if not isinstance(text, str):
         raise HeadlabError(f"text {text!r}: give one string")
     wanted = head if isinstance(head, Head) else Head.parse(str(head))
-    loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
+    loaded = resolve(model, device=device, dtype=dtype)
     wanted.check(loaded.facts.n_layers, loaded.facts.n_heads)
     sample = text_sample(loaded, text, "text")
     got: dict[str, np.ndarray] = {}

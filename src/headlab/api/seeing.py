@@ -60,12 +60,13 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
 
 @in_callers_words
 def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None = None,
-         texts_file: str | Path | None = None, scale: str = "sqrt", device: str = "cpu", progress: bool = True,
-         out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
+         texts_file: str | Path | None = None, scale: str = "sqrt", device: str = "cpu", dtype: str = "float32",
+         progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
     """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores
     colour the grid), a training run (a checkpoint slider) or a retrieval run (the labelled circuit). ``text``
     (one or several) or ``texts_file`` (one text a line) replace the default texts; ``scale``: sqrt (default;
-    diffuse attention stays visible) or linear (smaller files). With ``out``, writes the page there too.
+    diffuse attention stays visible) or linear (smaller files). ``dtype``: the weights' dtype of a model given
+    by name (a scan folder's model is loaded in its scan's dtype). With ``out``, writes the page there too.
 
     Example:
 
@@ -80,7 +81,7 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
         from headlab.io import claim_file
 
         claim_file(out, overwrite)  # before the work, as the command does
-    data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale)
+    data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale, dtype=dtype)
     page = ViewerPage(data, render(data))
     if out is not None:
         page.save(out, overwrite=True)

@@ -90,7 +90,7 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
 @in_callers_words
 @listed("models", "languages")
 def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = LANGUAGES,
-              n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu",
+              n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu", dtype: str = "float32",
               out: str | Path | None = "runs/languages", overwrite: bool = False) -> list[LanguagesResult]:
     """Per model and language (the first is the reference): every head's mass on ``/`` in the slash stimulus
     suite with its interval, the strict rule's SDHs, and whether the reference's top head stays on top. With
@@ -102,10 +102,11 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
         r.to_pandas()[["language", "sdh", "reference_top_rank", "spearman"]]
     """
     from headlab.io import write_text_atomic
-    from headlab.models.loader import check_source
+    from headlab.models.loader import check_source, torch_dtype
     from headlab.study.claims import folder_names
     from headlab.study.languages import by_language
 
+    torch_dtype(dtype)
     for m in models:  # every model is checked before the first is measured
         if not isinstance(m, LoadedModel):
             check_source(m)
@@ -114,7 +115,7 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
         parts = ["# `/` heads across languages (slash stimulus suite)", ""]
         for m, name in zip(models, folder_names(models)):
             print(f"measuring {m if isinstance(m, str) else m.name}", file=sys.stderr)
-            r = by_language(m, languages, n=n, seed=seed, batch_size=batch_size, device=device)
+            r = by_language(m, languages, n=n, seed=seed, batch_size=batch_size, device=device, dtype=dtype)
             results.append(r)
             parts.append(r.markdown())
             if folder is not None:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import torch
 
 from headlab.attention.routes import choose
 from headlab.census.accumulator import Census
@@ -51,8 +50,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     """
     with recorded() as said:  # skipped inputs, repaired checkpoints, caveats: the result records them
         s = settings.replace(**options) if options else settings
-        loaded = model if isinstance(model, LoadedModel) else load(model, device=device,
-                                                                   dtype=getattr(torch, settings.dtype))
+        loaded = model if isinstance(model, LoadedModel) else load(model, device=device, dtype=s.dtype)
         plan = _plan(loaded, s, texts, corpus, per_sample)
         w = world()
         census = Census((loaded.facts.n_layers, loaded.facts.n_heads), s.threshold, s.consecutive)

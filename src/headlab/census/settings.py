@@ -17,11 +17,10 @@ from headlab.census.stats import SDH
 from headlab.corpus.records import ID_FIELD
 from headlab.detectors import DEFAULT_DETECTORS, Detector
 from headlab.errors import HeadlabError
+from headlab.models.loader import DTYPES
 from headlab.values import Settings
 
 FILTERS = ("any", "with-target", "without-target")
-#: the weights' dtype when the scan loads the model (scores are accumulated in float32 whatever it is)
-DTYPES = ("float32", "bfloat16", "float16")
 QUERIES = ("can-see", "all")
 #: scans of more samples than this checkpoint every :data:`CHECKPOINT_EVERY` samples unless told otherwise
 CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048

@@ -8,7 +8,6 @@ import sys
 
 from headlab.api import census
 from headlab.attention.routes import DEFAULT_BLOCK_MB
-from headlab.census.settings import DTYPES
 from headlab.census.stats import SDH
 from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option, real_in
 
@@ -56,7 +55,6 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                    help="write the merged statistics every N samples into --out (default: 2048 for scans of more "
                         "than 4096 samples, else never; 0: never)")
     p.add_argument("--id-field", metavar="FIELD")
-    p.add_argument("--dtype", choices=DTYPES, help="the weights' dtype (scores are accumulated in float32)")
     p.add_argument("--resume", action="store_true", help="continue the scan from the checkpoint in --out")
     p.add_argument("--per-sample", default=None, metavar="FILE.parquet",
                    help="also write one row of scores per sample (columns: docs/scan.md)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from headlab import monitor
-from headlab.cli.options import at_least, bind, call, list_option, real_in
+from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
 from headlab.monitor.settings import MIN_REFERENCE
 
 
@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--per-detector", type=at_least(1), help="heads per detector in a fingerprint")
     f.add_argument("--fpr", type=real_in(0, 0.5, open_lo=True), help="share of reference documents flagged")
     _shared(f)
+    dtype_option(f)
     bind(f, monitor.fit, _cmd_fit)
     c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
     c.add_argument("profile", help="a folder written by headlab monitor fit")
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--max-samples", type=at_least(MIN_REFERENCE), default=3000, help="reference samples (default 3000)")
     e.add_argument("--kind-samples", type=at_least(1), default=200, help="samples per kind (default 200)")
     _shared(e)
+    dtype_option(e)
     bind(e, monitor.evaluate, _cmd_evaluate)
 
 

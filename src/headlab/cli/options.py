@@ -120,9 +120,17 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
     if batch:
         p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    dtype_option(p)
     p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")
+
+
+def dtype_option(p: argparse.ArgumentParser) -> None:
+    """``--dtype`` of every command that loads a model (its default comes from the twin's ``dtype=``)."""
+    from headlab.models.loader import DTYPES
+
+    p.add_argument("--dtype", choices=DTYPES)
 
 
 def default_out(a: argparse.Namespace, kind: str) -> str:
@@ -135,6 +143,7 @@ SHARED_HELP = {
     "seed": "random seed (sample order, draws)",
     "batch_size": "samples per forward pass",
     "device": "cpu, cuda, cuda:N or auto",
+    "dtype": "the weights' dtype (scores and statistics are accumulated in float32)",
     "model": "a named model (headlab models list), a Hugging Face model directory or hub id, a .gguf file, or a "
              "headlab train run folder",
     "models": "models as for `headlab scan` (named, directories, hub ids, run folders)",

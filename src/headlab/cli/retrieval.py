@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from headlab import retrieval
-from headlab.cli.options import at_least, bind, call, list_option, real_in
+from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
 from headlab.retrieval.grid import DEFAULT_GRID
 from headlab.retrieval.task import FORMS
 from headlab.retrieval.training import CURRICULA
@@ -86,6 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--continuation", type=at_least(0), default=8,
                    help="greedy continuation tokens for the outcome-classified scoring (default 8; 0 = off)")
     e.add_argument("--device", default="cpu")
+    dtype_option(e)
     e.add_argument("--out", default=None, help="folder for eval_llm.json and eval_llm.png (default: not written)")
     e.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     e.add_argument("--no-progress", action="store_true")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from headlab.api import seeing
-from headlab.cli.options import bind, call
+from headlab.cli.options import bind, call, dtype_option
 from headlab.viewer.codec import SCALES
 
 
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                         "time, console errors and network requests")
     v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
     v.add_argument("--device", default="cpu")
+    dtype_option(v)
     v.add_argument("--no-progress", action="store_true")
     bind(v, seeing.view, _cmd_view)
 

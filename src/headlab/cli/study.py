@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import at_least, bind, call, list_option, real_in
+from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -109,6 +109,7 @@ def _add_languages(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu")
+    dtype_option(p)
     p.add_argument("--out", default="runs/languages", help="output folder (default runs/languages)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.languages, _cmd_languages)

@@ -5,8 +5,8 @@ from headlab.models.cache import cache_dir
 from headlab.models.commands import check, families, verify
 from headlab.models.commands import list_ as list
 from headlab.models.loaded import LoadedModel, ModelFacts, read_facts
-from headlab.models.loader import load
+from headlab.models.loader import DTYPES, load, resolve
 from headlab.models.registry import NAMED_MODELS, NamedModel, install
 
-__all__ = ["LoadedModel", "ModelFacts", "NAMED_MODELS", "NamedModel", "cache_dir", "check", "families", "install",
-           "list", "load", "read_facts", "verify"]
+__all__ = ["DTYPES", "LoadedModel", "ModelFacts", "NAMED_MODELS", "NamedModel", "cache_dir", "check", "families",
+           "install", "list", "load", "read_facts", "resolve", "verify"]

@@ -29,6 +29,23 @@ class FolderKind:
 
 FOLDER_KINDS: dict[str, FolderKind] = {}
 
+#: the dtypes a model's weights can be loaded in, by name (every command's ``--dtype``, every twin's ``dtype=``)
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def torch_dtype(dtype: Any) -> Any:
+    """``dtype`` (a name of :data:`DTYPES`, a torch dtype, or None for float32) as a torch dtype; any other value
+    is refused in one line that lists the choices."""
+    import torch
+
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise HeadlabError(f"--dtype {dtype!r}: choose {', '.join(DTYPES)}")
+    return getattr(torch, dtype)
+
 
 def register_folder_kind(kind: FolderKind) -> FolderKind:
     if kind.name in FOLDER_KINDS:
@@ -53,13 +70,12 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
             (its final weights; it has its language-model head whatever ``lm_head`` says).
         lm_head: load the language-modelling head as well (``AutoModelForCausalLM`` / ``AutoModelForMaskedLM``).
             Attention analyses do not need it; for Gemma3 it triples the forward time.
-        dtype: torch dtype of the weights; default float32.
+        dtype: the weights' dtype, a name of :data:`DTYPES` or a torch dtype; default float32.
         device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"``, ... or ``"auto"`` (CUDA when available).
 
     The model is in eval mode with eager attention, so attention probabilities exist.
     """
-    import torch
-
+    dtype = torch_dtype(dtype)  # refused before any weight is read
     name = str(name_or_path)
     spec = NAMED_MODELS.get(name)
     if spec is not None:
@@ -73,12 +89,12 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
         folder = Path(name).expanduser()
         kind.check(folder)
         loaded = kind.load(folder)
-        loaded.model.to(_device(device))
+        loaded.model.to(device=_device(device), dtype=dtype)
         return replace(loaded, name=str(folder))
     else:
         path = _resolve_path(name)  # type: ignore[assignment]
     try:
-        model, tokenizer = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype or torch.float32)
+        model, tokenizer = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype)
     except HeadlabError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as exc:
@@ -94,6 +110,14 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     model.to(_device(device)).eval()
     facts = read_facts(model, tokenizer)
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path), adapter=adapter)
+
+
+def resolve(model: "str | os.PathLike[str] | LoadedModel", *, device: str = "cpu", dtype: Any = None,
+            lm_head: bool = False) -> LoadedModel:
+    """``model`` itself when it is loaded already (its device and dtype are its own), else :func:`load` of it.
+    A bad ``dtype`` is refused either way: the caller asked for something that will not happen."""
+    torch_dtype(dtype)
+    return model if isinstance(model, LoadedModel) else load(model, lm_head=lm_head, dtype=dtype, device=device)
 
 
 def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:

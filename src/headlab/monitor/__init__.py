@@ -31,8 +31,8 @@ from headlab.values import listed
 def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
         per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr, seed: int = MONITOR.seed,
         batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length,
-        id_field: str | None = MONITOR.id_field, device: str = "cpu", progress: bool = True,
-        out: str | Path | None = None, overwrite: bool = False) -> Profile:
+        id_field: str | None = MONITOR.id_field, device: str = "cpu", dtype: str = MONITOR.dtype,
+        progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> Profile:
     """Scan the reference ``corpus`` (up to ``max_samples`` windows), choose the features (each census
     detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
     to flag ``fpr`` of held-out reference documents. With ``out``, writes ``profile.json`` there.
@@ -46,7 +46,7 @@ def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int 
 
     settings = MonitorSettings(corpus=corpus, max_samples=max_samples, per_detector=per_detector,  # type: ignore[arg-type]
                                fpr=fpr, seed=seed, batch_size=batch_size, max_length=max_length,
-                               id_field=id_field)
+                               id_field=id_field, dtype=dtype)
     check_corpus(settings.corpus, settings.id_field)
     with saving(out, ["profile.json"], overwrite) as folder:
         prof = _fit(model, settings, progress, device)
@@ -57,7 +57,7 @@ def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int 
 
 def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
     with scanned(model, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
-                 device, id_field=st.id_field) as (path, r):
+                 device, id_field=st.id_field, dtype=st.dtype) as (path, r):
         features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
     record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
@@ -74,7 +74,8 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
           checkpoint_every: int = CHECKPOINT_EVERY, device: str = "cpu", progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` (or its first ``max_samples`` windows; 0: all) against the profile
-    (a :class:`Profile` or the folder of ``monitor fit``); returns the summary and one record per document
+    (a :class:`Profile` or the folder of ``monitor fit``; a model given by name is loaded in the profile's dtype);
+    returns the summary and one record per document
     (score, flag, its most deviating features explained); a JSONL record is a document, named by ``id_field``,
     and the rows follow the input's order. With ``out``, writes ``monitor.md``, ``monitor.jsonl``,
     ``monitor.parquet``, ``check.json`` and ``scores.png`` there. ``write_filtered``: a JSONL file of the
@@ -124,8 +125,8 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
 @listed("reference", "kinds")
 def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
              max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,
-             id_field: str | None = MONITOR.id_field,
-             device: str = "cpu", progress: bool = True, out: str | Path = "runs/monitor-evaluate",
+             id_field: str | None = MONITOR.id_field, device: str = "cpu", dtype: str = MONITOR.dtype,
+             progress: bool = True, out: str | Path = "runs/monitor-evaluate",
              overwrite: bool = False) -> Any:
     """AUROC of the monitor against attention-free baselines (character classes, the Gopher and C4 rules, an
     n-gram perplexity of the reference and, for decoders, the model's own loss), per kind of structure (default:
@@ -150,7 +151,7 @@ def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequenc
         assert folder is not None
         r = run(model, reference, chosen, max_samples=max_samples, kind_samples=kind_samples, seed=seed,
                 batch_size=batch_size, progress=progress, device=device, figure=folder / "calibration.png",
-                id_field=id_field)
+                id_field=id_field, dtype=dtype)
         r["skipped_kinds"] = [k for k in KINDS if k not in chosen]  # not installed here, said on stderr
         write_json_atomic(folder / "evaluate.json", r)
         write_text_atomic(folder / "evaluate.md", markdown(r))

@@ -40,7 +40,16 @@ def _profile(profile: Profile | str | Path, model: Any) -> Profile:
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
         raise HeadlabError(f"the profile was fitted on {prof.model}, not {given}: check with the profile's own model "
                            "(leave model= out) or fit a profile for this one")
+    want, weights = prof.settings.get("dtype", "float32"), _dtype(model)
+    if weights is not None and weights != want:  # every head's numbers would move with the rounding
+        raise HeadlabError(f"the profile was fitted in {want}, the model given is {weights}: give the model in {want} "
+                           "or leave model= out")
     return prof
+
+
+def _dtype(model: Any) -> str | None:
+    params = getattr(getattr(model, "model", None), "parameters", None)
+    return None if params is None else str(next(params()).dtype).removeprefix("torch.")
 
 
 def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
@@ -53,7 +62,8 @@ def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | 
     prof = _profile(profile, model)
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
-                 device, detectors, id_field, work=work, resume=resume, checkpoint_every=every) as (path, _):
+                 device, detectors, id_field, work=work, resume=resume, checkpoint_every=every,
+                 dtype=prof.settings.get("dtype", "float32")) as (path, _):
         found = fingerprints(path, prof.features) if w.main else None
     if found is None:
         return w.all_gather(None)[0], []

@@ -138,10 +138,10 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
              kind_samples: int = 200, per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr,
              seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
              progress: bool = True, device: str = "cpu", figure: Path | None = None,
-             id_field: str | None = MONITOR.id_field) -> dict[str, Any]:
-    from headlab.models import load
+             id_field: str | None = MONITOR.id_field, dtype: str = MONITOR.dtype) -> dict[str, Any]:
+    from headlab.models import resolve
 
-    loaded = model if not isinstance(model, str) else load(model, lm_head=True, device=device)
+    loaded = resolve(model, device=device, dtype=dtype, lm_head=True)
     scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS, id_field)
     with scanned(loaded, reference, max_samples, *scan_args) as (path, _):
         scorer = _Scorer(loaded, choose_features(column_means(path), per_detector), id_field)
@@ -174,7 +174,8 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
             kmats["heads-forest"] = kmats["heads"]
             table[kind] = kind_row(scorers, neg, kmats, baseline_names, nrng)
     calib = calibration_curve(scorers["heads"], neg["heads"], figure, loaded.name)
-    return {"model": loaded.name, "reference": list(reference), "fpr": fpr, "features": len(scorer.features),
+    return {"model": loaded.name, "dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
+            "reference": list(reference), "fpr": fpr, "features": len(scorer.features),
             "detectors": list(MONITOR_DETECTORS), "reference_documents": len(docs),
             "fitted_documents": scorers["heads"].n_fit, "calibration_documents": scorers["heads"].n_calibration,
             "fresh_documents": int(fresh.sum()), "calibration": calib, "baselines": baseline_names,

@@ -32,7 +32,7 @@ BATCH_ROWS = 4096
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
             progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS,
             id_field: str | None = ID_FIELD, *, work: Path | None = None, resume: bool = False,
-            checkpoint_every: int | None = None) -> Iterator[tuple[Path, Any]]:
+            checkpoint_every: int | None = None, dtype: str = "float32") -> Iterator[tuple[Path, Any]]:
     """A per-sample scan of ``corpus``: the Parquet path and the scan result. Without ``work`` it lives in a
     temporary folder removed on exit; with ``work`` the scan checkpoints there every ``checkpoint_every``
     samples and ``resume`` continues it (the caller removes ``work`` once its result is written)."""
@@ -49,7 +49,7 @@ def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batc
         rows = folder / "rows.parquet"
         r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
                  batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows,
-                 id_field=id_field, **kept)
+                 id_field=id_field, dtype=dtype, **kept)
         # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
         r.stop_if_interrupted("the monitor" if work is None else f"the monitor (finish it with --resume; {work} "
                               "holds its checkpoint)")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from headlab.corpus.records import ID_FIELD
+from headlab.models.loader import DTYPES
 from headlab.values import Settings
 
 #: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
@@ -25,10 +26,12 @@ class MonitorSettings(Settings):
     """The reference ``corpus`` (up to ``max_samples`` windows of ``max_length`` tokens, drawn with ``seed``),
     the features (each census detector's top ``per_detector`` heads, and every head's entropy), the
     calibrated false-positive rate ``fpr`` on held-out reference documents, ``batch_size``, and ``id_field``, the
-    JSONL field that names a record (every record is a document)."""
+    JSONL field that names a record (every record is a document), and the ``dtype`` the model's weights are
+    loaded in (a profile's features are its heads' numbers in that dtype, so ``check`` loads the model in it)."""
 
     FAMILY: ClassVar[str] = "monitor"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
+    CHOICES: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {"dtype": ("dtype", DTYPES)}
 
     corpus: tuple[str, ...] = ("wiki",)
     max_samples: int = 2000
@@ -38,6 +41,7 @@ class MonitorSettings(Settings):
     batch_size: int = 8
     max_length: int = 128
     id_field: str | None = ID_FIELD
+    dtype: str = "float32"
 
     def more_problems(self) -> list[str]:
         out = [] if self.corpus else ["--corpus: give at least one reference source"]

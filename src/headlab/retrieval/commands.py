@@ -184,8 +184,8 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
 @in_callers_words
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500, shots: int = 0,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), seed: int = 0,
-             batch_size: int = 8, continuation: int = 8, device: str = "cpu", progress: bool = True,
-             out: str | Path | None = None, overwrite: bool = False) -> EvalLLMResult:
+             batch_size: int = 8, continuation: int = 8, device: str = "cpu", dtype: str = "float32",
+             progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> EvalLLMResult:
     """Accuracy of a pretrained causal LM on the text forms by chain depth (``n`` questions per cell,
     ``shots`` solved examples in the prompt), with Wilson 95% intervals; ``continuation`` > 0 also classifies a
     greedy continuation of that many tokens (answer, distractor, hop, other name, format). With ``out``,
@@ -203,7 +203,7 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
     held = writing(out, [EvalLLMResult.KIND, "eval_llm.png"], overwrite) if out is not None else nullcontext(None)
     with held as folder:  # claimed and locked before the model is read: no result is lost to a late refusal
         r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
-                progress=progress, device=device, continuation=continuation)
+                progress=progress, device=device, dtype=dtype, continuation=continuation)
         if folder is not None:
             r.write(folder)
             plot_eval(r, folder / "eval_llm.png")

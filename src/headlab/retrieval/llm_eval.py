@@ -137,12 +137,12 @@ class EvalLLMResult(Result):
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
              n_distractors: int = 2, seed: int = 0, batch_size: int = 8, progress: bool = True,
-             device: str = "cpu", continuation: int = 8) -> EvalLLMResult:
+             device: str = "cpu", continuation: int = 8, dtype: str = "float32") -> EvalLLMResult:
     """Accuracy per form and depth by the first-token rule and, unless ``continuation`` is 0, by greedy
     continuations of up to ``continuation`` tokens classified by :mod:`.llm_continuation`."""
     from headlab.ablation.metrics import load_for_metric
 
-    loaded = load_for_metric(model, device)
+    loaded = load_for_metric(model, device, dtype)
     if not loaded.facts.causal:
         raise HeadlabError(f"{loaded.name} is not a causal language model")
     tok = loaded.tokenizer

@@ -25,7 +25,7 @@ from headlab.display import flat
 from headlab.head import Head
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
-from headlab.models import LoadedModel, load
+from headlab.models import LoadedModel, resolve
 from headlab.probes import contexts, controls, positions, to_samples
 from headlab.probes.templates import CONTROL_SYMBOLS
 from headlab.progress import bar as progress_bar
@@ -201,12 +201,12 @@ CHARACTERIZE = CharacterizeSettings()
 
 
 def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHARACTERIZE, *, progress: bool = True,
-                 device: str = "cpu") -> CharacterizeResult:
+                 device: str = "cpu", dtype: str = "float32") -> CharacterizeResult:
     """Characterize every head of ``model`` with the constructed suites (``settings.n`` base items each)."""
     st = settings
     n, seed, batch_size, words, symbols = st.n, st.seed, st.batch_size, st.words, st.symbols
     threshold, consecutive, top, kappa, rope_samples = st.threshold, st.consecutive, st.top, st.kappa, st.rope_samples
-    loaded = model if isinstance(model, LoadedModel) else load(model, device=device)
+    loaded = resolve(model, device=device, dtype=dtype)
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     suites = {
         "controls": controls(n, seed, symbols),

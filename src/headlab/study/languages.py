@@ -21,7 +21,7 @@ from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
-from headlab.models import LoadedModel, load
+from headlab.models import LoadedModel, resolve
 from headlab.probes.suites import slash
 from headlab.probes.templates import TEMPLATES
 from headlab.result import Result
@@ -97,12 +97,12 @@ def check_languages(languages: Sequence[str]) -> None:
 
 def by_language(model: str | LoadedModel, languages: Sequence[str] = LANGUAGES, *, n: int = 40, seed: int = 0,
                 top: int = 3, threshold: float = SDH.threshold, consecutive: int = SDH.consecutive, batch_size: int = 8,
-                device: str = "cpu") -> LanguagesResult:
+                device: str = "cpu", dtype: str = "float32") -> LanguagesResult:
     """Measure ``model`` on the slash suite of each language; the first language is the reference."""
     from scipy.stats import spearmanr
 
     check_languages(languages)
-    lm = model if isinstance(model, LoadedModel) else load(model, device=device)
+    lm = resolve(model, device=device, dtype=dtype)
     L, H = lm.facts.n_layers, lm.facts.n_heads
     masses = {}
     for lang in languages:

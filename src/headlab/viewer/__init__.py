@@ -19,10 +19,12 @@ from headlab.viewer.sources import from_model, from_retrieval, from_scan, from_t
 
 
 def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
-          progress: bool = True, scale: str = "sqrt") -> ViewData:
-    """The page's data for ``source``; ``texts`` are ``(name, text)`` pairs shown instead of the defaults
-    (not used for retrieval runs, whose inputs are task examples); ``scale``: map quantization, ``sqrt``
-    (default: diffuse attention stays visible) or ``linear`` (about 5x smaller files on long inputs)."""
+          progress: bool = True, scale: str = "sqrt", dtype: str = "float32") -> ViewData:
+    """The page's data for ``source``; ``texts`` are ``(name, text)`` pairs shown instead of the defaults (not
+    used for retrieval runs, whose inputs are task examples); ``scale``: map quantization, ``sqrt`` (default:
+    diffuse attention stays visible) or ``linear`` (about 5x smaller files on long inputs); ``dtype``: the
+    weights' dtype of a model given by name (a scan folder's model is loaded in its scan's dtype, a training
+    run's in its own)."""
     if scale not in SCALES:
         raise HeadlabError(f"unknown scale {scale!r}; known: {', '.join(SCALES)}")
     if isinstance(source, LoadedModel):  # already loaded (a notebook's model object)
@@ -34,13 +36,13 @@ def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] |
         return from_training(Path(source), texts, progress, scale)
     if kind == "scan":
         return from_scan(Path(source), texts, device, progress, scale)
-    return from_model(str(source), texts, None, device, progress, scale)
+    return from_model(str(source), texts, None, device, progress, scale, dtype)
 
 
 def view(source: str | Path, out: str | Path, texts: Sequence[tuple[str, str]] | None = None, *,
-         device: str = "cpu", progress: bool = True, scale: str = "sqrt") -> Path:
+         device: str = "cpu", progress: bool = True, scale: str = "sqrt", dtype: str = "float32") -> Path:
     """Write the viewer page for ``source`` to ``out`` and return its path."""
-    return write_html(build(source, texts, device=device, progress=progress, scale=scale), out)
+    return write_html(build(source, texts, device=device, progress=progress, scale=scale, dtype=dtype), out)
 
 
 __all__ = ["ViewData", "ViewSample", "build", "dequantize", "from_model", "from_retrieval", "from_scan",

@@ -72,13 +72,14 @@ def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.nd
 
 def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | None,
                scan_json: dict[str, Any] | None = None, device: str = "cpu", progress: bool = True,
-               scale: str = "sqrt") -> ViewData:
-    """A pretrained model: maps on ``texts`` (default: :func:`default_texts`), scores from ``scan_json`` when
-    given (a corpus scan), else from a scan of the shown texts themselves."""
+               scale: str = "sqrt", dtype: str = "float32") -> ViewData:
+    """A pretrained model (loaded in ``dtype`` when given by name): maps on ``texts`` (default:
+    :func:`default_texts`), scores from ``scan_json`` when given (a corpus scan), else from a scan of the shown
+    texts themselves."""
     from headlab.census.scanner import scan
-    from headlab.models import load
+    from headlab.models import resolve
 
-    loaded = source if isinstance(source, LoadedModel) else load(source, device=device)
+    loaded = resolve(source, device=device, dtype=dtype)
     texts = list(texts) if texts else default_texts(loaded)
     samples = [text_sample(loaded, t, name) for name, t in texts]
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
@@ -113,8 +114,9 @@ def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str
               progress: bool = True, scale: str = "sqrt") -> ViewData:
     from headlab.census.result import ScanResult
 
-    scan_json = ScanResult.read(folder).to_json()
-    return from_model(scan_json["model"], texts, scan_json, device, progress, scale)
+    scan_json = ScanResult.read(folder).to_json()  # its maps in the dtype its scores were measured in
+    return from_model(scan_json["model"], texts, scan_json, device, progress, scale,
+                      scan_json["settings"].get("dtype", "float32"))
 
 
 def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: bool = True,
