@@ -78,5 +78,5 @@ def test_smollm2_scan_at_8192_tokens_of_real_documentation(tmp_path):
     j = json.loads((out / "scan.json").read_text())
     assert j["settings"]["route"] == "fused" and j["settings"]["window"] == 8192
     assert j["n_samples"] == 1 and 8000 <= j["n_tokens"] <= 8192
-    prev = [h["scores"]["previous_token"] for h in j["heads"]]
+    prev = [h["scores"]["previous-token"] for h in j["heads"]]
     assert all(0 <= p <= 1 for p in prev) and max(prev) > 0.3  # real previous-token heads exist at 8k

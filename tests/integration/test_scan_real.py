@@ -23,8 +23,8 @@ def test_scan_result_schema_and_sdh_rule():
     assert {"model", "n_layers", "n_heads", "n_samples", "n_tokens", "settings", "sdh_share", "heads"} <= set(j)
     assert len(j["heads"]) == 72
     h = j["heads"][0]
-    assert {"token", "token_std", "token_frac_above", "offset", "offset_delta", "previous_token",
-            "duplicate_token", "induction", "sink"} <= set(h["scores"])
+    assert {"token", "token_std", "token_frac_above", "offset", "offset_delta", "previous-token",
+            "duplicate-token", "induction", "sink"} <= set(h["scores"])
     # the SDH flag is exactly "max run of samples above θ reaches k"
     for head in j["heads"]:
         assert head["sdh"] == (head["scores"]["token_max_run"] >= 3)

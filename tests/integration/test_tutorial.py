@@ -65,7 +65,7 @@ def test_tutorial_notebook_runs_and_shows_results(tmp_path: Path, monkeypatch: p
     census = by_source["census"]
     assert "<table>" in census["text/html"] and "<td>token</td>" in census["text/html"]
     assert "minilm-l6: 6x12 heads, 64 samples (64 with target)" in census["text/html"]
-    top5 = by_source['heads.nlargest(5, "token")[["head", "layer", "index", "token", "previous_token", "sink", "sdh"]]']
+    top5 = by_source['heads.nlargest(5, "token")[["head", "layer", "index", "token", "previous-token", "sink", "sdh"]]']
     assert top5["text/html"].count("</tr>") == 6  # header and five heads
     characterized = by_source["ch"]["text/html"]
     assert "<table>" in characterized and "Top 10 heads by mass on <code>/</code>" in characterized

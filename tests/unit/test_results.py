@@ -115,6 +115,29 @@ def test_a_committed_scan_reads_strictly() -> None:
         ScanResult.from_json({k: v for k, v in d.items() if k != "heads"})
 
 
+def test_a_score_is_named_by_its_detector_and_the_old_spelling_still_reads(tmp_path) -> None:
+    """One name per score (``previous-token`` in scan.json, heads.csv, ``to_pandas()`` and ``means``); a
+    committed scan.json written with ``previous_token`` reads to the same numbers."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from headlab.census.result import ScanResult
+
+    folder = Path(__file__).parents[2] / "results/study/claims/minilm-l6"
+    old = json.loads((folder / "scan.json").read_text())
+    assert "previous_token" in old["heads"][0]["scores"]
+    r = ScanResult.read(folder)
+    assert [h["scores"]["previous_token"] for h in old["heads"]] == list(r.means["previous-token"].ravel())
+    new = r.to_json()["heads"][0]["scores"]
+    assert {"previous-token", "duplicate-token"} <= set(new) and not {"previous_token", "duplicate_token"} & set(new)
+    r.write(tmp_path / "again")
+    header = (tmp_path / "again" / "heads.csv").read_text().splitlines()[0].split(",")
+    assert "previous-token" in header and "previous-token" in r.to_pandas().columns
+    again = ScanResult.read(tmp_path / "again")
+    np.testing.assert_array_equal(again.means["previous-token"], r.means["previous-token"])
+
+
 def test_an_interrupted_scan_stops_its_consumers(tmp_path) -> None:
     from pathlib import Path
 

@@ -15,8 +15,10 @@ from headlab.result import Result, per_head
 
 #: patterns that can explain a head's `/` mass (a previous-token head puts mass on whatever precedes it)
 EXPLAINING = ("previous-token", "sink", "duplicate-token", "induction")
+#: a detector's score is named by the detector (``previous-token``), in scan.json, heads.csv, ``to_pandas()`` and
+#: the per-sample columns alike; ``token_std`` and the other ``_`` names are statistics derived from a score
 SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
-              "previous_token", "duplicate_token", "induction", "sink", "entropy")
+              "previous-token", "duplicate-token", "induction", "sink", "entropy")
 
 
 @dataclass
@@ -54,7 +56,6 @@ class ScanResult(Result):
     def head_scores(self, layer: int, head: int) -> dict[str, Any]:
         s: dict[str, Any] = {}
         for name, mean in self.means.items():
-            key = name.replace("-", "_")
             if name == "offset":
                 by_delta = mean[layer, head]
                 best = int(np.nanargmax(by_delta)) if not np.all(np.isnan(by_delta)) else None
@@ -62,7 +63,7 @@ class ScanResult(Result):
                 s["offset_delta"] = best
                 s["offset_by_delta"] = [float(x) for x in by_delta]
             else:
-                s[key] = float(mean[layer, head])
+                s[name] = float(mean[layer, head])
         if "token" in self.means:
             s["token_std"] = float(self.stds["token"][layer, head])
             s["token_frac_above"] = (
@@ -112,7 +113,7 @@ class ScanResult(Result):
             if key in derived:
                 continue
             get = (lambda h: h["scores"]["offset_by_delta"]) if key == "offset" else (lambda h, k=key: h["scores"][k])
-            means[key.replace("_", "-")] = per_head(heads, L, H, get)
+            means[key.replace("_", "-")] = per_head(heads, L, H, get)  # older scan.json files say previous_token
         has_token = "token" in means
         frac = per_head(heads, L, H, lambda h: h["scores"]["token_frac_above"]) if has_token else None
         runs = per_head(heads, L, H, lambda h: h["scores"]["token_max_run"]) if has_token else None

@@ -70,7 +70,7 @@ def _f(v: Any, nd: int = 3) -> str:
 def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = ScanResult.read(folder).to_json()
     L, H = d["n_layers"], d["n_heads"]
-    keys = [k for k in ("token", "offset", "previous_token", "induction", "sink") if k in d["heads"][0]["scores"]]
+    keys = [k for k in ("token", "offset", "previous-token", "induction", "sink") if k in d["heads"][0]["scores"]]
     arrays = {k: np.full((L, H), np.nan) for k in keys}
     sdh = np.zeros((L, H), bool)
     for h in d["heads"]:
@@ -78,7 +78,7 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
         for k in keys:
             v = h["scores"].get(k)
             arrays[k][h["layer"], h["head"]] = np.nan if v is None else v
-    names = {"token": "'/' mass (token)", "offset": "SlashScore(Δ) best Δ", "previous_token": "previous-token",
+    names = {"token": "'/' mass (token)", "offset": "SlashScore(Δ) best Δ", "previous-token": "previous-token",
              "induction": "induction", "sink": "sink (first token)"}
     fig = figures.head_heatmaps({names[k]: arrays[k] for k in keys}, sdh, f"{d['model']}: head scores, "
                                 f"{d['n_samples']} corpus samples", figdir / f"{tag}-scan_heatmaps.png",

@@ -21,7 +21,7 @@ from headlab.viewer.data import ViewData, ViewSample, make_sample, store_maps, t
 #: grid scores taken from a scan's per-head scores, in this order
 #: the probe metrics (headlab.probes.scoring) the viewer shows for a model's own texts
 SHOWN_METRICS = ("slash_mass", "offset", "previous-token", "sink")
-SCAN_SCORES = ("token", "token_frac_above", "offset", "previous_token", "duplicate_token", "induction", "sink")
+SCAN_SCORES = ("token", "token_frac_above", "offset", "previous-token", "duplicate-token", "induction", "sink")
 
 
 def kind_of(source: str | Path) -> str:
