@@ -15,7 +15,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+)((?: [^\s>]+)*) -->\n)(.*?)(<!-- end: \2 -->)", re.S)
@@ -149,6 +149,52 @@ def result_kinds(root: Path, up: str) -> str:
         lines.append(f"| `{kind}` | `{cls.__module__}.{cls.__qualname__}` | {keys} | "
                      f"{', '.join(f'`{c}`' for c in cls.COMPANIONS) or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+#: what the few parameters with no command-line option are (every other meaning is the option's --help)
+PYTHON_ONLY = {
+    "progress": "show progress bars (the command line's `--no-progress` turns them off)",
+    "texts": "texts to scan instead of a corpus (each is a document)",
+    "max_length": "window length in tokens",
+    "model": "the model the profile was fitted on, already loaded or by name; None loads the profile's own",
+}
+
+
+@generator("parameters")
+def parameters(root: Path, up: str, twin: str) -> str:
+    """The parameter table of a command's Python twin (``headlab.monitor.fit``): each keyword, its default, the
+    command-line option it answers to, and what it is, in the words of that option's help."""
+    import importlib
+    import inspect
+
+    from headlab.cli import build_parser
+
+    module, _, attr = twin.rpartition(".")
+    fn = getattr(importlib.import_module(module), attr)
+    leaf = next((p for p in _leaves(build_parser()) if p.get_default("api") is fn), None)
+    if leaf is None:
+        raise ValueError(f"{twin} is the twin of no command")
+    actions = {a.dest: a for a in leaf._actions}
+    lines = ["| parameter | default | command line | what it is |", "|---|---|---|---|"]
+    for name, prm in inspect.signature(fn).parameters.items():
+        action = actions.get("no_progress" if name == "progress" else name)
+        help_ = PYTHON_ONLY.get(name) if action is None or name == "progress" else action.help
+        if not help_:
+            raise ValueError(f"{twin}: parameter {name!r} has no option help and no PYTHON_ONLY entry")
+        shown = " ".join(map(str, prm.default)) if isinstance(prm.default, (list, tuple)) else prm.default
+        help_ = help_.removesuffix(f" (default: {shown})").replace("%%", "%")  # the default has its column
+        flag = "-" if action is None else (action.option_strings[-1] if action.option_strings else name.upper())
+        default = "required" if prm.default is prm.empty else f"`{prm.default!r}`"
+        lines.append(f"| `{name}` | {default} | `{flag}` | {help_.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _leaves(p: Any) -> list[Any]:
+    """Every command's own parser under ``p`` (``monitor fit``, not ``monitor``)."""
+    import argparse
+
+    subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    return [leaf for a in subs for sub in a.choices.values() for leaf in _leaves(sub)] if subs else [p]
 
 
 def render(text: str, up: str, root: Path = ROOT) -> str:

@@ -85,6 +85,15 @@ def test_every_command_that_loads_a_model_takes_its_dtype() -> None:
     assert "dtype" in inspect.signature(headlab.pattern).parameters
 
 
+def test_every_twin_has_its_parameter_table_on_the_api_pages() -> None:
+    """Rendered from the signature and the command's --help (docsite/blocks.py; kept current by
+    tests/unit/test_docs_generated.py), under the name users import."""
+    pages = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "api").glob("*.md"))
+    for cmd in TWINS:
+        dotted = "headlab." + cmd.replace(" ", ".").replace("-", "_")
+        assert f"<!-- generated: parameters {dotted} -->" in pages and f"::: {dotted}\n" in pages, cmd
+
+
 def test_the_cli_runs_the_twin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from headlab.cli import main
 
