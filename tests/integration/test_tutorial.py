@@ -54,6 +54,7 @@ def test_tutorial_notebook_runs_and_shows_results(tmp_path: Path, monkeypatch: p
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's work folder (mkdtemp) goes with the test's
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(DOCS / "tutorial.ipynb", as_version=4)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name=_kernel(tmp_path),
