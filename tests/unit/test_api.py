@@ -70,8 +70,7 @@ def test_option_names_and_defaults_are_the_twins(cmd: str) -> None:
 
 #: commands that load a model on a --device but take no --dtype, and why
 OWN_DTYPE = {"train": "builds and trains its own model in float32",
-             "monitor check": "loads the model in the dtype its profile was fitted in",
-             "claims": "a study: each model's saved parts are reused by settings that hold no dtype"}
+             "monitor check": "loads the model in the dtype its profile was fitted in"}
 
 
 def test_every_command_that_loads_a_model_takes_its_dtype() -> None:

@@ -132,6 +132,9 @@ def test_a_saved_part_of_another_model_is_not_reused(tmp_path):
     st = sc.settings
     assert saved_scan(tmp_path, "minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"]) is not None
     assert saved_scan(tmp_path, "b/minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"]) is None
+    # nor one measured in another dtype (a file from before the dtype was recorded counts as float32)
+    assert saved_scan(tmp_path, "minilm-l6", st["corpus"], st["max_samples"], st["seed"], st["filter"],
+                      "bfloat16") is None
 
 
 def test_claim_9_is_reread_from_a_monitor_evaluation_without_remeasuring(tmp_path, capsys) -> None:

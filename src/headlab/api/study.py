@@ -20,7 +20,7 @@ from headlab.values import listed
 def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512,
            corpus: Sequence[str] | None = None, target_filter: str = "any", kappa: float = 0.5, ablate: int = 0,
            monitor_evaluations: str | Path | None = None, seed: int = 0, batch_size: int = 8, device: str = "cpu",
-           progress: bool = True, out: str | Path = "runs/claims", overwrite: bool = False,
+           dtype: str = "float32", progress: bool = True, out: str | Path = "runs/claims", overwrite: bool = False,
            resume: bool = False) -> ClaimsResult:
     """Measure each claim of the slash-dominance write-up on every model: one row per claim, the measured value
     with its 95% interval and a verdict by the printed rule. Scans ``scan_samples`` windows of ``corpus``
@@ -42,7 +42,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         r = run(models, n=n, scan_samples=scan_samples, kappa=kappa, seed=seed, batch_size=batch_size,
                 progress=progress, device=device, on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
                 save_dir=str(folder), ablation_draws=ablate, monitor_dir=monitor_evaluations, corpus=corpus,
-                target_filter=target_filter, resume=resume)
+                target_filter=target_filter, resume=resume, dtype=dtype)
         r.write(folder)  # type: ignore[arg-type]
     return r
 

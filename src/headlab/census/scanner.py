@@ -114,7 +114,7 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         "detectors": {d.name: d.settings() for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
         "batch_size": s.batch_size, "window": window, "stride": sampler.stride,
         "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter,
-        "id_field": s.id_field or None, "dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
+        "id_field": s.id_field or None, "dtype": loaded.dtype,
         "capture": "streaming",
         **choice.settings(), "chunk_mb": s.chunk_mb, "model_facts": loaded.facts.__dict__,
     }

@@ -46,6 +46,7 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu")
+    dtype_option(p)
     p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--resume", action="store_true",

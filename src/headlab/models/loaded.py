@@ -60,6 +60,11 @@ class LoadedModel:
         n = len(self.tokenizer)
         return [t if isinstance(t, str) else "" for t in self.tokenizer.convert_ids_to_tokens(list(range(n)))]
 
+    @property
+    def dtype(self) -> str:
+        """The weights' dtype by name (``float32``, ``bfloat16``, ...), as results record it."""
+        return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+
     @cached_property
     def special_ids(self) -> frozenset[int]:
         return frozenset(int(i) for i in self.tokenizer.all_special_ids if i is not None)

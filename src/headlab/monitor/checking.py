@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, fingerprints, in_input_order, scanned
 from headlab.monitor.profile import Profile
 from headlab.monitor.screening import CheckResult, check_rows, write
@@ -40,16 +41,12 @@ def _profile(profile: Profile | str | Path, model: Any) -> Profile:
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
         raise HeadlabError(f"the profile was fitted on {prof.model}, not {given}: check with the profile's own model "
                            "(leave model= out) or fit a profile for this one")
-    want, weights = prof.settings.get("dtype", "float32"), _dtype(model)
+    want = prof.settings.get("dtype", "float32")
+    weights = model.dtype if isinstance(model, LoadedModel) else None
     if weights is not None and weights != want:  # every head's numbers would move with the rounding
         raise HeadlabError(f"the profile was fitted in {want}, the model given is {weights}: give the model in {want} "
                            "or leave model= out")
     return prof
-
-
-def _dtype(model: Any) -> str | None:
-    params = getattr(getattr(model, "model", None), "parameters", None)
-    return None if params is None else str(next(params()).dtype).removeprefix("torch.")
 
 
 def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,

@@ -174,7 +174,7 @@ def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_
             kmats["heads-forest"] = kmats["heads"]
             table[kind] = kind_row(scorers, neg, kmats, baseline_names, nrng)
     calib = calibration_curve(scorers["heads"], neg["heads"], figure, loaded.name)
-    return {"model": loaded.name, "dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
+    return {"model": loaded.name, "dtype": loaded.dtype,
             "reference": list(reference), "fpr": fpr, "features": len(scorer.features),
             "detectors": list(MONITOR_DETECTORS), "reference_documents": len(docs),
             "fitted_documents": scorers["heads"].n_fit, "calibration_documents": scorers["heads"].n_calibration,

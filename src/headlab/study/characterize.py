@@ -244,7 +244,7 @@ def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHAR
     order = np.argsort(-np.nan_to_num(np.nanmean(slash_m, 0), nan=-1).ravel(), kind="stable")[:top]
     return CharacterizeResult(
         model=loaded.name, n_layers=L, n_heads=H,
-        settings={**st.record(), "detector": "marked (can-see queries)",
+        settings={**st.record(), "dtype": loaded.dtype, "detector": "marked (can-see queries)",
                   "rope_samples": rope_samples if is_rope else 0},
         slash_mass=_triple(*mean_ci(slash_m, seed=seed)), specificity=spec,
         position_curve=curve, position_gaps=[k / words for k in range(1, words)], position_cv=cv,

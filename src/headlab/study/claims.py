@@ -29,7 +29,7 @@ from headlab.display import count
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
-from headlab.models import LoadedModel, load
+from headlab.models import LoadedModel, resolve
 from headlab.result import Result
 from headlab.study.characterize import CHARACTERIZE, DEPTH_BINS, CharacterizeResult, characterize
 from headlab.study.claim_rules import BY_ID, CLAIMS, CONVENTIONS, NO_SDH, RULES, Verdict, verdict_bound, verdict_range
@@ -269,7 +269,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
            on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
            ablation_draws: int = 0, ablation_samples: int = 48,
            monitor_dir: str | Path | None = None, corpus: Sequence[str] | None = None,
-           target_filter: str = "any", resume: bool = False) -> ClaimsResult:
+           target_filter: str = "any", resume: bool = False, dtype: str = "float32") -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
     With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
@@ -283,8 +283,9 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     with the same settings (:mod:`headlab.study.claims_parts`). Claim 8 ablates at most half of a layer's
     heads (the ones with most `/` mass), so that every layer has a matched control; the rest are named."""
     from headlab.corpus import documents
-    from headlab.models.loader import check_source
+    from headlab.models.loader import check_source, torch_dtype
 
+    torch_dtype(dtype)
     for m in models:  # every name and the corpus are checked before the first model is measured
         if not isinstance(m, LoadedModel):
             check_source(m)
@@ -295,17 +296,18 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     evaluations = {folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
     out = []
     for m, name in zip(models, folder_names(models)):
-        lm = m if isinstance(m, LoadedModel) else load(m, device=device)
+        lm = resolve(m, device=device, dtype=dtype)
         if on_model:
             on_model(lm.name)
         folder = Path(save_dir) / name if save_dir is not None else None
-        sc = saved_scan(folder, lm.name, corpus, scan_samples, seed, target_filter) if resume and folder else None
+        sc = saved_scan(folder, lm.name, corpus, scan_samples, seed, target_filter, lm.dtype) \
+            if resume and folder else None
         reused = sc is not None
         if sc is None:
             sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size,
                       progress=progress, target_filter=target_filter)
             sc.stop_if_interrupted("headlab claims")  # a claims table from a partial scan would look whole
-        ch = saved_characterization(folder, lm.name, n, seed, kappa) if resume and folder else None
+        ch = saved_characterization(folder, lm.name, n, seed, kappa, lm.dtype) if resume and folder else None
         if ch is None:
             ch = characterize(lm, CHARACTERIZE.replace(n=n, seed=seed, batch_size=batch_size, kappa=kappa),
                               progress=progress)
@@ -323,7 +325,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             if ablation is None:
                 ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, ABLATE.replace(
                     draws=ablation_draws, samples=ablation_samples, corpus=corpus, seed=seed,
-                    batch_size=batch_size), progress=progress, device=device)
+                    batch_size=batch_size), progress=progress, device=device, dtype=dtype)
             if folder is not None:
                 write_report(ablation, str(folder))
         mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(folder_name(m)))

@@ -39,7 +39,7 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samples: int, seed: int,
-               target_filter: str) -> Any:
+               target_filter: str, dtype: str = "float32") -> Any:
     from headlab.census.result import ScanResult
     from headlab.corpus import DEFAULT_CORPUS
 
@@ -49,17 +49,19 @@ def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samp
     sc = ScanResult.read(f)
     wanted = {"corpus": list(corpus or DEFAULT_CORPUS), "max_samples": scan_samples, "seed": seed,
               "filter": target_filter}
-    return sc if sc.model == model and _same(sc.settings, wanted) and not sc.interrupted else None
+    same = _same(sc.settings, wanted) and sc.settings.get("dtype", "float32") == dtype  # older files: float32
+    return sc if sc.model == model and same and not sc.interrupted else None
 
 
-def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float) -> Any:
+def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float, dtype: str = "float32") -> Any:
     from headlab.study.characterize import CharacterizeResult
 
     f = folder / CharacterizeResult.KIND
     if not f.exists():
         return None
     ch = CharacterizeResult.read(f)
-    return ch if ch.model == model and _same(ch.settings, {"n": n, "seed": seed, "kappa": kappa}) else None
+    same = _same(ch.settings, {"n": n, "seed": seed, "kappa": kappa}) and ch.settings.get("dtype", "float32") == dtype
+    return ch if ch.model == model and same else None
 
 
 def saved_ablation(folder: Path, model: str, heads: Sequence[str], draws: int, samples: int) -> Any:
