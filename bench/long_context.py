@@ -78,7 +78,8 @@ def document() -> str:
     return (roots[-1] / DOC).read_text(encoding="utf-8")
 
 
-def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: float, batch_size: int = 1) -> dict:
+def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: float, batch_size: int = 1,
+        dtype: str = "float32") -> dict:
     """Runs in the subprocess: time and peak memory of one configuration at one length."""
     import torch
 
@@ -88,7 +89,7 @@ def one(model: str, config: str, T: int, repeats: int, device: str, chunk_mb: fl
     from headlab.corpus import Sample
     from headlab.detectors import DEFAULT_DETECTORS, make, prepare_batch
 
-    lm = load(model, device=device)
+    lm = load(model, device=device, dtype=dtype)  # every configuration in the same dtype, the SDPA floor too
     ids = lm.tokenizer(document(), add_special_tokens=False)["input_ids"]
     if len(ids) < T * batch_size:
         sys.exit(f"the document has only {len(ids)} tokens, fewer than T x batch = {T * batch_size}")
@@ -148,16 +149,19 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=1, help="windows per forward (consecutive windows of the document)")
     ap.add_argument("--chunk-mb", type=float, default=256.0)
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     ap.add_argument("--max-gb", type=float, default=16.0, help="skip (c) where its attention tensors exceed this")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5 up to T=512, else 3)")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--_one", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a._one:
-        print(json.dumps(one(a.model, a._one[0], int(a._one[1]), int(a._one[2]), a.device, a.chunk_mb, a.batch)))
+        print(json.dumps(one(a.model, a._one[0], int(a._one[1]), int(a._one[2]), a.device, a.chunk_mb, a.batch,
+                             a.dtype)))
         return
     rows = []
-    print(f"{a.model}, batch {a.batch}, T tokens of {DOC}, device {a.device}, chunk budget {a.chunk_mb:g} MB")
+    print(f"{a.model}, batch {a.batch}, T tokens of {DOC}, device {a.device}, {a.dtype}, "
+          f"chunk budget {a.chunk_mb:g} MB")
     for T in a.lengths:
         rounds = a.rounds or (5 if T <= 512 else 3)
         configs = list(a.configs)
@@ -181,6 +185,8 @@ def main() -> None:
                     str(a.chunk_mb),
                     "--batch",
                     str(a.batch),
+                    "--dtype",
+                    a.dtype,
                     "--_one",
                     c,
                     str(T),
@@ -215,7 +221,7 @@ def main() -> None:
                 f"  T={T:5d} ({c}) {CONFIGS[c]:<31} {r['seconds']:8.3f} s  peak {r['peak_mb']:8.0f} MB{ratio}",
                 flush=True,
             )
-            rows.append({**r, "model": a.model, "device": a.device, "label": CONFIGS[c]})
+            rows.append({**r, "model": a.model, "device": a.device, "dtype": a.dtype, "label": CONFIGS[c]})
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
 
