@@ -494,6 +494,8 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("scan dtype float8", lambda: headlab.scan("minilm-l6", dtype="float8"), "dtype="),
         ("characterize n as text", lambda: headlab.characterize("minilm-l6", n="40"), "n="),  # type: ignore
         ("characterize threshold 2", lambda: headlab.characterize("minilm-l6", threshold=2), "threshold="),
+        ("characterize dtype float8", lambda: headlab.characterize("minilm-l6", dtype="float8"), "dtype="),
+        ("ablate dtype int8", lambda: headlab.ablate("smollm2-135m", ["0.1"], dtype="int8"), "dtype="),
         ("ablate heads as tuples", lambda: headlab.ablate("smollm2-135m", heads=[(0, 1)]), "L.H"),  # type: ignore
         ("ablate heads as a number", lambda: headlab.ablate("smollm2-135m", heads=7), "L.H"),  # type: ignore
         ("ablate draws -1", lambda: headlab.ablate("smollm2-135m", ["0.1"], draws=-1), "draws="),
@@ -511,7 +513,8 @@ def test_python_api_refuses_before_the_work(tmp_path: Path, monkeypatch: pytest.
 
     import importlib
 
-    for where in ("headlab.models", "headlab.census.scanner", "headlab.study.characterize", "headlab.ablation.metrics"):
+    # every place a twin's model is loaded from (models.resolve calls models.loader.load)
+    for where in ("headlab.models", "headlab.models.loader", "headlab.census.scanner", "headlab.ablation.metrics"):
         monkeypatch.setattr(importlib.import_module(where), "load", no_model)
     for name, run, phrase in _api_cases(tmp_path):
         with pytest.raises(HeadlabError) as info:
