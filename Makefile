@@ -43,10 +43,13 @@ $(STAMP): pyproject.toml Makefile
 # results/monitor, which `bash results/monitor/run.sh` remakes in ~45 minutes), then the viewer and the report.
 # Re-running it replaces the previous study (--overwrite).
 STUDY := runs/study
-# Each stage says where it is (k of 3) and how long the study has run; stage 1 holds nearly all of the time
+# It first says what the whole took when measured (results/make_run.txt, the record README.md renders); each stage
+# says where it is (k of 3) and how long the study has run; stage 1 holds nearly all of the time
 # (two models' scans and characterizations and claim 8's ablation), with its own progress bars.
 run: $(STAMP)
 	@t0=$$(date +%s); \
+	took=$$(sed -n 's/^wall time: \([0-9]*\) s.*/\1/p' results/make_run.txt 2>/dev/null); \
+	echo "== headlab study: 3 stages; measured alone on 2 CPU cores it took $${took:-?} s (results/make_run.txt) =="; \
 	echo "== headlab study 1/3: scan, characterize and claims on minilm-l6 and smollm2-135m (wiki + pydoc) =="; \
 	$(VENV)/bin/headlab claims minilm-l6 smollm2-135m --ablate 10 --monitor-evaluations results/monitor \
 	    --out $(STUDY)/claims --overwrite || exit $$?; \
