@@ -157,6 +157,8 @@ PYTHON_ONLY = {
     "texts": "texts to scan instead of a corpus (each is a document)",
     "max_length": "window length in tokens",
     "model": "the model the profile was fitted on, already loaded or by name; None loads the profile's own",
+    "rows": "return one row per document (they grow with the records; False returns none, monitor.jsonl in out "
+            "has them)",
 }
 
 

@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
+import headlab
 from headlab.cli import main
+from headlab.errors import HeadlabError
 from headlab.monitor import Profile
 
 from ..support import free_port, need
@@ -86,9 +88,16 @@ def test_a_profile_refuses_another_model(profile, tmp_path) -> None:
     assert not (tmp_path / "c" / "check.json").exists()
 
 
-def test_a_jsonl_dataset_is_checked_record_by_record_in_its_own_order(profile, tmp_path) -> None:
-    """The unit of a dataset is the record: N records give N rows, named by their id, in input order."""
+def test_a_jsonl_dataset_is_checked_record_by_record_in_its_own_order(profile, tmp_path, monkeypatch) -> None:
+    """The unit of a dataset is the record: N records give N rows, named by their id, in input order, scored
+    bucket by bucket (here 4 records a bucket); the Python twin returns the rows the command wrote."""
+    import pandas as pd
+
+    from headlab.monitor import fingerprint
+
     from .conftest import PLAIN_TEXTS, SLASH_TEXTS
+
+    monkeypatch.setattr(fingerprint, "BUCKET_DOCS", 4)
 
     texts = (SLASH_TEXTS + PLAIN_TEXTS) * 10
     records = [{"id": f"rec-{29 - i:02d}", "text": t} for i, t in enumerate(texts[:30])]  # ids against file order
@@ -100,6 +109,12 @@ def test_a_jsonl_dataset_is_checked_record_by_record_in_its_own_order(profile, t
     assert [r["doc"] for r in rows] == [f"{data}#{r['id']}" for r in records]
     assert all(r["windows"] == 1 for r in rows)
     assert max(abs(d["z"]) for r in rows for d in r["deviations"]) < 1000  # the spread floor holds
+    table = pd.read_parquet(tmp_path / "c" / "monitor.parquet")
+    assert table["doc"].tolist() == [r["doc"] for r in rows] and table["score"].tolist() == [r["score"] for r in rows]
+    res, returned = headlab.monitor.check(profile, corpus=[str(data)], progress=False)
+    assert returned == rows and res.n_documents == 30
+    with pytest.raises(HeadlabError, match="rows=False keeps no row"):
+        headlab.monitor.check(profile, corpus=[str(data)], rows=False, progress=False)
     assert main(["monitor", "check", str(profile), "--corpus", str(data), "--id-field", "", "--out",
                  str(tmp_path / "lines"), "--no-progress"]) == 0
     rows = [json.loads(x) for x in (tmp_path / "lines" / "monitor.jsonl").read_text().splitlines()]

@@ -86,6 +86,17 @@ def test_streamed_fingerprints_equal_a_pandas_groupby(tmp_path, monkeypatch) -> 
     want = df[["doc", *feats]].fillna(0.0).groupby("doc", sort=True)
     assert docs == list(want.mean().index) and n.tolist() == want.size().tolist()
     np.testing.assert_allclose(X, want.mean().to_numpy(), rtol=1e-6)
+    monkeypatch.setattr(fingerprint, "BUCKET_DOCS", 8)  # 70 documents in 9 buckets, some of them empty
+    rank = {f"doc{i}": 69 - i for i in range(70)}  # the corpus order against the ids' order
+    got = list(fingerprint.ordered_fingerprints(tmp_path / "rows.parquet", feats, rank, tmp_path))
+    docs_in_order = [d for b in got for d in b[1]]
+    assert docs_in_order == sorted(docs, key=rank.__getitem__) and not list(tmp_path.glob("bucket-*"))
+    np.testing.assert_array_equal(np.concatenate([b[3] for b in got]), [rank[d] for d in docs_in_order])
+    by_doc = dict(zip(docs, X))
+    np.testing.assert_allclose(np.concatenate([b[0] for b in got]), [by_doc[d] for d in docs_in_order], rtol=1e-12)
+    assert np.concatenate([b[2] for b in got]).tolist() == [dict(zip(docs, n.tolist()))[d] for d in docs_in_order]
+    with pytest.raises(HeadlabError, match="the corpus changed"):
+        list(fingerprint.ordered_fingerprints(tmp_path / "rows.parquet", feats, {"doc0": 0}, tmp_path))
     means = fingerprint.column_means(tmp_path / "rows.parquet")
     assert set(means) == {"token/0.1", "entropy/0.0", "entropy/1.0"}  # the offset diagonals are no score
     assert means["token/0.1"] == pytest.approx(df["token/0.1"].fillna(0).mean(), rel=1e-6)

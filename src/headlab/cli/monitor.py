@@ -66,7 +66,7 @@ def _cmd_fit(a: argparse.Namespace) -> int:
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
-    res, _ = call(a)
+    res, _ = call(a, rows=False)  # the rows are in --out's monitor.jsonl; holding them would grow with the records
     print(f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; reference rate "
           f"{100 * res.fpr:.0f}%)")
     for t in res.top_features:

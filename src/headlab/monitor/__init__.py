@@ -71,7 +71,7 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
           max_samples: int = 0, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
           id_field: str | None = MONITOR.id_field, write_filtered: str | Path | None = None,
           write_scores: str | Path | None = None, resume: bool = False,
-          checkpoint_every: int = CHECKPOINT_EVERY, device: str = "cpu", progress: bool = True,
+          checkpoint_every: int = CHECKPOINT_EVERY, device: str = "cpu", rows: bool = True, progress: bool = True,
           out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` (or its first ``max_samples`` windows; 0: all) against the profile
     (a :class:`Profile` or the folder of ``monitor fit``; a model given by name is loaded in the profile's dtype);
@@ -82,7 +82,8 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     records not flagged, byte for byte; ``write_scores``: every scored record with ``headlab_score`` and
     ``headlab_flag`` added. With ``out``, the scan checkpoints every ``checkpoint_every`` windows into
     ``out/.check-scan``; an interrupted check is finished with ``resume`` (the folder goes once the result is
-    written).
+    written). The check's memory does not grow with the records but for the returned rows: ``rows=False``
+    returns none (they are in ``out``'s ``monitor.jsonl``), for a dataset of millions.
 
     Example:
 
@@ -104,6 +105,8 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
         dataset_files(corpus)  # records to write back, before the work
     if resume and out is None:
         raise HeadlabError("--resume needs the --out folder of the interrupted check")
+    if not rows and out is None:
+        raise HeadlabError("rows=False keeps no row: give out= for monitor.jsonl, or leave rows=True")
     if out is not None:  # on every rank, before the process group forms (reads only)
         claim_work(Path(out) / WORK, resume, overwrite, remove=False)
     w = world()
@@ -111,14 +114,14 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     held = saving(out, CHECK_FILES, overwrite) if w.main else nullcontext(None if out is None else Path(out))
     with held as folder:
         work = None if folder is None else claim_work(folder / WORK, resume, overwrite, remove=w.main)
-        res, rows = run_check(profile, corpus, folder if w.main else None, model,
-                              (max_samples, seed, batch_size, id_field, rank), progress, device_for(device, w),
-                              (work, resume, checkpoint_every), w)
-        if w.main and any(targets):
-            write_back(corpus, id_field, rows, *targets)
+        res, kept, verdicts = run_check(profile, corpus, folder if w.main else None, model,
+                                        (max_samples, seed, batch_size, id_field, rank), progress,
+                                        device_for(device, w), (work, resume, checkpoint_every, rows), w)
+        if verdicts is not None and any(targets):
+            write_back(corpus, id_field, verdicts, *targets)
         if w.main and work is not None:
             shutil.rmtree(work, ignore_errors=True)
-        return res, rows
+        return res, kept
 
 
 @in_callers_words

@@ -7,14 +7,12 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
-from headlab.monitor.fingerprint import MONITOR_DETECTORS, fingerprints, in_input_order, scanned
+from headlab.monitor.fingerprint import MONITOR_DETECTORS, scanned
 from headlab.monitor.profile import Profile
-from headlab.monitor.screening import CheckResult, check_rows, write
-from headlab.notices import say
+from headlab.monitor.scoring import Verdicts, score_check
+from headlab.monitor.screening import CheckResult
 
 CHECK_FILES = ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"]
 
@@ -51,33 +49,20 @@ def _profile(profile: Profile | str | Path, model: Any) -> Profile:
 
 def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
               how: tuple[int, int, int, str | None, dict[str, int]], progress: bool, device: str,
-              kept: tuple[Path | None, bool, int], w: Any) -> tuple[CheckResult, list[dict[str, Any]]]:
+              kept: tuple[Path | None, bool, int, bool], w: Any
+              ) -> tuple[CheckResult, list[dict[str, Any]], Verdicts | None]:
     """Scan, fingerprint and score; under torchrun every rank scans its share, rank 0 (which holds the merged
-    per-sample rows) scores and writes, and the other ranks return its summary with no rows."""
+    per-sample rows) scores and writes, and the other ranks return its summary with no rows and no verdicts."""
     max_samples, seed, batch_size, id_field, rank = how
-    work, resume, every = kept
+    work, resume, every, keep_rows = kept
     prof = _profile(profile, model)
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
     with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
                  device, detectors, id_field, work=work, resume=resume, checkpoint_every=every,
                  dtype=prof.settings.get("dtype", "float32")) as (path, _):
-        found = fingerprints(path, prof.features) if w.main else None
-    if found is None:
-        return w.all_gather(None)[0], []
-    X, docs, windows = in_input_order(*found, rank)  # the order check_corpus read, not a second pass
-    if len(docs) < len(rank):
-        say(f"{len(rank) - len(docs)} of {len(rank)} documents were not scored (past --max-samples {max_samples}; "
-            "0 scores every document)")
-    records = check_rows(prof, X, docs, windows)
-    Z = prof.z(X)
-    mask = np.array([r["flag"] for r in records], dtype=bool)
-    mean_z = Z[mask].mean(0) if mask.any() else np.zeros(len(prof.features))
-    top = [{"feature": prof.features[j], "mean_z": float(mean_z[j])} for j in np.argsort(-np.abs(mean_z))[:5]]
-    res = CheckResult(model=prof.model, corpus=list(corpus), n_documents=len(records), n_flagged=int(mask.sum()),
-                      flag_rate=int(mask.sum()) / max(1, len(records)), threshold=prof.threshold, fpr=prof.fpr,
-                      top_features=top)
-    if out is not None:
-        write(Path(out), res, records, prof, prof.calibration_scores, np.array([r["score"] for r in records]), Z)
+        scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows) if w.main else None
+    if scored is None:
+        return w.all_gather(None)[0], [], None
     if w.size > 1:
-        w.all_gather(res)
-    return res, records
+        w.all_gather(scored[0])
+    return scored

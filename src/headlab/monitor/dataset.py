@@ -7,10 +7,13 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from headlab.errors import HeadlabError
 from headlab.notices import repeated, say
+
+if TYPE_CHECKING:
+    from headlab.monitor.scoring import Verdicts
 
 SCORE_KEY, FLAG_KEY = "headlab_score", "headlab_flag"
 
@@ -28,13 +31,12 @@ def dataset_files(corpus: Sequence[str]) -> list[Path]:
     return files
 
 
-def write_back(corpus: Sequence[str], id_field: str | None, rows: list[dict[str, Any]], filtered: Path | None,
+def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, filtered: Path | None,
                scored: Path | None) -> dict[str, int]:
     """Write the kept records' bytes to ``filtered`` and the scored records with :data:`SCORE_KEY` and
     :data:`FLAG_KEY` to ``scored``; what was not scored (past ``--max-samples``) is left out of both and said."""
     from headlab.corpus.records import index_records
 
-    verdict = {r["doc"]: r for r in rows}
     counts = {"kept": 0, "scored": 0, "unscored": 0}
     outs = [(target, target.with_name(target.name + ".tmp")) for target in (filtered, scored) if target is not None]
     handles = {target: tmp.open("wb") for target, tmp in outs}  # streamed: memory stays flat in the records
@@ -45,17 +47,18 @@ def write_back(corpus: Sequence[str], id_field: str | None, rows: list[dict[str,
                 names = {line: name for name, _, line in index_records(path, id_field, zipped)}
             with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
                 for n, raw in enumerate(fh, 1):
-                    r = verdict.get(names.get(n, ""))
-                    if r is None:
+                    got = verdicts.get(names.get(n, ""))
+                    if got is None:
                         counts["unscored"] += n in names
                         continue
-                    if not r["flag"] and filtered is not None:
+                    score, flag = got
+                    if not flag and filtered is not None:
                         handles[filtered].write(raw if raw.endswith(b"\n") else raw + b"\n")
-                    counts["kept"] += not r["flag"]
+                    counts["kept"] += not flag
                     counts["scored"] += 1
                     if scored is not None:
                         rec = json.loads(raw.decode("utf-8", errors="replace"))
-                        line = json.dumps({**rec, SCORE_KEY: r["score"], FLAG_KEY: r["flag"]}) + "\n"
+                        line = json.dumps({**rec, SCORE_KEY: score, FLAG_KEY: flag}) + "\n"
                         handles[scored].write(line.encode("utf-8"))
     finally:
         for handle in handles.values():

@@ -5,7 +5,8 @@ A score that is undefined in a window (the token detector's mass on a target the
 window gives that target no attention. A document is one row; its windows are all the scan drew from it.
 
 The per-sample table is read back in row batches of the feature columns only (never the token ids), so what is
-held in memory is one running sum per document and feature, whatever the number of windows.
+held in memory is one running sum per document and feature, whatever the number of windows; a check's
+:func:`ordered_fingerprints` holds one bucket of documents' sums, whatever the number of documents.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
 #: detectors whose every head is a feature (the others contribute their top heads)
 ALL_HEADS = ("entropy",)
 BATCH_ROWS = 4096
+#: documents per bucket of :func:`ordered_fingerprints` (120 features: 8 MB), and the most bucket files open at once
+BUCKET_DOCS, MAX_BUCKETS = 8192, 256
 
 
 @contextmanager
@@ -66,19 +69,25 @@ def _batches(path: Path, columns: Sequence[str]) -> Iterator[Any]:
     yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=list(columns))
 
 
+def doc_sums(batch: Any, features: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One row batch's documents (``doc`` first, then ``features``): their ids, their windows' summed scores
+    ``(docs, features)`` (undefined = 0) and their numbers of windows."""
+    X = np.nan_to_num(np.column_stack([batch.column(i + 1).to_numpy(zero_copy_only=False)
+                                       for i in range(len(features))]).astype(np.float64), nan=0.0)
+    uniq, inv = np.unique(np.asarray(batch.column(0).to_pylist(), dtype=str), return_inverse=True)
+    part = np.zeros((len(uniq), len(features)))
+    np.add.at(part, inv, X)
+    return uniq, part, np.bincount(inv, minlength=len(uniq))
+
+
 def fingerprints(path: Path, features: Sequence[str]) -> tuple[np.ndarray, list[str], np.ndarray]:
     """``(documents, features)`` means over each document's windows, the document ids (sorted), windows each."""
     index: dict[str, int] = {}
     sums: list[np.ndarray] = []
     counts: list[int] = []
     for b in _batches(path, ["doc", *features]):
-        X = np.nan_to_num(np.column_stack([b.column(i + 1).to_numpy(zero_copy_only=False)
-                                           for i in range(len(features))]).astype(np.float64), nan=0.0)
-        uniq, inv = np.unique(np.asarray(b.column(0).to_pylist(), dtype=str), return_inverse=True)
-        part = np.zeros((len(uniq), len(features)))
-        np.add.at(part, inv, X)
-        for d, row, c in zip(uniq.tolist(), part, np.bincount(inv, minlength=len(uniq))):
-            i = index.setdefault(d, len(sums))
+        for d, row, c in zip(*doc_sums(b, features)):
+            i = index.setdefault(str(d), len(sums))
             if i == len(sums):
                 sums.append(np.zeros(len(features)))
                 counts.append(0)
@@ -88,6 +97,45 @@ def fingerprints(path: Path, features: Sequence[str]) -> tuple[np.ndarray, list[
     n = np.array([counts[index[d]] for d in order])
     X = np.array([sums[index[d]] for d in order]).reshape(len(order), len(features)) / np.maximum(n, 1)[:, None]
     return X, order, n
+
+
+def ordered_fingerprints(path: Path, features: Sequence[str], rank: dict[str, int], folder: Path
+                         ) -> Iterator[tuple[np.ndarray, list[str], np.ndarray, np.ndarray]]:
+    """The fingerprints of :func:`fingerprints` in the corpus's own order (``rank``, from :func:`check_corpus`),
+    a bucket of documents at a time: ``(X, docs, windows, positions)``. The scan's rows come in a seeded order,
+    so each row batch's sums go to the bucket file (under ``folder``) of their documents' positions first;
+    memory holds one bucket, whatever the number of documents."""
+    names = [""] * (max(rank.values(), default=-1) + 1)  # position -> id (a named corpus may repeat an id)
+    for doc, i in rank.items():
+        names[i] = doc
+    size = max(BUCKET_DOCS, -(-len(names) // MAX_BUCKETS))
+    kind = np.dtype([("at", np.int64), ("n", np.int64), ("sums", np.float64, (len(features),))])
+    files = [folder / f"bucket-{b:05d}.bin" for b in range(-(-len(names) // size))]
+    handles = [f.open("wb") for f in files]
+    try:
+        for b in _batches(path, ["doc", *features]):
+            docs, sums, counts = doc_sums(b, features)
+            at = np.array([rank.get(str(d), -1) for d in docs], dtype=np.int64)
+            if (at < 0).any():
+                raise HeadlabError(f"the scan has document {docs[at < 0][0]!r}, which the corpus does not: "
+                                   "the corpus changed while it was checked; check it again")
+            rec = np.empty(len(docs), kind)
+            rec["at"], rec["n"], rec["sums"] = at, counts, sums
+            for k in np.unique(at // size):
+                rec[at // size == k].tofile(handles[k])
+    finally:
+        for h in handles:
+            h.close()
+    for k, f in enumerate(files):
+        rec = np.fromfile(f, kind)
+        f.unlink()
+        local = rec["at"] - k * size
+        sums, n = np.zeros((size, len(features))), np.zeros(size, dtype=np.int64)
+        np.add.at(sums, local, rec["sums"])
+        np.add.at(n, local, rec["n"])
+        seen = np.flatnonzero(n)
+        if len(seen):
+            yield sums[seen] / n[seen, None], [names[k * size + i] for i in seen], n[seen], k * size + seen
 
 
 def column_means(path: Path) -> dict[str, float]:
@@ -120,14 +168,6 @@ def read_columns(path: Path, columns: Sequence[str]) -> Any:
     import pyarrow.parquet as pq
 
     return pq.read_table(path, columns=list(columns)).to_pandas()
-
-
-def in_input_order(X: np.ndarray, docs: list[str], windows: np.ndarray,
-                   rank: dict[str, int]) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """The documents (rows of ``X``) in the corpus's own order (``rank``, from :func:`check_corpus`): a dataset's
-    records as they came."""
-    perm = np.argsort([rank.get(d, len(rank)) for d in docs], kind="stable")
-    return X[perm], [docs[i] for i in perm], windows[perm]
 
 
 def check_corpus(corpus: Sequence[str], id_field: str | None) -> dict[str, int]:

@@ -3,6 +3,7 @@ deviate most, in words a data engineer can act on."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,13 @@ class CheckResult(Result):
         return "\n".join(lines) + "\n"
 
 
-def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarray, top: int = 3) -> list[dict]:
-    """One record per document: score, flag, its most deviating features (signed robust z) explained."""
+
+
+
+def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarray,
+               top: int = 3) -> tuple[list[dict], np.ndarray]:
+    """One record per document: score, flag, its most deviating features (signed robust z) explained; and the
+    robust z-scores ``(documents, features)``."""
     scores, Z = prof.scores(X), prof.z(X)
     out = []
     for i, doc in enumerate(docs):
@@ -64,10 +70,11 @@ def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarra
                     "flag": bool(scores[i] > prof.threshold),
                     "deviations": [{"feature": prof.features[j], "z": float(Z[i, j]),
                                     "explanation": explain(prof.features[j], float(Z[i, j]))} for j in order]})
-    return out
+    return out, Z
 
 
-def markdown(res: CheckResult, rows: list[dict], figure: str) -> str:
+def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
+    """``monitor.md``; ``worst``: the rows of the highest scores, highest first."""
     lines = [f"# Head monitor: {res.model} on {', '.join(res.corpus)}", "",
              f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; the profile's "
              f"threshold {res.threshold:.2f} flags {100 * res.fpr:.0f}% of reference documents).", "",
@@ -75,7 +82,7 @@ def markdown(res: CheckResult, rows: list[dict], figure: str) -> str:
              ""]
     lines += [f"- `{t['feature']}` {t['mean_z']:+.1f}: {explain(t['feature'], t['mean_z'])}" for t in res.top_features]
     lines += ["", "Most anomalous documents:", "", "| document | score | why |", "|---|---|---|"]
-    for r in sorted(rows, key=lambda r: -r["score"])[:10]:
+    for r in worst:
         lines.append(f"| {r['doc']} | {r['score']:.1f}{' (flag)' if r['flag'] else ''} | "
                      f"{r['deviations'][0]['explanation']} |")
     return "\n".join(lines) + "\n"
@@ -98,24 +105,45 @@ def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path)
     plt.close(fig)
 
 
-def write_table(path: Path, rows: list[dict], prof: Profile, Z: np.ndarray) -> None:
-    """``monitor.parquet``: per document its windows, score, flag and the signed robust z of every feature."""
-    import pandas as pd
+class RowFiles:
+    """``monitor.jsonl`` (one row per document) and ``monitor.parquet`` (per document its windows, score, flag and
+    the signed robust z of every feature), appended a bucket of rows at a time under temporary names that
+    :meth:`close` gives their own: no file is built in memory, and an interrupted check leaves none half-written."""
 
-    df = pd.DataFrame({"doc": [r["doc"] for r in rows], "windows": [r["windows"] for r in rows],
-                       "score": [r["score"] for r in rows], "flag": [r["flag"] for r in rows]})
-    z = pd.DataFrame(Z.astype(np.float32), columns=[f"z/{f}" for f in prof.features])
-    tmp = path.with_suffix(".parquet.tmp")
-    pd.concat([df, z], axis=1).to_parquet(tmp, index=False)
-    tmp.replace(path)
+    def __init__(self, out: Path, prof: Profile):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.paths = [out / "monitor.jsonl", out / "monitor.parquet"]
+        self.tmps = [p.with_name(p.name + ".tmp") for p in self.paths]
+        self.schema = pa.schema([("doc", pa.string()), ("windows", pa.int64()), ("score", pa.float64()),
+                                 ("flag", pa.bool_())] + [(f"z/{f}", pa.float32()) for f in prof.features])
+        self.jsonl = self.tmps[0].open("w")
+        self.table = pq.ParquetWriter(self.tmps[1], self.schema)
+
+    def add(self, rows: list[dict], Z: np.ndarray) -> None:
+        import pyarrow as pa
+
+        self.jsonl.write("".join(json.dumps(r) + "\n" for r in rows))
+        cols = [[r[k] for r in rows] for k in ("doc", "windows", "score", "flag")]
+        cols += list(np.ascontiguousarray(Z.astype(np.float32).T))
+        self.table.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=self.schema))
+
+    def __enter__(self) -> "RowFiles":
+        return self
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        self.jsonl.close()
+        self.table.close()
+        for tmp, path in zip(self.tmps, self.paths):
+            if kind is None:
+                tmp.replace(path)
+            else:
+                tmp.unlink(missing_ok=True)
 
 
-def write(out: Path, res: CheckResult, rows: list[dict], prof: Profile, ref_scores: list[float],
-          scores: np.ndarray, Z: np.ndarray) -> None:
-    import json
-
-    write_text_atomic(out / "monitor.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    write_table(out / "monitor.parquet", rows, prof, Z)
+def write_summary(out: Path, res: CheckResult, worst: list[dict], prof: Profile, scores: np.ndarray) -> None:
+    """``check.json``, ``scores.png`` (the checked scores beside the held-out reference's) and ``monitor.md``."""
     res.write(out)
-    plot(prof, ref_scores, scores, out / "scores.png")
-    write_text_atomic(out / "monitor.md", markdown(res, rows, "scores.png"))
+    plot(prof, prof.calibration_scores, scores, out / "scores.png")
+    write_text_atomic(out / "monitor.md", markdown(res, worst, "scores.png"))
