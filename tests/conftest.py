@@ -2,3 +2,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one torch thread per pytest-xdist worker: workers that each spin a thread pool over every core
+    # oversubscribe it (the subprocesses a test starts inherit this too)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -471,6 +471,8 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
     (tmp / "held" / "characterize.json").write_text("earlier")
     (tmp / "page.html").write_text("earlier")
     (tmp / "untracked").mkdir()
+    (tmp / "prof").mkdir()
+    (tmp / "prof" / "profile.json").write_text("{}")
     return [
         ("scan resume without a folder", lambda: headlab.scan("minilm-l6", resume=True), "pass out="),
         ("scan per-sample not parquet", lambda: headlab.scan("minilm-l6", per_sample=str(tmp / "s.csv")),
@@ -481,6 +483,8 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("top of a missing file", lambda: headlab.top(tmp / "none.parquet", head="0.1"), "does not exist"),
         ("check without a profile", lambda: headlab.monitor.check(tmp / "untracked", corpus=["wiki"]),
          "holds no profile.json"),
+        ("check rows=False with nowhere to write them",
+         lambda: headlab.monitor.check(tmp / "prof", corpus=["wiki"], rows=False), "rows=False keeps no row"),
         ("predict an untracked run", lambda: headlab.predict([tmp / "untracked"]), "has not been tracked"),
         ("induce a missing config", lambda: headlab.induce(tmp / "none.toml", out=tmp / "ind"), "does not exist"),
         ("claims without a folder", lambda: headlab.claims(["minilm-l6"], out=None), "give out="),  # type: ignore

@@ -8,8 +8,8 @@ One row per sample, in the seeded global order. Columns:
 * per detector and head, ``DETECTOR/L.H`` (float32; NaN where the score is undefined, e.g. no target); for
   ``offset`` the best diagonal's SlashScore ``offset/L.H`` and that diagonal ``offset_delta/L.H`` (int16).
 
-Rows are written in row groups as chunks finish (memory stays flat in corpus size), into numbered part files
-next to the target; a checkpoint closes the current part, a resumed scan drops parts written after its
+Rows are written in row groups of about 8 MB as chunks finish (memory stays flat in corpus size), into numbered
+part files next to the target; a checkpoint closes the current part, a resumed scan drops parts written after its
 checkpoint, and the finished scan joins the parts into ``FILE.parquet``.
 """
 
@@ -24,6 +24,11 @@ import numpy as np
 from headlab.corpus import Sample
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
+
+#: rows are buffered into row groups of about this many bytes. A Parquet writer holds every row group's column
+#: metadata until it closes: one row group per scanned chunk (128 samples at the defaults), 20,000 rows of 582
+#: columns held 150 MB of it (bench/monitor_check_memory.py's growth); an 8 MB group costs its buffer instead
+GROUP_BYTES = 8 << 20
 
 
 def columns_of(name: str, block: np.ndarray) -> dict[str, np.ndarray]:
@@ -50,10 +55,11 @@ class PerSampleWriter:
             stale.unlink()
         self.n_parts = parts_kept
         self._writer: Any = None
+        self._buffered: list[Any] = []
+        self._size = 0
 
     def add(self, samples: Sequence[Sample], scores: dict[str, np.ndarray]) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         if not samples:
             return
@@ -71,13 +77,27 @@ class PerSampleWriter:
         }
         for name, block in scores.items():
             cols.update(columns_of(name, block))  # NaN stays NaN: an undefined score
-        table = pa.table(cols)
+        self._buffered.append(pa.table(cols))
+        self._size += self._buffered[-1].nbytes
+        if self._size >= GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._buffered:
+            return
+        table = pa.concat_tables(self._buffered)
+        self._buffered, self._size = [], 0
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.parts / f"part-{self.n_parts:05d}.parquet", table.schema)
         self._writer.write_table(table)
 
     def checkpoint(self) -> int:
-        """Close the current part; returns the number of complete parts (what a checkpoint records)."""
+        """Write what is buffered and close the current part; returns the number of complete parts (what a
+        checkpoint records)."""
+        self._flush()
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -1,0 +1,31 @@
+"""The k-hop runs of run.sh as one table: held-out error per hop count at each evaluation, and the hop counts
+solved (every one up to k below 5% error) against Sanford et al.'s published threshold for the layer count."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from headlab.retrieval.khop import PUBLISHED, SOLVED_ERROR
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    for run in sorted(HERE.glob("L*-k*-s*")):
+        summary = json.loads((run / "summary.json").read_text())
+        rows = [json.loads(x) for x in (run / "eval.jsonl").read_text().splitlines()]
+        hops = sorted(rows[0]["errors"], key=int)
+        L = summary["n_layers"]
+        print(f"### {run.name}: {L} layers, {summary['steps']} steps of {summary['batch_size']}, lr {summary['lr']}\n")
+        print("| step | loss | " + " | ".join(f"error k={k}" for k in hops) + " | solved (k ≤) |")
+        print("|---|---|" + "---|" * len(hops) + "---|")
+        for r in rows:
+            errs = " | ".join(f"{r['errors'][k]:.3f}" for k in hops)
+            print(f"| {r['step']} | {r['loss']:.3f} | {errs} | {r['solved'] if r['solved'] >= 0 else 'none'} |")
+        print(f"\nSolved at the end: hop counts 0..{summary['solved']} (error < {SOLVED_ERROR}); published for "
+              f"{L} layers at 100,000 steps of 32, lr 1e-4, k up to 16: 0..{PUBLISHED.get(L, '?')}.\n")
+
+
+if __name__ == "__main__":
+    main()
