@@ -51,3 +51,20 @@ def test_depth_law_refuses_an_empty_folder_and_mixed_budgets(tmp_path: Path) -> 
     _run(tmp_path, "b", 1, "dense", {"1": 1.0}, steps=200)
     with pytest.raises(HeadlabError, match="mixes"):
         depth_law(tmp_path)
+
+
+def test_depth_law_reads_khop_runs_beside_the_published_threshold(tmp_path: Path) -> None:
+    from headlab.retrieval.khop import PUBLISHED
+
+    for layers, errors in ((2, {"0": 0.0, "1": 0.001, "2": 0.04, "3": 0.06, "4": 0.3}),
+                           (3, {"0": 0.0, "1": 0.0, "2": 0.01, "3": 0.02, "4": 0.049})):
+        (tmp_path / f"L{layers}").mkdir()
+        summary = {"task": {"task": "khop", "max_hops": 4, "seq_len": 100, "n_chars": 4}, "n_layers": layers,
+                   "steps": 100, "batch_size": 32, "d_model": 128, "n_heads": 4, "lr": 1e-3,
+                   "final_errors": errors, "solved": -99}  # read from the errors, not the run's own count
+        (tmp_path / f"L{layers}" / "summary.json").write_text(json.dumps(summary))
+    law = depth_law(tmp_path)
+    cells = {c["layers"]: c for c in law.cells}
+    assert cells[2]["d_max"] == [2] and cells[3]["d_max"] == [4] and law.trained_depth == 4
+    assert cells[2]["curriculum"] == "khop" and cells[2]["published"] == PUBLISHED[2]
+    assert f"| 3 | khop | 1 | 4 | 4 | 13.5 | 8 | {PUBLISHED[3]} |" in law.markdown()

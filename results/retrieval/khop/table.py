@@ -4,6 +4,7 @@ solved (every one up to k below 5% error) against Sanford et al.'s published thr
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from headlab.retrieval.khop import PUBLISHED, SOLVED_ERROR
@@ -11,11 +12,29 @@ from headlab.retrieval.khop import PUBLISHED, SOLVED_ERROR
 HERE = Path(__file__).parent
 
 
+def finished(folder: Path) -> list[tuple[Path, dict, list[dict]]]:
+    """Every run folder with a summary (a run still training has none and is left out)."""
+    out = []
+    for run in sorted(folder.glob("L*-k*-s*")):
+        if (run / "summary.json").exists():
+            rows = [json.loads(x) for x in (run / "eval.jsonl").read_text().splitlines()]
+            out.append((run, json.loads((run / "summary.json").read_text()), rows))
+    return out
+
+
 def main() -> None:
-    for run in sorted(HERE.glob("L*-k*-s*")):
-        summary = json.loads((run / "summary.json").read_text())
-        rows = [json.loads(x) for x in (run / "eval.jsonl").read_text().splitlines()]
-        hops = sorted(rows[0]["errors"], key=int)
+    runs = finished(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
+    hops = sorted(runs[0][2][0]["errors"], key=int)
+    print("| run | layers | steps of 32 | " + " | ".join(f"error k={k}" for k in hops)
+          + " | solved (k ≤), measured | published (k ≤) |")
+    print("|---|---|---|" + "---|" * len(hops) + "---|---|")
+    for run, summary, rows in runs:
+        errs = " | ".join(f"{rows[-1]['errors'][k]:.3f}" for k in hops)
+        L = summary["n_layers"]
+        print(f"| {run.name} | {L} | {summary['steps']:,} | {errs} | {summary['solved']} | {PUBLISHED.get(L, '?')} |")
+    print(f"\nErrors at the last evaluation; solved: every hop count up to k below {SOLVED_ERROR} error. Published: "
+          "Sanford et al., 100,000 steps of 32 at lr 1e-4, k up to 16.\n")
+    for run, summary, rows in runs:
         L = summary["n_layers"]
         print(f"### {run.name}: {L} layers, {summary['steps']} steps of {summary['batch_size']}, lr {summary['lr']}\n")
         print("| step | loss | " + " | ".join(f"error k={k}" for k in hops) + " | solved (k ≤) |")

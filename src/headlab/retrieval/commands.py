@@ -216,8 +216,9 @@ __all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]
 @in_callers_words
 def depth_law(sweep: str | Path, *, out: str | Path | None = None, overwrite: bool = False) -> DepthLawResult:
     """The depth law of a finished sweep (``headlab retrieval sweep`` at one depth, dense and answer-only
-    curricula): per layers and curriculum, every seed's largest hop count solved at 0.95 accuracy, against
-    3^L/2 and 2^L. With ``out`` (default: the sweep folder), writes ``depth_law.json``, ``.md`` and ``.png``.
+    curricula, or a folder of ``--task khop`` runs): per layers and curriculum, every seed's largest hop count
+    solved at 0.95 accuracy, against 3^L/2 and 2^L (and, for k-hop runs, Sanford et al.'s published threshold).
+    With ``out`` (default: the sweep folder), writes ``depth_law.json``, ``.md`` and ``.png``.
 
     Example:
 

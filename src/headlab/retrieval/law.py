@@ -5,8 +5,9 @@ A run's D_max is the largest D such that every hop count 1..D is solved at ``sol
 ``dense`` from its per-hop accuracy at the references (:func:`~headlab.retrieval.training.hop_accuracy`), under
 an answer-only curriculum (``mixed``) from its held-out answer accuracy per queried depth. Both are read from
 the last held-out row of each run of a sweep (``headlab retrieval sweep``), so the two curricula are compared
-at the same steps and examples. ``headlab retrieval depth-law SWEEP`` writes ``depth_law.json``, ``.md`` and
-``depth_law.png``.
+at the same steps and examples. A folder of k-hop runs (``--task khop``, Sanford et al.'s task) reads the same
+way, from each run's final error per hop count, beside the threshold they published for that layer count.
+``headlab retrieval depth-law SWEEP`` writes ``depth_law.json``, ``.md`` and ``depth_law.png``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from headlab.errors import HeadlabError
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
+from headlab.retrieval.khop import PUBLISHED
 
 SOLVED = 0.95
 
@@ -31,9 +33,36 @@ def d_max(accuracy: dict[str, float], solved: float = SOLVED) -> int:
     return d
 
 
+def _khop_accuracy(summary: dict[str, Any]) -> dict[str, float]:
+    return {k: 1.0 - e for k, e in summary["final_errors"].items()}
+
+
+def _retrieval_accuracy(summary: dict[str, Any]) -> dict[str, float]:
+    return summary.get("final_hops") or summary["final_accuracy"]
+
+
+@dataclass(frozen=True)
+class TaskReading:
+    """How a task's run summary gives its per-hop accuracy, its trained depth and its curriculum label."""
+
+    accuracy: Callable[[dict[str, Any]], dict[str, float]]
+    depth: Callable[[dict[str, Any]], int]
+    curriculum: Callable[[dict[str, Any]], str]
+
+
+# keyed by the summary's task["task"]; a retrieval summary names no task
+READINGS: dict[str, TaskReading] = {
+    "retrieval": TaskReading(_retrieval_accuracy, lambda s: s["task"]["depth"], lambda s: s["task"]["curriculum"]),
+    "khop": TaskReading(_khop_accuracy, lambda s: s["task"]["max_hops"], lambda s: "khop"),
+}
+
+
+def reading(summary: dict[str, Any]) -> TaskReading:
+    return READINGS[summary["task"].get("task", "retrieval")]
+
+
 def run_d_max(summary: dict[str, Any], solved: float = SOLVED) -> int:
-    by_hop = summary.get("final_hops") or summary["final_accuracy"]
-    return d_max(by_hop, solved)
+    return d_max(reading(summary).accuracy(summary), solved)
 
 
 @dataclass
@@ -51,12 +80,14 @@ class DepthLawResult(Result):
     def markdown(self) -> str:
         lines = [f"D_max: the largest hop count with every hop 1..D solved at accuracy >= {self.solved} "
                  f"(trained on depth {self.trained_depth}, {self.steps} steps; `{self.sweep}`).", "",
-                 "| layers | curriculum | seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L |",
-                 "|---|---|---|---|---|---|---|"]
+                 "| layers | curriculum | seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L |"
+                 " published (Sanford et al.) |",
+                 "|---|---|---|---|---|---|---|---|"]
         for c in self.cells:
+            published = "—" if c.get("published") is None else c["published"]
             lines.append(f"| {c['layers']} | {c['curriculum']} | {len(c['d_max'])} | "
                          f"{', '.join(map(str, c['d_max']))} | {c['median']:g} | {c['log3_bound']:g} | "
-                         f"{c['doubling']} |")
+                         f"{c['doubling']} | {published} |")
         return "\n".join(lines) + "\n"
 
     def figure(self) -> Any:
@@ -70,6 +101,9 @@ class DepthLawResult(Result):
             for c in cells:
                 ax.scatter([c["layers"]] * len(c["d_max"]), c["d_max"], s=14, alpha=0.5)
             ax.plot([c["layers"] for c in cells], [c["median"] for c in cells], "o-", label=f"{cur} (median)")
+            published = [(c["layers"], c["published"]) for c in cells if c.get("published") is not None]
+            if published:
+                ax.plot(*zip(*published), "s", mfc="none", color="grey", label=f"{cur}: published (Sanford et al.)")
         ax.axhline(self.trained_depth, color="grey", lw=0.8, alpha=0.6)
         ax.set(xlabel="layers L", ylabel="largest hop count solved", yscale="symlog", xticks=layers,
                ylim=(0, max(self.trained_depth, 3 ** max(layers) / 2) * 1.2))
@@ -93,7 +127,7 @@ def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
     if not summaries:
         raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
     budget = ("steps", "batch_size", "d_model", "n_heads", "lr")
-    kinds = {(s["task"]["depth"], *(s.get(k) for k in budget)) for s in summaries}
+    kinds = {(reading(s).depth(s), *(s.get(k) for k in budget)) for s in summaries}
     if len(kinds) > 1:
         raise HeadlabError(f"{folder} mixes runs of other depths or budgets (depth, {', '.join(budget)}: "
                            f"{sorted(kinds, key=str)}): a depth law compares seeds of one setting; give one sweep's "
@@ -101,7 +135,8 @@ def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
     depth, steps = next(iter(kinds))[:2]
     groups: dict[tuple[int, str], list[int]] = {}
     for s in summaries:
-        groups.setdefault((s["n_layers"], s["task"]["curriculum"]), []).append(run_d_max(s, solved))
+        groups.setdefault((s["n_layers"], reading(s).curriculum(s)), []).append(run_d_max(s, solved))
     cells = [{"layers": l, "curriculum": c, "d_max": v, "median": statistics.median(v), "log3_bound": 3 ** l / 2,
-              "doubling": 2 ** l} for (l, c), v in sorted(groups.items())]
+              "doubling": 2 ** l, "published": PUBLISHED.get(l) if c == "khop" else None}
+             for (l, c), v in sorted(groups.items())]
     return DepthLawResult(sweep=str(folder), solved=solved, trained_depth=depth, steps=steps, cells=cells)
