@@ -48,10 +48,13 @@ def wiki() -> Iterator[Document]:
         yield Document(f"wiki:{i}", lambda i=i: [_wiki_articles()[i]])
 
 
-def _stdlib_files() -> list[Path]:
+def _stdlib_files() -> list[tuple[str, Path]]:
+    """(name, path) of the standard library's modules; the name is the path below the library's root, since
+    file names repeat (45 ``__init__.py``) and a document's id must name one document."""
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = ("site-packages", "test", "tests", "idle_test", "__pycache__")
-    return sorted(p for p in root.rglob("*.py") if not any(part in skip for part in p.relative_to(root).parts))
+    files = sorted(p for p in root.rglob("*.py") if not any(part in skip for part in p.relative_to(root).parts))
+    return [(p.relative_to(root).as_posix(), p) for p in files]
 
 
 def _docstrings(path: Path) -> list[str]:
@@ -69,8 +72,8 @@ def _docstrings(path: Path) -> list[str]:
 
 
 def pydoc() -> Iterator[Document]:
-    for p in _stdlib_files():
-        yield Document(f"pydoc:{p.name}", lambda p=p: _docstrings(p))
+    for name, p in _stdlib_files():
+        yield Document(f"pydoc:{name}", lambda p=p: _docstrings(p))
 
 
 def _whole_file(path: Path) -> list[str]:
@@ -79,8 +82,8 @@ def _whole_file(path: Path) -> list[str]:
 
 
 def pysrc() -> Iterator[Document]:
-    for p in _stdlib_files():
-        yield Document(f"pysrc:{p.name}", lambda p=p: _whole_file(p))
+    for name, p in _stdlib_files():
+        yield Document(f"pysrc:{name}", lambda p=p: _whole_file(p))
 
 
 def python_html() -> Iterator[Document]:
