@@ -33,21 +33,26 @@ def test_unknown_model_install_is_an_error():
         install("nope")
 
 
-def test_tiny_saved_model_loads_from_a_directory(tmp_path):
-    """Any HF model directory loads, with its facts (a tiny GQA Llama saved here, tokenizer from minilm)."""
+def _tiny_llama_dir(path):
+    """A tiny GQA Llama saved in ``path``, with minilm-l6's tokenizer files."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    LlamaForCausalLM(cfg).save_pretrained(tmp_path)
+    LlamaForCausalLM(cfg).save_pretrained(path)
     tok_src = NAMED_MODELS["minilm-l6"]
     if not tok_src.installed():
         pytest.skip("needs minilm-l6's tokenizer files")
     import shutil
 
     for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(tok_src.locate() / f, tmp_path / f)
-    lm = load(str(tmp_path))
+        shutil.copy(tok_src.locate() / f, path / f)
+    return path
+
+
+def test_tiny_saved_model_loads_from_a_directory(tmp_path):
+    """Any HF model directory loads, with its facts (a tiny GQA Llama saved here, tokenizer from minilm)."""
+    lm = load(str(_tiny_llama_dir(tmp_path)))
     f = lm.facts
     assert (f.n_layers, f.n_heads, f.n_kv_heads, f.causal, f.position_encoding) == (2, 4, 2, True, "rope")
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "llama"
@@ -64,3 +69,26 @@ def test_device_errors_are_clear():
         with pytest.raises(HeadlabError, match="no CUDA"):
             _device("cuda")
     assert str(_device("auto")) in ("cpu", "cuda")
+
+
+def test_a_decoder_loads_once_for_the_loss_metrics(tmp_path, monkeypatch):
+    """The config says a model is a causal LM before its weights are read, so the metrics load it once, with
+    its head; an encoder's config says it is not, and where no config can be read the answer is None."""
+    import headlab.ablation.metrics as metrics
+    import headlab.models.loader as loader
+    from headlab.models.loader import declares_causal_lm
+
+    folder = _tiny_llama_dir(tmp_path / "llama")
+    assert declares_causal_lm(folder) is True and declares_causal_lm("minilm-l6") is False
+    assert declares_causal_lm(tmp_path / "absent") is None
+    calls = []
+    real = loader.load
+
+    def counted(*a, **k):
+        calls.append(k.get("lm_head"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(loader, "load", counted)
+    monkeypatch.setattr(metrics, "load", counted)
+    loaded = metrics.load_for_metric(str(folder))
+    assert calls == [True] and loaded.model.get_output_embeddings() is not None

@@ -25,6 +25,7 @@ from headlab.corpus import Sampler, documents
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel, load, resolve
 from headlab.models.loaded import device_of
+from headlab.models.loader import declares_causal_lm
 
 DECODER_METRICS = ("loss", "accuracy")
 ENCODER_METRICS = ("cosine_distance", "pooled_cosine_distance")
@@ -98,9 +99,11 @@ def per_sample(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def load_for_metric(model: str | LoadedModel, device: str = "cpu", dtype: str = "float32") -> LoadedModel:
-    """Decoders need their language-model head for the loss; encoders are measured on hidden states."""
-    loaded = resolve(model, device=device, dtype=dtype)
-    if not isinstance(model, LoadedModel) and loaded.facts.causal:
+    """Decoders need their language-model head for the loss; encoders are measured on hidden states. The config
+    says which before any weight is read, so a decoder loads once; where it cannot, the model loads twice."""
+    head = False if isinstance(model, LoadedModel) else bool(declares_causal_lm(model))
+    loaded = resolve(model, device=device, dtype=dtype, lm_head=head)
+    if not isinstance(model, LoadedModel) and loaded.facts.causal and not head:
         loaded = load(model, lm_head=True, device=device, dtype=dtype)
     if loaded.facts.causal and getattr(loaded.model, "get_output_embeddings", lambda: None)() is None:
         raise HeadlabError(f"{loaded.name}: decoder metrics need a model loaded with lm_head=True")

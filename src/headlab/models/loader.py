@@ -181,14 +181,33 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
     config = AutoConfig.from_pretrained(path)
     auto: Any = AutoModel
     if lm_head:
-        archs = getattr(config, "architectures", None) or []
-        auto = AutoModelForCausalLM if any("Causal" in a or "LMHead" in a for a in archs) else AutoModelForMaskedLM
+        auto = AutoModelForCausalLM if _names_a_causal_lm(config) else AutoModelForMaskedLM
     model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token_id is None:
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return model, tokenizer
+
+
+def _names_a_causal_lm(config: Any) -> bool:
+    return any("Causal" in a or "LMHead" in a for a in getattr(config, "architectures", None) or [])
+
+
+def declares_causal_lm(name_or_path: str | os.PathLike[str]) -> bool | None:
+    """Whether a model's config names a causal language model, read without its weights; None where no config
+    can be read first (a ``.gguf`` file, a run folder, a hub id offline)."""
+    from transformers import AutoConfig
+
+    name = str(name_or_path)
+    spec = NAMED_MODELS.get(name)
+    if folder_kind(name) is not None or (spec is not None and not spec.installed()):
+        return None
+    try:
+        config = AutoConfig.from_pretrained(str(spec.locate()) if spec is not None else name)
+    except (OSError, ValueError, KeyError, HeadlabError):
+        return None
+    return _names_a_causal_lm(config)
 
 
 def _device(spec: str) -> Any:

@@ -105,8 +105,11 @@ class DepthLawResult(Result):
             if published:
                 ax.plot(*zip(*published), "s", mfc="none", color="grey", label=f"{cur}: published (Sanford et al.)")
         ax.axhline(self.trained_depth, color="grey", lw=0.8, alpha=0.6)
-        ax.set(xlabel="layers L", ylabel="largest hop count solved", yscale="symlog", xticks=layers,
-               ylim=(0, max(self.trained_depth, 3 ** max(layers) / 2) * 1.2))
+        top = max(self.trained_depth, 3 ** max(layers) / 2) * 1.2
+        ax.set(xlabel="layers L", ylabel="largest hop count solved", yscale="symlog", xticks=layers, ylim=(0, top),
+               yticks=[0] + [2 ** i for i in range(int(top).bit_length()) if 2 ** i <= top])
+        ax.set_yticklabels([str(int(t)) for t in ax.get_yticks()])
+        ax.text(layers[0], self.trained_depth, " trained depth", fontsize=7, va="bottom", color="grey")
         ax.legend(fontsize=7)
         fig.tight_layout()
         return fig
