@@ -31,7 +31,7 @@ def main() -> None:
     for run, summary, rows in runs:
         errs = " | ".join(f"{rows[-1]['errors'][k]:.3f}" for k in hops)
         L = summary["n_layers"]
-        print(f"| {run.name} | {L} | {summary['steps']:,} | {errs} | {summary['solved']} | {PUBLISHED.get(L, '?')} |")
+        print(f"| {run.name} | {L} | {summary['steps']:,} | {errs} | {summary['solved']} | {PUBLISHED.get(L, '—')} |")
     print(f"\nErrors at the last evaluation; solved: every hop count up to k below {SOLVED_ERROR} error. Published: "
           "Sanford et al., 100,000 steps of 32 at lr 1e-4, k up to 16.\n")
     for run, summary, rows in runs:
@@ -43,7 +43,7 @@ def main() -> None:
             errs = " | ".join(f"{r['errors'][k]:.3f}" for k in hops)
             print(f"| {r['step']} | {r['loss']:.3f} | {errs} | {r['solved'] if r['solved'] >= 0 else 'none'} |")
         print(f"\nSolved at the end: hop counts 0..{summary['solved']} (error < {SOLVED_ERROR}); published for "
-              f"{L} layers at 100,000 steps of 32, lr 1e-4, k up to 16: 0..{PUBLISHED.get(L, '?')}.\n")
+              f"{L} layers at 100,000 steps of 32, lr 1e-4, k up to 16: 0..{PUBLISHED.get(L, '— (none published)')}.\n")
 
 
 if __name__ == "__main__":

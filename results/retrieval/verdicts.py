@@ -1,0 +1,118 @@
+"""The retrieval document's three claims judged from the committed retrieval results, one row each.
+
+    .venv/bin/python results/retrieval/verdicts.py > results/retrieval/verdicts.md
+
+Rules (ours; the document states the claims, not how to test them):
+
+* "the minimum number of layers grows logarithmically with depth" (t >= log3(2D), so a depth-L model resolves at
+  most 3^L/2 hops): not supported when a run solves more hops than 3^L/2 allows; supported when the largest hop
+  count solved (D_max, every hop 1..D at 0.95) rises with the layers over at least three layer counts, stays
+  within 3^L/2, and is below the trained depth (not capped by the data); else inconclusive. Judged on the
+  document's own task (the dense runs) and, as an outside check of the same kind of law, on Sanford et al.'s
+  k-hop task (their theory: depth log2 k).
+* "learning succeeds only under an implicit curriculum": not supported when an answer-only run (none, mixed)
+  learns a depth D >= 2; supported when an implicit-curriculum run (chain, dense) learns a depth D >= 2 and no
+  answer-only run at the same budget does; inconclusive when neither learns. D = 1 is one lookup, with nothing
+  for a curriculum to order, and is reported beside the verdict.
+* "heads emerge in a fixed order": over the cells with two or more successful runs, supported when every such
+  cell's runs share one emergence order of head roles, not supported when some cell's runs share none (no
+  order common to two runs), else inconclusive.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def _summaries(folder: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*/summary.json"))]
+
+
+def depth_law_row(law_file: Path, task: str) -> tuple[str, str]:
+    law = json.loads(law_file.read_text())
+    cells = sorted(law["cells"], key=lambda c: c["layers"])
+    over = [c for c in cells if max(c["d_max"]) > c["log3_bound"]]
+    medians = [c["median"] for c in cells]
+    rising = len(cells) >= 3 and all(a < b for a, b in zip(medians, medians[1:]))
+    capped = [c["layers"] for c in cells if c["median"] >= law["trained_depth"]]
+    if over:
+        verdict = "not supported"
+    elif rising and not capped:
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    per = ", ".join(f"L{c['layers']}: {c['median']:g} (3^L/2 = {c['log3_bound']:g}"
+                    + (f", published {c['published']}" if c.get("published") is not None else "") + ")"
+                    for c in cells)
+    why = [f"{task}, trained to depth {law['trained_depth']}, {law['steps']:,} steps: D_max {per}"]
+    if len(cells) < 3:
+        why.append(f"only {len(cells)} layer count(s) measured")
+    if capped:
+        why.append(f"capped by the trained depth at L = {', '.join(map(str, capped))}")
+    if not rising and len(cells) >= 3:
+        why.append("D_max does not rise with every added layer")
+    return verdict, "; ".join(why) + f" (`{law_file.relative_to(HERE.parent.parent)}`)"
+
+
+def curriculum_row() -> tuple[str, str]:
+    runs = _summaries(HERE / "map") + _summaries(HERE / "d1") + _summaries(HERE / "dense_pilot")
+    learned: Counter = Counter()
+    total: Counter = Counter()
+    for s in runs:
+        kind = "implicit" if s["task"]["curriculum"] in ("chain", "dense") else "answer-only"
+        deep = s["task"]["depth"] >= 2
+        total[kind, deep] += 1
+        learned[kind, deep] += bool(s["success"])
+    if learned["answer-only", True]:
+        verdict = "not supported"
+    elif learned["implicit", True]:
+        verdict = "supported (at this budget)"
+    else:
+        verdict = "inconclusive"
+    return verdict, (f"D >= 2: implicit curriculum learned {learned['implicit', True]} of {total['implicit', True]} "
+                     f"runs, answer-only {learned['answer-only', True]} of {total['answer-only', True]}; D = 1: "
+                     f"answer-only learned {learned['answer-only', False]} of {total['answer-only', False]} (the "
+                     "larger batches), implicit "
+                     f"{learned['implicit', False]} of {total['implicit', False]} "
+                     "(`results/retrieval/map`, `d1`, `dense_pilot`)")
+
+
+def order_row() -> tuple[str, str]:
+    cells = []
+    for f in sorted((HERE / "map" / "emergence").glob("*.json")):
+        runs = json.loads(f.read_text())["runs"]
+        if len(runs) >= 2:
+            top = Counter(tuple(r["types"]) for r in runs).most_common(1)[0][1]
+            cells.append((f.stem, top, len(runs)))
+    if not cells:
+        return "inconclusive", "no cell has two successful runs"
+    if any(top < 2 for _, top, _ in cells):
+        verdict = "not supported"
+    elif all(top == n for _, top, n in cells):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    per = ", ".join(f"{name}: {top} of {n} runs share the most common order" for name, top, n in cells)
+    return verdict, per + " (`results/retrieval/map/emergence`, `results/retrieval/circuits.md`)"
+
+
+def main() -> None:
+    rows = [("the minimum number of layers grows logarithmically with depth (the document's task, dense)",
+             *depth_law_row(HERE / "dense_pilot" / "depth_law.json", "dense retrieval")),
+            ("the same law on Sanford et al.'s k-hop task (outside check)",
+             *depth_law_row(HERE / "khop" / "depth_law.json", "k-hop")),
+            ("learning succeeds only under an implicit curriculum", *curriculum_row()),
+            ("heads emerge in a fixed order", *order_row())]
+    print("| claim | verdict | measured |")
+    print("|---|---|---|")
+    for claim, verdict, why in rows:
+        print(f"| {claim} | **{verdict}** | {why} |")
+    print("\nRules: the docstring of `results/retrieval/verdicts.py`.")
+
+
+if __name__ == "__main__":
+    main()
