@@ -105,7 +105,7 @@ def ordered_fingerprints(path: Path, features: Sequence[str], rank: dict[str, in
     a bucket of documents at a time: ``(X, docs, windows, positions)``. The scan's rows come in a seeded order,
     so each row batch's sums go to the bucket file (under ``folder``) of their documents' positions first;
     memory holds one bucket, whatever the number of documents."""
-    names = [""] * (max(rank.values(), default=-1) + 1)  # position -> id (a named corpus may repeat an id)
+    names = [""] * (max(rank.values(), default=-1) + 1)  # position -> id: buckets are cut by position
     for doc, i in rank.items():
         names[i] = doc
     size = max(BUCKET_DOCS, -(-len(names) // MAX_BUCKETS))

@@ -5,6 +5,7 @@ for the written-back dataset and the figure), the summary's sums, and the ten hi
 
 from __future__ import annotations
 
+import heapq
 import tempfile
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ class Verdicts:
 
     @classmethod
     def empty(cls, rank: dict[str, int]) -> "Verdicts":
-        size = max(rank.values(), default=-1) + 1  # a named corpus may repeat an id: the last one names it
+        size = max(rank.values(), default=-1) + 1
         return cls(rank, np.full(size, np.nan), np.zeros(size, dtype=bool))
 
     def get(self, doc: str) -> tuple[float, bool] | None:
@@ -56,7 +57,7 @@ def score_check(prof: Profile, path: Path, rank: dict[str, int], corpus: list[st
             flag = np.array([r["flag"] for r in rows], dtype=bool)
             verdicts.score[at], verdicts.flag[at] = [r["score"] for r in rows], flag
             z_flagged += Z[flag].sum(0)
-            worst = sorted(worst + rows, key=lambda r: -r["score"])[:WORST]
+            worst = heapq.nlargest(WORST, worst + rows, key=lambda r: r["score"])
             if written is not None:
                 written.add(rows, Z)
             if keep_rows:

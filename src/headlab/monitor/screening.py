@@ -56,8 +56,6 @@ class CheckResult(Result):
 
 
 
-
-
 def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarray,
                top: int = 3) -> tuple[list[dict], np.ndarray]:
     """One record per document: score, flag, its most deviating features (signed robust z) explained; and the
