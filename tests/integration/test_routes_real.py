@@ -45,17 +45,19 @@ def test_routes_agree_on_real_models(name, batch_size):
             np.testing.assert_allclose(v, ref[k], atol=1e-5, rtol=0, equal_nan=True, err_msg=f"{route} {k}")
 
 
-def test_auto_route_is_fused_and_recorded(tmp_path):
+def test_auto_route_is_timed_and_recorded(tmp_path):
     out = tmp_path / "scan"
     rc = main(["scan", "minilm-l6", "--max-samples", "8", "--no-progress", "--out", str(out)])
     assert rc == 0
     settings = json.loads((out / "scan.json").read_text())["settings"]
-    assert settings["route"] == "fused" and settings["route_reason"]
+    assert settings["route"] == "auto" and "fused and eager" in settings["route_reason"]
+    assert {c["route"] for c in settings["route_by_shape"].values()} <= {"fused", "eager"}
     rc = main(["scan", "minilm-l6", "--max-samples", "8", "--no-progress", "--detectors", "entropy", "offset",
                "--out", str(tmp_path / "rows")])
     assert rc == 0
     settings = json.loads((tmp_path / "rows" / "scan.json").read_text())["settings"]
-    assert settings["route"] == "chunked" and "entropy" in settings["route_reason"]
+    assert settings["route"] == "auto" and "entropy" in settings["route_reason"]
+    assert {c["route"] for c in settings["route_by_shape"].values()} <= {"chunked", "eager"}
 
 
 @pytest.mark.skipif(not PYTHON_DOC and not os.environ.get("CI"),
@@ -76,7 +78,7 @@ def test_smollm2_scan_at_8192_tokens_of_real_documentation(tmp_path):
                "--batch-size", "1", "--no-progress", "--out", str(out)])
     assert rc == 0
     j = json.loads((out / "scan.json").read_text())
-    assert j["settings"]["route"] == "fused" and j["settings"]["window"] == 8192
+    assert j["settings"]["route_by_shape"]["1x8192"]["route"] == "fused" and j["settings"]["window"] == 8192
     assert j["n_samples"] == 1 and 8000 <= j["n_tokens"] <= 8192
     prev = [h["scores"]["previous-token"] for h in j["heads"]]
     assert all(0 <= p <= 1 for p in prev) and max(prev) > 0.3  # real previous-token heads exist at 8k

@@ -71,7 +71,7 @@ def test_fused_and_chunked_equal_eager(kind, batch_size):
 
 def test_soft_capped_logits_take_the_chunked_route_and_agree():
     lm = _model("gemma2")
-    assert choose(lm.model, [make("offset")]).route == "chunked"
+    assert choose(lm.model, [make("offset")]).candidates == ("chunked", "eager")
     with pytest.raises(HeadlabError, match="soft-caps"):
         choose(lm.model, [make("offset")], "fused")
     _assert_same(_scores(lm, "chunked", ALL, 4), _scores(lm, "eager", ALL, 4))
@@ -128,11 +128,12 @@ def test_entropy_matches_a_naive_loop_over_output_attentions():
 
 def test_route_choice_and_errors():
     llama, mpnet = _model("llama"), _model("mpnet")
-    assert choose(llama.model, [make("token"), make("induction")]).route == "fused"
+    c = choose(llama.model, [make("token"), make("induction")])
+    assert c.route == "auto" and c.candidates == ("fused", "eager")
     c = choose(llama.model, [make("token"), make("entropy")])
-    assert c.route == "chunked" and "entropy" in c.reason
+    assert c.route == "auto" and c.candidates == ("chunked", "eager") and "entropy" in c.reason
     c = choose(mpnet.model, [make("offset")])
-    assert c.route == "eager" and "inline" in c.reason
+    assert c.route == "eager" and c.candidates == ("eager",) and "inline" in c.reason
     with pytest.raises(HeadlabError, match="whole rows"):
         choose(llama.model, [make("entropy")], "fused")
     with pytest.raises(HeadlabError, match="inline"):

@@ -15,8 +15,9 @@ import torch
 
 from headlab.attention.hooks import capture, capture_kernel
 from headlab.attention.padding import pad_right
-from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES, LayerScorer, choose
+from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES, Choice, LayerScorer, choose
 from headlab.attention.routes.spec import AttentionSpec
+from headlab.census.calibration import RoutePicker
 from headlab.corpus import Sample
 from headlab.detectors import Batch, Detector, bind_to, prepare_batch
 from headlab.errors import HeadlabError
@@ -90,6 +91,15 @@ def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: I
             yield {name: torch.stack(layers, dim=1).numpy() for name, layers in per_layer.items()}
 
 
+def plan_route(loaded: LoadedModel, detectors: Sequence[Detector], requested: str = "auto",
+               block_mb: float = DEFAULT_BLOCK_MB) -> tuple[Choice, "str | RoutePicker"]:
+    """The route choice and what :func:`score_chunk` takes: a route, or the picker that times the candidates."""
+    choice = choose(loaded.model, detectors, requested)
+    if choice.route != "auto":
+        return choice, choice.route
+    return choice, RoutePicker(loaded, detectors, choice.candidates, block_mb)
+
+
 def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: Iterable[Sample],
                   batch_size: int = 8, progress: "object | None" = None, route: str = "auto",
                   block_mb: float = DEFAULT_BLOCK_MB) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
@@ -101,7 +111,7 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
     if batch_size < 1:
         raise HeadlabError("batch size must be at least 1")
     bind_to(loaded, detectors)
-    route = choose(loaded.model, detectors, route).route
+    _, picked = plan_route(loaded, detectors, route, block_mb)
     chunk: list[Sample] = []
     for s in samples:
         if len(s.input_ids) > loaded.facts.max_length:
@@ -109,10 +119,20 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
                                f"({loaded.facts.max_length}); use a smaller --max-length")
         chunk.append(s)
         if len(chunk) == batch_size * CHUNK_BATCHES:
-            yield from _scored(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+            yield from _scored(loaded, detectors, chunk, batch_size, progress, picked, block_mb)
             chunk = []
     if chunk:
-        yield from _scored(loaded, detectors, chunk, batch_size, progress, route, block_mb)
+        yield from _scored(loaded, detectors, chunk, batch_size, progress, picked, block_mb)
+
+
+def _picked(loaded: LoadedModel, detectors: Sequence[Detector], picker: RoutePicker, make: "Any",
+            block_mb: float) -> str:
+    def run(route: str, batch: Batch) -> None:
+        for _ in score_batches(loaded, detectors, [batch], route, block_mb):
+            pass
+
+    first = make()
+    return picker.pick(first.input_ids.shape[0], first.input_ids.shape[1], make, run)
 
 
 class ChunkInterrupted(KeyboardInterrupt):
@@ -124,7 +144,7 @@ class ChunkInterrupted(KeyboardInterrupt):
 
 
 def _scored(loaded: LoadedModel, detectors: Sequence[Detector], chunk: list[Sample], batch_size: int,
-            progress: "object | None", route: str, block_mb: float
+            progress: "object | None", route: "str | RoutePicker", block_mb: float
             ) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
     """One chunk's scores; on an interrupt, first the samples whose batches finished, then the interrupt."""
     try:
@@ -138,17 +158,21 @@ def _scored(loaded: LoadedModel, detectors: Sequence[Detector], chunk: list[Samp
 
 
 def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Sequence[Sample], batch_size: int,
-                progress: "object | None" = None, route: str = "eager",
+                progress: "object | None" = None, route: "str | RoutePicker" = "eager",
                 block_mb: float = DEFAULT_BLOCK_MB) -> dict[str, np.ndarray]:
-    """Scores of ``chunk`` in its own order (batched by length, then put back). An interrupt is re-raised as
+    """Scores of ``chunk`` in its own order (batched by length, then put back), on ``route`` or on the route a
+    :class:`RoutePicker` picks for the chunk's longest batch. An interrupt is re-raised as
     :class:`ChunkInterrupted` with the scores of the batches that finished."""
     order = sorted(range(len(chunk)), key=lambda i: -len(chunk[i].input_ids))
     groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     device = device_of(loaded.model)
-    batches = (collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device) for idx in groups)
+    make = lambda idx: collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device)  # noqa: E731
     out: dict[str, np.ndarray] = {}
     done: list[int] = []
     try:
+        if isinstance(route, RoutePicker):
+            route = _picked(loaded, detectors, route, lambda: make(groups[0]), block_mb) if groups else "eager"
+        batches = (make(idx) for idx in groups)
         with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:  # type: ignore[type-var]
             for idx, scores in zip(groups, results):
                 for name, block in scores.items():

@@ -206,8 +206,8 @@ class ScanResult(Result):
                   f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
                   + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
                      if self.interrupted else ""))
-        route = (f"route: {self.settings['route']} ({self.settings.get('route_reason', '')})"
-                 if "route" in self.settings else None)
+        route = (f"route: {self.settings['route']}{_picked(self.settings.get('route_by_shape'))} "
+                 f"({self.settings.get('route_reason', '')})" if "route" in self.settings else None)
         rows = [(name, [f"{h}={v:.3f}" + (f" (Δ={d})" if d is not None else "")
                         + (self._explained(h) if name == "token" else "") for h, v, d in self.top(name, n)])
                 for name in self.means]
@@ -230,3 +230,10 @@ class ScanResult(Result):
         lines = [header] + [f"  {route}"] * (route is not None)
         lines += [f"  {name:<16} " + ("  ".join(cells) if cells else "(undefined)") for name, cells in rows]
         return "\n".join(lines + [f"  {sdh}"] * (sdh is not None))
+
+
+def _picked(by_shape: "dict[str, dict[str, Any]] | None") -> str:
+    """`` -> eager for 8x128, fused for 1x2048``: what ``auto`` chose for each batch shape (B x T bucket)."""
+    if not by_shape:
+        return ""
+    return " -> " + ", ".join(f"{c['route']} for {shape}" for shape, c in by_shape.items())

@@ -8,8 +8,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.attention.routes import choose
 from headlab.census.accumulator import Census
+from headlab.census.calibration import RoutePicker
+from headlab.census.engine import plan_route
 from headlab.census.per_sample import PerSampleWriter
 from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, ScanSettings
@@ -76,7 +77,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         merge_ranks(census, w)
         if writer is not None and census.n_samples:
             writer.finish()
-        record = {**plan.record, "world_size": w.size, "checkpoint_every": every,
+        picked = plan.route.report() if isinstance(plan.route, RoutePicker) else None
+        record = {**plan.record, "world_size": w.size, "checkpoint_every": every, "route_by_shape": picked,
                   "per_sample": str(Path(per_sample).resolve()) if per_sample is not None else None}
         result = _result(loaded, s, census, record, plan.has_token, interrupted)
     result.warnings = list(said)
@@ -91,7 +93,7 @@ class _Plan:
     detectors: list[Detector]
     sampler: Sampler
     documents: list[Document]
-    route: str
+    route: "str | RoutePicker"
     record: dict[str, Any]
     fingerprint: str
     has_token: bool
@@ -100,7 +102,7 @@ class _Plan:
 def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, corpus: Sequence[str] | None,
           per_sample: str | Path | None) -> _Plan:
     dets = [_make(d, s) for d in s.detectors]
-    choice = choose(loaded.model, dets, s.route)
+    choice, route = plan_route(loaded, dets, s.route, s.chunk_mb)
     bind_to(loaded, dets)  # before the sampler (it needs the token's target ids) and the recorded settings
     token = next((d for d in dets if d.name == "token"), None)
     if s.target_filter != "any" and token is None:
@@ -120,7 +122,7 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     }
     rows = str(Path(per_sample).resolve()) if per_sample is not None else None  # a resume must add to these rows
     stamp = corpus_stamp(texts, corpus)  # a resume must read the same text the first samples came from
-    return _Plan(dets, sampler, docs, choice.route, record,
+    return _Plan(dets, sampler, docs, route, record,
                  fingerprint({**record, "per_sample": rows, "corpus_files": stamp}), token is not None)
 
 

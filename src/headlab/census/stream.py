@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from headlab.census.accumulator import Census
+from headlab.census.calibration import RoutePicker
 from headlab.census.engine import CHUNK_BATCHES, ChunkInterrupted, score_chunk
 from headlab.census.per_sample import PerSampleWriter
 from headlab.census.settings import ScanSettings
@@ -117,7 +118,7 @@ def rounds(samples: Iterable[Sample], size: int, start: int) -> Iterator[list[Sa
 
 
 def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample], census: Census, w: World, *,
-        settings: ScanSettings, route: str, bar: Any, every: int, folder: Path | None, print_: str,
+        settings: ScanSettings, route: "str | RoutePicker", bar: Any, every: int, folder: Path | None, print_: str,
         writer: PerSampleWriter | None, rows: bool) -> KeyboardInterrupt | None:
     """Stream the samples into ``census``; returns the interrupt that stopped it early (one process), or None.
     ``rows``: per-sample rows are wanted (``writer`` is rank 0's; every rank sends its rows)."""

@@ -47,8 +47,9 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
     p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector (default 5)")
     p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
-                   help="capture route: auto (default: fused where the detectors and model allow, else chunked, "
-                        "else eager), or force one; the route used is recorded in scan.json")
+                   help="capture route: auto (default: the faster of eager and fused, or chunked where fused "
+                        "cannot serve, timed once per batch shape and cached), or force one; the route used for "
+                        "each shape and its seconds are recorded in scan.json")
     p.add_argument("--chunk-mb", type=real_in(0, open_lo=True),
                    help=f"memory budget of one block of the chunked/fused routes, MB (default {DEFAULT_BLOCK_MB:g})")
     p.add_argument("--checkpoint-every", type=at_least(0), default=None, metavar="N",

@@ -8,7 +8,9 @@ chunked    eager math in blocks of C query rows, each block dropped    pairs, ro
 eager      the model's own eager attention, whole (B, H, T, T)         pairs, rows       O(B·H·T²)
 =========  ==========================================================  ================  ==================
 
-``auto`` takes the first route that serves every detector and the model: fused, then chunked, then eager.
+``auto`` considers the first route that serves every detector and the model (fused, then chunked) and the
+eager route, and takes the faster of the two for each batch shape, timed on the scan's own batches
+(:mod:`headlab.census.calibration`); where only eager serves, it is eager.
 Every route answers the same declared sums (:mod:`headlab.detectors.needs`), so their scores agree; the eager
 route is the reference the others are tested against.
 """
@@ -48,8 +50,11 @@ EVAL_MB = 16.0
 
 @dataclass(frozen=True)
 class Choice:
+    """``route``: a route, or ``auto`` when ``candidates`` (more than one) are timed per batch shape."""
+
     route: str
     reason: str
+    candidates: tuple[str, ...] = ()
 
     def settings(self) -> dict[str, str]:
         return {"route": self.route, "route_reason": self.reason}
@@ -69,11 +74,14 @@ def choose(model: nn.Module, detectors: Sequence[Detector], requested: str = "au
     if requested != "auto":
         if blockers[requested] is not None:
             raise HeadlabError(f"--route {requested} cannot serve this scan: {blockers[requested]}")
-        return Choice(requested, "requested")
+        return Choice(requested, "requested", (requested,))
     for name in ROUTES:
         if blockers[name] is None:
             skipped = [f"not {n}: {blockers[n]}" for n in ROUTES[:ROUTES.index(name)]]
-            return Choice(name, "; ".join(skipped) if skipped else "every detector needs pairs only")
+            why = "; ".join(skipped) if skipped else "every detector needs pairs only"
+            if name == "eager":
+                return Choice(name, why, (name,))
+            return Choice("auto", f"the faster of {name} and eager for each batch shape, timed; {why}", (name, "eager"))
     raise AssertionError("eager always serves")
 
 

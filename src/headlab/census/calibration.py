@@ -1,0 +1,115 @@
+"""Which exact capture route is fastest for a batch shape, measured once per model, device and dtype.
+
+Every route returns the same scores (:mod:`headlab.attention.routes`); only their cost differs, and not in a
+fixed order: at short windows the model's own eager attention plus one dense evaluation of ``(B, H, T, T)``
+can beat the kernel route's recomputation of the pair sums, at long ones the kernel route wins by far (and
+eager's memory grows as T²). So ``auto`` times the routes that serve a scan on its first batch of each shape
+(batch size and length rounded up to a power of two) and keeps the fastest; the seconds are cached in
+``$HEADLAB_CACHE/route-costs.json`` under the model, device, dtype, torch threads and detectors, so a
+later scan of the same shape measures nothing. Eager is timed only where one layer's probabilities fit the
+block budget, the memory rule the chunked route keeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from headlab.detectors import Batch, Detector
+from headlab.io import write_json_atomic
+from headlab.models import LoadedModel, cache_dir
+from headlab.models.loaded import device_of
+
+COSTS_FILE = "route-costs.json"
+#: timed forwards per route after one untimed warm-up: the fastest of them is the route's cost
+ROUNDS = 2
+
+
+def costs_path() -> Path:
+    return cache_dir() / COSTS_FILE
+
+
+def bucket(T: int) -> int:
+    """Lengths share a measurement up to the next power of two."""
+    return 1 << max(0, T - 1).bit_length()
+
+
+@dataclass
+class RoutePicker:
+    """Picks the fastest of ``candidates`` for each batch shape; :meth:`report` says what it chose and why."""
+
+    loaded: LoadedModel
+    detectors: Sequence[Detector]
+    candidates: tuple[str, ...]
+    block_mb: float
+    path: Path = field(default_factory=costs_path)
+    chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def pick(self, B: int, T: int, make: Callable[[], Batch], run: Callable[[str, Batch], None]) -> str:
+        """The route for batches of ``B`` samples of up to ``T`` tokens; ``make()`` builds a fresh batch of that
+        shape and ``run(route, batch)`` scores it, to time the routes whose cost for the shape is not known."""
+        shape = f"{B}x{bucket(T)}"
+        if shape in self.chosen:
+            return str(self.chosen[shape]["route"])
+        dense_mb = B * self.loaded.facts.n_heads * bucket(T) ** 2 * 4 / 2**20  # one layer's (B, H, T, T) float32
+        routes = [r for r in self.candidates if r != "eager" or dense_mb <= self.block_mb]
+        if len(routes) == 1:
+            self.chosen[shape] = {"route": routes[0], "why": f"eager would hold {dense_mb:.0f} MB of attention a "
+                                                             f"layer, above the {self.block_mb:g} MB block budget"}
+            return routes[0]
+        stored = self._stored().get(self._model_key(), {}).get(shape, {})
+        costs = {r: float(stored[r]) for r in routes if r in stored}
+        measured = len(costs) < len(routes)
+        if measured:
+            costs = _measure(routes, make, run)
+            self._store(shape, costs)
+        best = min(costs, key=costs.__getitem__)
+        self.chosen[shape] = {"route": best, "seconds": {r: round(c, 5) for r, c in costs.items()},
+                              "why": "measured now" if measured else f"measured before ({self.path})"}
+        return best
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        return dict(self.chosen)
+
+    def _model_key(self) -> str:
+        m = self.loaded
+        params = sum(p.numel() for p in m.model.parameters())
+        dets = json.dumps([(d.name, d.settings()) for d in self.detectors], sort_keys=True, default=str)
+        return "|".join([m.name, str(params), str(device_of(m.model)), str(m.dtype),
+                         f"threads={torch.get_num_threads()}", hashlib.sha256(dets.encode()).hexdigest()[:16]])
+
+    def _stored(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):  # none yet, or unreadable: measure again and rewrite it
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _store(self, shape: str, costs: dict[str, float]) -> None:
+        data = self._stored()
+        data.setdefault(self._model_key(), {})[shape] = costs
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.path, data)
+        except OSError:  # a read-only cache costs a re-measurement next time, not the scan
+            pass
+
+
+def _measure(routes: Sequence[str], make: Callable[[], Batch], run: Callable[[str, Batch], None]
+             ) -> dict[str, float]:
+    """Seconds of one scored forward on each route: one warm-up, then :data:`ROUNDS` interleaved rounds."""
+    run(routes[0], make())
+    best = {r: float("inf") for r in routes}
+    for _ in range(ROUNDS):
+        for r in routes:
+            b = make()
+            t0 = time.perf_counter()
+            run(r, b)
+            best[r] = min(best[r], time.perf_counter() - t0)
+    return best
