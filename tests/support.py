@@ -12,11 +12,16 @@ import pytest
 from headlab.corpus import Sample
 from headlab.models import NAMED_MODELS
 
-#: a small training config: 12 steps of a 2-layer model on pydoc text, checkpoints, gradient signals and the
+#: the training tests' corpus: the standard library's source files, whole (real code and comments, paths and
+#: URLs). A tiny run's pool drawn from pydoc (docstrings) took ~40 s more: its seeded shuffle buffer (1,024
+#: windows) parses about a thousand modules before the first window, where whole files fill it from a few.
+SMALL_CORPUS = "pysrc"
+
+#: a small training config: 12 steps of a 2-layer model on real text, checkpoints, gradient signals and the
 #: head monitor every 4
 TINY_RUN = {
     "model": {"n_layers": 2, "n_heads": 2, "d_model": 32, "max_length": 32},
-    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:300", "tokenizer_chars": 60000, "window": 32,
+    "data": {"corpus": [SMALL_CORPUS], "tokenizer": "bpe:300", "tokenizer_chars": 60000, "window": 32,
              "n_windows": 120, "slash_share": 0.25, "probe_windows": 4},
     "optim": {"steps": 12, "batch_size": 8, "warmup_steps": 3, "threads": 1},
     "checkpoints": {"early_points": 2, "early_fraction": 0.25, "every": 4},

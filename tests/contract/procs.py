@@ -11,9 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from ..support import SMALL_CORPUS
+
 TINY = {
     "model": {"n_layers": 1, "n_heads": 2, "d_model": 16, "max_length": 16},
-    "data": {"corpus": ["pydoc"], "tokenizer": "bpe:280", "tokenizer_chars": 30000, "window": 16,
+    "data": {"corpus": [SMALL_CORPUS], "tokenizer": "bpe:280", "tokenizer_chars": 30000, "window": 16,
              "n_windows": 40, "slash_share": 0.25, "probe_windows": 2},
     "optim": {"steps": 4, "batch_size": 4, "warmup_steps": 1, "threads": 1},
     "checkpoints": {"early_points": 1, "early_fraction": 0.5, "every": 2},
