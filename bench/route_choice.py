@@ -47,37 +47,42 @@ def main() -> None:
           f"{args.repeats} interleaved rounds (median)")
     for shape in args.shapes.split(","):
         B, T = (int(x) for x in shape.split("x"))
-        windows = [Sample(b, "doc", b, tuple(ids[b * T:(b + 1) * T])) for b in range(B)]
-        dets = [make(n) for n in DEFAULT_DETECTORS]
-        bind_to(lm, dets)
-        with tempfile.TemporaryDirectory() as cache:
-            os.environ["HEADLAB_CACHE"] = cache
-            picker = plan_route(lm, dets)[1]
-            assert isinstance(picker, RoutePicker), picker
-            t0 = time.perf_counter()
-            score_chunk(lm, dets, windows, B, route=picker)
-            calibration = time.perf_counter() - t0
-            runs = {
-                "a": lambda: _sdpa(lm, windows),
-                "d": lambda: score_chunk(lm, dets, windows, B, route="eager"),
-                "e": lambda: score_chunk(lm, dets, windows, B, route="fused"),
-                "x": lambda: score_chunk(lm, dets, windows, B, route=picker),
-            }
-            for run in runs.values():
-                run()  # warm-up
-            times: dict[str, list[float]] = {k: [] for k in runs}
-            for _ in range(args.repeats):
-                for k, run in runs.items():
-                    t = time.perf_counter()
-                    run()
-                    times[k].append(time.perf_counter() - t)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        chose = next(iter(picker.report().values()))
-        faster = "eager" if med["d"] < med["e"] else "fused"
-        print(f"  {B}x{T}: (a) SDPA {med['a']:.4f} s | (d) eager {med['d'] / med['a']:.2f}x | (e) fused "
-              f"{med['e'] / med['a']:.2f}x | (x) auto {med['x'] / med['a']:.2f}x -> {chose['route']} "
-              f"({'the faster here' if chose['route'] == faster else 'NOT the faster here: ' + faster}; "
-              f"timed {chose.get('seconds')}; calibration once {calibration:.2f} s)")
+        print(_one(lm, [Sample(b, "doc", b, tuple(ids[b * T:(b + 1) * T])) for b in range(B)], args.repeats))
+
+
+def _one(lm, windows: list, repeats: int) -> str:
+    """One shape's line: each route's median ratio to SDPA, and auto's pick against the faster of the two."""
+    B, T = len(windows), len(windows[0].input_ids)
+    dets = [make(n) for n in DEFAULT_DETECTORS]
+    bind_to(lm, dets)
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["HEADLAB_CACHE"] = cache
+        picker = plan_route(lm, dets)[1]
+        assert isinstance(picker, RoutePicker), picker
+        t0 = time.perf_counter()
+        score_chunk(lm, dets, windows, B, route=picker)
+        calibration = time.perf_counter() - t0
+        runs = {
+            "a": lambda: _sdpa(lm, windows),
+            "d": lambda: score_chunk(lm, dets, windows, B, route="eager"),
+            "e": lambda: score_chunk(lm, dets, windows, B, route="fused"),
+            "x": lambda: score_chunk(lm, dets, windows, B, route=picker),
+        }
+        for run in runs.values():
+            run()  # warm-up
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        for _ in range(repeats):
+            for k, run in runs.items():
+                t = time.perf_counter()
+                run()
+                times[k].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    chose = next(iter(picker.report().values()))
+    faster = "eager" if med["d"] < med["e"] else "fused"
+    return (f"  {B}x{T}: (a) SDPA {med['a']:.4f} s | (d) eager {med['d'] / med['a']:.2f}x | (e) fused "
+            f"{med['e'] / med['a']:.2f}x | (x) auto {med['x'] / med['a']:.2f}x -> {chose['route']} "
+            f"({'the faster here' if chose['route'] == faster else 'NOT the faster here: ' + faster}; "
+            f"timed {chose.get('seconds')}; calibration once {calibration:.2f} s)")
 
 
 def _sdpa(lm, windows) -> None:
