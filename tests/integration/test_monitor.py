@@ -218,9 +218,10 @@ def test_a_profile_keeps_the_dtype_it_was_fitted_in(tmp_path) -> None:
     prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=120, dtype="bfloat16", progress=False,
                                out=out)
     assert prof.settings["dtype"] == "bfloat16"
+    # pysrc: whole files fill the sampler's shuffle buffer from a few documents, where pydoc parses hundreds
     with pytest.raises(HeadlabError, match="fitted in bfloat16, the model given is float32"):
-        headlab.monitor.check(out, corpus=["pydoc"], model=headlab.load("minilm-l6"), max_samples=8, progress=False)
-    _, own = headlab.monitor.check(out, corpus=["pydoc"], max_samples=8, progress=False)
-    _, given = headlab.monitor.check(out, corpus=["pydoc"], model=headlab.load("minilm-l6", dtype="bfloat16"),
+        headlab.monitor.check(out, corpus=["pysrc"], model=headlab.load("minilm-l6"), max_samples=8, progress=False)
+    _, own = headlab.monitor.check(out, corpus=["pysrc"], max_samples=8, progress=False)
+    _, given = headlab.monitor.check(out, corpus=["pysrc"], model=headlab.load("minilm-l6", dtype="bfloat16"),
                                      max_samples=8, progress=False)
     assert [r["score"] for r in own] == [r["score"] for r in given] and len(own) > 0
