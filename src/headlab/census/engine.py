@@ -8,7 +8,7 @@ at once → per-sample score blocks, returned in the samples' seeded order chunk
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -125,7 +125,7 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
         yield from _scored(loaded, detectors, chunk, batch_size, progress, picked, block_mb)
 
 
-def _picked(loaded: LoadedModel, detectors: Sequence[Detector], picker: RoutePicker, make: "Any",
+def _picked(loaded: LoadedModel, detectors: Sequence[Detector], picker: RoutePicker, make: Callable[[], Batch],
             block_mb: float) -> str:
     def run(route: str, batch: Batch) -> None:
         for _ in score_batches(loaded, detectors, [batch], route, block_mb):
@@ -166,7 +166,10 @@ def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Seque
     order = sorted(range(len(chunk)), key=lambda i: -len(chunk[i].input_ids))
     groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     device = device_of(loaded.model)
-    make = lambda idx: collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device)  # noqa: E731
+
+    def make(idx: list[int]) -> Batch:
+        return collate([chunk[i] for i in idx], loaded.pad_id, loaded.facts.causal, device)
+
     out: dict[str, np.ndarray] = {}
     done: list[int] = []
     try:
