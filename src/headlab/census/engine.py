@@ -125,14 +125,13 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
         yield from _scored(loaded, detectors, chunk, batch_size, progress, picked, block_mb)
 
 
-def _picked(loaded: LoadedModel, detectors: Sequence[Detector], picker: RoutePicker, make: Callable[[], Batch],
-            block_mb: float) -> str:
+def _picked(loaded: LoadedModel, detectors: Sequence[Detector], picker: RoutePicker, B: int, T: int,
+            make: Callable[[], Batch], block_mb: float) -> str:
     def run(route: str, batch: Batch) -> None:
         for _ in score_batches(loaded, detectors, [batch], route, block_mb):
             pass
 
-    first = make()
-    return picker.pick(first.input_ids.shape[0], first.input_ids.shape[1], make, run)
+    return picker.pick(B, T, make, run)
 
 
 class ChunkInterrupted(KeyboardInterrupt):
@@ -174,7 +173,10 @@ def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Seque
     done: list[int] = []
     try:
         if isinstance(route, RoutePicker):
-            route = _picked(loaded, detectors, route, lambda: make(groups[0]), block_mb) if groups else "eager"
+            # the shape from the samples (sorted longest first): a known shape builds no extra batch
+            first = groups[0] if groups else []
+            route = _picked(loaded, detectors, route, len(first), len(chunk[first[0]].input_ids),
+                            lambda: make(first), block_mb) if first else "eager"
         batches = (make(idx) for idx in groups)
         with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:  # type: ignore[type-var]
             for idx, scores in zip(groups, results):
