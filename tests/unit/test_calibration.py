@@ -26,6 +26,7 @@ def lm():
 @pytest.fixture
 def costs(tmp_path, monkeypatch):
     monkeypatch.setenv("HEADLAB_CACHE", str(tmp_path))
+    monkeypatch.setattr(calibration, "MIN_BATCHES", 1)  # the 4 batches of a _scan are worth timing here
     return tmp_path / COSTS_FILE
 
 
@@ -86,6 +87,18 @@ def test_an_unreadable_cost_file_is_measured_again_and_rewritten(lm, costs, meas
     costs.write_text("{not json")
     _scan(lm)
     assert measured and isinstance(json.loads(costs.read_text()), dict)
+
+
+def test_a_shape_with_too_few_batches_to_repay_its_timing_takes_the_kernel_route(lm, costs, measured,
+                                                                                   monkeypatch):
+    monkeypatch.setattr(calibration, "MIN_BATCHES", 5)
+    ref = _scan(lm, route="eager")
+    got = _scan(lm)  # one chunk of 4 batches (14 windows, 4 a batch)
+    assert measured == [] and not costs.exists()
+    assert [(c["route"], c["why"]) for c in got.settings["route_by_shape"].values()] == [
+        ("fused", "not timed: 4 batch(es) of this shape, timing repays itself from 5")]
+    for name, m in ref.means.items():
+        np.testing.assert_allclose(got.means[name], m, atol=1e-5, rtol=0, equal_nan=True, err_msg=name)
 
 
 def test_shapes_share_a_power_of_two_bucket():

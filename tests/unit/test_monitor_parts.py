@@ -15,6 +15,7 @@ from headlab.monitor.anomalies import Context, derive
 from headlab.monitor.baselines import char_features
 from headlab.monitor.calibration import calibration_curve
 from headlab.monitor.comparison import auroc as _auroc
+from headlab.monitor.comparison import auroc_gain
 from headlab.monitor.evaluation import installed_kinds
 from headlab.monitor.profile import Profile, fit_profile, held_out
 
@@ -40,6 +41,29 @@ def test_auroc_interval_holds_its_point() -> None:
     rng = np.random.default_rng(0)
     point, lo, hi = _auroc(rng.normal(0, 1, 200), rng.normal(1, 1, 200), rng)
     assert 0.7 < point < 0.85 and lo <= point <= hi
+
+
+def test_bootstrap_aurocs_equal_sklearns_draw_for_draw() -> None:
+    """The rank AUROC and its bootstraps against sklearn's roc_auc_score on the same draws, with ties."""
+    from sklearn.metrics import roc_auc_score
+
+    def sk(a, b):
+        return roc_auc_score(np.r_[np.zeros(len(a)), np.ones(len(b))], np.r_[a, b])
+
+    rng = np.random.default_rng(1)
+    neg, pos = np.round(rng.normal(0, 1, 120), 1), np.round(rng.normal(0.4, 1, 30), 1)  # rounded: many ties
+    neg2, pos2 = neg + rng.normal(0, 0.3, 120), pos + rng.normal(0, 0.3, 30)
+    draw = np.random.default_rng(7)
+    boots = [sk(draw.choice(neg, 120), draw.choice(pos, 30)) for _ in range(200)]
+    assert _auroc(neg, pos, np.random.default_rng(7), 200) == pytest.approx(
+        [sk(neg, pos), *np.percentile(boots, [2.5, 97.5])], abs=1e-12)
+    draw = np.random.default_rng(8)
+    gains = []
+    for _ in range(200):
+        i, j = draw.integers(0, 120, 120), draw.integers(0, 30, 30)
+        gains.append(sk(neg2[i], pos2[j]) - sk(neg[i], pos[j]))
+    assert auroc_gain((neg2, pos2), (neg, pos), np.random.default_rng(8), 200) == pytest.approx(
+        [sk(neg2, pos2) - sk(neg, pos), *np.percentile(gains, [2.5, 97.5])], abs=1e-12)
 
 
 def test_profile_flags_about_its_false_positive_rate_on_fresh_reference_data() -> None:

@@ -7,7 +7,10 @@ eager's memory grows as T²). So ``auto`` times the routes that serve a scan on 
 (batch size and length rounded up to a power of two) and keeps the fastest; the seconds are cached in
 ``$HEADLAB_CACHE/route-costs.json`` under the model, device, dtype, torch threads and detectors, so a
 later scan of the same shape measures nothing. Eager is timed only where one layer's probabilities fit the
-block budget, the memory rule the chunked route keeps.
+block budget, the memory rule the chunked route keeps. Timing costs one warm-up and :data:`ROUNDS` forwards
+per route, and a route choice gains at most the gap between routes (measured within ~30%), so a shape that
+runs fewer than :data:`MIN_BATCHES` batches in a chunk is not timed: it takes the kernel route, which is
+never far from the faster and is the only one whose memory stays flat.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from headlab.models.loaded import device_of
 COSTS_FILE = "route-costs.json"
 #: timed forwards per route after one untimed warm-up: the fastest of them is the route's cost
 ROUNDS = 2
+#: the fewest batches of one shape in a chunk that repay timing it (five scored forwards at two routes)
+MIN_BATCHES = 16
 
 
 def costs_path() -> Path:
@@ -51,9 +56,10 @@ class RoutePicker:
     path: Path = field(default_factory=costs_path)
     chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def pick(self, B: int, T: int, make: Callable[[], Batch], run: Callable[[str, Batch], None]) -> str:
-        """The route for batches of ``B`` samples of up to ``T`` tokens; ``make()`` builds a fresh batch of that
-        shape and ``run(route, batch)`` scores it, to time the routes whose cost for the shape is not known."""
+    def pick(self, B: int, T: int, make: Callable[[], Batch], run: Callable[[str, Batch], None],
+             n_batches: int = MIN_BATCHES) -> str:
+        """The route for ``n_batches`` batches of ``B`` samples of up to ``T`` tokens; ``make()`` builds a fresh
+        batch of that shape and ``run(route, batch)`` scores it, to time the routes whose cost is not known."""
         shape = f"{B}x{bucket(T)}"
         if shape in self.chosen:
             return str(self.chosen[shape]["route"])
@@ -66,6 +72,10 @@ class RoutePicker:
         stored = self._stored().get(self._model_key(), {}).get(shape, {})
         costs = {r: float(stored[r]) for r in routes if r in stored}
         measured = len(costs) < len(routes)
+        if measured and n_batches < MIN_BATCHES:
+            self.chosen[shape] = {"route": routes[0], "why": f"not timed: {n_batches} batch(es) of this shape, "
+                                                             f"timing repays itself from {MIN_BATCHES}"}
+            return routes[0]
         if measured:
             costs = _measure(routes, make, run)
             self._store(shape, costs)

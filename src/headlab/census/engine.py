@@ -126,12 +126,12 @@ def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: I
 
 
 def _picked(loaded: LoadedModel, detectors: Sequence[Detector], picker: RoutePicker, B: int, T: int,
-            make: Callable[[], Batch], block_mb: float) -> str:
+            make: Callable[[], Batch], block_mb: float, n_batches: int) -> str:
     def run(route: str, batch: Batch) -> None:
         for _ in score_batches(loaded, detectors, [batch], route, block_mb):
             pass
 
-    return picker.pick(B, T, make, run)
+    return picker.pick(B, T, make, run, n_batches)
 
 
 class ChunkInterrupted(KeyboardInterrupt):
@@ -176,7 +176,7 @@ def score_chunk(loaded: LoadedModel, detectors: Sequence[Detector], chunk: Seque
             # the shape from the samples (sorted longest first): a known shape builds no extra batch
             first = groups[0] if groups else []
             route = _picked(loaded, detectors, route, len(first), len(chunk[first[0]].input_ids),
-                            lambda: make(first), block_mb) if first else "eager"
+                            lambda: make(first), block_mb, len(groups)) if first else "eager"
         batches = (make(idx) for idx in groups)
         with contextlib.closing(score_batches(loaded, detectors, batches, route, block_mb)) as results:  # type: ignore[type-var]
             for idx, scores in zip(groups, results):

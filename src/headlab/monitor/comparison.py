@@ -10,16 +10,34 @@ import numpy as np
 from headlab.monitor.baselines import DROPS_AT
 
 
-def _auc(neg: np.ndarray, pos: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
+def _aucs(neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """AUROC of each row pair, ``neg`` (R, n) against ``pos`` (R, m), as the Mann-Whitney U over mid-ranks: the
+    value sklearn's ``roc_auc_score`` gives (ties count a half), for all bootstrap rows in one call, where
+    sklearn's input checks cost ~9 ms a call, 80% of an evaluation's wall time."""
+    from scipy.stats import rankdata
 
-    return float(roc_auc_score(np.r_[np.zeros(len(neg)), np.ones(len(pos))], np.r_[neg, pos]))
+    n, m = neg.shape[-1], pos.shape[-1]
+    if not n or not m:
+        raise ValueError(f"AUROC needs negatives and positives; got {n} and {m}")
+    ranks = rankdata(np.concatenate([neg, pos], axis=-1), axis=-1)
+    return (ranks[..., n:].sum(-1) - m * (m + 1) / 2) / (n * m)
+
+
+def _auc(neg: np.ndarray, pos: np.ndarray) -> float:
+    return float(_aucs(np.asarray(neg, dtype=np.float64)[None], np.asarray(pos, dtype=np.float64)[None])[0])
+
+
+def _draws(n: int, m: int, rng: np.random.Generator, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap indices (n_boot, n) and (n_boot, m), negatives and positives drawn apart, alternately."""
+    pairs = [(rng.integers(0, n, n), rng.integers(0, m, m)) for _ in range(n_boot)]
+    return np.stack([i for i, _ in pairs]), np.stack([j for _, j in pairs])
 
 
 def auroc(neg: np.ndarray, pos: np.ndarray, rng: np.random.Generator, n_boot: int = 500) -> list[float]:
     """[AUROC, 2.5%, 97.5%]: percentile bootstrap over documents, negatives and positives drawn apart."""
-    boots = [_auc(rng.choice(neg, len(neg)), rng.choice(pos, len(pos))) for _ in range(n_boot)]
-    lo, hi = np.percentile(boots, [2.5, 97.5])
+    neg, pos = np.asarray(neg, dtype=np.float64), np.asarray(pos, dtype=np.float64)
+    i, j = _draws(len(neg), len(pos), rng, n_boot)
+    lo, hi = np.percentile(_aucs(neg[i], pos[j]), [2.5, 97.5])
     return [_auc(neg, pos), float(lo), float(hi)]
 
 
@@ -27,12 +45,9 @@ def auroc_gain(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray
                n_boot: int = 500) -> list[float]:
     """[AUROC(a) - AUROC(b), 2.5%, 97.5%] for two detectors' (negative, positive) scores of the same documents:
     a paired bootstrap (one draw of documents for both), so what they share does not widen the interval."""
-    (na, pa), (nb, pb) = a, b
-    boots = []
-    for _ in range(n_boot):
-        i, j = rng.integers(0, len(na), len(na)), rng.integers(0, len(pa), len(pa))
-        boots.append(_auc(na[i], pa[j]) - _auc(nb[i], pb[j]))
-    lo, hi = np.percentile(boots, [2.5, 97.5])
+    (na, pa), (nb, pb) = ((np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)) for x, y in (a, b))
+    i, j = _draws(len(na), len(pa), rng, n_boot)
+    lo, hi = np.percentile(_aucs(na[i], pa[j]) - _aucs(nb[i], pb[j]), [2.5, 97.5])
     return [_auc(na, pa) - _auc(nb, pb), float(lo), float(hi)]
 
 
