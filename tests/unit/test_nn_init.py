@@ -46,6 +46,15 @@ def test_each_scheme_changes_what_it_says():
         assert torch.equal(g.q_proj.weight, a.q_proj.weight)
 
 
+def test_fan_in_init_scales_every_linear_by_its_width_and_keeps_the_embeddings():
+    base, wide = _model("default"), _model("fan-in")
+    for block in wide.layers:
+        for lin in (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj, block.attn.o_proj, block.mlp[0]):
+            assert _sd(lin.weight) == pytest.approx(lin.in_features ** -0.5, rel=0.1)
+        assert _sd(block.mlp[2].weight) == pytest.approx(block.mlp[2].in_features ** -0.5, rel=0.1)
+    assert torch.equal(wide.embed.weight, base.embed.weight)  # tied to the output head: left at N(0, 0.02^2)
+
+
 def test_mimetic_init_makes_queries_attend_to_themselves():
     m = _model("mimetic")
     for block in m.layers:
@@ -69,5 +78,5 @@ def test_mimetic_init_makes_queries_attend_to_themselves():
 
 
 def test_unknown_init_is_a_config_error():
-    with pytest.raises(HeadlabError, match="init must be one of default, small-qk, gpt2-scaled, mimetic"):
+    with pytest.raises(HeadlabError, match="init must be one of default, small-qk, gpt2-scaled, fan-in, mimetic"):
         from_dict({"model": {"init": "xavier"}})

@@ -147,3 +147,20 @@ def test_hop_accuracy_counts_each_hop_apart() -> None:
             return type("Out", (), {"logits": logits})()
 
     assert hop_accuracy(Oracle(), examples) == {"1": 1.0, "2": 0.0, "3": 1.0}
+
+
+def test_the_init_and_an_untied_head_reach_the_model() -> None:
+    from dataclasses import replace
+
+    from headlab.nn import Transformer
+    from headlab.retrieval.training import RetrievalTask, retrieval_config
+
+    task = RetrievalTask(2, "dense", n_distractors=1)
+    cfg = retrieval_config(task, init="fan-in", untied=True, d_model=128).model
+    assert (cfg.init, cfg.tie_embeddings) == ("fan-in", False)
+    m = Transformer(replace(cfg, vocab_size=task.vocab.size))
+    plain = Transformer(replace(retrieval_config(task).model, vocab_size=task.vocab.size))
+    assert m.lm_head.weight is not m.embed.weight and plain.lm_head.weight is plain.embed.weight
+    assert float(m.layers[0].attn.q_proj.weight.detach().std()) == pytest.approx(128 ** -0.5, rel=0.1)
+    with pytest.raises(HeadlabError, match="--init xavier"):
+        retrieval_config(task, init="xavier")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from headlab import retrieval
 from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
+from headlab.nn.init import INITS
 from headlab.retrieval.grid import DEFAULT_GRID
 from headlab.retrieval.task import FORMS
 from headlab.retrieval.training import CURRICULA
@@ -104,6 +105,9 @@ def _model_args(p: argparse.ArgumentParser, layers: bool = True) -> None:
     p.add_argument("--lr", type=real_in(0, open_lo=True))
     p.add_argument("--distractors", type=at_least(0))
     p.add_argument("--positions", choices=["rope", "learned", "sinusoidal"])
+    p.add_argument("--init", choices=list(INITS), help="weight initialization (headlab.nn.init says what each "
+                                                      "does; fan-in with --untied leaves the lookup plateau)")
+    p.add_argument("--untied", action="store_true", help="an output head of its own, not the input embedding's")
     p.add_argument("--separator", action="store_true", help="a <sep> token after every (variable, reference) pair")
     p.add_argument("--warmup-steps", type=at_least(0), help="(default min(100, steps/10))")
     p.add_argument("--eval-every", type=at_least(1), help="steps between held-out evaluations (default %(default)s)")

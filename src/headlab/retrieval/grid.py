@@ -61,8 +61,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
           seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
           batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
           checkpoint_every: int = 50, progress: bool = True, jobs: int = 2, positions: str = "rope",
-          separator: bool = False, warmup_steps: int | None = None, eval_n: int = 256,
-          train: bool = True) -> SweepResult:
+          init: str = "default", untied: bool = False, separator: bool = False, warmup_steps: int | None = None,
+          eval_n: int = 256, train: bool = True) -> SweepResult:
     """Train every cell and aggregate; see the module docstring.
 
     The cells of one (layers, depth) train together as one ensemble (``headlab.training.ensemble``: curricula x
@@ -78,7 +78,7 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     out.mkdir(parents=True, exist_ok=True)
     cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
     settings = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size,
-                "positions": positions,
+                "positions": positions, "init": init, "untied": untied,
                 "warmup_steps": min(100, steps // 10) if warmup_steps is None else warmup_steps}
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for l, d, c, s in cells:
@@ -90,7 +90,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     groups: list[dict[str, Any]] = [
         dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
              batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every, eval_n=eval_n,
-             checkpoint_every=checkpoint_every, positions=positions, separator=separator, warmup_steps=warmup_steps)
+             checkpoint_every=checkpoint_every, positions=positions, init=init, untied=untied,
+             separator=separator, warmup_steps=warmup_steps)
         for (l, d), m in todo.items() if train]
     # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
     groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
@@ -123,7 +124,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
         grid={"layers": list(layers), "depths": list(depths), "curricula": list(curricula), "seeds": list(seeds),
               "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
               "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
-              "positions": positions, "separator": separator, "warmup_steps": warmup_steps, "eval_n": eval_n,
+              "positions": positions, "init": init, "untied": untied, "separator": separator,
+              "warmup_steps": warmup_steps, "eval_n": eval_n,
               "not_run": len(cells) - len(runs)},
         trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
         success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
@@ -137,6 +139,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
 def _check_settings(run: Path, settings: dict[str, Any], n_distractors: int, separator: bool) -> None:
     old = json.loads((run / "summary.json").read_text())
     old.setdefault("positions", "rope")  # summaries written before these were recorded
+    old.setdefault("init", "default")
+    old.setdefault("untied", False)
     old.setdefault("warmup_steps", settings["warmup_steps"])
     if (any(old.get(k) != v for k, v in settings.items()) or old["task"]["n_distractors"] != n_distractors
             or old["task"].get("separator", False) != separator):
@@ -172,7 +176,8 @@ def _train_group(g: dict[str, Any]) -> str:
         task = RetrievalTask(g["depth"], c, n_distractors=g["n_distractors"], separator=g["separator"])
         members.append(GroupMember(task, run, seed=s, lr=g["lr"], warmup_steps=g["warmup_steps"]))
     done = train_group(members, n_layers=g["layers"], n_heads=g["n_heads"], d_model=g["d_model"], steps=g["steps"],
-                       batch_size=g["batch_size"], positions=g["positions"], eval_every=g["eval_every"],
+                       batch_size=g["batch_size"], positions=g["positions"], init=g["init"], untied=g["untied"],
+                       eval_every=g["eval_every"],
                        eval_n=g["eval_n"], checkpoint_every=g["checkpoint_every"], progress=False)
     wins = sum(r["success"] for r in done)
     return f"L{g['layers']}-D{g['depth']}: {wins}/{len(done)} runs succeeded ({done[0]['ensemble_wall_s']} s)"

@@ -157,7 +157,8 @@ def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progre
     rows = read_jsonl(run / "eval.jsonl")
     m, o = cfg.model, cfg.optim
     summary = {"task": task.to_json(), "n_layers": m.n_layers, "n_heads": m.n_heads, "d_model": m.d_model,
-               "positions": m.positions, "steps": o.steps, "batch_size": o.batch_size, "lr": o.lr,
+               "positions": m.positions, "init": m.init, "untied": not m.tie_embeddings, "steps": o.steps,
+               "batch_size": o.batch_size, "lr": o.lr,
                "warmup_steps": o.warmup_steps, "seed": o.seed, "final_errors": rows[-1]["errors"] if rows else {},
                "solved": rows[-1]["solved"] if rows else -1, "published_solved": PUBLISHED.get(m.n_layers),
                "curve": [{"step": r["step"], "solved": r["solved"]} for r in rows]}

@@ -182,7 +182,7 @@ class RetrievalEval:
 
 def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
                      steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0, positions: str = "rope",
-                     threads: int = 1, checkpoint_every: int | None = None,
+                     init: str = "default", untied: bool = False, threads: int = 1, checkpoint_every: int | None = None,
                      warmup_steps: int | None = None) -> "TrainConfig":
     """The :class:`~headlab.training.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
     from headlab.errors import HeadlabError
@@ -191,9 +191,11 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4
 
     try:
         model = ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
-                            max_length=task.max_length, positions=positions)  # type: ignore[arg-type]
+                            max_length=task.max_length, positions=positions, init=init,  # type: ignore[arg-type]
+                            tie_embeddings=not untied)
     except ValueError as exc:  # the model's own rule, in the options' words
-        raise HeadlabError(f"--d-model {d_model} / --n-heads {n_heads} / --positions {positions}: {exc}") from None
+        raise HeadlabError(f"--d-model {d_model} / --n-heads {n_heads} / --positions {positions} / --init {init}: "
+                           f"{exc}") from None
     return TrainConfig(
         model=model,
         data=DataConfig(corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0,
@@ -217,7 +219,9 @@ def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float
     m, o = cfg.model, cfg.optim
     summary = {
         "task": task.to_json(), "n_layers": m.n_layers, "n_heads": m.n_heads, "d_model": m.d_model,
-        "positions": m.positions, "steps": o.steps, "seed": o.seed, "lr": o.lr, "warmup_steps": o.warmup_steps,
+        "positions": m.positions, "init": m.init, "untied": not m.tie_embeddings, "steps": o.steps,
+        "seed": o.seed, "lr": o.lr,
+        "warmup_steps": o.warmup_steps,
         "batch_size": o.batch_size, "checkpoint_every": cfg.checkpoints.every, "success_threshold": success,
         "success": hit is not None, "success_step": hit,
         "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None,

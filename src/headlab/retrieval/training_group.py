@@ -1,6 +1,6 @@
 """Retrieval decoders of one shape trained together (:class:`headlab.training.ensemble.Ensemble`).
 
-A group shares layers, width, heads, positions, depth and distractors (so the model config is one); its
+A group shares layers, width, heads, positions, init, depth and distractors (so the model config is one); its
 members differ in curriculum, seed, learning rate and warm-up. Each member's folder is exactly a solo
 ``headlab retrieval train`` run's (``task.json``, ``eval.jsonl``, ``summary.json``, checkpoints), so
 ``analyze``, ``emergence`` and the sweep read it unchanged. Held-out accuracy is computed for all members in
@@ -107,8 +107,9 @@ class StackedRetrievalEval:
 
 
 def train_group(members: Sequence[GroupMember], *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
-                steps: int = 2500, batch_size: int = 64, positions: str = "rope", eval_every: int = 100,
-                eval_n: int = 256, checkpoint_every: int | None = None, success: float = 0.99,
+                steps: int = 2500, batch_size: int = 64, positions: str = "rope", init: str = "default",
+                untied: bool = False, eval_every: int = 100, eval_n: int = 256, checkpoint_every: int | None = None,
+                success: float = 0.99,
                 progress: bool = True, threads: int = 1) -> list[dict[str, Any]]:
     """Train every member into its folder at once; returns their summaries (also each ``summary.json``)."""
     first = members[0].task
@@ -119,8 +120,10 @@ def train_group(members: Sequence[GroupMember], *, n_layers: int = 2, n_heads: i
         if (Path(m.run) / "eval.jsonl").exists():
             raise HeadlabError(f"{m.run} already holds a run; choose another folder")
     cfgs = [retrieval_config(m.task, n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps,
-                             batch_size=batch_size, lr=m.lr, seed=m.seed, positions=positions, threads=threads,
-                             checkpoint_every=checkpoint_every, warmup_steps=m.warmup_steps) for m in members]
+                             batch_size=batch_size, lr=m.lr, seed=m.seed, positions=positions, init=init,
+                             untied=untied, threads=threads, checkpoint_every=checkpoint_every,
+                             warmup_steps=m.warmup_steps)
+            for m in members]
     for m in members:
         Path(m.run).mkdir(parents=True, exist_ok=True)
         write_json_atomic(Path(m.run) / "task.json", m.task.to_json())
