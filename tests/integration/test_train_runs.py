@@ -12,7 +12,7 @@ from headlab.formation.training_run import tracked_training as train
 from headlab.training import from_dict
 from tests.support import says
 
-from ..support import TINY_RUN, free_port
+from ..support import SMALL_CORPUS, TINY_RUN, free_port
 
 TINY = TINY_RUN
 pytestmark = pytest.mark.slow
@@ -145,6 +145,7 @@ def test_head_monitor_on_the_smoke_config(tmp_path):
 
     cfg = load_config("configs/smoke.toml")
     cfg.monitor.sink = 0.01  # every head holds more first-token mass than this: the all-sink rule must fire
+    cfg.data.corpus = [SMALL_CORPUS]  # the smoke shape on a corpus whose pool fills in seconds, not half a minute
     train(cfg, tmp_path / "run", progress=False)
     steps, series, said = read_monitor(tmp_path / "run")
     assert steps == [1, 10, 20, 30, 40, 50, 60] and set(series) == set(MONITORED)
