@@ -44,7 +44,7 @@ RULES: dict[str, Rule] = {
     "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
     "chunk_mb": Rule("positive"), "window": Rule("whole", 2), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
     "continuation": WHOLE, "words": Rule("whole", 2), "suite_n": COUNT, "k": COUNT, "per_detector": COUNT,
-    "fpr": SHARE,
+    "fpr": SHARE, "min_lift": SHARE,
 }
 
 

@@ -78,6 +78,23 @@ def test_retrieval_run_page_shows_the_labelled_circuit(retrieval_run):
     assert data.samples[0].marked  # the chain's tokens are highlighted
 
 
+def test_a_dense_run_is_analyzed_by_hop_and_its_page_shows_the_hop_labels(tmp_path):
+    run = tmp_path / "dense"
+    assert main(["retrieval", "train", "--depth", "3", "--curriculum", "dense", "--distractors", "1", "--steps", "40",
+                 "--batch-size", "16", "--eval-every", "20", "--d-model", "32", "--init", "fan-in", "--untied",
+                 "--no-progress", "--out", str(run)]) == 0
+    assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2", "--min-lift", "0.05"]) == 0
+    a = json.loads((run / "analyze" / "analyze.json").read_text())
+    h = a["hops"]
+    assert h["keys"] == ["def-var", "def-ref", "prev"] and np.asarray(h["mass"]).shape == (2, 4, 3, 3)
+    assert sorted(h["ablation"]["base"]) == ["1", "2", "3"] and h["emergence"]["steps"]
+    assert all(lab == "-" or re.fullmatch(r"ref→(def-var|def-ref|prev)@[123]", lab) for row in h["labels"] for lab in row)
+    assert "## Hops (dense targets)" in (run / "analyze" / "analyze.md").read_text()
+    data = build(run, progress=False)
+    assert data.labels == h["labels"] and "best hop lift" in data.scores[-1]
+    assert main(["retrieval", "analyze", str(run), "--min-lift", "2", "--overwrite"]) == 2  # a share, one line
+
+
 def test_view_errors_are_one_line(tmp_path, capsys):
     assert main(["view", str(tmp_path / "missing-model"), "--out", str(tmp_path / "x.html"), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -60,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--n", type=at_least(1), default=64, help="probe examples (default 64)")
     an.add_argument("--draws", type=at_least(0), default=10)
     an.add_argument("--min-mass", type=real_in(0, 1), default=0.3)
+    an.add_argument("--min-lift", type=real_in(0, 1), default=0.2,
+                    help="dense runs: a hop label's attention above even attention over the visible keys")
     an.add_argument("--out", default=None, help="default RUN/analyze")
     an.add_argument("--overwrite", action="store_true", help="replace an earlier analysis in --out")
     bind(an, retrieval.analyze, _cmd_analyze)

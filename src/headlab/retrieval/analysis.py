@@ -19,7 +19,6 @@ above ``min_mass``; the order of emergence is the heads sorted by that step.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +37,9 @@ from headlab.io import read_jsonl
 from headlab.nn import Transformer
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
-from headlab.retrieval.training import RetrievalTask, accuracy, eval_set
+from headlab.retrieval.hops import hop_analysis, hops_markdown
+from headlab.retrieval.training import RetrievalTask, accuracy, eval_set, load_run
 from headlab.training import checkpoint as ckpt
-from headlab.training.config import load_config
 
 READERS = ("query", "ref", "var")
 KEYS = ("def-var", "def-ref", "prev", "bos")
@@ -48,18 +47,6 @@ KEYS = ("def-var", "def-ref", "prev", "bos")
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
-
-
-def load_run(run: Path, folder: Path | None = None) -> tuple[Transformer, RetrievalTask]:
-    if not (run / "task.json").exists():
-        raise HeadlabError(f"{run} is not a retrieval run (no task.json)")
-    task = RetrievalTask(**json.loads((run / "task.json").read_text()))
-    model = Transformer(load_config(run / "config.toml").model)
-    if folder is None:
-        ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")
-    else:
-        ckpt.load_weights(folder, model)
-    return model.eval(), task
 
 
 def _positions(
@@ -158,6 +145,7 @@ class AnalyzeResult(Result):
     profile: dict[str, Any]
     ablation: dict[str, Any]
     emergence: dict[str, Any]
+    hops: dict[str, Any] | None = None  # a dense run's hop labels (headlab.retrieval.hops)
 
     def markdown(self) -> str:
         return analysis_markdown(self)
@@ -181,7 +169,8 @@ class EmergenceResult(Result):
     by_layer_and_key: "EmergenceResult | None" = None
 
 
-def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, seed: int = 0) -> AnalyzeResult:
+def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, min_lift: float = 0.2,
+            seed: int = 0) -> AnalyzeResult:
     run = Path(run)
     model, task = load_run(run)
     probes = eval_set(task, n, seed + 2 * 10**6, task.depth)
@@ -221,6 +210,8 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
             "single_head": single,
         },
         emergence=emergence(run, model, task, labels, probes[:16], min_mass),
+        hops=hop_analysis(run, model, task, probes, test, draws, min_lift, seed) if task.curriculum == "dense"
+        else None,
     )
 
 
@@ -328,6 +319,8 @@ def analysis_markdown(r: AnalyzeResult) -> str:
             acc = ", ".join(f"D{d} {v:.2f}" for d, v in (c.get("accuracy") or {}).items())
             loss = "n/a" if c.get("loss") is None else f"{c['loss']:.3f}"
             lines.append(f"| {k} | {lab} | {step} | {loss} | {acc or 'n/a'} ({c.get('accuracy_step')}) |")
+    if r.hops:
+        lines += ["", *hops_markdown(r.hops)]
     return "\n".join(lines) + "\n"
 
 

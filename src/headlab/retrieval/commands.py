@@ -136,12 +136,14 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
 
 
 @in_callers_words
-def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3,
+def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, min_lift: float = 0.2,
             out: str | Path | None = None, overwrite: bool = False) -> AnalyzeResult:
     """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
     ``min_mass`` of attention), check the circuit by ablation against ``draws`` matched random sets and each
-    head alone, and find the step each labelled head emerges. Writes ``analyze.json``, ``analyze.md`` and
-    ``circuit.png`` to ``out`` (default RUN/analyze).
+    head alone, and find the step each labelled head emerges. A run trained on dense targets also gets its hop
+    labels (:mod:`headlab.retrieval.hops`: the hop whose lookup a head makes at least ``min_lift`` above even
+    attention), their per-hop ablation and their emergence beside the step each hop is solved. Writes
+    ``analyze.json``, ``analyze.md`` and ``circuit.png`` to ``out`` (default RUN/analyze).
 
     Example:
 
@@ -152,10 +154,10 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     from headlab.retrieval.analysis import analyze as run_analysis
     from headlab.retrieval.analysis import write_analysis
 
-    check(n=n, draws=draws, threshold=min_mass)
+    check(n=n, draws=draws, threshold=min_mass, min_lift=min_lift)
     folder = Path(out) if out is not None else Path(run) / "analyze"
     with writing(folder, [AnalyzeResult.KIND, "analyze.md", "circuit.png"], overwrite) as held:
-        r = run_analysis(run, n=n, draws=draws, min_mass=min_mass)
+        r = run_analysis(run, n=n, draws=draws, min_mass=min_mass, min_lift=min_lift)
         write_analysis(r, held)
     return r
 

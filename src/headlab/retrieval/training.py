@@ -35,6 +35,7 @@ from headlab.io import read_jsonl
 from headlab.retrieval.task import MinimalVocab, minimal
 
 if TYPE_CHECKING:
+    from headlab.nn import Transformer
     from headlab.training.config import TrainConfig
 
 CURRICULA = ("none", "mixed", "chain", "dense")
@@ -259,3 +260,20 @@ def train_retrieval(
     trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
     trainer.fit()
     return summarize(run, task, cfg, success)
+
+
+def load_run(run: Path, folder: Path | None = None) -> tuple["Transformer", RetrievalTask]:
+    """A run's model (its final weights, or a checkpoint ``folder``'s) in eval mode, and its task."""
+    from headlab.nn import Transformer
+    from headlab.training import checkpoint as ckpt
+    from headlab.training.config import load_config
+
+    if not (run / "task.json").exists():
+        raise HeadlabError(f"{run} is not a retrieval run (no task.json)")
+    task = RetrievalTask(**json.loads((run / "task.json").read_text()))
+    model = Transformer(load_config(run / "config.toml").model)
+    if folder is None:
+        ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")
+    else:
+        ckpt.load_weights(folder, model)
+    return model.eval(), task

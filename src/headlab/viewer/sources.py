@@ -224,18 +224,34 @@ def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarra
     return score_probes(loaded, {"natural": natural}, SHOWN_METRICS)
 
 
+def _label_scores(model: Any, task: Any, probes: list[dict[str, Any]], kinds: list[str]) -> dict[str, np.ndarray]:
+    from headlab.retrieval.analysis import KEYS, READERS, head_profile
+
+    prof = head_profile(model, task, probes)
+    masked = prof.copy()
+    masked[..., KEYS.index("bos")] = 0  # a sink is not a retrieval role (as in labels_of)
+    L, H = prof.shape[:2]
+    sc = {"best label mass": masked.reshape(L, H, -1).max(-1)}
+    sc.update({k: prof[:, :, READERS.index(k.split("→")[0]), KEYS.index(k.split("→")[1])] for k in kinds})
+    return sc
+
+
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
-    from headlab.retrieval.analysis import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of, load_run
-    from headlab.retrieval.training import eval_set
+    from headlab.retrieval.analysis import AnalyzeResult, circuit_of, head_profile, labels_of
+    from headlab.retrieval.hops import hop_circuit, hop_scores
+    from headlab.retrieval.training import eval_set, load_run
     from headlab.training import checkpoint as ckpt
 
     model, task = load_run(run)
     analysis_file = run / "analyze" / "analyze.json"
     probes = eval_set(task, n_probes, 2 * 10**6, task.depth)
+    hops = None
     if analysis_file.exists():
         a = AnalyzeResult.read(analysis_file)
-        labels, circuit = a.labels, a.circuit
+        labels, circuit, hops = a.labels, a.circuit, a.hops
+        if hops:  # a dense run: its heads carry their hop labels, scored by lift over even attention
+            labels, circuit = hops["labels"], hop_circuit(hops)
     else:
         prof = head_profile(model, task, probes)
         labels = labels_of(prof)
@@ -265,6 +281,9 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
         labels=labels,
         circuit=circuit,
         notes=[
+            "Scores: each hop label's attention above even attention over the visible keys (its lift) on 16 "
+            "probe examples (headlab retrieval analyze, dense targets); the chain's tokens are highlighted."
+            if hops else
             "Scores: attention mass of each reader→key kind on 16 probe examples (headlab retrieval "
             "analyze); the chain's tokens are highlighted."
         ],
@@ -276,12 +295,7 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
     bar = progress_bar(max(1, len(cks)), f"view {run.name}: checkpoints", "checkpoint", progress)
     for c, (_, folder) in enumerate(cks or [(None, None)]):
         m = load_run(run, folder)[0] if folder is not None else model
-        prof = head_profile(m, task, probes)
-        masked = prof.copy()
-        masked[..., KEYS.index("bos")] = 0  # a sink is not a retrieval role (as in labels_of)
-        sc = {"best label mass": masked.reshape(L, H, -1).max(-1)}
-        sc.update({k: prof[:, :, READERS.index(k.split("→")[0]), KEYS.index(k.split("→")[1])] for k in kinds})
-        data.scores.append(sc)
+        data.scores.append(hop_scores(m, task, probes, kinds) if hops else _label_scores(m, task, probes, kinds))
         store_maps(data, as_loaded(m, None, run.name), c)
         if bar is not None:
             bar.update(1)

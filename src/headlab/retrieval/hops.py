@@ -1,0 +1,198 @@
+"""Which head carries which hop, in a run trained on dense targets (``headlab retrieval analyze`` on a dense run).
+
+At the reference of a hop-k pair (x_k = x_{k-1}, k >= 2) the model emits x_k's value, so it must find x_{k-1}'s
+definition earlier in the prompt: its variable (``def-var``) or the reference right after it (``def-ref``, where
+x_{k-1}'s own value is emitted, so what the layers there hold about it can be read). ``prev`` is the pair's own
+variable, the previous token (the key side of an induction step). A head's mass on each key is read per hop and
+compared with what attention spread evenly over the visible keys would put there (its *lift*): a head is
+labelled ``ref→KEY@K`` for the (key, hop) of its largest lift when that lift is at least ``min_lift`` (ours),
+else ``-``. So a label names a lookup the head makes more than chance, not a mass any short prompt gives.
+
+The check: the heads of each label zero-ablated together, per-hop accuracy against as many random other heads
+of the same layers (``draws`` draws); the emergence: over the checkpoints, the first step from which each
+labelled head's lift stays at or above ``min_lift``, beside the first evaluation at which each hop count is
+solved (accuracy >= 0.95), so the order the heads appear in can be read against the order the hops are learned.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from headlab.ablation.experiment import matched_control
+from headlab.attention.hooks import capture
+from headlab.errors import HeadlabError
+from headlab.formation.phases import emergence_step
+from headlab.head import name as head_name
+from headlab.io import read_jsonl
+from headlab.nn import Transformer
+from headlab.retrieval.training import RetrievalTask, hop_accuracy, load_run
+
+KEYS = ("def-var", "def-ref", "prev")
+SOLVED = 0.95
+
+
+def _definitions(task: RetrievalTask, tokens: Sequence[int]) -> dict[int, int]:
+    """Each variable's position as a pair's first token."""
+    stride = 3 if task.separator else 2
+    return {tokens[1 + stride * j]: 1 + stride * j for j in range((len(tokens) - 3) // stride)}
+
+
+@torch.no_grad()
+def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Mean attention mass (L, H, D, keys) from each hop's references to each key, and the mass even attention
+    over the visible keys would give there (D,); hop k is index k - 1 (hop 1 has no definition to find)."""
+    L, H, D = model.cfg.n_layers, model.cfg.n_heads, task.depth
+    tot, cnt = np.zeros((L, H, D, len(KEYS))), np.zeros((D, len(KEYS)))
+    even = np.zeros((D, len(KEYS)))
+    for ex in examples:
+        seq, defined = ex["tokens"], _definitions(task, ex["tokens"])
+        probs: dict[int, torch.Tensor] = {}
+        with capture(model, lambda layer, p, probs=probs: probs.__setitem__(layer, p[0].clone())):
+            model(torch.tensor([seq]))
+        P = torch.stack([probs[layer] for layer in range(L)]).numpy()  # (L, H, T, T)
+        for pos, _, hop in ex["dense"]:
+            keys = {"prev": pos - 1}
+            if hop >= 2 and defined.get(seq[pos], pos) < pos - 1:
+                keys["def-var"] = defined[seq[pos]]
+                keys["def-ref"] = defined[seq[pos]] + 1
+            for ki, k in enumerate(KEYS):
+                if k in keys:
+                    tot[:, :, hop - 1, ki] += P[:, :, pos, keys[k]]
+                    cnt[hop - 1, ki] += 1
+                    even[hop - 1, ki] += 1.0 / (pos + 1)
+    with np.errstate(invalid="ignore"):
+        return tot / np.where(cnt, cnt, np.nan), even / np.where(cnt, cnt, np.nan)
+
+
+def hop_labels(profile: np.ndarray, even: np.ndarray, min_lift: float = 0.2) -> list[list[str]]:
+    lift = np.nan_to_num(profile - even[None, None], nan=-1.0)  # (L, H, D, keys)
+    out = []
+    for layer in range(lift.shape[0]):
+        row = []
+        for h in range(lift.shape[1]):
+            d, k = np.unravel_index(np.argmax(lift[layer, h]), lift.shape[2:])
+            row.append(f"ref→{KEYS[k]}@{d + 1}" if lift[layer, h, d, k] >= min_lift else "-")
+        out.append(row)
+    return out
+
+
+def _lift_of(profile: np.ndarray, even: np.ndarray, layer: int, head: int, label: str) -> float:
+    key, hop = label.split("→")[1].split("@")
+    return float(profile[layer, head, int(hop) - 1, KEYS.index(key)] - even[int(hop) - 1, KEYS.index(key)])
+
+
+def _ablated_hops(model: Transformer, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> dict[str, float]:
+    from headlab.ablation.heads import ablate
+
+    with ablate(model, model.cfg.n_layers, model.cfg.n_heads, heads):
+        return hop_accuracy(model, exs)
+
+
+def hop_ablation(model: Transformer, labels: list[list[str]], exs: list[dict[str, Any]], draws: int,
+                 seed: int) -> dict[str, Any]:
+    """Per label, per-hop accuracy with its heads zeroed, and the mean over ``draws`` matched random sets."""
+    H = model.cfg.n_heads
+    rng = random.Random(seed)
+    rows = {}
+    for lab in sorted({x for row in labels for x in row if x != "-"}):
+        heads: dict[int, list[int]] = {}
+        for layer, row in enumerate(labels):
+            if lab in row:
+                heads[layer] = [h for h, x in enumerate(row) if x == lab]
+        ctrl = []
+        for _ in range(draws):
+            try:
+                ctrl.append(_ablated_hops(model, matched_control(heads, H, rng), exs))
+            except HeadlabError:  # a layer with too few other heads: no matched control
+                break
+        rows[lab] = {"heads": [head_name(l, h) for l, hs in heads.items() for h in hs],
+                     "ablated": _ablated_hops(model, heads, exs),
+                     "control": {k: float(np.mean([c[k] for c in ctrl])) for k in ctrl[0]} if ctrl else None,
+                     "control_draws": len(ctrl)}
+    return {"base": hop_accuracy(model, exs), "by_label": rows}
+
+
+def hop_emergence(run: Any, task: RetrievalTask, labels: list[list[str]], probes: list[dict[str, Any]],
+                  min_lift: float) -> dict[str, Any]:
+    """Each labelled head's lift at its label over the checkpoints and the step it emerges; the first
+    evaluation at which each hop count is solved."""
+    from headlab.training import checkpoint as ckpt
+
+    steps, lifts = [], []
+    for step, folder in ckpt.checkpoints(run):
+        try:
+            m, _ = load_run(run, folder)
+        except HeadlabError:
+            continue
+        prof, even = hop_profile(m, task, probes)
+        steps.append(step)
+        lifts.append({head_name(l, h): _lift_of(prof, even, l, h, lab)
+                      for l, row in enumerate(labels) for h, lab in enumerate(row) if lab != "-"})
+    heads = sorted(lifts[-1]) if lifts else []
+    when = {k: emergence_step(steps, [x[k] for x in lifts], min_lift) for k in heads}
+    order = [k for _, k in sorted((s, k) for k, s in when.items() if s is not None)]
+    evals = read_jsonl(run / "eval.jsonl") if (run / "eval.jsonl").exists() else []
+    solved = {h: next((r["step"] for r in evals if r.get("hops", {}).get(h, 0) >= SOLVED), None)
+              for h in (evals[-1].get("hops", {}) if evals else {})}
+    return {"steps": steps, "lift": {k: [round(x[k], 4) for x in lifts] for k in heads}, "emerged_at": when,
+            "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for k in order],
+            "hop_solved_at": solved}
+
+
+def hop_analysis(run: Any, model: Transformer, task: RetrievalTask, probes: list[dict[str, Any]],
+                 test: list[dict[str, Any]], draws: int, min_lift: float, seed: int) -> dict[str, Any]:
+    prof, even = hop_profile(model, task, probes)
+    labels = hop_labels(prof, even, min_lift)
+    return {"keys": KEYS, "min_lift": min_lift, "labels": labels,  # -1: no such key at that hop
+            "mass": np.nan_to_num(prof, nan=-1).round(4).tolist(),
+            "even": np.nan_to_num(even, nan=-1).round(4).tolist(),
+            "ablation": hop_ablation(model, labels, test, draws, seed),
+            "emergence": hop_emergence(run, task, labels, probes[:16], min_lift)}
+
+
+def hop_circuit(h: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hop-labelled heads as circuit rows (head, layer, label, mass: the label's lift)."""
+    prof, even = np.asarray(h["mass"]), np.asarray(h["even"])
+    return [{"head": head_name(l, i), "layer": l, "label": lab, "mass": _lift_of(prof, even, l, i, lab)}
+            for l, row in enumerate(h["labels"]) for i, lab in enumerate(row) if lab != "-"]
+
+
+def hop_scores(model: Transformer, task: RetrievalTask, probes: list[dict[str, Any]], kinds: Sequence[str]
+               ) -> dict[str, np.ndarray]:
+    """The viewer's scores of one checkpoint: each head's best lift, and its lift at each label kind."""
+    prof, even = hop_profile(model, task, probes)
+    lift = np.nan_to_num(prof - even[None, None], nan=-1.0)
+    L, H = lift.shape[:2]
+    sc = {"best hop lift": lift.reshape(L, H, -1).max(-1)}
+    for k in kinds:
+        key, hop = k.split("→")[1].split("@")
+        sc[k] = lift[:, :, int(hop) - 1, KEYS.index(key)]
+    return sc
+
+
+def hops_markdown(h: dict[str, Any]) -> list[str]:
+    """The hop labels, the per-label ablation and the emergence order, as markdown lines."""
+    L, H = len(h["labels"]), len(h["labels"][0])
+    lines = ["## Hops (dense targets)", "",
+             f"A head's label: the (key, hop) where its attention from hop-k references most exceeds even "
+             f"attention over the visible keys, if by at least {h['min_lift']} (`ref→def-ref@2`: at hop 2 it reads "
+             "the referent's reference).", "",
+             "| layer | " + " | ".join(f"head {i}" for i in range(H)) + " |", "|---|" + "---|" * H]
+    lines += [f"| {layer} | " + " | ".join(h["labels"][layer]) + " |" for layer in range(L)]
+    a = h["ablation"]
+    hops = sorted(a["base"], key=int)
+    lines += ["", "| heads zeroed | " + " | ".join(f"hop {k}" for k in hops) + " |", "|---|" + "---|" * len(hops),
+              "| none | " + " | ".join(f"{a['base'][k]:.2f}" for k in hops) + " |"]
+    for lab, r in a["by_label"].items():
+        ctrl = r["control"]
+        lines.append(f"| {lab} ({', '.join(r['heads'])}) | " + " | ".join(
+            f"{r['ablated'][k]:.2f}" + (f" (random {ctrl[k]:.2f})" if ctrl else "") for k in hops) + " |")
+    e = h["emergence"]
+    lines += ["", f"Emergence order: {', '.join(e['order']) or 'none'}; hops solved (>= {SOLVED}) first at: "
+              + ", ".join(f"hop {k} step {s}" for k, s in sorted(e["hop_solved_at"].items(), key=lambda x: int(x[0])))]
+    return lines
