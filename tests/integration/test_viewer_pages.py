@@ -88,7 +88,8 @@ def test_a_dense_run_is_analyzed_by_hop_and_its_page_shows_the_hop_labels(tmp_pa
     h = a["hops"]
     assert h["keys"] == ["def-var", "def-ref", "prev"] and np.asarray(h["mass"]).shape == (2, 4, 3, 3)
     assert sorted(h["ablation"]["base"]) == ["1", "2", "3"] and h["emergence"]["steps"]
-    assert all(lab == "-" or re.fullmatch(r"ref→(def-var|def-ref|prev)@[123]", lab) for row in h["labels"] for lab in row)
+    labels = [lab for row in h["labels"] for lab in row]
+    assert all(lab == "-" or re.fullmatch(r"ref→(def-var|def-ref|prev)@[123]", lab) for lab in labels)
     assert "## Hops (dense targets)" in (run / "analyze" / "analyze.md").read_text()
     data = build(run, progress=False)
     assert data.labels == h["labels"] and "best hop lift" in data.scores[-1]

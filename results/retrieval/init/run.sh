@@ -16,3 +16,8 @@ stage d1 --layers 1,2 --depths 1 --curricula none,mixed,chain --seeds 0,1,2 --st
 stage dense --layers 2,3 --depths 8 --curricula dense,mixed --seeds 0 --steps 3000 --batch-size 64 --d-model 128 \
   --distractors 1 --eval-every 250 --eval-n 96 --checkpoint-every 250
 .venv/bin/headlab retrieval depth-law "$OUT/dense" --overwrite
+# 3. depth 3 (6 pairs, the length the diagnosis found learnable), 2 and 3 layers, dense, two seeds, with
+#    checkpoints every 100 steps for the hop labels' emergence (run beside stage 2).
+stage dense-d3 --layers 2,3 --depths 3 --curricula dense --seeds 0,1 --steps 3000 --batch-size 64 --d-model 128 \
+  --distractors 1 --eval-every 100 --eval-n 96 --checkpoint-every 100
+.venv/bin/headlab retrieval depth-law "$OUT/dense-d3" --overwrite
