@@ -92,3 +92,15 @@ def test_a_decoder_loads_once_for_the_loss_metrics(tmp_path, monkeypatch):
     monkeypatch.setattr(metrics, "load", counted)
     loaded = metrics.load_for_metric(str(folder))
     assert calls == [True] and loaded.model.get_output_embeddings() is not None
+
+
+def test_a_model_loads_without_transformers_own_progress_bar(tmp_path, capfd):
+    """Loading prints nothing: Transformers' "Loading weights" bar ignores --no-progress, so it is kept off
+    while headlab loads, and put back after."""
+    from transformers.utils import logging as hf_logging
+
+    path = _tiny_llama_dir(tmp_path)
+    capfd.readouterr()
+    load(str(path))
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()

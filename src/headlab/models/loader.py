@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from headlab.attention.adapters import adapter_for, parts
 from headlab.errors import HeadlabError
@@ -182,12 +183,28 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
     auto: Any = AutoModel
     if lm_head:
         auto = AutoModelForCausalLM if _names_a_causal_lm(config) else AutoModelForMaskedLM
-    model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype)
+    with _quiet_weight_loading():
+        model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token_id is None:
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def _quiet_weight_loading() -> Iterator[None]:
+    """Transformers' own "Loading weights" bar off while a model loads: it ignores --no-progress and
+    ``progress=False``, and a packaged model loads in about a second."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def _names_a_causal_lm(config: Any) -> bool:
