@@ -168,7 +168,7 @@ def test_the_init_and_an_untied_head_reach_the_model() -> None:
 
 def test_hop_masses_equal_a_naive_reading_of_the_attention_and_labels_need_lift() -> None:
     """hop_profile against each layer's own probabilities (the model's keep_probs path, not the capture hook),
-    each referent's definition found by scanning the prompt; a label needs mass above even attention."""
+    each referent's definition and the distractor's found by scanning the prompt; a label needs lift."""
     import numpy as np
     import torch
 
@@ -181,31 +181,35 @@ def test_hop_masses_equal_a_naive_reading_of_the_attention_and_labels_need_lift(
     model = Transformer(ModelConfig(vocab_size=task.vocab.size, n_layers=2, n_heads=2, d_model=16,
                                     max_length=task.max_length, init="fan-in")).eval()
     exs = eval_set(task, 6, 5, 3)
-    prof, even = hop_profile(model, task, exs)
-    want, n, flat = np.zeros((2, 2, 3, 3)), np.zeros((3, 3)), np.zeros((3, 3))
+    prof, control = hop_profile(model, task, exs)
+    want, base, n = np.zeros((2, 2, 3, 3)), np.zeros((2, 2, 3, 3)), np.zeros((3, 3))
     for ex in exs:
         for block in model.layers:
             block.attn.keep_probs = []
         with torch.no_grad():
             model(torch.tensor([ex["tokens"]]))
-        P = [block.attn.keep_probs[0][0].numpy() for block in model.layers]  # (H, T, T) per layer
-        for pos, _, hop in ex["dense"]:
-            toks = ex["tokens"]
-            defs = [p for p in range(1, pos - 1, 2) if toks[p] == toks[pos]] if hop >= 2 else []
-            for ki, key in enumerate(KEYS):
-                at = {"prev": pos - 1, "def-var": defs[0] if defs else None,
-                      "def-ref": defs[0] + 1 if defs else None}[key]
-                if at is None:
-                    continue
-                for layer in range(2):
-                    want[layer, :, hop - 1, ki] += P[layer][:, pos, at]
+        P = np.stack([block.attn.keep_probs[0][0].numpy() for block in model.layers])  # (L, H, T, T)
+        toks = ex["tokens"]
+        for pos, value, hop in ex["dense"]:
+            want[:, :, hop - 1, 2] += P[:, :, pos, pos - 1]
+            base[:, :, hop - 1, 2] += 1 / (pos + 1)
+            n[hop - 1, 2] += 1
+            mine = [p for p in range(1, pos - 1, 2) if toks[p] == toks[pos]]
+            # the other chain's variable at the referent's place: the pair of hop - 1 with another value
+            theirs = [r - 1 for r, v, k in ex["dense"] if k == hop - 1 and v != value and r < pos]
+            if hop < 2 or not mine or not theirs:
+                continue
+            for ki, shift in ((0, 0), (1, 1)):
+                want[:, :, hop - 1, ki] += P[:, :, pos, mine[0] + shift]
+                base[:, :, hop - 1, ki] += P[:, :, pos, theirs[0] + shift]
                 n[hop - 1, ki] += 1
-                flat[hop - 1, ki] += 1 / (pos + 1)
     for block in model.layers:
         block.attn.keep_probs = None
     np.testing.assert_allclose(prof, want / np.where(n, n, np.nan), atol=1e-6)
-    np.testing.assert_allclose(even, flat / np.where(n, n, np.nan), atol=1e-12)
-    assert np.isnan(prof[:, :, 0, :2]).all()  # hop 1 copies its value: no definition to find
+    np.testing.assert_allclose(control, base / np.where(n, n, np.nan), atol=1e-6)
+    assert KEYS == ("def-var", "def-ref", "prev") and np.isnan(prof[:, :, 0, :2]).all()  # hop 1: a copy
     made = np.full((1, 2, 3, 3), 0.1)
-    made[0, 0, 1, 1] = 0.9  # head 0.0 reads the referent's reference at hop 2
-    assert hop_labels(made, np.full((3, 3), 0.1), min_lift=0.2) == [["ref→def-ref@2", "-"]]
+    made[0, 0, 1, 1] = 0.9  # head 0.0 reads this chain's referent's reference at hop 2
+    assert hop_labels(made, np.full((1, 2, 3, 3), 0.1), min_lift=0.2) == [["ref→def-ref@2", "-"]]
+    alike = made.copy()  # the same mass on the distractor's key: no lookup of this chain
+    assert hop_labels(made, alike, min_lift=0.2) == [["-", "-"]]

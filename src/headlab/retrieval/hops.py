@@ -4,9 +4,11 @@ At the reference of a hop-k pair (x_k = x_{k-1}, k >= 2) the model emits x_k's v
 definition earlier in the prompt: its variable (``def-var``) or the reference right after it (``def-ref``, where
 x_{k-1}'s own value is emitted, so what the layers there hold about it can be read). ``prev`` is the pair's own
 variable, the previous token (the key side of an induction step). A head's mass on each key is read per hop and
-compared with what attention spread evenly over the visible keys would put there (its *lift*): a head is
-labelled ``ref→KEY@K`` for the (key, hop) of its largest lift when that lift is at least ``min_lift`` (ours),
-else ``-``. So a label names a lookup the head makes more than chance, not a mass any short prompt gives.
+compared with a control (its *lift*): for the definition keys, the same keys of the distractor chains' variable at
+that hop, for ``prev`` what attention spread evenly over the visible keys would put there. A head is labelled
+``ref→KEY@K`` for the (key, hop) of its largest lift when that lift is at least ``min_lift`` (ours), else
+``-``. So a label names a lookup of *this* chain's referent, not a head that reads every value or definition
+alike, nor a mass any short prompt gives.
 
 The check: the heads of each label zero-ablated together, per-hop accuracy against as many random other heads
 of the same layers (``draws`` draws); the emergence: over the checkpoints, the first step from which each
@@ -44,33 +46,40 @@ def _definitions(task: RetrievalTask, tokens: Sequence[int]) -> dict[int, int]:
 @torch.no_grad()
 def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]]
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean attention mass (L, H, D, keys) from each hop's references to each key, and the mass even attention
-    over the visible keys would give there (D,); hop k is index k - 1 (hop 1 has no definition to find)."""
+    """Mean attention mass (L, H, D, keys) from each hop's references to each key, and its control: for the
+    definition keys, the mass on the same keys of the other chains' variable at that hop (defined earlier too),
+    so a head that reads every value or every definition alike gains nothing; for ``prev``, what even attention
+    over the visible keys gives. Hop k is index k - 1 (hop 1 copies its value: no definition to find); a
+    reference with no earlier distractor definition is left out of the definition keys."""
     L, H, D = model.cfg.n_layers, model.cfg.n_heads, task.depth
-    tot, cnt = np.zeros((L, H, D, len(KEYS))), np.zeros((D, len(KEYS)))
-    even = np.zeros((D, len(KEYS)))
+    tot, ctl = np.zeros((L, H, D, len(KEYS))), np.zeros((L, H, D, len(KEYS)))
+    cnt = np.zeros((D, len(KEYS)))
     for ex in examples:
         seq, defined = ex["tokens"], _definitions(task, ex["tokens"])
         probs: dict[int, torch.Tensor] = {}
         with capture(model, lambda layer, p, probs=probs: probs.__setitem__(layer, p[0].clone())):
             model(torch.tensor([seq]))
         P = torch.stack([probs[layer] for layer in range(L)]).numpy()  # (L, H, T, T)
-        for pos, _, hop in ex["dense"]:
-            keys = {"prev": pos - 1}
-            if hop >= 2 and defined.get(seq[pos], pos) < pos - 1:
-                keys["def-var"] = defined[seq[pos]]
-                keys["def-ref"] = defined[seq[pos]] + 1
-            for ki, k in enumerate(KEYS):
-                if k in keys:
-                    tot[:, :, hop - 1, ki] += P[:, :, pos, keys[k]]
-                    cnt[hop - 1, ki] += 1
-                    even[hop - 1, ki] += 1.0 / (pos + 1)
+        for pos, value, hop in ex["dense"]:
+            prev = KEYS.index("prev")
+            tot[:, :, hop - 1, prev] += P[:, :, pos, pos - 1]
+            ctl[:, :, hop - 1, prev] += 1.0 / (pos + 1)
+            cnt[hop - 1, prev] += 1
+            others = [r for r, v, k in ex["dense"] if k == hop - 1 and v != value and r < pos]  # their refs
+            if hop < 2 or not others or defined.get(seq[pos], pos) >= pos - 1:
+                continue
+            at = defined[seq[pos]]
+            for ki, shift in ((KEYS.index("def-var"), 0), (KEYS.index("def-ref"), 1)):
+                tot[:, :, hop - 1, ki] += P[:, :, pos, at + shift]
+                ctl[:, :, hop - 1, ki] += np.mean([P[:, :, pos, r - 1 + shift] for r in others], axis=0)
+                cnt[hop - 1, ki] += 1
     with np.errstate(invalid="ignore"):
-        return tot / np.where(cnt, cnt, np.nan), even / np.where(cnt, cnt, np.nan)
+        n = np.where(cnt, cnt, np.nan)
+        return tot / n, ctl / n
 
 
-def hop_labels(profile: np.ndarray, even: np.ndarray, min_lift: float = 0.2) -> list[list[str]]:
-    lift = np.nan_to_num(profile - even[None, None], nan=-1.0)  # (L, H, D, keys)
+def hop_labels(profile: np.ndarray, control: np.ndarray, min_lift: float = 0.2) -> list[list[str]]:
+    lift = np.nan_to_num(profile - control, nan=-1.0)  # (L, H, D, keys)
     out = []
     for layer in range(lift.shape[0]):
         row = []
@@ -81,9 +90,10 @@ def hop_labels(profile: np.ndarray, even: np.ndarray, min_lift: float = 0.2) -> 
     return out
 
 
-def _lift_of(profile: np.ndarray, even: np.ndarray, layer: int, head: int, label: str) -> float:
+def _lift_of(profile: np.ndarray, control: np.ndarray, layer: int, head: int, label: str) -> float:
     key, hop = label.split("→")[1].split("@")
-    return float(profile[layer, head, int(hop) - 1, KEYS.index(key)] - even[int(hop) - 1, KEYS.index(key)])
+    at = (layer, head, int(hop) - 1, KEYS.index(key))
+    return float(profile[at] - control[at])
 
 
 def _ablated_hops(model: Transformer, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> dict[str, float]:
@@ -129,9 +139,9 @@ def hop_emergence(run: Any, task: RetrievalTask, labels: list[list[str]], probes
             m, _ = load_run(run, folder)
         except HeadlabError:
             continue
-        prof, even = hop_profile(m, task, probes)
+        prof, control = hop_profile(m, task, probes)
         steps.append(step)
-        lifts.append({head_name(l, h): _lift_of(prof, even, l, h, lab)
+        lifts.append({head_name(l, h): _lift_of(prof, control, l, h, lab)
                       for l, row in enumerate(labels) for h, lab in enumerate(row) if lab != "-"})
     heads = sorted(lifts[-1]) if lifts else []
     when = {k: emergence_step(steps, [x[k] for x in lifts], min_lift) for k in heads}
@@ -146,27 +156,27 @@ def hop_emergence(run: Any, task: RetrievalTask, labels: list[list[str]], probes
 
 def hop_analysis(run: Any, model: Transformer, task: RetrievalTask, probes: list[dict[str, Any]],
                  test: list[dict[str, Any]], draws: int, min_lift: float, seed: int) -> dict[str, Any]:
-    prof, even = hop_profile(model, task, probes)
-    labels = hop_labels(prof, even, min_lift)
+    prof, control = hop_profile(model, task, probes)
+    labels = hop_labels(prof, control, min_lift)
     return {"keys": KEYS, "min_lift": min_lift, "labels": labels,  # -1: no such key at that hop
             "mass": np.nan_to_num(prof, nan=-1).round(4).tolist(),
-            "even": np.nan_to_num(even, nan=-1).round(4).tolist(),
+            "control": np.nan_to_num(control, nan=-1).round(4).tolist(),
             "ablation": hop_ablation(model, labels, test, draws, seed),
             "emergence": hop_emergence(run, task, labels, probes[:16], min_lift)}
 
 
 def hop_circuit(h: dict[str, Any]) -> list[dict[str, Any]]:
     """The hop-labelled heads as circuit rows (head, layer, label, mass: the label's lift)."""
-    prof, even = np.asarray(h["mass"]), np.asarray(h["even"])
-    return [{"head": head_name(l, i), "layer": l, "label": lab, "mass": _lift_of(prof, even, l, i, lab)}
+    prof, control = np.asarray(h["mass"]), np.asarray(h["control"])
+    return [{"head": head_name(l, i), "layer": l, "label": lab, "mass": _lift_of(prof, control, l, i, lab)}
             for l, row in enumerate(h["labels"]) for i, lab in enumerate(row) if lab != "-"]
 
 
 def hop_scores(model: Transformer, task: RetrievalTask, probes: list[dict[str, Any]], kinds: Sequence[str]
                ) -> dict[str, np.ndarray]:
     """The viewer's scores of one checkpoint: each head's best lift, and its lift at each label kind."""
-    prof, even = hop_profile(model, task, probes)
-    lift = np.nan_to_num(prof - even[None, None], nan=-1.0)
+    prof, control = hop_profile(model, task, probes)
+    lift = np.nan_to_num(prof - control, nan=-1.0)
     L, H = lift.shape[:2]
     sc = {"best hop lift": lift.reshape(L, H, -1).max(-1)}
     for k in kinds:
@@ -179,9 +189,9 @@ def hops_markdown(h: dict[str, Any]) -> list[str]:
     """The hop labels, the per-label ablation and the emergence order, as markdown lines."""
     L, H = len(h["labels"]), len(h["labels"][0])
     lines = ["## Hops (dense targets)", "",
-             f"A head's label: the (key, hop) where its attention from hop-k references most exceeds even "
-             f"attention over the visible keys, if by at least {h['min_lift']} (`ref→def-ref@2`: at hop 2 it reads "
-             "the referent's reference).", "",
+             f"A head's label: the (key, hop) where its attention from hop-k references most exceeds its control "
+             f"(the distractor chain's same key; for prev, even attention), if by at least {h['min_lift']} "
+             "(`ref→def-ref@2`: at hop 2 it reads the referent's reference).", "",
              "| layer | " + " | ".join(f"head {i}" for i in range(H)) + " |", "|---|" + "---|" * H]
     lines += [f"| {layer} | " + " | ".join(h["labels"][layer]) + " |" for layer in range(L)]
     a = h["ablation"]

@@ -281,8 +281,8 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
         labels=labels,
         circuit=circuit,
         notes=[
-            "Scores: each hop label's attention above even attention over the visible keys (its lift) on 16 "
-            "probe examples (headlab retrieval analyze, dense targets); the chain's tokens are highlighted."
+            "Scores: each hop label's attention above its control (the distractor chain's same key; its lift) "
+            "on 16 probe examples (headlab retrieval analyze, dense targets); the chain's tokens are highlighted."
             if hops else
             "Scores: attention mass of each reader→key kind on 16 probe examples (headlab retrieval "
             "analyze); the chain's tokens are highlighted."
