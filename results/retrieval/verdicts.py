@@ -14,7 +14,8 @@ Rules (ours; the document states the claims, not how to test them):
 * "learning succeeds only under an implicit curriculum": not supported when an answer-only run (none, mixed)
   learns a depth D >= 2; supported when an implicit-curriculum run (chain, dense) learns a depth D >= 2 and no
   answer-only run at the same budget does; inconclusive when neither learns. D = 1 is one lookup, with nothing
-  for a curriculum to order, and is reported beside the verdict.
+  for a curriculum to order, and is reported beside the verdict; runs of the default init and of the fan-in init
+  with an untied head (`results/retrieval/init`) are counted apart.
 * "heads emerge in a fixed order": over the cells with two or more successful runs, supported when every such
   cell's runs share one emergence order of head roles, not supported when some cell's runs share none (no
   order common to two runs), else inconclusive.
@@ -40,6 +41,8 @@ def depth_law_row(law_files: list[Path], task: str) -> tuple[str, str]:
     by_layers: dict[int, dict] = {}
     for law in sorted(laws, key=lambda w: w["trained_depth"]):
         for c in law["cells"]:
+            if c.get("curriculum") in ("none", "mixed", "chain"):  # answer-only cells beside: the curriculum row's
+                continue
             by_layers[c["layers"]] = {**c, "trained_depth": law["trained_depth"], "steps": law["steps"]}
     cells = [by_layers[k] for k in sorted(by_layers)]
     over = [c for c in cells if max(c["d_max"]) > c["log3_bound"]]
@@ -72,26 +75,31 @@ def depth_law_row(law_files: list[Path], task: str) -> tuple[str, str]:
 
 
 def curriculum_row() -> tuple[str, str]:
-    runs = _summaries(HERE / "map") + _summaries(HERE / "d1") + _summaries(HERE / "dense_pilot")
+    default = _summaries(HERE / "map") + _summaries(HERE / "d1") + _summaries(HERE / "dense_pilot")
+    fan_in = [s for d in ("d1", "dense", "dense-d3") for s in _summaries(HERE / "init" / d)]
     learned: Counter = Counter()
     total: Counter = Counter()
-    for s in runs:
-        kind = "implicit" if s["task"]["curriculum"] in ("chain", "dense") else "answer-only"
-        deep = s["task"]["depth"] >= 2
-        total[kind, deep] += 1
-        learned[kind, deep] += bool(s["success"])
-    if learned["answer-only", True]:
+    for init, runs in (("default", default), ("fan-in", fan_in)):
+        for s in runs:
+            kind = "implicit" if s["task"]["curriculum"] in ("chain", "dense") else "answer-only"
+            deep = s["task"]["depth"] >= 2
+            total[kind, deep, init] += 1
+            learned[kind, deep, init] += bool(s["success"])
+    if any(learned["answer-only", True, i] for i in ("default", "fan-in")):
         verdict = "not supported"
-    elif learned["implicit", True]:
+    elif any(learned["implicit", True, i] for i in ("default", "fan-in")):
         verdict = "supported (at this budget)"
     else:
         verdict = "inconclusive"
-    return verdict, (f"D >= 2: implicit curriculum learned {learned['implicit', True]} of {total['implicit', True]} "
-                     f"runs, answer-only {learned['answer-only', True]} of {total['answer-only', True]}; D = 1: "
-                     f"answer-only learned {learned['answer-only', False]} of {total['answer-only', False]} (the "
-                     "larger batches), implicit "
-                     f"{learned['implicit', False]} of {total['implicit', False]} "
-                     "(`results/retrieval/map`, `d1`, `dense_pilot`)")
+
+    def counts(deep: bool, init: str) -> str:
+        return (f"implicit curriculum {learned['implicit', deep, init]} of {total['implicit', deep, init]}, "
+                f"answer-only {learned['answer-only', deep, init]} of {total['answer-only', deep, init]}")
+
+    return verdict, (f"runs learned, default init: D >= 2: {counts(True, 'default')}; D = 1: "
+                     f"{counts(False, 'default')} (answer-only only at the larger batches); with --init fan-in "
+                     f"--untied: D >= 2: {counts(True, 'fan-in')}; D = 1: {counts(False, 'fan-in')} "
+                     "(`results/retrieval/map`, `d1`, `dense_pilot`, `init`)")
 
 
 def order_row() -> tuple[str, str]:
@@ -116,6 +124,9 @@ def order_row() -> tuple[str, str]:
 def main() -> None:
     rows = [("the minimum number of layers grows logarithmically with depth (the document's task, dense)",
              *depth_law_row([HERE / "dense_pilot" / "depth_law.json"], "dense retrieval")),
+            ("the same claim, dense task with --init fan-in --untied",
+             *depth_law_row([HERE / "init" / "dense-d3" / "depth_law.json", HERE / "init" / "dense" / "depth_law.json"],
+                            "dense retrieval, fan-in init")),
             ("the same law on Sanford et al.'s k-hop task (outside check)",
              *depth_law_row([HERE / "khop" / "depth_law.json", HERE / "khop" / "k8" / "depth_law.json"], "k-hop")),
             ("learning succeeds only under an implicit curriculum", *curriculum_row()),
