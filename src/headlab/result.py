@@ -3,7 +3,8 @@ its folder (``KIND``, e.g. ``scan.json``) and read back from that folder (or fro
 
 ``to_json`` writes heads as ``L.H`` and NaN as null (via :func:`headlab.io.write_json_atomic`); ``from_json``
 checks the keys exactly (a missing or unknown key names the file's kind and the key: a result written by another
-headlab version or by hand is refused, not half-read) and turns ``L.H`` strings back into :class:`Head`. By
+headlab version or by hand is refused, not half-read; a field declared with a default may be absent, as in a
+file written before it was added) and turns ``L.H`` strings back into :class:`Head`. By
 default a result's JSON keys are its fields; a result whose document has another shape (``scan.json``'s per-head
 records) declares ``KEYS`` and overrides ``to_json`` and :meth:`Result.decode`. ``write_companions`` adds the
 human-readable files beside the JSON (``heads.csv``, ``claims.md``).
@@ -121,7 +122,7 @@ class Result(Displayable):
         if not isinstance(d, dict):
             raise HeadlabError(f"{cls.KIND}: expected a JSON object, got {type(d).__name__}")
         names = cls.keys()
-        missing = [n for n in names if n not in d]
+        missing = [n for n in names if n not in d and n not in cls._optional()]
         unknown = [k for k in d if k not in names]
         if missing or unknown:
             said = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unknown {', '.join(unknown)}"] * bool(unknown)
@@ -135,7 +136,15 @@ class Result(Displayable):
     def decode(cls: type[R], d: dict[str, Any]) -> R:
         """The result of a document whose keys :meth:`from_json` has checked (the fields, by default)."""
         hints = typing.get_type_hints(cls)
-        return cls(**{n: _decode(hints[n], d[n]) for n in cls.keys()})
+        return cls(**{n: _decode(hints[n], d[n]) for n in cls.keys() if n in d})
+
+    @classmethod
+    def _optional(cls) -> set[str]:
+        """Fields declared with a default: added after files were written, so a file without them keeps it."""
+        if cls.KEYS is not None:
+            return set()
+        return {f.name for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
 
     @classmethod
     def read(cls: type[R], where: str | Path) -> R:

@@ -100,7 +100,12 @@ def test_a_model_loads_without_transformers_own_progress_bar(tmp_path, capfd):
     from transformers.utils import logging as hf_logging
 
     path = _tiny_llama_dir(tmp_path)
-    capfd.readouterr()
-    load(str(path))
-    assert "Loading weights" not in capfd.readouterr().err
-    assert hf_logging.is_progress_bar_enabled()
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.enable_progress_bar()  # as a fresh process has it (HF_HUB_DISABLE_PROGRESS_BARS unset)
+    try:
+        capfd.readouterr()
+        load(str(path))
+        assert "Loading weights" not in capfd.readouterr().err
+        assert hf_logging.is_progress_bar_enabled()
+    finally:
+        (hf_logging.enable_progress_bar if was else hf_logging.disable_progress_bar)()
