@@ -38,8 +38,7 @@ from headlab.nn import Transformer
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
 from headlab.retrieval.hops import hop_analysis, hops_markdown
-from headlab.retrieval.training import RetrievalTask, accuracy, eval_set, load_run
-from headlab.training import checkpoint as ckpt
+from headlab.retrieval.training import RetrievalTask, accuracy, checkpoint_models, eval_set, load_run
 
 READERS = ("query", "ref", "var")
 KEYS = ("def-var", "def-ref", "prev", "bos")
@@ -224,11 +223,7 @@ def emergence(
     min_mass: float,
 ) -> dict[str, Any]:
     steps, masses = [], []
-    for step, folder in ckpt.checkpoints(run):
-        try:
-            m, _ = load_run(run, folder)
-        except HeadlabError:
-            continue
+    for step, m in checkpoint_models(run):
         prof = head_profile(m, task, probes)
         row = {}
         for l, hs in enumerate(labels):

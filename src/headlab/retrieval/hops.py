@@ -31,7 +31,7 @@ from headlab.formation.phases import emergence_step
 from headlab.head import name as head_name
 from headlab.io import read_jsonl
 from headlab.nn import Transformer
-from headlab.retrieval.training import RetrievalTask, hop_accuracy, load_run
+from headlab.retrieval.training import RetrievalTask, checkpoint_models, hop_accuracy
 
 KEYS = ("def-var", "def-ref", "prev")
 SOLVED = 0.95
@@ -131,14 +131,8 @@ def hop_emergence(run: Any, task: RetrievalTask, labels: list[list[str]], probes
                   min_lift: float) -> dict[str, Any]:
     """Each labelled head's lift at its label over the checkpoints and the step it emerges; the first
     evaluation at which each hop count is solved."""
-    from headlab.training import checkpoint as ckpt
-
     steps, lifts = [], []
-    for step, folder in ckpt.checkpoints(run):
-        try:
-            m, _ = load_run(run, folder)
-        except HeadlabError:
-            continue
+    for step, m in checkpoint_models(run):
         prof, control = hop_profile(m, task, probes)
         steps.append(step)
         lifts.append({head_name(l, h): _lift_of(prof, control, l, h, lab)

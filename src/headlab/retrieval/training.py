@@ -25,7 +25,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
@@ -260,6 +260,18 @@ def train_retrieval(
     trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
     trainer.fit()
     return summarize(run, task, cfg, success)
+
+
+def checkpoint_models(run: Path) -> Iterator[tuple[int, "Transformer"]]:
+    """(step, model) of every readable checkpoint of a run, in step order: the emergence analyses read a run
+    over its checkpoints, and one that cannot be loaded leaves a gap in the curve rather than ending it."""
+    from headlab.training import checkpoint as ckpt
+
+    for step, folder in ckpt.checkpoints(run):
+        try:
+            yield step, load_run(run, folder)[0]
+        except HeadlabError:
+            continue
 
 
 def load_run(run: Path, folder: Path | None = None) -> tuple["Transformer", RetrievalTask]:
