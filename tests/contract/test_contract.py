@@ -70,6 +70,8 @@ RANGE = [  # (command line, the option that must be named)
     ("retrieval sweep --steps -5 --out {tmp}/s", "--steps"), ("retrieval sweep --jobs 0 --out {tmp}/s", "--jobs"),
     ("retrieval sweep --checkpoint-every 0 --out {tmp}/s", "--checkpoint-every"),
     ("retrieval analyze {tmp}/r --n 0", "--n"), ("retrieval analyze {tmp}/r --min-mass 2", "--min-mass"),
+    ("retrieval analyze {tmp}/r --min-lift 2", "--min-lift"),
+    ("retrieval train --depth 2 --init xavier --out {tmp}/r", "--init"),
     ("retrieval eval-llm smollm2-135m --n 0", "--n"), ("retrieval eval-llm smollm2-135m --shots -1", "--shots"),
     ("retrieval eval-llm smollm2-135m --continuation -1", "--continuation"),
     ("retrieval sweep --eval-n 0 --out {tmp}/s", "--eval-n"),
