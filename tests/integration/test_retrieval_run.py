@@ -38,6 +38,7 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert main(other) == 2  # the same folder with other settings is refused, not mixed
     assert main(args + ["--positions", "learned"]) == 2 and main(args + ["--warmup-steps", "7"]) == 2
     assert main(args + ["--init", "fan-in"]) == 2 and main(args + ["--untied"]) == 2
+    assert main(args + ["--min-depth", "1"]) == 2  # a task field, not only the model's
     assert {(x["init"], x["untied"]) for x in r["runs"]} == {("default", False)}
     run = out / "L1-D1-chain-s0"
     assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0

@@ -213,3 +213,31 @@ def test_hop_masses_equal_a_naive_reading_of_the_attention_and_labels_need_lift(
     assert hop_labels(made, np.full((1, 2, 3, 3), 0.1), min_lift=0.2) == [["ref→def-ref@2", "-"]]
     alike = made.copy()  # the same mass on the distractor's key: no lookup of this chain
     assert hop_labels(made, alike, min_lift=0.2) == [["-", "-"]]
+
+
+def test_min_depth_draws_one_chain_depth_per_step_for_every_seed() -> None:
+    """With ``min_depth``, a step's rows are chains of one depth in min_depth..depth (the same for every seed, so
+    an ensemble's members stay equally long), depths vary over steps, and every dense label is still the solver's;
+    without it every row is a full-depth chain."""
+    from headlab.retrieval.task import solve_dense
+    from headlab.retrieval.training import RetrievalSource, RetrievalTask
+
+    task = RetrievalTask(6, "dense", n_distractors=1, min_depth=2)
+    full = RetrievalTask(6, "dense", n_distractors=1)
+    lengths = set()
+    for step in range(40):
+        ids, mask, labels = RetrievalSource(task).batch(step, 8, seed=0)
+        other, _, _ = RetrievalSource(task).batch(step, 8, seed=3)
+        assert bool(mask.all()) and ids.shape == other.shape  # one length a step, whatever the seed
+        depths = set()
+        for row, lab in zip(ids.tolist(), labels.tolist()):
+            dense = solve_dense({"tokens": row[:-1]}, task.vocab)  # the prompt; the last token is the answer
+            assert {(p, v) for p, v, _ in dense} | {(len(row) - 2, row[-1])} == {
+                (p, v) for p, v in enumerate(lab) if v != -100}
+            depths.add(max(h for _, _, h in dense))
+        assert len(depths) == 1 and 2 <= min(depths) <= 6 and ids.shape[1] == 4 * min(depths) + 4
+        lengths |= depths
+    assert lengths == {2, 3, 4, 5, 6}
+    assert {RetrievalSource(full).batch(s, 4, seed=0)[0].shape[1] for s in range(10)} == {4 * 6 + 4}
+    with pytest.raises(HeadlabError, match="--min-depth 7"):
+        RetrievalTask(6, "dense", min_depth=7)

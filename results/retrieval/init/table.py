@@ -57,17 +57,19 @@ def d1_table() -> list[str]:
 
 
 def dense_table() -> list[str]:
-    runs = [(HERE / d, p.name) for d in ("dense-d3", "dense") for p in sorted((HERE / d).glob("L*-D*"))
+    runs = [(HERE / d, p.name) for d in ("dense-d3", "dense", "min-depth") for p in sorted((HERE / d).glob("L*-D*"))
             if (p / "summary.json").exists()]
     runs = [(RET / "dense_pilot", "L2-D8-dense-s0")] + runs
-    out = ["| run | init, head | steps | accuracy by hop 1..D (dense targets) | answer at full depth |",
-           "|---|---|---|---|---|"]
+    out = ["| run | init, head | training chains' depth | steps | accuracy by hop 1..D (dense targets) "
+           "| answer at full depth |", "|---|---|---|---|---|---|"]
     for folder, name in runs:
         s = json.loads((folder / name / "summary.json").read_text())
         hops = " / ".join(f"{v:.2f}" for _, v in sorted(s.get("final_hops", {}).items(), key=lambda kv: int(kv[0])))
         how = f"{s.get('init', 'default')}, {'own' if s.get('untied') else 'tied'}"
-        out.append(f"| {folder.name}/{name} | {how} | {s['steps']} | {hops or '-'} | "
-                   f"{s['final_accuracy'][str(s['task']['depth'])]:.2f} |")
+        depth, low = s["task"]["depth"], s["task"].get("min_depth")
+        chains = f"{low}..{depth}, one per step" if low else f"{depth}"
+        out.append(f"| {folder.name}/{name} | {how} | {chains} | {s['steps']} | {hops or '-'} | "
+                   f"{s['final_accuracy'][str(depth)]:.2f} |")
     return out
 
 
@@ -75,9 +77,9 @@ if __name__ == "__main__":
     print("\n".join(["### One lookup in a plain loop (dense D = 2, `loop/`)", "", *loop_table(), "",
                      "### The depth map's D = 1 cells (`d1/`, 1000 steps of 64, d = 64)", "", *d1_table()]))
     if (HERE / "dense").exists():
-        print("\n".join(["", "### Dense targets at depth 3 (`dense-d3/`) and 8 (`dense/`), 3000 steps of 64, d = 128",
+        print("\n".join(["", "### Dense targets at depth 3 (`dense-d3/`) and 8 (`dense/`, `min-depth/`), steps of 64, d = 128",
                          "", *dense_table()]))
     wall = HERE / "wall.log"
-    print(f"\nCommands: `results/retrieval/init/run.sh` (sweeps; wall: {wall.read_text().strip().replace(chr(10), '; ') if wall.exists() else 'running'}), "
+    print(f"\nCommands: `results/retrieval/init/run.sh` and `min-depth/run.sh` (sweeps; wall: {wall.read_text().strip().replace(chr(10), '; ') if wall.exists() else 'running'}), "
           "`loop/*.py` (the plain loops, one thread, beside other jobs; their logs end in seconds). "
           "Table: `python results/retrieval/init/table.py`.")

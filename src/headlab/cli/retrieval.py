@@ -111,6 +111,8 @@ def _model_args(p: argparse.ArgumentParser, layers: bool = True) -> None:
                                                       "does; fan-in with --untied leaves the lookup plateau)")
     p.add_argument("--untied", action="store_true", help="an output head of its own, not the input embedding's")
     p.add_argument("--separator", action="store_true", help="a <sep> token after every (variable, reference) pair")
+    p.add_argument("--min-depth", type=at_least(1),
+                   help="training chains' depth drawn per step from MIN_DEPTH..depth (default: always the depth)")
     p.add_argument("--warmup-steps", type=at_least(0), help="(default min(100, steps/10))")
     p.add_argument("--eval-every", type=at_least(1), help="steps between held-out evaluations (default %(default)s)")
     p.add_argument("--no-progress", action="store_true")

@@ -73,12 +73,13 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
           batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
           positions: str = _shape("positions"), init: str = _shape("init"), untied: bool = False,
-          separator: bool = False, warmup_steps: int | None = None, eval_every: int = _EVAL_EVERY, seed: int = 0,
-          task: str = "minimal", progress: bool = True) -> Summary:
+          separator: bool = False, min_depth: int | None = None, warmup_steps: int | None = None,
+          eval_every: int = _EVAL_EVERY, seed: int = 0, task: str = "minimal", progress: bool = True) -> Summary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed, chain or
     dense) into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
-    full depth. ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary (success, the
-    step of success, final accuracy by depth). ``task="khop"``: the k-hop induction task of Sanford et al.
+    full depth. ``min_depth``: each step's training chains have a depth drawn from min_depth..depth (held-out
+    sets stay at full length). ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary
+    (success, the step of success, final accuracy by depth). ``task="khop"``: the k-hop induction task of Sanford et al.
     instead (:mod:`headlab.retrieval.khop`; ``depth`` is the largest hop count, the curriculum and
     distractors do not apply), its summary the per-hop error and the hop counts solved.
 
@@ -90,6 +91,9 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
     from headlab.retrieval.training import RetrievalTask
 
     if task == "khop":
+        if min_depth is not None:
+            raise HeadlabError(f"--min-depth {min_depth}: the minimal task's option; khop draws every sequence's "
+                               "hop count from 0..depth already")
         from headlab.retrieval.khop import KHopTask, train_khop
 
         r = train_khop(KHopTask(max_hops=depth), out, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
@@ -98,7 +102,8 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
         return Summary(f"k-hop run {out}", r)
     if task != "minimal":
         raise HeadlabError(f"--task {task}: unknown; minimal or khop")
-    r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator), out,
+    r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator,
+                                      min_depth=min_depth), out,
                         n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
                         lr=lr, seed=seed, positions=positions, init=init, untied=untied, warmup_steps=warmup_steps,
                         eval_every=eval_every,
@@ -112,7 +117,7 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
           n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"),
           steps: int = _shape("steps"), batch_size: int = _shape("batch_size"), lr: float = _shape("lr"),
           distractors: int = 2, positions: str = _shape("positions"), init: str = _shape("init"),
-          untied: bool = False, separator: bool = False,
+          untied: bool = False, separator: bool = False, min_depth: int | None = None,
           warmup_steps: int | None = None, eval_every: int = _EVAL_EVERY, checkpoint_every: int = 50, jobs: int = 2,
           eval_n: int = 256, no_train: bool = False, progress: bool = True,
           out: str | Path = "runs/retrieval-sweep") -> SweepResult:
@@ -131,8 +136,8 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
     return run(out, layers=layers, depths=depths, curricula=curricula, seeds=seeds, steps=steps, d_model=d_model,
                n_heads=n_heads, batch_size=batch_size, lr=lr, n_distractors=distractors, eval_every=eval_every,
                checkpoint_every=checkpoint_every, progress=progress, jobs=jobs, positions=positions, init=init,
-               untied=untied,
-               separator=separator, warmup_steps=warmup_steps, eval_n=eval_n, train=not no_train)
+               untied=untied, separator=separator, min_depth=min_depth, warmup_steps=warmup_steps, eval_n=eval_n,
+               train=not no_train)
 
 
 @in_callers_words

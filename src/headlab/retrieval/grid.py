@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -61,8 +61,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
           seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
           batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
           checkpoint_every: int = 50, progress: bool = True, jobs: int = 2, positions: str = "rope",
-          init: str = "default", untied: bool = False, separator: bool = False, warmup_steps: int | None = None,
-          eval_n: int = 256, train: bool = True) -> SweepResult:
+          init: str = "default", untied: bool = False, separator: bool = False, min_depth: int | None = None,
+          warmup_steps: int | None = None, eval_n: int = 256, train: bool = True) -> SweepResult:
     """Train every cell and aggregate; see the module docstring.
 
     The cells of one (layers, depth) train together as one ensemble (``headlab.training.ensemble``: curricula x
@@ -74,6 +74,8 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     import sys
     import time
 
+    for d in depths:  # every task of the grid is valid before anything trains (RetrievalTask says what is not)
+        RetrievalTask(d, "dense", n_distractors=n_distractors, separator=separator, min_depth=min_depth)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
@@ -84,14 +86,15 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
         if (run / "summary.json").exists():
-            _check_settings(run, settings, n_distractors, separator)
+            _check_settings(run, settings, {"n_distractors": n_distractors, "separator": separator,
+                                            "min_depth": min_depth})
         else:
             todo.setdefault((l, d), []).append((c, s))
     groups: list[dict[str, Any]] = [
         dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
              batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every, eval_n=eval_n,
              checkpoint_every=checkpoint_every, positions=positions, init=init, untied=untied,
-             separator=separator, warmup_steps=warmup_steps)
+             separator=separator, min_depth=min_depth, warmup_steps=warmup_steps)
         for (l, d), m in todo.items() if train]
     # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
     groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
@@ -125,7 +128,7 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
               "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
               "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
               "positions": positions, "init": init, "untied": untied, "separator": separator,
-              "warmup_steps": warmup_steps, "eval_n": eval_n,
+              "min_depth": min_depth, "warmup_steps": warmup_steps, "eval_n": eval_n,
               "not_run": len(cells) - len(runs)},
         trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
         success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
@@ -136,16 +139,19 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     return result
 
 
-def _check_settings(run: Path, settings: dict[str, Any], n_distractors: int, separator: bool) -> None:
+def _check_settings(run: Path, settings: dict[str, Any], task: dict[str, Any]) -> None:
+    """Refuse a sweep folder whose finished cell ``run`` was trained with other model/optimizer ``settings`` or
+    other ``task`` fields (a missing task field reads as its default: files written before it existed)."""
     old = json.loads((run / "summary.json").read_text())
     old.setdefault("positions", "rope")  # summaries written before these were recorded
     old.setdefault("init", "default")
     old.setdefault("untied", False)
     old.setdefault("warmup_steps", settings["warmup_steps"])
-    if (any(old.get(k) != v for k, v in settings.items()) or old["task"]["n_distractors"] != n_distractors
-            or old["task"].get("separator", False) != separator):
-        raise HeadlabError(f"{run} was trained with other settings ({ {k: old.get(k) for k in settings} }); "
-                           "use another --out")
+    defaults = {f.name: f.default for f in fields(RetrievalTask)}
+    if (any(old.get(k) != v for k, v in settings.items())
+            or any(old["task"].get(k, defaults[k]) != v for k, v in task.items())):
+        was = {**{k: old.get(k) for k in settings}, **{k: old["task"].get(k, defaults[k]) for k in task}}
+        raise HeadlabError(f"{run} was trained with other settings ({was}); use another --out")
 
 
 def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
@@ -173,7 +179,8 @@ def _train_group(g: dict[str, Any]) -> str:
         run = out / cell_name(g["layers"], g["depth"], c, s)
         if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
             shutil.rmtree(run)
-        task = RetrievalTask(g["depth"], c, n_distractors=g["n_distractors"], separator=g["separator"])
+        task = RetrievalTask(g["depth"], c, n_distractors=g["n_distractors"], separator=g["separator"],
+                             min_depth=g["min_depth"])
         members.append(GroupMember(task, run, seed=s, lr=g["lr"], warmup_steps=g["warmup_steps"]))
     done = train_group(members, n_layers=g["layers"], n_heads=g["n_heads"], d_model=g["d_model"], steps=g["steps"],
                        batch_size=g["batch_size"], positions=g["positions"], init=g["init"], untied=g["untied"],

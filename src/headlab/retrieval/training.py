@@ -51,10 +51,15 @@ class RetrievalTask:
     n_values: int = 10
     shuffle: bool = True
     separator: bool = False  # a <sep> token after every (variable, reference) pair
+    # Training chains' depth, drawn per batch from min_depth..depth (None: always depth); held-out sets stay at
+    # every depth of full-length chains, so short chains only shape what the model learns.
+    min_depth: int | None = None
 
     def __post_init__(self) -> None:
         if self.curriculum not in CURRICULA:
             raise HeadlabError(f"unknown curriculum {self.curriculum!r}; known: {', '.join(CURRICULA)}")
+        if self.min_depth is not None and not 1 <= self.min_depth <= self.depth:
+            raise HeadlabError(f"--min-depth {self.min_depth}: must lie in 1..{self.depth} (the depth)")
 
     @property
     def vocab(self) -> MinimalVocab:
@@ -64,9 +69,10 @@ class RetrievalTask:
     def max_length(self) -> int:
         return 1 + (3 if self.separator else 2) * self.depth * (1 + self.n_distractors) + 2 + self.depth
 
-    def example(self, rng: random.Random, query_depth: int | None = None) -> dict[str, Any]:
-        return minimal(self.depth, rng, n_distractors=self.n_distractors, vocab=self.vocab, shuffle=self.shuffle,
-                       query_depth=query_depth, separator=self.separator,
+    def example(self, rng: random.Random, query_depth: int | None = None, depth: int | None = None
+                ) -> dict[str, Any]:
+        return minimal(depth or self.depth, rng, n_distractors=self.n_distractors, vocab=self.vocab,
+                       shuffle=self.shuffle, query_depth=query_depth, separator=self.separator,
                        definitions_first=self.curriculum == "dense")
 
     def to_json(self) -> dict[str, Any]:
@@ -96,10 +102,14 @@ class RetrievalSource:
 
     def batch(self, step: int, batch_size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         rng = random.Random(f"train:{seed}:{step}")
+        # One depth per step, not per row or per seed: rows of one length need no padding, so short chains cost
+        # less, and the members of an ensemble (padded to their longest) stay equally short.
+        depth = (self.task.depth if self.task.min_depth is None
+                 else random.Random(f"depth:{step}").randint(self.task.min_depth, self.task.depth))
         rows = []
         for _ in range(batch_size):
-            q = rng.randint(1, self.task.depth) if self.task.curriculum == "mixed" else None
-            rows.append(encode(self.task, self.task.example(rng, q)))
+            q = rng.randint(1, depth) if self.task.curriculum == "mixed" else None
+            rows.append(encode(self.task, self.task.example(rng, q, depth)))
         ids, mask = pad_right([s for s, _ in rows], 0)
         labels = torch.full((batch_size, ids.shape[1] - 1), -100, dtype=torch.long)
         for i, (_, lab) in enumerate(rows):
