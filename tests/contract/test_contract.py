@@ -76,6 +76,7 @@ RANGE = [  # (command line, the option that must be named)
     ("retrieval train --depth 2 --min-depth 0 --out {tmp}/r", "--min-depth"),
     ("retrieval train --task khop --depth 2 --min-depth 1 --out {tmp}/r", "--min-depth"),
     ("retrieval sweep --depths 2,6 --min-depth 3 --out {tmp}/s", "--min-depth"),
+    ("retrieval depth-law {tmp}/a {tmp}/b", "--out"),
     ("retrieval eval-llm smollm2-135m --n 0", "--n"), ("retrieval eval-llm smollm2-135m --shots -1", "--shots"),
     ("retrieval eval-llm smollm2-135m --continuation -1", "--continuation"),
     ("retrieval sweep --eval-n 0 --out {tmp}/s", "--eval-n"),

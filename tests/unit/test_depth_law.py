@@ -68,3 +68,19 @@ def test_depth_law_reads_khop_runs_beside_the_published_threshold(tmp_path: Path
     assert cells[2]["d_max"] == [2] and cells[3]["d_max"] == [4] and law.trained_depth == 4
     assert cells[2]["curriculum"] == "khop" and cells[2]["published"] == PUBLISHED[2]
     assert f"| 3 | khop | 1 | 4 | 4 | 13.5 | 8 | {PUBLISHED[3]} |" in law.markdown()
+
+
+def test_several_sweeps_read_side_by_side_each_row_naming_its_setting(tmp_path: Path, capsys) -> None:
+    d4, d8 = tmp_path / "d4", tmp_path / "d8"
+    _run(d4, "L3-D4-dense-s0", 3, "dense", {"1": 1.0, "2": 1.0, "3": 1.0, "4": 0.99})
+    _run(d8, "L3-D8-dense-s0", 3, "dense", {"1": 1.0, "2": 0.99, "3": 0.5}, depth=8, steps=300)
+    law = depth_law([d4, d8])
+    assert [(c["trained_depth"], c["steps"], c["d_max"]) for c in law.cells] == [(4, 100, [4]), (8, 300, [2])]
+    assert law.trained_depth == 8 and law.settings == [(4, 100), (8, 300)]
+    assert "| 3 | dense | 8 | 300 | 1 | 2 | 2 | 13.5 | 8 | — |" in law.markdown()
+    assert main(["retrieval", "depth-law", str(d4), str(d8)]) == 2  # where would one law of two go?
+    assert "--out" in capsys.readouterr().err
+    assert main(["retrieval", "depth-law", str(d4), str(d8), "--out", str(tmp_path / "law")]) == 0
+    assert (tmp_path / "law" / "depth_law.png").stat().st_size > 0
+    single = depth_law(d4)  # one sweep: the table keeps its one-setting form
+    assert "trained on depth 4, 100 steps" in single.markdown() and "| 3 | dense | 1 | 4 | 4 |" in single.markdown()

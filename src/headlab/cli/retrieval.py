@@ -67,8 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bind(an, retrieval.analyze, _cmd_analyze)
 
     dl = rs.add_parser("depth-law", help="largest hop count solved per layer count, against 3^L/2 (a finished sweep)")
-    dl.add_argument("sweep", help="a folder written by headlab retrieval sweep")
-    dl.add_argument("--out", default=None, help="default: the sweep folder")
+    dl.add_argument("sweep", nargs="+", help="folders written by headlab retrieval sweep (one setting each)")
+    dl.add_argument("--out", default=None, help="default: the sweep folder (required for several)")
     dl.add_argument("--overwrite", action="store_true", help="replace an earlier depth law in --out")
     bind(dl, retrieval.depth_law, _cmd_depth_law)
 
@@ -139,7 +139,7 @@ def _cmd_train(a: argparse.Namespace) -> int:
 def _cmd_depth_law(a: argparse.Namespace) -> int:
     r = call(a)
     print(r.markdown(), end="")
-    print(f"wrote {a.out or a.sweep}/depth_law.json, depth_law.md and depth_law.png")
+    print(f"wrote {a.out or a.sweep[0]}/depth_law.json, depth_law.md and depth_law.png")
     return 0
 
 

@@ -225,22 +225,28 @@ __all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]
 
 
 @in_callers_words
-def depth_law(sweep: str | Path, *, out: str | Path | None = None, overwrite: bool = False) -> DepthLawResult:
+def depth_law(sweep: str | Path | Sequence[str | Path], *, out: str | Path | None = None,
+              overwrite: bool = False) -> DepthLawResult:
     """The depth law of a finished sweep (``headlab retrieval sweep`` at one depth, dense and answer-only
     curricula, or a folder of ``--task khop`` runs): per layers and curriculum, every seed's largest hop count
     solved at 0.95 accuracy, against 3^L/2 and 2^L (and, for k-hop runs, Sanford et al.'s published threshold).
-    With ``out`` (default: the sweep folder), writes ``depth_law.json``, ``.md`` and ``.png``.
+    Several sweeps (one depth and budget each) are read side by side, each row naming its setting. With ``out``
+    (default: the sweep folder; required for several), writes ``depth_law.json``, ``.md`` and ``.png``.
 
     Example:
 
-        law = retrieval.depth_law("results/retrieval/depth_law")
+        law = retrieval.depth_law(["results/retrieval/depth_law", "results/retrieval/depth_law_d8"],
+                                  out="runs/law")
         law.figure()
     """
     from headlab.io import saving
     from headlab.retrieval.law import depth_law as measure
 
-    with saving(out if out is not None else sweep, DepthLawResult.files(), overwrite) as folder:
-        r = measure(sweep)
+    sweeps = [sweep] if isinstance(sweep, (str, Path)) else list(sweep)
+    if out is None and len(sweeps) > 1:
+        raise HeadlabError(f"{len(sweeps)} sweeps read together need --out (a folder for their one depth law)")
+    with saving(out if out is not None else sweeps[0], DepthLawResult.files(), overwrite) as folder:
+        r = measure(sweeps)
         if folder is not None:
             r.write(folder)
     return r

@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from headlab.errors import HeadlabError
 from headlab.plotting import new_figure, save_figure
@@ -67,7 +67,9 @@ def run_d_max(summary: dict[str, Any], solved: float = SOLVED) -> int:
 
 @dataclass
 class DepthLawResult(Result):
-    """``depth_law.json``: per (layers, curriculum) the D_max of every seed, their median, and the bounds."""
+    """``depth_law.json``: per (layers, curriculum) the D_max of every seed, their median, and the bounds. Read from
+    several sweeps, every cell also names its ``sweep``, ``trained_depth`` and ``steps``; the top-level
+    ``trained_depth`` and ``steps`` are then the largest of them."""
 
     KIND = "depth_law.json"
     COMPANIONS = ("depth_law.md", "depth_law.png")
@@ -77,15 +79,25 @@ class DepthLawResult(Result):
     steps: int
     cells: list[dict[str, Any]]
 
+    @property
+    def settings(self) -> list[tuple[int, int]]:
+        """(trained depth, steps) of every sweep read, in order."""
+        seen = [(c.get("trained_depth", self.trained_depth), c.get("steps", self.steps)) for c in self.cells]
+        return list(dict.fromkeys(seen))
+
     def markdown(self) -> str:
+        several = len(self.settings) > 1
+        trained = ("trained depth and steps per row" if several
+                   else f"trained on depth {self.trained_depth}, {self.steps} steps")
         lines = [f"D_max: the largest hop count with every hop 1..D solved at accuracy >= {self.solved} "
-                 f"(trained on depth {self.trained_depth}, {self.steps} steps; `{self.sweep}`).", "",
-                 "| layers | curriculum | seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L |"
-                 " published (Sanford et al.) |",
-                 "|---|---|---|---|---|---|---|---|"]
+                 f"({trained}; `{self.sweep}`).", "",
+                 "| layers | curriculum | " + ("trained depth | steps | " if several else "")
+                 + "seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L | published (Sanford et al.) |",
+                 "|---" * (10 if several else 8) + "|"]
         for c in self.cells:
             published = "—" if c.get("published") is None else c["published"]
-            lines.append(f"| {c['layers']} | {c['curriculum']} | {len(c['d_max'])} | "
+            setting = f"{c['trained_depth']} | {c['steps']:,} | " if several else ""
+            lines.append(f"| {c['layers']} | {c['curriculum']} | {setting}{len(c['d_max'])} | "
                          f"{', '.join(map(str, c['d_max']))} | {c['median']:g} | {c['log3_bound']:g} | "
                          f"{c['doubling']} | {published} |")
         return "\n".join(lines) + "\n"
@@ -96,20 +108,28 @@ class DepthLawResult(Result):
         layers = sorted({c["layers"] for c in self.cells})
         ax.plot(layers, [3 ** l / 2 for l in layers], "k--", lw=1, label="3^L/2 (log3(2D) bound)")
         ax.plot(layers, [2 ** l for l in layers], "k:", lw=1, label="2^L")
-        for cur in sorted({c["curriculum"] for c in self.cells}):
-            cells = [c for c in self.cells if c["curriculum"] == cur]
+        several = len(self.settings) > 1
+        series: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+        for c in self.cells:
+            key = (c["curriculum"], c.get("trained_depth", self.trained_depth), c.get("steps", self.steps))
+            series.setdefault(key, []).append(c)
+        for (cur, depth, steps), cells in sorted(series.items()):
+            name = f"{cur}, depth {depth}, {steps:,} steps" if several else cur
+            line, = ax.plot([c["layers"] for c in cells], [c["median"] for c in cells], "o-", label=f"{name} (median)")
             for c in cells:
-                ax.scatter([c["layers"]] * len(c["d_max"]), c["d_max"], s=14, alpha=0.5)
-            ax.plot([c["layers"] for c in cells], [c["median"] for c in cells], "o-", label=f"{cur} (median)")
+                ax.scatter([c["layers"]] * len(c["d_max"]), c["d_max"], s=14, alpha=0.5, color=line.get_color())
             published = [(c["layers"], c["published"]) for c in cells if c.get("published") is not None]
             if published:
                 ax.plot(*zip(*published), "s", mfc="none", color="grey", label=f"{cur}: published (Sanford et al.)")
-        ax.axhline(self.trained_depth, color="grey", lw=0.8, alpha=0.6)
-        top = max(self.trained_depth, 3 ** max(layers) / 2) * 1.2
+        depths = sorted({d for d, _ in self.settings})
+        for depth in depths:
+            ax.axhline(depth, color="grey", lw=0.8, alpha=0.6)
+            ax.text(layers[0], depth, f" trained depth {depth}" if several else " trained depth", fontsize=7,
+                    va="bottom", color="grey")
+        top = max(max(depths), 3 ** max(layers) / 2) * 1.2
         ax.set(xlabel="layers L", ylabel="largest hop count solved", yscale="symlog", xticks=layers, ylim=(0, top),
                yticks=[0] + [2 ** i for i in range(int(top).bit_length()) if 2 ** i <= top])
         ax.set_yticklabels([str(int(t)) for t in ax.get_yticks()])
-        ax.text(layers[0], self.trained_depth, " trained depth", fontsize=7, va="bottom", color="grey")
         ax.legend(fontsize=7)
         fig.tight_layout()
         return fig
@@ -121,11 +141,10 @@ class DepthLawResult(Result):
         save_figure(self.figure(), folder / "depth_law.png")
 
 
-def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
-    """Read every finished run of a sweep folder and tabulate D_max per (layers, curriculum)."""
+def _sweep_cells(folder: Path, solved: float) -> list[dict[str, Any]]:
+    """The cells of one sweep folder (one depth and budget), each naming its folder, trained depth and steps."""
     import json
 
-    folder = Path(sweep_dir)
     summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("*/summary.json"))]
     if not summaries:
         raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
@@ -134,12 +153,24 @@ def depth_law(sweep_dir: str | Path, solved: float = SOLVED) -> DepthLawResult:
     if len(kinds) > 1:
         raise HeadlabError(f"{folder} mixes runs of other depths or budgets (depth, {', '.join(budget)}: "
                            f"{sorted(kinds, key=str)}): a depth law compares seeds of one setting; give one sweep's "
-                           "folder")
+                           "folder per setting")
     depth, steps = next(iter(kinds))[:2]
     groups: dict[tuple[int, str], list[int]] = {}
     for s in summaries:
         groups.setdefault((s["n_layers"], reading(s).curriculum(s)), []).append(run_d_max(s, solved))
-    cells = [{"layers": l, "curriculum": c, "d_max": v, "median": statistics.median(v), "log3_bound": 3 ** l / 2,
-              "doubling": 2 ** l, "published": PUBLISHED.get(l) if c == "khop" else None}
-             for (l, c), v in sorted(groups.items())]
-    return DepthLawResult(sweep=str(folder), solved=solved, trained_depth=depth, steps=steps, cells=cells)
+    return [{"layers": l, "curriculum": c, "d_max": v, "median": statistics.median(v), "log3_bound": 3 ** l / 2,
+             "doubling": 2 ** l, "published": PUBLISHED.get(l) if c == "khop" else None, "sweep": str(folder),
+             "trained_depth": depth, "steps": steps}
+            for (l, c), v in sorted(groups.items())]
+
+
+def depth_law(sweep_dirs: str | Path | Sequence[str | Path], solved: float = SOLVED) -> DepthLawResult:
+    """Read every finished run of one sweep folder, or of several (one setting each, read side by side), and
+    tabulate D_max per (layers, curriculum) of each."""
+    folders = [Path(sweep_dirs)] if isinstance(sweep_dirs, (str, Path)) else [Path(f) for f in sweep_dirs]
+    if not folders:
+        raise HeadlabError("depth-law: no sweep folder given")
+    cells = [c for f in folders for c in _sweep_cells(f, solved)]
+    return DepthLawResult(sweep=", ".join(map(str, folders)), solved=solved,
+                          trained_depth=max(c["trained_depth"] for c in cells), steps=max(c["steps"] for c in cells),
+                          cells=cells)
