@@ -25,3 +25,6 @@ stage d8 "$OUT_D8" --layers 3 --depths 8 --curricula dense --seeds 0,1,2
   --no-train --out "$OUT" > /dev/null
 .venv/bin/headlab retrieval depth-law "$OUT" --overwrite
 .venv/bin/headlab retrieval depth-law "$OUT_D8" --overwrite
+# one law over this grid, the long 2-layer runs (depth_law_long.sh) and the depth-8 runs: results/retrieval/law
+.venv/bin/headlab retrieval depth-law "$OUT" results/retrieval/depth_law_long "$OUT_D8" --out results/retrieval/law \
+  --overwrite

@@ -82,7 +82,7 @@ def depth_law_row(law_files: list[Path], task: str) -> tuple[str, str]:
 def curriculum_row() -> tuple[str, str]:
     default = _summaries(HERE / "map") + _summaries(HERE / "d1") + _summaries(HERE / "dense_pilot")
     fan_in = [s for d in ("d1", "dense", "dense-d3", "min-depth") for s in _summaries(HERE / "init" / d)]
-    fan_in += _summaries(HERE / "depth_law")
+    fan_in += [s for d in ("depth_law", "depth_law_long", "depth_law_d8") for s in _summaries(HERE / d)]
     learned: Counter = Counter()
     total: Counter = Counter()
     for init, runs in (("default", default), ("fan-in", fan_in)):
@@ -105,7 +105,7 @@ def curriculum_row() -> tuple[str, str]:
     return verdict, (f"runs learned, default init: D >= 2: {counts(True, 'default')}; D = 1: "
                      f"{counts(False, 'default')} (answer-only only at the larger batches); with --init fan-in "
                      f"--untied: D >= 2: {counts(True, 'fan-in')}; D = 1: {counts(False, 'fan-in')} "
-                     "(`results/retrieval/map`, `d1`, `dense_pilot`, `init`)")
+                     "(`results/retrieval/map`, `d1`, `dense_pilot`, `init`, `depth_law*`)")
 
 
 def order_row() -> tuple[str, str]:
@@ -179,7 +179,8 @@ def main() -> None:
              *depth_law_row([HERE / "dense_pilot" / "depth_law.json"], "dense retrieval")),
             ("the same claim, dense task with --init fan-in --untied",
              *depth_law_row([HERE / "init" / "dense-d3" / "depth_law.json", HERE / "init" / "dense" / "depth_law.json",
-                             HERE / "depth_law" / "depth_law.json"], "dense retrieval, fan-in init")),
+                             HERE / "depth_law" / "depth_law.json", HERE / "depth_law_long" / "depth_law.json",
+                             HERE / "depth_law_d8" / "depth_law.json"], "dense retrieval, fan-in init")),
             ("the same law on Sanford et al.'s k-hop task (outside check)",
              *depth_law_row([HERE / "khop" / "depth_law.json", HERE / "khop" / "k8" / "depth_law.json"], "k-hop")),
             ("learning succeeds only under an implicit curriculum", *curriculum_row()),

@@ -103,12 +103,12 @@ class DepthLawResult(Result):
         return "\n".join(lines) + "\n"
 
     def figure(self) -> Any:
-        fig = new_figure(figsize=(5.2, 3.6))
+        several = len(self.settings) > 1
+        fig = new_figure(figsize=(7.4 if several else 5.2, 3.6))
         ax = fig.add_subplot()
         layers = sorted({c["layers"] for c in self.cells})
         ax.plot(layers, [3 ** l / 2 for l in layers], "k--", lw=1, label="3^L/2 (log3(2D) bound)")
         ax.plot(layers, [2 ** l for l in layers], "k:", lw=1, label="2^L")
-        several = len(self.settings) > 1
         series: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
         for c in self.cells:
             key = (c["curriculum"], c.get("trained_depth", self.trained_depth), c.get("steps", self.steps))
@@ -130,7 +130,10 @@ class DepthLawResult(Result):
         ax.set(xlabel="layers L", ylabel="largest hop count solved", yscale="symlog", xticks=layers, ylim=(0, top),
                yticks=[0] + [2 ** i for i in range(int(top).bit_length()) if 2 ** i <= top])
         ax.set_yticklabels([str(int(t)) for t in ax.get_yticks()])
-        ax.legend(fontsize=7)
+        if several:  # one series per setting: the legend beside the axes, not over the points
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+        else:
+            ax.legend(fontsize=7)
         fig.tight_layout()
         return fig
 
