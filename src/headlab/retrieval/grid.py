@@ -111,15 +111,7 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
             if (out / cell_name(*c) / "summary.json").exists()]
     for r in runs:
         r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
-    table: dict[str, Any] = {}
-    for l in layers:
-        for d in depths:
-            for c in curricula:
-                cell = [r for r in runs if r["n_layers"] == l and r["task"]["depth"] == d
-                        and r["task"]["curriculum"] == c]
-                table[f"L{l}-D{d}-{c}"] = {"layers": l, "depth": d, "curriculum": c, "seeds": len(cell),
-                                           "successes": sum(r["success"] for r in cell),
-                                           "bound_layers": math.log(2 * d, 3)}
+    table = _cell_table(runs, layers, depths, curricula)
     by_curriculum = {c: {"runs": sum(v["seeds"] for v in table.values() if v["curriculum"] == c),
                          "successes": sum(v["successes"] for v in table.values() if v["curriculum"] == c)}
                      for c in curricula}
@@ -137,6 +129,21 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     plot_sweep(result, out)
     (out / "sweep.md").write_text(markdown(result))
     return result
+
+
+def _cell_table(runs: list[dict[str, Any]], layers: Sequence[int], depths: Sequence[int],
+                curricula: Sequence[str]) -> dict[str, Any]:
+    """Per grid cell (``L2-D3-chain``): its seeds run, their successes and the bound log_3(2D)."""
+    table: dict[str, Any] = {}
+    for l in layers:
+        for d in depths:
+            for c in curricula:
+                cell = [r for r in runs if r["n_layers"] == l and r["task"]["depth"] == d
+                        and r["task"]["curriculum"] == c]
+                table[f"L{l}-D{d}-{c}"] = {"layers": l, "depth": d, "curriculum": c, "seeds": len(cell),
+                                           "successes": sum(r["success"] for r in cell),
+                                           "bound_layers": math.log(2 * d, 3)}
+    return table
 
 
 def _check_settings(run: Path, settings: dict[str, Any], task: dict[str, Any]) -> None:
