@@ -62,6 +62,37 @@ def test_sampler_is_seeded_and_filters_targets():
     assert len(list(Sampler(CharTokenizer(), 32, seed=1).samples(docs, max_samples=7))) == 7
 
 
+def test_a_shared_token_cache_changes_no_sample_and_tokenizes_each_text_once():
+    """Samplers of one tokenizer sharing ``cache`` (a pool's three draws) give exactly the uncached samples, for
+    every seed and filter, short texts batched, long ones in pieces and a text repeated; each distinct text or
+    piece reaches the tokenizer once."""
+    from headlab.corpus.samples import PIECE_CHARS
+
+    class Counting(CharTokenizer):
+        seen: list[str] = []
+
+        def __call__(self, text, add_special_tokens=True, **kw):
+            if isinstance(text, list):  # the samples' texts (the special-token probe is one string)
+                self.seen.extend(text)
+            return super().__call__(text, add_special_tokens, **kw)
+
+    long = "x/y " * (PIECE_CHARS // 2)  # two pieces and more
+    docs = [Document(f"d{i}", lambda i=i: [f"text {i} a/b" if i % 3 == 0 else f"text {i}", "same text", long])
+            for i in range(12)]
+    draws = [(1, "with-target"), (1, "without-target"), (5, "any")]
+
+    def sample(seed, filt, cache):
+        return [x.input_ids for x in Sampler(Counting(), 32, seed=seed, target_ids={ord("/")}, target_filter=filt,
+                                             cache=cache).samples(docs)]
+
+    plain = [sample(seed, filt, None) for seed, filt in draws]
+    Counting.seen = []
+    cache: dict[str, list[int]] = {}
+    assert [sample(seed, filt, cache) for seed, filt in draws] == plain
+    assert len(Counting.seen) == len(set(Counting.seen)) == len(cache)  # every text tokenized once
+    assert any(len(t) <= PIECE_CHARS and t in long for t in Counting.seen)  # the long text went in pieces
+
+
 def test_file_corpus_reads_text_jsonl_gz_and_skips_binary(tmp_path):
     (tmp_path / "a.txt").write_text("plain text a/b")
     (tmp_path / "b.md").write_text("")  # empty: no text

@@ -115,8 +115,12 @@ class Sampler:
     """Seeded stream of :class:`Sample` from documents, for one tokenizer and window setting."""
 
     def __init__(self, tokenizer: Any, length: int, stride: int | None = None, seed: int = 0,
-                 target_ids: Iterable[int] = (), target_filter: TargetFilter = "any"):
+                 target_ids: Iterable[int] = (), target_filter: TargetFilter = "any",
+                 cache: dict[str, list[int]] | None = None):
         self.tokenizer = tokenizer
+        # text -> token ids, shared by samplers of one tokenizer that pass over the same documents (a pool drawn
+        # with and without the target, plus its probe set, tokenized once instead of three times)
+        self.cache = cache
         self.special = special_tokens(tokenizer)
         self.length = length
         self.body = length - self.special.count
@@ -136,8 +140,12 @@ class Sampler:
         return has if self.target_filter == "with-target" else not has
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        # verbose=False: "sequence longer than the maximum" is expected, we window afterwards
-        return [list(x) for x in self.tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]]
+        cache = self.cache if self.cache is not None else {}
+        todo = list(dict.fromkeys(t for t in texts if t not in cache))
+        if todo:  # verbose=False: "sequence longer than the maximum" is expected, we window afterwards
+            cache.update(zip(todo, (list(x) for x in self.tokenizer(todo, add_special_tokens=False,
+                                                                     verbose=False)["input_ids"])))
+        return [cache[t] for t in texts]
 
     def _windows(self, docs: Sequence[Document], rng: random.Random) -> Iterator[tuple[str, int, tuple[int, ...]]]:
         order = list(range(len(docs)))

@@ -107,9 +107,11 @@ def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[Windo
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     targets = slash_ids(tokenizer)
     docs = documents(cfg.corpus)
+    tokenized: dict[str, list[int]] = {}  # the three draws below pass over the same documents
 
     def take(filt: str, n: int, s: int) -> list[tuple[int, ...]]:
-        sampler = Sampler(tokenizer, cfg.window, seed=s, target_ids=targets, target_filter=filt)  # type: ignore[arg-type]
+        sampler = Sampler(tokenizer, cfg.window, seed=s, target_ids=targets, target_filter=filt,  # type: ignore[arg-type]
+                          cache=tokenized)
         return [x.input_ids for x in itertools.islice(sampler.samples(docs), n)]
 
     n = cfg.n_windows
