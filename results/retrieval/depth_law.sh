@@ -8,7 +8,8 @@
 #      answer-only runs at D >= 2 say what more seeds would buy; the machine time went to stage 3);
 #   3. depth 8 at 3 layers, dense, seeds 0, 1, 2 (OUT_D8): three layers solve all of depth 4, so is 3 layers'
 #      D_max above 4, where 3^L/2 = 13.5 allows it?
-# Finished cells are kept on a rerun; each stage's wall time goes to wall.log.
+# Finished cells are kept on a rerun; each stage's wall time goes to wall.log. The committed run trained stage 1
+# with JOBS=2, then stages 2 and 3 side by side with JOBS=1, one core each (their walls overlap).
 set -euo pipefail
 OUT=${OUT:-results/retrieval/depth_law}
 OUT_D8=${OUT_D8:-results/retrieval/depth_law_d8}

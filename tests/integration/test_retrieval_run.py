@@ -49,3 +49,12 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert sorted(a["ablation"]["single_head"]) == [f"0.{h}" for h in range(4)]
     assert all(0 <= v <= 1 for v in a["ablation"]["single_head"].values())
     assert main(["retrieval", "analyze", str(tmp_path)]) == 2  # not a retrieval run
+    from headlab.notices import recorded
+    from headlab.retrieval.training import checkpoint_models
+
+    every = [s for s, _ in checkpoint_models(run)]
+    victim = sorted((run / "checkpoints").glob("step-*"))[1]
+    (victim / "model.safetensors").write_bytes(b"damaged")
+    with recorded() as said:
+        kept = [s for s, _ in checkpoint_models(run)]
+    assert len(kept) == len(every) - 1 and any(victim.name in line for line in said)  # a gap, said, not an end

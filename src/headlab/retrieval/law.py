@@ -85,8 +85,13 @@ class DepthLawResult(Result):
         seen = [(c.get("trained_depth", self.trained_depth), c.get("steps", self.steps)) for c in self.cells]
         return list(dict.fromkeys(seen))
 
+    @property
+    def several(self) -> bool:
+        """Read from more than one sweep: rows and series then name their setting."""
+        return len({c.get("sweep", self.sweep) for c in self.cells}) > 1
+
     def markdown(self) -> str:
-        several = len(self.settings) > 1
+        several = self.several
         trained = ("trained depth and steps per row" if several
                    else f"trained on depth {self.trained_depth}, {self.steps} steps")
         lines = [f"D_max: the largest hop count with every hop 1..D solved at accuracy >= {self.solved} "
@@ -103,17 +108,18 @@ class DepthLawResult(Result):
         return "\n".join(lines) + "\n"
 
     def figure(self) -> Any:
-        several = len(self.settings) > 1
+        several = self.several
         fig = new_figure(figsize=(7.4 if several else 5.2, 3.6))
         ax = fig.add_subplot()
         layers = sorted({c["layers"] for c in self.cells})
         ax.plot(layers, [3 ** l / 2 for l in layers], "k--", lw=1, label="3^L/2 (log3(2D) bound)")
         ax.plot(layers, [2 ** l for l in layers], "k:", lw=1, label="2^L")
-        series: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+        series: dict[tuple[str, int, int, str], list[dict[str, Any]]] = {}
         for c in self.cells:
-            key = (c["curriculum"], c.get("trained_depth", self.trained_depth), c.get("steps", self.steps))
+            key = (c["curriculum"], c.get("trained_depth", self.trained_depth), c.get("steps", self.steps),
+                   c.get("sweep", self.sweep))
             series.setdefault(key, []).append(c)
-        for (cur, depth, steps), cells in sorted(series.items()):
+        for (cur, depth, steps, _), cells in sorted(series.items()):
             name = f"{cur}, depth {depth}, {steps:,} steps" if several else cur
             line, = ax.plot([c["layers"] for c in cells], [c["median"] for c in cells], "o-", label=f"{name} (median)")
             for c in cells:

@@ -275,13 +275,16 @@ def train_retrieval(
 def checkpoint_models(run: Path) -> Iterator[tuple[int, "Transformer"]]:
     """(step, model) of every readable checkpoint of a run, in step order: the emergence analyses read a run
     over its checkpoints, and one that cannot be loaded leaves a gap in the curve rather than ending it."""
+    from headlab.notices import say
     from headlab.training import checkpoint as ckpt
 
-    for step, folder in ckpt.checkpoints(run):
+    for step, folder in ckpt.sound_checkpoints(run):  # a damaged one is said there
         try:
-            yield step, load_run(run, folder)[0]
-        except HeadlabError:
+            model = load_run(run, folder)[0]
+        except HeadlabError as exc:
+            say(f"{run.name}: checkpoint {folder.name} does not load ({exc}); left out of the emergence curve")
             continue
+        yield step, model
 
 
 def load_run(run: Path, folder: Path | None = None) -> tuple["Transformer", RetrievalTask]:
