@@ -151,6 +151,23 @@ def result_kinds(root: Path, up: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@generator("rule-book")
+def rule_book(root: Path, up: str) -> str:
+    """Every rule of the rule book (headlab.rulebook.BOOK): the claim, statistic, test, threshold and its
+    origin, null and minimum evidence, with its fingerprint."""
+    from headlab.rulebook import BOOK, VERSION
+
+    lines = [f"Rule book version {VERSION}.", "",
+             "| rule | claim (the document's words) | statistic | test | threshold | origin | null | "
+             "least evidence | fingerprint |", "|---|---|---|---|---|---|---|---|---|"]
+    order = ("slash", "monitor", "retrieval", "formation")
+    for r in sorted(BOOK.values(), key=lambda r: order.index(r.id.split(".")[0])):
+        cells = (r.claim, r.statistic, r.test, r.threshold, r.origin, r.null, r.minimum)
+        lines.append(f"| `{r.id}` | " + " | ".join(c.replace("|", "\\|") for c in cells)
+                     + f" | `{r.fingerprint()}` |")
+    return "\n".join(lines) + "\n"
+
+
 #: what the few parameters with no command-line option are (every other meaning is the option's --help)
 PYTHON_ONLY = {
     "progress": "show progress bars (the command line's `--no-progress` turns them off)",

@@ -9,6 +9,7 @@ natural. A command-line run and a Python call run the same code: the CLI parses 
     scan(model, texts=None, corpus=...) -> ScanResult   every head scored by every detector, streaming
     characterize / ablate / importance / prune           constructed stimuli, causal tests
     claims / compare / scale / languages                 the cross-model study
+    verdicts(results)                          every committed verdict re-judged by the rule book
     train / track / predict / induce                     formation
     view(source) -> ViewerPage / report(run)             seeing it (the viewer shows inline in Jupyter)
     pattern(model, text, "L.H") -> Pattern     one head's (T, T) attention on one text, labelled, drawn inline
@@ -30,7 +31,7 @@ from headlab.api.census import TopSamples, scan, top
 from headlab.api.formation import TrainedRun, induce, predict, track, train
 from headlab.api.pattern import Pattern, pattern
 from headlab.api.seeing import ViewerPage, report, view
-from headlab.api.study import claims, compare, languages, scale
+from headlab.api.study import claims, compare, languages, scale, verdicts
 from headlab.attention.hooks import capture
 from headlab.census.result import ScanResult
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
@@ -46,4 +47,4 @@ __all__ = ["ablate", "capture", "characterize", "claims", "compare", "DEFAULT_DE
            "HeadlabError", "importance", "induce", "languages", "load", "LoadedModel", "make_detector", "ModelFacts",
            "models", "monitor", "Pattern", "pattern", "predict", "prune", "register_detector", "report", "retrieval",
            "scale", "scan", "ScanResult", "stimuli", "Summary", "top", "TopSamples", "track", "train", "TrainedRun",
-           "view", "ViewerPage", "Written"]
+           "verdicts", "view", "ViewerPage", "Written"]

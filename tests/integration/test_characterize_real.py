@@ -53,17 +53,22 @@ def test_claims_table_on_one_model(tmp_path):
         claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, monitor_dir=tmp_path)
     (tmp_path / "mon" / "minilm-l6").mkdir(parents=True)
     (tmp_path / "mon" / "minilm-l6" / "evaluate.json").write_text(json.dumps(
-        {"kinds": {"paths": {"verdict": "heads better"}}, "baselines": ["characters"], "fresh_documents": 9}))
+        {"kinds": {"paths": {"auroc": {"heads": [0.95, 0.93, 0.97], "characters": [0.8, 0.78, 0.82]},
+                             "best_baseline": "characters", "heads_vs_best": [0.15, 0.12, 0.18],
+                             "verdict": "heads better"}}, "baselines": ["characters"], "fresh_documents": 9}))
     r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, save_dir=str(tmp_path),
                monitor_dir=tmp_path / "mon")
     r.write(tmp_path)
     md = (tmp_path / "claims.md").read_text()
-    assert md.count("\n| ") >= 9 and "15-20%" in md and "Rules:" in md
+    assert md.count("\n| ") >= 9 and "15-20%" in md and "Verdicts: the rule book" in md
     assert "| 9. abnormal head activity reveals the input's structure |" in md and "1 of 1 kinds: supported" in md
     j = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in j["claims"]] == list(range(1, 10))
     assert j["claims"][7]["per_model"]["minilm-l6"]["verdict"] == "n/a"  # an encoder has no accuracy to lose
-    assert j["claims"][6]["cross_model"]["verdict"] == "inconclusive"  # one architecture kind only
+    assert j["rulebook"] >= 1 and j["claims"][7]["per_model"]["minilm-l6"]["rule"] == "slash.8"
+    cross = j["claims"][6]["cross_model"]  # one kind: inconclusive, unless a model lacks SDHs (then not supported)
+    assert cross["verdict"] == ("inconclusive" if j["claims"][0]["per_model"]["minilm-l6"]["verdict"] == "supported"
+                                else "not supported")
     for c in j["claims"][:6]:
         assert c["per_model"]["minilm-l6"]["verdict"] in ("supported", "not supported", "inconclusive")
     from headlab.reporting import report  # the report finds the scan, the characterization and the table

@@ -30,6 +30,7 @@ TWINS = {
     "retrieval depth-law": headlab.retrieval.depth_law,
     "retrieval analyze": headlab.retrieval.analyze, "retrieval emergence": headlab.retrieval.emergence,
     "retrieval eval-llm": headlab.retrieval.eval_llm, "view": headlab.view, "report": headlab.report,
+    "verdicts": headlab.verdicts,
 }
 #: options that only shape what the command prints or checks after the work (no Python counterpart)
 PRINT_ONLY = {"scan": {"top"}, "view": {"check"}}

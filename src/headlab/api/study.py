@@ -9,6 +9,8 @@ from typing import Sequence
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel
+from headlab.reporting.verdicts import Change, rejudge_all
+from headlab.reporting.verdicts import record as verdict_record
 from headlab.result import Written
 from headlab.study.claims import ClaimsResult
 from headlab.study.languages import LANGUAGES, LanguagesResult
@@ -122,3 +124,29 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
                 r.write(folder / name)
                 write_text_atomic(folder / "languages.md", "\n".join(parts))
     return results
+
+
+@in_callers_words
+def verdicts(results: str | Path = "results", *, record: str | None = None) -> list[Change]:
+    """Re-judge every committed verdict under ``results`` with the current rule book (the claims tables from
+    the statistics their rows keep, the retrieval table from its files) and rewrite them; returns the verdicts
+    that moved. ``record`` (why the rules changed) appends them, with the book's version and fingerprints, to
+    ``results/verdict_changes.md``: a rule's own commit does this.
+
+    Example:
+
+        changes = headlab.verdicts("results")
+        [(c.row, c.old, c.new) for c in changes]
+    """
+    base = Path(results)
+    if not base.is_dir():
+        raise HeadlabError(f"verdicts: {base} is not a folder; give the results folder (default results)")
+    if record is not None and not record.strip():
+        raise HeadlabError("verdicts --record: an empty reason; say why the rules changed")
+    changes = rejudge_all(base)
+    if record is not None:
+        try:
+            verdict_record(base, changes, record)
+        except ValueError as e:
+            raise HeadlabError(f"verdicts --record: {e}") from None
+    return changes

@@ -13,6 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_compare(sub)
     _add_scale(sub)
     _add_languages(sub)
+    _add_verdicts(sub)
 
 
 def _add_claims(sub: argparse._SubParsersAction) -> None:
@@ -120,4 +121,23 @@ def _cmd_languages(a: argparse.Namespace) -> int:
     results = call(a)
     print("\n".join(["# `/` heads across languages (slash stimulus suite)", ""] + [r.markdown() for r in results]))
     print(f"wrote {a.out}/languages.md and {a.out}/MODEL/languages.json")
+    return 0
+
+
+def _add_verdicts(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verdicts", help="re-judge every committed verdict with the current rule book",
+                       description="Re-judges the claims tables (from the statistics each row keeps) and the "
+                                   "retrieval verdicts under RESULTS, rewrites them, and prints each verdict that "
+                                   "moved. --record WHY appends those changes, the rule book's version and every "
+                                   "rule's fingerprint to RESULTS/verdict_changes.md (a rule's own commit).")
+    p.add_argument("results", nargs="?", default="results", help="the results folder (default results)")
+    p.add_argument("--record", default=None, metavar="WHY", help="why the rules changed (default: record nothing)")
+    bind(p, study.verdicts, _cmd_verdicts)
+
+
+def _cmd_verdicts(a: argparse.Namespace) -> int:
+    changes = call(a)
+    for c in changes:
+        print(f"{c.where}: {c.row} [{c.rule}]: {c.old} -> {c.new}")
+    print(f"{len(changes)} verdict(s) moved" + (f"; recorded in {a.results}/verdict_changes.md" if a.record else ""))
     return 0

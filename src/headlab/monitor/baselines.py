@@ -11,7 +11,8 @@ Document baselines (:data:`DOCUMENT_BASELINES`) score the record's own text, as 
 
 * ``gopher``: the number of Gopher quality and repetition rules it fails (:mod:`.rules`; dropped at 1);
 * ``c4``: 1 for a page the C4 rules drop, plus the share of characters its line rules remove;
-* ``ngram``: its perplexity under a word bigram model of the reference (:mod:`.ngram`, CCNet-style).
+* ``ngram``: its perplexity under a word bigram model of the reference (:mod:`.ngram`; CCNet filters with a
+  5-gram, this is a bigram).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from headlab.monitor.baselines import DROPS_AT
+from headlab.rulebook import BOOK
 
 
 def _aucs(neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -69,13 +70,14 @@ def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[st
     result = {m: auroc(neg[m], pos[m], rng) for m in pos}
     recall = {m: float((pos[m] > scorers[m].threshold).mean()) for m in pos}
     best = max(baseline_names, key=lambda m: result[m][0])
-    h, b = result["heads"], result[best]
-    verdict = "heads better" if h[1] > b[2] else "baseline better" if b[1] > h[2] else "tie"
+    paired = auroc_gain((neg["heads"], pos["heads"]), (neg[best], pos[best]), rng)
+    verdict = BOOK["monitor.kind"].judge({"heads": result["heads"], "baseline": result[best],
+                                          "paired": paired}).reason
     cal = [np.asarray(scorers[m].calibration_scores) for m in ("heads", best)]
     both = (fisher(cal, [neg["heads"], neg[best]]), fisher(cal, [pos["heads"], pos[best]]))
     gain = auroc_gain(both, (neg[best], pos[best]), rng)
     return {"documents": len(pos["heads"]), "auroc": result, "recall_at_fpr": recall, "best_baseline": best,
-            "verdict": verdict, "combined": auroc(*both, rng), "gain_over_best": gain,
+            "heads_vs_best": paired, "verdict": verdict, "combined": auroc(*both, rng), "gain_over_best": gain,
             "heads_add_information": gain[1] > 0,
             "dropped": {m: float((pos[m] >= DROPS_AT[m]).mean()) for m in DROPS_AT if m in pos}}
 

@@ -12,14 +12,16 @@ reference prose: the record-level anomalies of :mod:`.anomalies` (shuffled words
 tokens, duplicated lines, navigation, mojibake, HTML leftovers, code in prose, truncated records, URL lists).
 
 Window baselines (:mod:`.baselines`: characters, the model's own loss) are scored exactly like the heads (robust
-z, Ledoit-Wolf distance, the same folds); document baselines (Gopher rules, C4 rules, a CCNet-style n-gram
-perplexity) score each record's own text, their thresholds calibrated on the same held-out fold. The heads are
-also scored by an isolation forest on the same z-scores (``heads-forest``). AUROC intervals: percentile bootstrap
-over documents. Verdict per kind, the heads (Ledoit-Wolf) against the *best* baseline (highest AUROC):
-``heads better`` / ``baseline better`` when the intervals do not overlap, else ``tie``. **heads + best**: the
-heads and the best baseline combined without any anomaly labels (Fisher's method on each one's p-value against
-the held-out calibration documents); its gain over the best baseline alone has a paired bootstrap interval, and
-the heads *add information* to that baseline where the interval is above 0.
+z, Ledoit-Wolf distance, the same folds); document baselines (Gopher rules, C4 rules, a word-bigram perplexity in
+the manner of CCNet's, which uses a 5-gram) score each record's own text, their thresholds calibrated on the same
+held-out fold. The heads are also scored by an isolation forest on the same z-scores (``heads-forest``). AUROC
+intervals: percentile bootstrap over documents. Verdict per kind, the heads (Ledoit-Wolf) against the *best*
+baseline (highest AUROC), by the rule book's ``monitor.kind``: ``heads better`` / ``baseline better`` when the
+AUROC difference is at least the rule's margin and its paired bootstrap interval (``heads_vs_best``) excludes
+zero, else ``tie``. **heads + best**: the heads and the best baseline combined without any anomaly labels
+(Fisher's method on each one's p-value against the held-out calibration documents); its gain over the best
+baseline alone has a paired bootstrap interval, and the heads *add information* to that baseline where the
+interval is above 0.
 """
 
 from __future__ import annotations

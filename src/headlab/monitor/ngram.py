@@ -1,5 +1,6 @@
-"""A CCNet-style perplexity baseline (Wenzek et al. 2020): a word n-gram language model trained on the
-reference, a document scored by its perplexity under it.
+"""A word-bigram perplexity baseline (named ``ngram`` in results): a document scored by its perplexity under a
+word bigram model trained on the reference, in the manner of CCNet's filter (Wenzek et al. 2020), but not CCNet's
+model.
 
 CCNet trains a KenLM 5-gram with Kneser-Ney smoothing on Wikipedia; kenlm needs a C++ build, so this is an
 interpolated absolute-discounting bigram (Ney, Essen & Kneser 1994, discount 0.75) over lower-cased words, with

@@ -94,3 +94,6 @@ TEMPLATES: dict[str, dict[str, list[str]]] = {
 }
 
 CONTROL_SYMBOLS = ("-", "|", "\\", ".", ":", "_", "+", ",")
+#: the strict rule's placebo targets: the control symbols and eleven more, each put in the `/` slots of the same
+#: stimuli (19, the fewest for which a count above every placebo has rank p <= 0.05)
+PLACEBO_SYMBOLS = CONTROL_SYMBOLS + (";", "~", "#", "@", "%", "&", "!", "?", "^", "=", "*")

@@ -6,7 +6,9 @@ For every head, with bootstrap 95% intervals over items:
 * position sensitivity: the `/` mass at every gap of the ``positions`` sweep (the curve) and its coefficient of
   variation across gaps (std / mean; 0 = position-insensitive);
 * context independence: mass under ``random``-token and ``shuffled`` contexts relative to ``natural`` text;
-* layer profile: SDHs and top heads per relative depth third (layer + 0.5) / n_layers.
+* layer profile: SDHs and top heads per relative depth third (layer + 0.5) / n_layers;
+* the strict rule's placebo null: how many heads pass the same rule when each placebo symbol stands in the
+  `/` slots of the same stimuli (``placebo``, symbol -> count of heads).
 All masses use the ``marked`` detector (keys = the marked target tokens, queries that can see one).
 """
 
@@ -27,7 +29,7 @@ from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
 from headlab.probes import contexts, controls, positions, to_samples
-from headlab.probes.templates import CONTROL_SYMBOLS
+from headlab.probes.templates import CONTROL_SYMBOLS, PLACEBO_SYMBOLS
 from headlab.progress import bar as progress_bar
 from headlab.result import Result, per_head
 from headlab.study.bootstrap import curve_cv_ci, mean_ci, ratio_ci
@@ -67,6 +69,7 @@ class CharacterizeResult(Result):
     sdh: np.ndarray                                        # (L, H) bool, SDH rule on the slash suite
     top: list[tuple[int, int]] = field(default_factory=list)
     rope: RopeResult | None = None                         # the slash-pattern analysis, RoPE models only
+    placebo: dict[str, int] | None = None                  # symbol -> heads passing the strict rule on it
 
     def depth_profile(self) -> dict[str, dict[str, int]]:
         rel = (np.arange(self.n_layers) + 0.5) / self.n_layers
@@ -107,7 +110,7 @@ class CharacterizeResult(Result):
     KIND = "characterize.json"
     COMPANIONS = ("characterize.md",)
     KEYS = ("model", "n_layers", "n_heads", "settings", "position_gaps", "n_sdh", "sdh_share", "depth_profile",
-            "top", "intervals", "heads", "rope")
+            "top", "intervals", "heads", "rope", "placebo")
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "n_layers": self.n_layers, "n_heads": self.n_heads,
@@ -116,7 +119,7 @@ class CharacterizeResult(Result):
                 "depth_profile": self.depth_profile(), "top": [head_name(l, h) for l, h in self.top],
                 "intervals": "[value, lower, upper]: percentile bootstrap 95% over items",
                 "heads": [self.head(l, h) for l in range(self.n_layers) for h in range(self.n_heads)],
-                "rope": self.rope.to_json() if self.rope is not None else None}
+                "rope": self.rope.to_json() if self.rope is not None else None, "placebo": self.placebo}
 
     @classmethod
     def decode(cls, d: dict[str, Any]) -> "CharacterizeResult":
@@ -137,7 +140,7 @@ class CharacterizeResult(Result):
             context={k: tri(lambda h, k=k: h["context"][k]) for k in first["context"]},
             sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool),
             top=[tuple(Head.parse(x)) for x in d["top"]],  # type: ignore[misc]
-            rope=rope_from_json(d["rope"]) if d["rope"] is not None else None)
+            rope=rope_from_json(d["rope"]) if d["rope"] is not None else None, placebo=d.get("placebo"))
 
     def markdown(self) -> str:
         s = self.settings
@@ -174,11 +177,12 @@ class CharacterizeResult(Result):
 class CharacterizeSettings(Settings):
     """What ``headlab characterize`` measures: ``n`` base items per suite (at least 2, for intervals), their
     ``seed``; the SDH rule (``threshold`` θ, ``consecutive`` k); the ``top`` heads listed; the position sweep's
-    ``words``; the control ``symbols``; RoPE's (κ, Δ) analysis (``kappa``, ``rope_samples`` prompts); and
+    ``words``; the control ``symbols``; the strict rule's ``placebos``; RoPE's (κ, Δ) analysis (``kappa``,
+    ``rope_samples`` prompts); and
     ``batch_size``."""
 
     FAMILY: ClassVar[str] = "characterize"
-    LISTS: ClassVar[tuple[str, ...]] = ("symbols",)
+    LISTS: ClassVar[tuple[str, ...]] = ("symbols", "placebos")
 
     n: int = 40
     seed: int = 0
@@ -190,6 +194,7 @@ class CharacterizeSettings(Settings):
     batch_size: int = 8
     words: int = 24
     symbols: tuple[str, ...] = CONTROL_SYMBOLS
+    placebos: tuple[str, ...] = PLACEBO_SYMBOLS
 
     def more_problems(self) -> list[str]:
         return [] if not isinstance(self.n, int) or self.n >= 2 else [
@@ -210,6 +215,7 @@ def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHAR
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     suites = {
         "controls": controls(n, seed, symbols),
+        "placebos": controls(n, seed, [p for p in st.placebos if p not in symbols]),
         "positions": positions(n, seed, words),
         "contexts": [s for s in contexts(n, seed, loaded.tokenizer) if s.meta["context"] != "no-slash"],
     }
@@ -241,6 +247,7 @@ def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHAR
 
     rule = ConsecutiveRule((L, H), threshold, consecutive)
     rule.update(slash_m)
+    placebo = placebo_counts(mass, n, symbols, st.placebos, threshold, consecutive)
     order = np.argsort(-np.nan_to_num(np.nanmean(slash_m, 0), nan=-1).ravel(), kind="stable")[:top]
     return CharacterizeResult(
         model=loaded.name, n_layers=L, n_heads=H,
@@ -248,7 +255,25 @@ def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHAR
                   "rope_samples": rope_samples if is_rope else 0},
         slash_mass=_triple(*mean_ci(slash_m, seed=seed)), specificity=spec,
         position_curve=curve, position_gaps=[k / words for k in range(1, words)], position_cv=cv,
-        context=context, sdh=rule.passed, top=[(int(i // H), int(i % H)) for i in order], rope=rope)
+        context=context, sdh=rule.passed, top=[(int(i // H), int(i % H)) for i in order], rope=rope,
+        placebo=placebo)
+
+
+def placebo_counts(mass: dict[str, np.ndarray], n: int, symbols: Sequence[str], placebos: Sequence[str],
+                   threshold: float, consecutive: int) -> dict[str, int]:
+    """The strict rule's count of passing heads with each placebo symbol as the target, in the `/` slots of the
+    same stimuli in the same order (a placebo that is a control symbol is read from the controls suite)."""
+    copies = {"controls": list(symbols), "placebos": [p for p in placebos if p not in symbols]}
+    out = {}
+    for suite, syms in copies.items():
+        m = mass[suite].reshape(n, 1 + len(syms), *mass[suite].shape[1:])  # (n, 1 + S, L, H)
+        for i, sym in enumerate(syms):
+            if sym not in placebos:
+                continue
+            rule = ConsecutiveRule(m.shape[2:], threshold, consecutive)
+            rule.update(m[:, 1 + i])
+            out[sym] = int(rule.passed.sum())
+    return out
 
 
 def rope_markdown(r: RopeResult, top: int = 8) -> list[str]:

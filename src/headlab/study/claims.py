@@ -3,7 +3,7 @@
 The claims are hypotheses. Each row holds the claim's own number (the only place it appears in code), the
 measured value with its 95% interval, and a verdict from a rule printed with the table:
 
-the claims themselves and the rules are in :mod:`headlab.study.claim_rules`.
+the claims themselves and the rules that judge them are in :mod:`headlab.rulebook`.
 Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reason: no SDH), with values measured on its
 top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
 :func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the signed change of
@@ -20,142 +20,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
-from headlab.census.result import ScanResult
 from headlab.census.scanner import scan
-from headlab.census.stats import Interval, wilson
-from headlab.display import count
 from headlab.errors import HeadlabError
-from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
 from headlab.result import Result
-from headlab.study.characterize import CHARACTERIZE, DEPTH_BINS, CharacterizeResult, characterize
-from headlab.study.claim_rules import BY_ID, CLAIMS, CONVENTIONS, NO_SDH, RULES, Verdict, verdict_bound, verdict_range
+from headlab.rulebook import BOOK, VERSION, Verdict
+from headlab.rulebook.slash import CLAIMS
+from headlab.study.characterize import CHARACTERIZE, characterize
+from headlab.study.claim_rows import ModelClaims, claim_heads, cross_model, measure, monitor_row
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 
-
-def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
-    if not heads:
-        return (math.nan, math.nan, math.nan)
-    pick = lambda a: float(np.nanmedian([a[l, h] for l, h in heads]))  # noqa: E731
-    return (pick(t["value"]), pick(t["lo"]), pick(t["hi"]))
-
-
-@dataclass
-class ModelClaims:
-    model: str
-    kind: str
-    rows: dict[int, dict[str, Any]]
-
-
-def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
-    """Claim 8 from an ``ablate.json`` record: the signed change of next-token accuracy on slash text when the
-    heads are cut, in points, with its interval (negative: accuracy fell; the same convention as ``ablate.json``)."""
-    if not causal:
-        return {"value": "n/a", "detail": "encoder without a language-model head: no accuracy to lose",
-                "verdict": Verdict.NA, "reason": "encoder"}
-    if ablation is None:
-        return {"value": "not measured", "detail": "run with --ablate", "verdict": Verdict.NA,
-                "reason": "not measured"}
-    acc = ablation["slash"]["accuracy"]
-    lo, hi = acc["interval_points"]
-    change = (acc["delta_points"], lo, hi)
-    c = ablation["control"]
-    detail = (f"heads {', '.join(ablation['heads'])}: accuracy after `/` {moved(change[0])}; on text without `/` "
-              f"{moved(ablation['no_slash']['accuracy']['delta_points'])}; {c['draws']} matched random sets: "
-              f"{moved(100 * acc['control_delta_mean'])} after `/`; loss change target minus controls "
-              f"{c['difference']:+.3f} nats, p = {c['p_value']:.3f}")
-    return {"interval": change, "detail": detail,
-            **_unless_no_sdh(verdict_range(change, *BY_ID[8].bounds), sdhs)}  # type: ignore[misc]
-
-
-def moved(points: float) -> str:
-    """A signed change of accuracy in words: "fell 2.46 points", "rose 0.32 points"."""
-    return f"{'fell' if points < 0 else 'rose'} {abs(points):.2f} points"
-
-
-def monitor_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
-    """Claim 9 from an ``evaluate.json`` record: on how many kinds of structure the heads beat the best baseline."""
-    if evaluation is None:
-        return {"value": "not measured", "detail": "run headlab monitor evaluate, then claims --monitor-evaluations",
-                "verdict": Verdict.NA, "reason": "not measured"}
-    kinds = evaluation["kinds"]
-    by = {v: [k for k, r in kinds.items() if r["verdict"] == v] for v in ("heads better", "baseline better", "tie")}
-    better, worse = by["heads better"], by["baseline better"]
-    verdict = Verdict.NOT_SUPPORTED if not better else Verdict.INCONCLUSIVE if worse else Verdict.SUPPORTED
-    detail = "; ".join(f"{v}: {', '.join(ks) or 'none'}" for v, ks in by.items())
-    detail += (f" (AUROC vs {' and '.join(evaluation['baselines'])}, {evaluation['fresh_documents']} fresh reference "
-               "documents as negatives)")
-    return {"value": f"{len(better)} of {len(kinds)} kinds", "detail": detail, "verdict": verdict,
-            "reason": "mixed" if better and worse else ""}
-
-
-def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
-            ablation: Any = None, evaluation: dict[str, Any] | None = None) -> ModelClaims:
-    """The rows for one model from its scan (corpus), characterization (stimuli) and, optionally, the
-    ablation of its SDHs (or top heads)."""
-    L, H = sc.n_layers, sc.n_heads
-    sdh_corpus = {(int(l), int(h)) for l, h in zip(*np.nonzero(sc.sdh))}
-    sdh_stim = {(int(l), int(h)) for l, h in zip(*np.nonzero(ch.sdh))}
-    sdhs = sorted(sdh_corpus | sdh_stim)
-    offset = sc.means.get("offset")
-    n_diag = int((np.nan_to_num(offset, nan=-1).max(-1) >= kappa).sum()) if offset is not None else 0
-    heads = sdhs or ch.top
-    basis = count(len(sdhs), "SDH") if sdhs else f"no SDH; top {len(ch.top)} heads by `/` mass"
-    rows: dict[int, dict[str, Any]] = {}
-    where = f"corpus {len(sdh_corpus)}, slash suite {len(sdh_stim)}"  # the populations, said in the cell
-    rows[1] = {"value": f"{len(sdhs)} ({where})", "detail": f"token meaning: {len(sdh_corpus)} on the corpus "
-               f"({sc.n_samples_with_target} samples with `/`), {len(sdh_stim)} on the slash suite; slash-pattern "
-               f"meaning: {n_diag} heads with SlashScore(Δ) ≥ κ={kappa} (ours) on the corpus",
-               "verdict": Verdict.SUPPORTED if sdhs else Verdict.NOT_SUPPORTED, "reason": ""}
-    share = wilson(len(sdh_corpus), L * H)
-    rows[2] = {"interval": share, "detail": f"{len(sdh_corpus)} of {L * H} heads on the corpus (Wilson 95%)",
-               "verdict": verdict_range(share, *BY_ID[2].bounds), "reason": ""}  # type: ignore[misc]
-    spec = _median_cell(ch.specificity["pooled"], heads)
-    pos = _median_cell(ch.position_cv, heads)
-    ctx = _median_cell(ch.context["random"], heads)
-    rel = (np.arange(L) + 0.5) / L
-    middle = [(l, h) for l, h in heads if DEPTH_BINS[1][1] <= rel[l] < DEPTH_BINS[1][2]]
-    mid_share = wilson(len(middle), len(heads))
-    mid_layers = float(((rel >= DEPTH_BINS[1][1]) & (rel < DEPTH_BINS[1][2])).mean())
-    for cid, iv, verdict, detail in (
-        (3, spec, verdict_range(spec, *BY_ID[3].bounds), "median over heads of the pooled ratio"),  # type: ignore[misc]
-        (4, pos, verdict_bound(pos, BY_ID[4].bounds, at_least=False), "median position CV"),  # type: ignore[arg-type]
-        (5, ctx, verdict_bound(ctx, BY_ID[5].bounds, at_least=True), "median random/natural ratio"),  # type: ignore[arg-type]
-        (6, mid_share, verdict_bound(mid_share, mid_layers, at_least=True),
-         f"{len(middle)} of {len(heads)} in the middle third (which holds {mid_layers:.0%} of layers)"),
-    ):
-        rows[cid] = {"interval": iv, "detail": f"{detail}; {basis}", **_unless_no_sdh(verdict, bool(sdhs))}
-    rows[8] = ablation_row(ablation, bool(sdhs), kind == "decoder")
-    if "interval" in rows[8]:
-        rows[8]["detail"] += f"; {basis}"
-    rows[9] = monitor_row(evaluation)
-    return ModelClaims(sc.model, kind, rows)
-
-
-def _unless_no_sdh(verdict: Verdict, sdhs: bool) -> dict[str, Any]:
-    """The rule's verdict, or inconclusive for want of SDHs (claims about SDHs on a model without any)."""
-    return {"verdict": verdict, "reason": ""} if sdhs else {"verdict": Verdict.INCONCLUSIVE, "reason": NO_SDH}
-
-
-def claim_heads(sc: ScanResult, ch: CharacterizeResult) -> list[str]:
-    """The heads claims 3-6 and 8 are measured on: the SDHs, or the top heads by `/` mass."""
-    sdh = {(int(l), int(h)) for a in (sc.sdh, ch.sdh) for l, h in zip(*np.nonzero(a))}
-    return [head_name(l, h) for l, h in sorted(sdh or {(int(l), int(h)) for l, h in ch.top})]
-
-
-def cross_model(models: Sequence[ModelClaims]) -> dict[str, Any]:
-    kinds = {m.kind for m in models}
-    found = {m.model: m.rows[1]["verdict"] == Verdict.SUPPORTED for m in models}
-    if len(kinds) < 2:
-        verdict, reason = Verdict.INCONCLUSIVE, "one architecture kind measured"
-    else:
-        verdict, reason = (Verdict.SUPPORTED if all(found.values()) else Verdict.NOT_SUPPORTED), ""
-    return {"value": sum(found.values()), "detail": f"SDHs found in {sum(found.values())} of {len(models)} models "
-            f"({', '.join(f'{k}: {v}' for k, v in found.items())}); kinds measured: {sorted(kinds)}",
-            "verdict": verdict, "reason": reason}
+CONVENTIONS = ("Claim 1 counts the heads that pass the strict rule on the corpus or on the constructed slash suite "
+               "(each population in the cell), the slash suite's count beside the same rule's count with placebo "
+               "symbols in the `/` slots; claim 2 counts the corpus only. Claim 8 is the signed change of "
+               "next-token accuracy after `/` when the heads are cut, in points, with its 95% interval: negative "
+               "means accuracy fell.")
+RULES = (f"Verdicts: the rule book, version {VERSION} (`headlab.rulebook`, rendered in docs/rules.md), one rule per "
+         "claim with its statistic, test, threshold and origin, null and minimum power; each row records its rule "
+         "and the statistics it read. Claims 3-6 and 8 are about SDHs: without SDHs they are inconclusive "
+         "(reason: no SDH), with values measured on the top heads by `/` mass. A negative or inconclusive detail "
+         "says what the experiment could have detected (Power).")
 
 
 @dataclass
@@ -180,15 +65,19 @@ class ClaimsResult(Result):
 
     KIND = "claims.json"
     COMPANIONS = ("claims.md",)
-    KEYS = ("settings", "rules", "models", "claims")
+    KEYS = ("settings", "rulebook", "rules", "models", "claims")
+
+    @classmethod
+    def _optional(cls) -> set[str]:
+        return {"rulebook"}  # a table written before the rule book: its rows keep no statistics to re-judge
 
     def to_json(self) -> dict[str, Any]:
-        return {"settings": self.settings, "rules": RULES,
+        return {"settings": self.settings, "rulebook": VERSION, "rules": RULES,
                 "models": [{"model": m.model, "kind": m.kind} for m in self.models],
-                "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "bound_source": c.bound_source,
+                "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "rule": f"slash.{c.id}",
                             "per_model": {m.model: _json_row(m.rows.get(c.id)) for m in self.models}
                             if c.id != 7 else None,
-                            "cross_model": self.cross if c.id == 7 else None} for c in CLAIMS]}
+                            "cross_model": _json_row(self.cross) if c.id == 7 else None} for c in CLAIMS]}
 
     @classmethod
     def decode(cls, d: dict[str, Any]) -> "ClaimsResult":
@@ -212,8 +101,7 @@ class ClaimsResult(Result):
                  "|---|---|" + "---|" * len(names)]
         for c in CLAIMS:
             if c.id == 7:
-                cells = [f"{m.kind}, SDHs {'found' if m.rows[1]['verdict'] == Verdict.SUPPORTED else 'none'}"
-                         for m in self.models]
+                cells = [f"{m.kind}, claim 1 {m.rows[1]['verdict']}" for m in self.models]
                 label = f"{c.id}. {c.text}: **{_verdict(self.cross)}**"
             else:
                 cells = [_cell(m.rows.get(c.id, monitor_row(None))) for m in self.models]
@@ -221,12 +109,11 @@ class ClaimsResult(Result):
             lines.append(f"| {label} | {c.claimed} | " + " | ".join(cells) + " |")
         lines += ["", "Details:", ""]
         for c in CLAIMS:
-            src = "" if c.bound_source == "the write-up" else f" (bound: {c.bound_source})"
             if c.id == 7:
-                lines.append(f"- {c.id}{src}: {self.cross['detail']}")
+                lines.append(f"- {c.id}: {_said(self.cross)}")
             for m in self.models if c.id != 7 else []:
-                lines.append(f"- {c.id} {m.model}{src}: {m.rows.get(c.id, monitor_row(None))['detail']}")
-        lines += ["", "Rules: " + RULES]
+                lines.append(f"- {c.id} {m.model}: {_said(m.rows.get(c.id, monitor_row(None)))}")
+        lines += ["", RULES]
         return "\n".join(lines) + "\n"
 
     def write_companions(self, folder: Path) -> None:
@@ -240,6 +127,12 @@ def _cell(row: dict[str, Any]) -> str:
     else:
         num = str(row["value"])
     return f"{num}: {_verdict(row)}"
+
+
+def _said(row: dict[str, Any]) -> str:
+    """A row's detail line, with what the experiment could have detected where the verdict is not positive."""
+    power = row.get("power") and str(row["verdict"]) != "supported"
+    return row["detail"] + (f". Power: {row['power']}" if power else "")
 
 
 def _verdict(row: dict[str, Any]) -> str:
@@ -338,7 +231,17 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
                                                 "seed": seed, "corpus": named,
                                                 "filter": target_filter,
                                                 "ablation_draws": ablation_draws,
-                                                "monitor_dir": str(monitor_dir) if monitor_dir else None})
+                                                "monitor_dir": shown_path(monitor_dir) if monitor_dir else None})
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as a result records it: relative to the working folder when inside it (a result names paths of
+    the repository, not of the machine it ran on), else as given."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def folder_name(model: str | LoadedModel) -> str:
@@ -379,5 +282,18 @@ def reread_monitor(result: ClaimsResult, monitor_dir: str | Path) -> ClaimsResul
             say(f"claim 9 of {m.model}: no {Path(monitor_dir) / folder_name(m.model) / 'evaluate.json'}; "
                 "left not measured")
             m.rows[9] = monitor_row(None)
-    result.settings = {**result.settings, "monitor_dir": str(monitor_dir)}
+    result.settings = {**result.settings, "monitor_dir": shown_path(monitor_dir)}
+    return result
+
+
+def rejudge(result: ClaimsResult) -> ClaimsResult:
+    """``result`` with every row judged again by the current rule book from the statistics the row keeps (rows
+    without statistics, written before the rule book, keep their verdict), and claim 7 recomputed."""
+    for m in result.models:
+        for cid, row in m.rows.items():
+            if row.get("rule") in BOOK and "stats" in row:
+                j = BOOK[row["rule"]].judge(row["stats"])
+                m.rows[cid] = {**row, "verdict": j.verdict, "reason": j.reason, "power": j.power}
+    if all(1 in m.rows for m in result.models):
+        result.cross = cross_model(result.models)
     return result

@@ -61,7 +61,7 @@ def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: f
         return None
     ch = CharacterizeResult.read(f)
     same = _same(ch.settings, {"n": n, "seed": seed, "kappa": kappa}) and ch.settings.get("dtype", "float32") == dtype
-    return ch if ch.model == model and same else None
+    return ch if ch.model == model and same and ch.placebo is not None else None
 
 
 def saved_ablation(folder: Path, model: str, heads: Sequence[str], draws: int, samples: int) -> Any:

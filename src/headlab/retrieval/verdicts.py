@@ -1,0 +1,156 @@
+"""The retrieval document's claims judged from a folder of committed retrieval results by the rule book's
+retrieval rules (``headlab.rulebook.retrieval``): this module gathers each rule's statistics from the files
+(depth laws, run summaries, analyses) and renders the table; it decides nothing itself."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from headlab.rulebook import BOOK, VERSION
+
+#: (row, rule, sweeps whose depth laws it reads) for the depth law, on the document's task and on k-hop
+LAWS = (
+    ("the document's task, dense, default init", ("dense_pilot",)),
+    ("the document's task, dense, --init fan-in --untied",
+     ("init/dense-d3", "init/dense", "depth_law", "depth_law_long", "depth_law_d8")),
+    ("Sanford et al.'s k-hop task (outside check; ours: d = 128, 4 heads, hop counts 0..4 or 0..8, lr 1e-3, "
+     "12k steps; theirs: hop counts 0..16, lr 1e-4, 100k steps; their d = 128, 4-head curves read with our 5% "
+     "error cut)", ("khop", "khop/k8")),
+)
+FAN_IN = ("init/d1", "init/dense", "init/dense-d3", "init/min-depth", "depth_law", "depth_law_long", "depth_law_d8")
+DENSE_ANALYZED = ("init/dense-d3", "depth_law", "depth_law_long", "depth_law_d8")
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def _summaries(folder: Path) -> list[dict[str, Any]]:
+    return [_json(p) for p in sorted(folder.glob("*/summary.json"))]
+
+
+def law_cells(root: Path, sweeps: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per layer count, the cell of the sweep where its median D_max is largest (the deeper trained depth on a
+    tie: a shallower one may cap it); answer-only cells are the curriculum row's. Returns the cells and the
+    files read."""
+    files = [root / s / "depth_law.json" for s in sweeps if (root / s / "depth_law.json").exists()]
+    by_layers: dict[int, dict[str, Any]] = {}
+    for law in sorted((_json(f) for f in files), key=lambda w: w["trained_depth"]):
+        for c in law["cells"]:
+            if c.get("curriculum") in ("none", "mixed", "chain"):
+                continue
+            if c["median"] >= by_layers.get(c["layers"], {"median": -1})["median"]:
+                by_layers[c["layers"]] = {"layers": c["layers"], "d_max": list(c["d_max"]), "median": c["median"],
+                                          "bound": c["log3_bound"], "trained_depth": law["trained_depth"],
+                                          "steps": law["steps"], "published": c.get("published")}
+    return [by_layers[k] for k in sorted(by_layers)], [str(f.relative_to(root.parent.parent)) for f in files]
+
+
+def _law_text(task: str, cells: list[dict[str, Any]], files: list[str]) -> str:
+    per = "; ".join(f"L{c['layers']}: D_max {', '.join(map(str, c['d_max']))} of {c['trained_depth']} trained "
+                    f"({len(c['d_max'])} seed{'s' if len(c['d_max']) != 1 else ''}, 3^L/2 = {c['bound']:g}"
+                    + (f", theirs under our cut: {c['published']}"
+                       if c.get("published") is not None else "") + ")" for c in cells)
+    steps = " / ".join(f"{s:,}" for s in sorted({c["steps"] for c in cells}))
+    return f"{task}, {steps} steps: {per} ({', '.join(f'`{f}`' for f in files)})"
+
+
+def curriculum_stats(root: Path) -> tuple[dict[str, Any], str]:
+    """Depth ≥ 2 learned, implicit curriculum against answer-only, in the matched fan-in recipe; the default
+    init's counts beside (not matched: its successes are all `chain` runs, which differ in supervision too)."""
+    counts: Counter = Counter()
+    for init, folders in (("default", ("map", "d1", "dense_pilot")), ("fan-in", FAN_IN)):
+        for s in (s for f in folders for s in _summaries(root / f)):
+            if s["task"]["depth"] < 2:
+                continue
+            kind = "implicit" if s["task"]["curriculum"] in ("chain", "dense") else "answer-only"
+            counts[init, kind, "n"] += 1
+            counts[init, kind, "k"] += bool(s["success"])
+    pair = lambda init, kind: [counts[init, kind, "k"], counts[init, kind, "n"]]  # noqa: E731
+    stats = {"implicit": pair("fan-in", "implicit"), "answer_only": pair("fan-in", "answer-only")}
+    d = pair("default", "implicit"), pair("default", "answer-only")
+    text = (f"D ≥ 2 learned with --init fan-in --untied: implicit curriculum {stats['implicit'][0]} of "
+            f"{stats['implicit'][1]}, answer-only {stats['answer_only'][0]} of {stats['answer_only'][1]}; beside, not "
+            f"matched (default init; every success a `chain` run): {d[0][0]} of {d[0][1]} against {d[1][0]} of "
+            f"{d[1][1]} (`results/retrieval/map`, `d1`, `dense_pilot`, `init`, `depth_law*`)")
+    return stats, text
+
+
+def _hop_roles(hops: dict[str, Any]) -> tuple[str, ...]:
+    """A dense run's hop-label roles (layer and label) in the order their first head emerges."""
+    first: dict[str, int] = {}
+    for head, step in hops["emergence"]["emerged_at"].items():
+        if step is not None:
+            layer, h = map(int, head.split("."))
+            role = f"layer {layer} {hops['labels'][layer][h]}"
+            first[role] = min(step, first.get(role, step))
+    return tuple(role for _, role in sorted((s, r) for r, s in first.items()))
+
+
+def dense_order_stats(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """From the dense runs that solve a lookup (hop 2 at 0.95): whether each solves its hops in order, and per
+    cell how many runs share the most common order of hop-label roles."""
+    cells: dict[str, list[tuple[str, ...]]] = {}
+    in_order = runs = 0
+    for f in (f for s in DENSE_ANALYZED for f in sorted((root / s).glob("*/analyze/analyze.json"))):
+        run = f.parent.parent
+        summary = _json(run / "summary.json")
+        hops = _json(f).get("hops")
+        if not hops or summary["final_hops"].get("2", 0) < 0.95:
+            continue
+        runs += 1
+        cells.setdefault(f"{run.parent.name}/{run.name.rsplit('-s', 1)[0]}", []).append(_hop_roles(hops))
+        at = [hops["emergence"]["hop_solved_at"].get(str(k)) for k in range(1, summary["task"]["depth"] + 1)]
+        solved = [s for s in at if s is not None]
+        in_order += at[: len(solved)] == solved and solved == sorted(solved)
+    tops = {name: [Counter(o).most_common(1)[0][1], len(o)] for name, o in cells.items()}
+    return {"in_order": in_order, "runs": runs}, {"cells": tops}
+
+
+def map_order_stats(root: Path) -> dict[str, Any]:
+    cells = {}
+    for f in sorted((root / "map" / "emergence").glob("*.json")):
+        runs = _json(f)["runs"]
+        if runs:
+            cells[f.stem] = [Counter(tuple(r["types"]) for r in runs).most_common(1)[0][1], len(runs)]
+    return {"cells": cells}
+
+
+def rows(root: Path) -> list[dict[str, Any]]:
+    """Every retrieval verdict row: the claim, the rule, its statistics and the rule book's judgement."""
+    out: list[dict[str, Any]] = []
+    for task, sweeps in LAWS:
+        cells, files = law_cells(root, sweeps)
+        stats = {"cells": cells}
+        for rule in ("retrieval.depth-bound", "retrieval.depth-rate"):
+            out.append({"row": f"{BOOK[rule].claim}: {task}", "rule": rule, "stats": stats,
+                        "measured": _law_text(task, cells, files)})
+    stats, text = curriculum_stats(root)
+    out.append({"row": BOOK["retrieval.curriculum"].claim, "rule": "retrieval.curriculum", "stats": stats,
+                "measured": text})
+    hop, heads = dense_order_stats(root)
+    src = "(`*/analyze` of `results/retrieval/depth_law`, `depth_law_long`, `depth_law_d8`, `init/dense-d3`)"
+    out.append({"row": BOOK["retrieval.hop-order"].claim + ": dense runs that solve a lookup",
+                "rule": "retrieval.hop-order", "stats": hop,
+                "measured": f"{hop['in_order']} of {hop['runs']} runs solve hop k no later than hop k + 1 {src}"})
+    out.append({"row": BOOK["retrieval.head-order"].claim + ": dense runs' hop labels", "rule": "retrieval.head-order",
+                "stats": heads, "measured": f"hop-label roles by first emergence {src}"})
+    out.append({"row": BOOK["retrieval.head-order"].claim + ": the depth map's chain runs",
+                "rule": "retrieval.head-order", "stats": map_order_stats(root),
+                "measured": "head roles from `headlab retrieval analyze` (`results/retrieval/map/emergence`)"})
+    for r in out:
+        r.update(BOOK[r["rule"]].judge(r["stats"]).to_json())
+    return out
+
+
+def markdown(table: list[dict[str, Any]]) -> str:
+    lines = ["| claim | rule | verdict | measured | power |", "|---|---|---|---|---|"]
+    for r in table:
+        label = r["verdict"] + (f" ({r['reason']})" if r["reason"] else "")
+        lines.append(f"| {r['row']} | `{r['rule']}` | **{label}** | {r['measured']} | {r['power']} |")
+    lines += ["", f"Rules: the rule book, version {VERSION} (`headlab.rulebook.retrieval`, rendered in "
+              "docs/rules.md). Written by `headlab verdicts`."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,132 @@
+"""The retrieval document's claims and their rules: the depth law (bound and rate), the implicit curriculum, and
+the order of emergence, split into "hops are solved in order" and "one head order across seeds"."""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Any, Mapping, Sequence
+
+from headlab.census.stats import wilson
+from headlab.rulebook.book import Judgement, Rule, Verdict, declare
+from headlab.rulebook.decide import fisher_p, fisher_power, share_above
+
+DOC = "multi-hop retrieval (seeds/)"
+MIN_SEEDS = 3               # a layer count's D_max from fewer seeds is one draw of an unstable training run
+MIN_ORDER_RUNS = 5          # a share of runs in order: 5 of 5 is the fewest whose Wilson lower bound clears 1/2
+S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
+
+
+def _seeds(cells: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"L{c['layers']}: {len(c['d_max'])} seed{'s' if len(c['d_max']) != 1 else ''}" for c in cells)
+
+
+def depth_bound(s: Mapping[str, Any]) -> Judgement:
+    """D_max within 3^L / 2 at every layer count, rising with the layers, not capped by the trained depth."""
+    cells = sorted(s["cells"], key=lambda c: c["layers"])
+    power = f"seeds per layer count: {_seeds(cells)}"
+    if any(max(c["d_max"]) > c["bound"] for c in cells):
+        return Judgement(N, "a run solves more hops than 3^L/2", power)
+    few = min((len(c["d_max"]) for c in cells), default=0)
+    if few < MIN_SEEDS:
+        return Judgement(I, f"{few} seed{'s' if few != 1 else ''}", power)
+    meds = [median(c["d_max"]) for c in cells]
+    if len(cells) < 3:
+        return Judgement(I, f"{len(cells)} layer counts", power)
+    if any(m >= c["trained_depth"] for m, c in zip(meds, cells)):
+        return Judgement(I, "capped by the trained depth", power)
+    if all(a < b for a, b in zip(meds, meds[1:])):
+        return Judgement(S, "", power)
+    return Judgement(I, "D_max does not rise with every added layer", power)
+
+
+def depth_rate(s: Mapping[str, Any]) -> Judgement:
+    """Each added layer multiplies D_max by about 3 (the law), or adds about one hop: of the two predictions of
+    the next layer count's median D_max from the previous one, the closer on log(1 + D)."""
+    cells = sorted(s["cells"], key=lambda c: c["layers"])
+    power = f"seeds per layer count: {_seeds(cells)}"
+    pairs = [(median(a["d_max"]), median(b["d_max"]), a, b) for a, b in zip(cells, cells[1:])
+             if median(a["d_max"]) >= 1 and b["layers"] == a["layers"] + 1]
+    if not pairs:
+        return Judgement(I, "no two successive layer counts with D_max ≥ 1", power)
+    few = min(min(len(a["d_max"]), len(b["d_max"])) for _, _, a, b in pairs)
+    if few < MIN_SEEDS:
+        return Judgement(I, f"{few} seed{'s' if few != 1 else ''}", power)
+    if any(b >= c["trained_depth"] for _, b, _, c in pairs):
+        return Judgement(I, "capped by the trained depth", power)
+    log = lambda x: math.log1p(x)  # noqa: E731
+    times3 = [abs(log(b) - log(3 * a)) < abs(log(b) - log(a + 1)) for a, b, _, _ in pairs]
+    rates = ", ".join(f"L{x['layers']}→L{y['layers']}: {a:g}→{b:g}" for a, b, x, y in pairs)
+    if all(times3):
+        return Judgement(S, "", f"{rates}; {power}")
+    if not any(times3):
+        return Judgement(N, "closer to one more hop per layer than to ×3", f"{rates}; {power}")
+    return Judgement(I, "mixed", f"{rates}; {power}")
+
+
+def curriculum(s: Mapping[str, Any]) -> Judgement:
+    """Depth ≥ 2 learned under an implicit curriculum and not answer-only, in one matched recipe: Fisher's exact
+    test (one-sided) on the two success counts."""
+    (k1, n1), (k2, n2) = s["implicit"], s["answer_only"]
+    power = fisher_power(k1, n1, k2, n2)
+    if min(n1, n2) == 0:
+        return Judgement(I, "one arm has no runs", power)
+    if k2 > 0 and k2 / n2 >= k1 / n1:
+        return Judgement(N, "answer-only learns as often", power)
+    p = fisher_p(k1, n1, k2, n2)
+    if p < 0.05 and k2 == 0:
+        return Judgement(S, "", power)
+    return Judgement(I, "underpowered" if k1 / n1 > k2 / n2 else "neither arm learns", power)
+
+
+def hops_in_order(s: Mapping[str, Any]) -> Judgement:
+    k, n = s["in_order"], s["runs"]
+    _, lo, hi = wilson(k, n)
+    power = f"{k} of {n} runs (Wilson 95% [{lo:.2f}, {hi:.2f}])" if n else "no run solves a lookup"
+    if n < MIN_ORDER_RUNS:
+        return Judgement(I, f"underpowered: {n} runs", power)
+    return Judgement(share_above(k, n), "", power)
+
+
+def head_order(s: Mapping[str, Any]) -> Judgement:
+    """Over the cells with ≥ 2 successful runs: one emergence order of head roles shared by every run of every
+    cell; not supported when a cell's runs share none."""
+    cells = {name: (top, n) for name, (top, n) in s["cells"].items() if n >= 2}
+    power = ", ".join(f"{name}: {top} of {n} share the most common order" for name, (top, n) in cells.items())
+    if not cells:
+        return Judgement(I, "no cell with two successful runs", "")
+    if any(top < 2 for top, _ in cells.values()):
+        return Judgement(N, "", power)
+    if all(top == n for top, n in cells.values()):
+        if min(n for _, n in cells.values()) < MIN_SEEDS:
+            return Judgement(I, f"underpowered: fewer than {MIN_SEEDS} runs in a cell", power)
+        return Judgement(S, "", power)
+    return Judgement(I, "", power)
+
+
+RULES = (
+    declare(Rule("retrieval.depth-bound", DOC, "the minimum number of layers grows logarithmically with depth "
+                 "(t ≥ log3(2D))", "D_max per run: the largest D with every hop 1..D at accuracy 0.95; the "
+                 "median over seeds per layer count", "bound: no run above 3^L/2; supported when the medians rise "
+                 "over ≥ 3 layer counts and none is capped by the trained depth", "3^L/2", "the document's law",
+                 "none", f"≥ {MIN_SEEDS} seeds at every layer count", depth_bound)),
+    declare(Rule("retrieval.depth-rate", DOC, "the minimum number of layers grows logarithmically with depth "
+                 "(the rate: ×3 hops per layer)", "median D_max of successive layer counts",
+                 "which prediction of the next median is closer on log(1 + D): ×3 (the law) or +1 hop",
+                 "the closer of the two", "ours: the document's law against the plainest alternative",
+                 "+1 hop per layer", f"≥ {MIN_SEEDS} seeds at both layer counts", depth_rate)),
+    declare(Rule("retrieval.curriculum", DOC, "learning succeeds only under an implicit curriculum",
+                 "runs that learn a depth D ≥ 2, implicit curriculum (chain, dense) against answer-only (none, "
+                 "mixed), in one matched recipe", "Fisher's exact test, one-sided", "p < 0.05 and no answer-only "
+                 "run learns", "ours", "answer-only supervision at the same recipe and budget",
+                 "the count that would reach p < 0.05 is stated", curriculum)),
+    declare(Rule("retrieval.hop-order", DOC, "hops are solved in order (hop k no later than hop k + 1)",
+                 "dense runs that solve a lookup whose hops are solved in order", "Wilson 95% interval of the share",
+                 "lower bound above 1/2", "ours: more often than not, at 95%", "none",
+                 f"≥ {MIN_ORDER_RUNS} runs", hops_in_order)),
+    declare(Rule("retrieval.head-order", DOC, "the stacked heads emerge in a fixed order (one head order across "
+                 "seeds)", "per cell (layers, depth, curriculum), how many successful runs share the most common "
+                 "emergence order of head roles", "every run of every cell shares it",
+                 "all runs; not supported when a cell's runs share none", "the document's \"fixed order\"",
+                 "none", f"≥ {MIN_SEEDS} successful runs in a cell", head_order)),
+)

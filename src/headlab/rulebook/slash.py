@@ -1,0 +1,223 @@
+"""The slash-dominance document's nine claims and their rules (each claim's own number appears only here).
+
+Claim 1's strict rule is the document's (> 50% of a head's attention on `/` in 3 consecutive samples that hold
+one); its null is the same rule on placebo symbols put in the same character slots of the same constructed
+stimuli. Claims 4 and 5 were judged against cutoffs of ours (CV 0.25, ratio 0.8) that heads which are not SDHs
+pass too; their cutoffs are now the same statistic's tail over the model's non-SDH heads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from headlab.census.stats import wilson
+from headlab.rulebook.book import Judgement, Rule, Verdict, declare
+from headlab.rulebook.decide import (
+    against_controls,
+    beyond,
+    detectable_rate,
+    exceeds_null,
+    in_range,
+    nan_in,
+    width,
+)
+
+DOC = "slash-dominance heads (seeds/)"
+PLACEBO_MINIMUM = 19        # a count above all of P placebos has rank p 1 / (P + 1) <= 0.05 from P = 19
+CONTROL_MINIMUM = 100       # matched random head sets: the smallest rank p, 1 / 101, is below 0.01
+NON_SDH_TAIL = 0.10         # claims 4-5: the SDHs' statistic beyond nine in ten of the model's other heads
+KIND_MARGIN = 0.02          # claim 9: an AUROC difference smaller than this is a tie
+NO_SDH = "no SDH"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim as the document states it: ``bounds`` is its own number, read only by the rules."""
+
+    id: int
+    text: str
+    claimed: str
+    bounds: tuple[float, float] | None = None
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim(1, "SDHs exist (≥1 head passes the strict rule)", "present in all tested Transformers"),
+    Claim(2, "SDHs are 15-20% of all heads", "15-20%", (0.15, 0.20)),
+    Claim(3, "specificity for `/` over other symbols", "5-8x", (5.0, 8.0)),
+    Claim(4, "position-insensitive", "insensitive to where `/` appears"),
+    Claim(5, "context-independent (random-token prompts keep the score)", "little affected by context"),
+    Claim(6, "concentrated in middle layers (relative depth 1/3 to 2/3)", "middle layers (4-8 of 12)"),
+    Claim(7, "consistent across architectures (encoder and decoder)", "observed across architectures"),
+    Claim(8, "ablating the SDHs costs 2-3 accuracy points on text with `/`",
+          "accuracy falls 2-3 points (signed change −3 to −2)", (-3.0, -2.0)),
+    Claim(9, "abnormal head activity reveals the input's structure", "a data-quality signal (application)"),
+)
+BY_ID = {c.id: c for c in CLAIMS}
+
+
+def _about_sdhs(s: Mapping[str, Any], verdict: Verdict, power: str) -> Judgement:
+    """Claims 3-6 describe SDHs: without one the values (of the top heads by `/` mass) are shown, not judged."""
+    if not s["sdhs"]:
+        return Judgement(Verdict.INCONCLUSIVE, NO_SDH, power)
+    return Judgement(verdict, "", power)
+
+
+def sdhs_exist(s: Mapping[str, Any]) -> Judgement:
+    parts, found = [], []
+    for name, p in s["populations"].items():
+        j = exceeds_null(p["count"], p.get("placebo") or [], PLACEBO_MINIMUM)
+        rate = detectable_rate(p["samples"], s["consecutive"])
+        said = (f"a head over the threshold in {rate:.0%} of its {p['samples']} samples passes with 80% probability"
+                if p["samples"] >= s["consecutive"] else f"{p['samples']} samples: too few for the rule")
+        parts.append(f"{name}: {said}" + (f"; {j.power}" if j.power else ""))
+        found.append(j)
+    power = "; ".join(parts)
+    for verdict in (Verdict.SUPPORTED, Verdict.INCONCLUSIVE):
+        hit = [j for j in found if j.verdict == verdict]
+        if hit:
+            return Judgement(verdict, hit[0].reason, power)
+    reasons = sorted({j.reason for j in found if j.reason})
+    return Judgement(Verdict.NOT_SUPPORTED, "; ".join(reasons), power)
+
+
+def sdh_share(s: Mapping[str, Any]) -> Judgement:
+    iv = wilson(s["count"], s["heads"])
+    return Judgement(in_range(iv, *BY_ID[2].bounds), "", f"Wilson 95% upper bound {iv[2]:.3f} of "  # type: ignore[misc]
+                     f"{s['heads']} heads")
+
+
+def specificity(s: Mapping[str, Any]) -> Judgement:
+    return _about_sdhs(s, in_range(s["interval"], *BY_ID[3].bounds), width(s["interval"]))  # type: ignore[misc]
+
+
+def position_insensitive(s: Mapping[str, Any]) -> Judgement:
+    if nan_in([s["null"]] * 3):
+        return Judgement(Verdict.INCONCLUSIVE, "no non-SDH heads to calibrate against", width(s["interval"]))
+    return _about_sdhs(s, beyond(s["interval"], s["null"], at_least=False),
+                       f"{width(s['interval'])}; cutoff {s['null']:.3g} from {s['null_heads']} non-SDH heads")
+
+
+def context_independent(s: Mapping[str, Any]) -> Judgement:
+    """Little affected by context: the random/natural ratio's distance from 1 on a log scale, |log r|, below the
+    same distance's cutoff over the model's non-SDH heads (an interval of r holding 1 has distance 0 at its
+    low end)."""
+    if nan_in([s["null"]] * 3) or nan_in(s["interval"]) or min(s["interval"]) <= 0:
+        return Judgement(Verdict.INCONCLUSIVE, "no non-SDH heads to calibrate against" if nan_in([s["null"]] * 3)
+                         else "no ratio", width(s["interval"]))
+    v, a, b = s["interval"]
+    far = (abs(math.log(v)), 0.0 if a <= 1 <= b else min(abs(math.log(a)), abs(math.log(b))),
+           max(abs(math.log(a)), abs(math.log(b))))
+    return _about_sdhs(s, beyond(far, s["null"], at_least=False),
+                       f"|log ratio| {far[0]:.3g} [{far[1]:.3g}, {far[2]:.3g}]; cutoff {s['null']:.3g} from "
+                       f"{s['null_heads']} non-SDH heads")
+
+
+def middle_layers(s: Mapping[str, Any]) -> Judgement:
+    iv = wilson(s["middle"], s["heads"])
+    return _about_sdhs(s, beyond(iv, s["layer_share"], at_least=True),
+                       f"{s['heads']} heads: Wilson 95% interval [{iv[1]:.2f}, {iv[2]:.2f}]")
+
+
+def across_architectures(s: Mapping[str, Any]) -> Judgement:
+    models = s["models"]
+    kinds = {m["kind"] for m in models.values()}
+    verdicts = [m["verdict"] for m in models.values()]
+    power = f"{len(models)} models, {len(kinds)} kinds"
+    if "not supported" in verdicts:
+        return Judgement(Verdict.NOT_SUPPORTED, "", power)
+    if len(kinds) < 2:
+        return Judgement(Verdict.INCONCLUSIVE, "one architecture kind measured", power)
+    if all(v == "supported" for v in verdicts):
+        return Judgement(Verdict.SUPPORTED, "", power)
+    return Judgement(Verdict.INCONCLUSIVE, "claim 1 inconclusive on some model", power)
+
+
+def ablation_cost(s: Mapping[str, Any]) -> Judgement:
+    if not s["causal"]:
+        return Judgement(Verdict.NA, "encoder")
+    lo, hi = BY_ID[8].bounds or (math.nan, math.nan)
+    j = against_controls(s["effect"], lo, hi, s["draws"], s["p"], CONTROL_MINIMUM)
+    return j if s["sdhs"] else Judgement(Verdict.INCONCLUSIVE, NO_SDH, j.power)
+
+
+def kind_verdict(s: Mapping[str, Any]) -> Judgement:
+    """One kind of structure: heads better when AUROC(heads) − AUROC(best baseline) ≥ the margin with its
+    paired interval above zero (files without the paired interval: the two marginal intervals apart), baseline
+    better in the mirror case, else a tie."""
+    h, b = s["heads"], s["baseline"]
+    diff = h[0] - b[0]
+    paired = s.get("paired")
+    apart_up = paired[1] > 0 if paired else h[1] > b[2]
+    apart_down = paired[2] < 0 if paired else b[1] > h[2]
+    power = f"AUROC {h[0]:.4f} vs {b[0]:.4f} ({'paired' if paired else 'marginal'} intervals)"
+    if diff >= KIND_MARGIN and apart_up:
+        return Judgement(Verdict.SUPPORTED, "heads better", power)
+    if -diff >= KIND_MARGIN and apart_down:
+        return Judgement(Verdict.NOT_SUPPORTED, "baseline better", power)
+    return Judgement(Verdict.INCONCLUSIVE, "tie", power)
+
+
+def structure_signal(s: Mapping[str, Any]) -> Judgement:
+    by = {k: kind_verdict(v).reason for k, v in s["kinds"].items()}
+    better = [k for k, v in by.items() if v == "heads better"]
+    worse = [k for k, v in by.items() if v == "baseline better"]
+    power = f"{len(by)} kinds, margin {KIND_MARGIN} AUROC"
+    if not better:
+        return Judgement(Verdict.NOT_SUPPORTED, "", power)
+    return Judgement(Verdict.INCONCLUSIVE, "mixed", power) if worse else Judgement(Verdict.SUPPORTED, "", power)
+
+
+RULES = (
+    declare(Rule("slash.1", DOC, "SDHs are present in all tested Transformers",
+                 "heads passing the strict rule, per population (corpus windows with `/`; the constructed slash "
+                 "suite)", "the count against the same rule for placebo symbols in the same slots",
+                 "above the placebo counts' 95th percentile", "the document's rule; the null's percentile",
+                 f"placebo symbols in the slash suite's `/` slots; at least {PLACEBO_MINIMUM} placebos",
+                 "80% power stated as the per-sample rate of exceeding the threshold that passes", sdhs_exist)),
+    declare(Rule("slash.2", DOC, "SDHs are 15-20% of all heads", "corpus SDH share (Wilson 95%)", "range",
+                 "estimate in [0.15, 0.20]; not supported when the interval is outside", "the document",
+                 "none", "the Wilson upper bound is stated", sdh_share)),
+    declare(Rule("slash.3", DOC, "5-8x specificity for `/` over other symbols",
+                 "median over SDHs of the `/` / control-symbol mass ratio (bootstrap)", "range",
+                 "estimate in [5, 8]", "the document", "the control symbols in the same slot", "≥ 1 SDH",
+                 specificity)),
+    declare(Rule("slash.4", DOC, "insensitive to where `/` appears", "median over SDHs of the position curve's CV",
+                 "one-sided bound: the whole interval below the cutoff",
+                 f"the {NON_SDH_TAIL:.0%} quantile of the same CV over the model's non-SDH heads",
+                 "null: the model's non-SDH heads (the earlier cutoff 0.25 was ours and passed heads that are "
+                 "not SDHs)", "non-SDH heads of the same model", "≥ 1 SDH", position_insensitive)),
+    declare(Rule("slash.5", DOC, "little affected by context", "median over SDHs of the random-token / natural "
+                 "mass ratio r, read as its distance from 1, |log r|", "one-sided bound: the whole interval of "
+                 "|log r| below the cutoff", f"the {NON_SDH_TAIL:.0%} quantile of |log r| over the model's non-SDH "
+                 "heads", "null: the model's non-SDH heads (the earlier cutoff, r ≥ 0.8, was ours)",
+                 "non-SDH heads of the same model", "≥ 1 SDH", context_independent)),
+    declare(Rule("slash.6", DOC, "concentrated in middle layers (4-8 of 12)",
+                 "share of SDHs in the middle third of relative depth (Wilson 95%)",
+                 "one-sided bound: the whole interval above the middle third's share of layers",
+                 "the share of layers in the middle third", "null: SDHs spread evenly over layers",
+                 "uniform over layers", "≥ 1 SDH", middle_layers)),
+    declare(Rule("slash.7", DOC, "observed across architectures", "claim 1's verdict per model",
+                 "every model", "claim 1 supported on every model, with ≥ 1 encoder and ≥ 1 decoder",
+                 "the document", "claim 1's", "two architecture kinds", across_architectures)),
+    declare(Rule("slash.8", DOC, "ablating SDHs costs 2-3 accuracy points", "signed change of next-token accuracy "
+                 "within 3 tokens after `/`, in points, with its 95% interval; text without `/` reported beside "
+                 "(specificity)", "the effect in [−3, −2] with its interval below zero, and the target's loss "
+                 "change beyond matched random head sets (rank test)", "range from the document; p < 0.01 ours "
+                 "(p < 0.05 against for not supported)", "the document's range; ours for p",
+                 "random head sets matched per layer, never a target head",
+                 f"at least {CONTROL_MINIMUM} control sets (smallest rank p 1 / {CONTROL_MINIMUM + 1})",
+                 ablation_cost)),
+    declare(Rule("monitor.kind", "the head monitor (ours)", "the heads detect this kind of structure better than "
+                 "the best attention-free baseline", "AUROC(heads) − AUROC(best baseline), paired bootstrap",
+                 "difference ≥ margin and its interval above zero", f"{KIND_MARGIN} AUROC",
+                 "ours: a smaller difference changes no decision a user makes", "the best baseline of "
+                 "characters, loss, gopher, c4 and the word-bigram model", "the documents of the kind",
+                 kind_verdict)),
+    declare(Rule("slash.9", DOC, "abnormal head activity reveals the input's structure",
+                 "per kind of structure, monitor.kind's verdict", "count of kinds",
+                 "heads better on ≥ 1 kind and baseline better on none; not supported when better on none",
+                 "ours: the document gives no test", "the attention-free baselines", "the kinds evaluated",
+                 structure_signal)),
+)

@@ -1,0 +1,163 @@
+"""The rule book: every rule declared once, fingerprinted against results/verdict_changes.md, and each test it
+uses checked against an independent computation (brute-force enumeration, scipy)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import fisher_exact, permutation_test
+
+from headlab.reporting.verdicts import recorded_fingerprints
+from headlab.rulebook import BOOK, VERSION, Verdict, fingerprints
+from headlab.rulebook.decide import detectable_rate, exceeds_null, fisher_power, run_probability
+from headlab.rulebook.slash import CONTROL_MINIMUM, KIND_MARGIN, PLACEBO_MINIMUM
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_rule_book_matches_its_latest_recorded_version():
+    """A rule's text or decision changes only in a commit that bumps VERSION and records the re-judged results
+    (headlab verdicts --record): the fingerprints of the book and of the file's latest section agree."""
+    number, printed = recorded_fingerprints((ROOT / "results" / "verdict_changes.md").read_text())
+    assert number == VERSION
+    assert printed == fingerprints(), "a rule changed without a verdict_changes.md section: run headlab verdicts " \
+                                      "--record WHY after bumping rulebook.book.VERSION"
+
+
+def test_every_rule_declares_its_parts():
+    for rule in BOOK.values():
+        for part in ("claim", "statistic", "test", "threshold", "origin", "null", "minimum"):
+            assert getattr(rule, part).strip(), f"{rule.id} has no {part}"
+        assert rule.judge(None).verdict == Verdict.NOT_MEASURED
+
+
+def test_a_changed_rule_changes_its_fingerprint():
+    import dataclasses
+
+    rule = BOOK["slash.8"]
+    assert dataclasses.replace(rule, threshold=rule.threshold + " ").fingerprint() != rule.fingerprint()
+
+
+@pytest.mark.parametrize("n,k", [(6, 3), (9, 3), (8, 2)])
+def test_run_probability_against_enumeration(n, k):
+    q = 0.3
+    total = 0.0
+    for seq in itertools.product((0, 1), repeat=n):
+        if "1" * k in "".join(map(str, seq)):
+            total += q ** sum(seq) * (1 - q) ** (n - sum(seq))
+    assert run_probability(q, n, k) == pytest.approx(total, abs=1e-12)
+
+
+def test_detectable_rate_is_where_power_crosses():
+    q = detectable_rate(512, 3)
+    assert run_probability(q, 512, 3) == pytest.approx(0.8, abs=1e-6)
+    assert detectable_rate(40, 3) > q  # fewer samples: only a more frequent head is found
+
+
+def test_placebo_null_needs_enough_placebos():
+    assert exceeds_null(1, [0] * PLACEBO_MINIMUM, PLACEBO_MINIMUM).verdict == Verdict.SUPPORTED
+    assert exceeds_null(1, [0] * 8, PLACEBO_MINIMUM).verdict == Verdict.INCONCLUSIVE
+    assert exceeds_null(1, [0] * 18 + [1], PLACEBO_MINIMUM).verdict == Verdict.NOT_SUPPORTED  # 95th pct is 1
+    assert exceeds_null(0, [0] * 19, PLACEBO_MINIMUM).verdict == Verdict.NOT_SUPPORTED
+    assert exceeds_null(2, [], PLACEBO_MINIMUM).reason == "no placebo null"
+
+
+def _ablation(effect, draws, p, sdhs=1):
+    return BOOK["slash.8"].judge({"causal": True, "effect": effect, "draws": draws, "p": p, "sdhs": sdhs,
+                                  "no_target_effect": -1.0, "control_effect": -1.0})
+
+
+def test_causal_claim_reads_its_controls():
+    # smollm2-135m's committed ablation: -2.46 [-6.34, 0.785], 10 control sets, p = 0.909
+    j = _ablation([-2.46, -6.34, 0.785], 10, 0.909)
+    assert j.verdict == Verdict.INCONCLUSIVE and "underpowered" in j.reason
+    assert _ablation([-2.46, -6.34, 0.785], CONTROL_MINIMUM, 0.9).verdict == Verdict.NOT_SUPPORTED
+    assert _ablation([-2.5, -2.9, -2.1], CONTROL_MINIMUM, 0.0099).verdict == Verdict.SUPPORTED
+    assert _ablation([-2.5, -4.0, 0.5], CONTROL_MINIMUM, 0.0099).reason == "interval includes zero"
+    assert _ablation([-9.0, -12.0, -6.0], 10, 0.5).verdict == Verdict.NOT_SUPPORTED  # outside the range
+    assert _ablation([-2.5, -2.9, -2.1], CONTROL_MINIMUM, 0.0099, sdhs=0).reason == "no SDH"
+
+
+def test_monitor_kind_needs_a_margin():
+    # minilm-l6 on paths: heads 1.000 against the bigram baseline's 0.9988, intervals apart: a tie by the margin
+    tie = {"heads": [1.0, 0.99999, 1.0], "baseline": [0.9988, 0.9973, 0.9998], "paired": None}
+    assert BOOK["monitor.kind"].judge(tie).reason == "tie"
+    better = {"heads": [0.95, 0.93, 0.97], "baseline": [0.90, 0.88, 0.92], "paired": [0.05, 0.01, 0.08]}
+    assert BOOK["monitor.kind"].judge(better).reason == "heads better"
+    near = {**better, "paired": [KIND_MARGIN / 2, 0.001, 0.02], "heads": [0.91, 0.9, 0.92]}
+    assert BOOK["monitor.kind"].judge(near).reason == "tie"
+
+
+def test_fisher_power_against_scipy():
+    said = fisher_power(2, 25, 0, 5)
+    p = fisher_exact([[2, 23], [0, 5]], alternative="greater")[1]
+    assert f"p = {p:.3f}" in said
+    need = int(said.split("; ")[1].split(" of ")[0]) if "would have been" in said else None
+    if need is not None:
+        assert fisher_exact([[need, 25 - need], [0, 5]], alternative="greater")[1] < 0.05
+        assert fisher_exact([[need - 1, 26 - need], [0, 5]], alternative="greater")[1] >= 0.05
+
+
+def test_depth_law_needs_seeds():
+    one = {"cells": [{"layers": L, "d_max": [d], "bound": 3 ** L / 2, "trained_depth": 8}
+                     for L, d in ((1, 0), (2, 2), (3, 4))]}
+    j = BOOK["retrieval.depth-bound"].judge(one)
+    assert j.verdict == Verdict.INCONCLUSIVE and j.reason == "1 seed"
+    three = {"cells": [{**c, "d_max": c["d_max"] * 3} for c in one["cells"]]}
+    assert BOOK["retrieval.depth-bound"].judge(three).verdict == Verdict.SUPPORTED
+    # 2 -> 4 hops from two to three layers is closer to +1 hop than to x3 on log(1 + D)
+    assert BOOK["retrieval.depth-rate"].judge(three).verdict == Verdict.NOT_SUPPORTED
+    over = {"cells": [{"layers": 1, "d_max": [2, 0, 0], "bound": 1.5, "trained_depth": 4}]}
+    assert BOOK["retrieval.depth-bound"].judge(over).verdict == Verdict.NOT_SUPPORTED
+
+
+def test_order_rules_are_two_claims():
+    assert BOOK["retrieval.hop-order"].judge({"in_order": 12, "runs": 12}).verdict == Verdict.SUPPORTED
+    assert BOOK["retrieval.hop-order"].judge({"in_order": 4, "runs": 4}).verdict == Verdict.INCONCLUSIVE
+    cells = {"cells": {"a": [1, 3], "b": [3, 3]}}
+    assert BOOK["retrieval.head-order"].judge(cells).verdict == Verdict.NOT_SUPPORTED
+
+
+def test_initialization_rule_against_scipy_permutation_test():
+    a, b = [3, 4, 5], [0, 1, 1]
+    j = BOOK["formation.init"].judge({"a": a, "b": b})
+    ref = permutation_test((a, b), lambda x, y: np.mean(x) - np.mean(y), permutation_type="independent",
+                           alternative="two-sided", n_resamples=math.inf).pvalue
+    assert f"exact p = {ref:.3f}" in j.power
+
+
+def test_committed_verdicts_follow_from_the_rule_book():
+    """Every committed claims table and the retrieval table are what the current rule book says of their
+    statistics (a rule changed without `headlab verdicts` re-judging them fails here)."""
+    import json
+
+    from headlab.retrieval import verdicts as retrieval_verdicts
+    from headlab.study.claims import ClaimsResult, rejudge
+
+    for path in sorted((ROOT / "results").glob("**/claims.json")):
+        committed = ClaimsResult.read(path)
+        assert json.loads(json.dumps(committed.to_json()))["rulebook"] == VERSION
+        fresh = rejudge(ClaimsResult.read(path))
+        for old, new in zip(committed.models, fresh.models):
+            for cid, row in old.rows.items():
+                assert "stats" in row and "rule" in row, f"{path}: claim {cid} of {old.model} keeps no statistics"
+                assert (row["verdict"], row["reason"]) == (new.rows[cid]["verdict"], new.rows[cid]["reason"])
+    table = json.loads((ROOT / "results" / "retrieval" / "verdicts.json").read_text())
+    assert table["rulebook"] == VERSION
+    fresh_rows = retrieval_verdicts.rows(ROOT / "results" / "retrieval")
+    assert [(r["row"], r["verdict"], r["reason"]) for r in table["rows"]] == \
+        [(r["row"], r["verdict"], r["reason"]) for r in fresh_rows]
+
+
+def test_no_depth_law_is_supported_from_one_seed():
+    from headlab.retrieval import verdicts as retrieval_verdicts
+
+    for r in retrieval_verdicts.rows(ROOT / "results" / "retrieval"):
+        if r["rule"].startswith("retrieval.depth") and r["verdict"] == "supported":
+            assert all(len(c["d_max"]) >= 3 for c in r["stats"]["cells"]), r["row"]
+    rules = {r["rule"] for r in retrieval_verdicts.rows(ROOT / "results" / "retrieval")}
+    assert {"retrieval.hop-order", "retrieval.head-order", "retrieval.depth-rate"} <= rules
