@@ -40,6 +40,18 @@ class Row:
     env: dict[str, str] = field(default_factory=dict)   # environment ("{tmp}" replaced)
 
 
+def _remote_code_folder(tmp: Path) -> None:
+    """A model folder whose config names Python of its own (auto_map); importing it would write ran.txt."""
+    d = tmp / "evil"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({
+        "model_type": "headlab-evil", "architectures": ["EvilModel"],
+        "auto_map": {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel"}}))
+    (d / "evil.py").write_text(f"open({str(tmp / 'ran.txt')!r}, 'w').write('ran')\n"
+                               "from transformers import PretrainedConfig\n"
+                               "class EvilConfig(PretrainedConfig):\n    model_type = 'headlab-evil'\n")
+
+
 def _file(name: str, text: str = "x") -> Callable[[Path], None]:
     def make(tmp: Path) -> None:
         p = tmp / name
@@ -191,6 +203,10 @@ ROWS += [
     Row("track of a folder that is no run", "track {tmp}/norun".split(), 2, "", lambda t: (t / "norun").mkdir()),
     Row("view of a folder that holds no run", "view {tmp}/empty --out {tmp}/v.html".split(), 2, "holds no run",
         lambda t: (t / "empty").mkdir(), absent=["v.html"]),
+    Row("a model folder that asks to run its own code", "scan {tmp}/evil".split(), 2, "never runs code",
+        _remote_code_folder, absent=["ran.txt"]),
+    Row("models check of a folder that asks to run its own code", "models check {tmp}/evil".split(), 2,
+        "never runs code", _remote_code_folder, absent=["ran.txt"]),
     Row("verdicts of a folder that does not exist", "verdicts {tmp}/nothing".split(), 2, "is not a folder"),
     Row("verdicts recorded without a reason", ["verdicts", "{tmp}/res", "--record", " "], 2, "empty reason",
         lambda t: (t / "res").mkdir(), absent=["res/verdict_changes.md"]),
@@ -569,3 +585,24 @@ def test_a_place_that_cannot_be_written_is_named_as_such(code: int, fix: str, tm
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert fix in last and "/ro/scan/scan.json" in last
     assert ("free space" in last) == (code == errno.ENOSPC)
+
+
+def test_a_model_folders_code_never_runs_on_a_terminal_either(tmp_path: Path) -> None:
+    """On a terminal transformers would ask "Do you wish to run the custom code? [y/N]"; headlab passes
+    trust_remote_code=False, so nothing asks, a "y" typed ahead changes nothing, and nothing of the folder runs."""
+    import os
+    import subprocess
+    import sys
+
+    _remote_code_folder(tmp_path)
+    leader, follower = os.openpty()
+    os.write(leader, b"y\n")
+    proc = subprocess.run([sys.executable, "-m", "headlab", "scan", str(tmp_path / "evil"), "--no-progress"],
+                          stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    os.close(leader)
+    os.close(follower)
+    assert proc.returncode == 2, proc.stderr.decode()[-500:]
+    assert "never runs code" in proc.stderr.decode().strip().splitlines()[-1]
+    assert "custom code" not in proc.stdout.decode() + proc.stderr.decode()
+    assert not (tmp_path / "ran.txt").exists()

@@ -56,6 +56,19 @@ def safetensors_damage(path: Path) -> str | None:
     return None
 
 
+#: passed to every Hugging Face load: a model folder's own Python (its config's ``auto_map``) never runs, and
+#: transformers never stops to ask on a terminal
+NO_REMOTE_CODE: dict[str, bool] = {"trust_remote_code": False}
+
+
+def remote_code_refusal(exc: BaseException, source: str) -> HeadlabError | None:
+    """headlab's line for a load that transformers refused because the model needs its own code."""
+    if "trust_remote_code" not in str(exc):
+        return None
+    return HeadlabError(f"{source} asks to run Python code of its own (auto_map in its config); headlab never runs "
+                        "code from a model folder: use a model whose architecture transformers ships")
+
+
 def check_model_dir(folder: Path) -> None:
     """Refuse a user's model directory whose weight files are visibly damaged, naming the file."""
     for f in sorted(folder.glob("*.safetensors")):
@@ -142,8 +155,8 @@ def gguf_to_safetensors(gguf: Path, key: str) -> Path:
 
     print(f"headlab: dequantizing {gguf.name} once into {target} (this takes a minute)", flush=True)
     try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, **NO_REMOTE_CODE)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **NO_REMOTE_CODE)
     except (OSError, ValueError, ImportError) as exc:
         raise HeadlabError(f"cannot read GGUF file {gguf}: {str(exc).splitlines()[0]}") from exc
     setattr(model, "hf_quantizer", None)  # noqa: B010 - torch types module attributes as Tensor | Module

@@ -7,6 +7,7 @@ from typing import Any
 
 from headlab.attention.adapters import adapter_for, head_dims, parts
 from headlab.errors import HeadlabError
+from headlab.models.cache import NO_REMOTE_CODE, remote_code_refusal
 
 
 def skeleton(name_or_path: str) -> tuple[Any, int | None]:
@@ -20,8 +21,10 @@ def skeleton(name_or_path: str) -> tuple[Any, int | None]:
     spec = NAMED_MODELS.get(name_or_path)
     source = str(spec.locate()) if spec is not None and spec.installed() else name_or_path
     try:
-        config = AutoConfig.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source, **NO_REMOTE_CODE)
     except (OSError, ValueError, KeyError) as exc:
+        if (refused := remote_code_refusal(exc, name_or_path)) is not None:
+            raise refused from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HeadlabError(f"cannot read a model config from {name_or_path}: {first}") from exc
     small, n_layers = _few_layers(config, name_or_path)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 from headlab.attention.adapters import adapter_for, parts
 from headlab.errors import HeadlabError
-from headlab.models.cache import check_model_dir, gguf_to_safetensors
+from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
 
@@ -99,6 +99,8 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     except HeadlabError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as exc:
+        if (refused := remote_code_refusal(exc, name)) is not None:
+            raise refused from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if spec is None and not Path(name).exists():
             raise HeadlabError(
@@ -130,8 +132,10 @@ def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:
     check_source(name)
     path = spec.locate() if spec is not None else _resolve_path(name)
     try:
-        return AutoTokenizer.from_pretrained(str(path))
+        return AutoTokenizer.from_pretrained(str(path), **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
+        if (refused := remote_code_refusal(exc, name)) is not None:
+            raise refused from None
         raise HeadlabError(f"cannot load the tokenizer of {name}: {str(exc).splitlines()[0]}") from exc
 
 
@@ -179,13 +183,13 @@ def _resolve_path(name: str) -> str | Path:
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]:
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
-    config = AutoConfig.from_pretrained(path)
+    config = AutoConfig.from_pretrained(path, **NO_REMOTE_CODE)
     auto: Any = AutoModel
     if lm_head:
         auto = AutoModelForCausalLM if _names_a_causal_lm(config) else AutoModelForMaskedLM
     with _quiet_weight_loading():
-        model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+        model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype, **NO_REMOTE_CODE)
+    tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
     if tokenizer.pad_token_id is None:
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
@@ -221,7 +225,7 @@ def declares_causal_lm(name_or_path: str | os.PathLike[str]) -> bool | None:
     if folder_kind(name) is not None or (spec is not None and not spec.installed()):
         return None
     try:
-        config = AutoConfig.from_pretrained(str(spec.locate()) if spec is not None else name)
+        config = AutoConfig.from_pretrained(str(spec.locate()) if spec is not None else name, **NO_REMOTE_CODE)
     except (OSError, ValueError, KeyError, HeadlabError):
         return None
     return _names_a_causal_lm(config)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from headlab.errors import HeadlabError
+from headlab.models.cache import NO_REMOTE_CODE
 
 SPECIALS = ("<pad>", "<mask>", "<bos>")
 
@@ -48,7 +49,7 @@ def load_tokenizer(spec_or_folder: str | Path) -> Any:
     p = Path(spec_or_folder)
     if p.is_dir():
         try:
-            return AutoTokenizer.from_pretrained(str(p))
+            return AutoTokenizer.from_pretrained(str(p), **NO_REMOTE_CODE)
         except (OSError, ValueError) as exc:
             raise HeadlabError(f"cannot load the tokenizer in {p}: {exc}") from None
     from headlab.models.registry import NAMED_MODELS
@@ -58,6 +59,6 @@ def load_tokenizer(spec_or_folder: str | Path) -> Any:
 
         return load(str(spec_or_folder)).tokenizer
     try:
-        return AutoTokenizer.from_pretrained(str(spec_or_folder))
+        return AutoTokenizer.from_pretrained(str(spec_or_folder), **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         raise HeadlabError(f"unknown tokenizer {spec_or_folder!r} (use bpe:N, a named model or a path)") from exc
