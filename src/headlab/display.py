@@ -8,6 +8,8 @@ and the written files never disagree.
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 from headlab.errors import HeadlabError
@@ -18,7 +20,19 @@ _STYLE = ("<style>.headlab-result table{border-collapse:collapse;font-size:12px}
 
 
 #: link and image targets a rendered result may carry; anything else (``javascript:``, ``data:text/html``) is dropped
-SAFE_SCHEMES = ("http:", "https:", "mailto:")
+SAFE_SCHEMES = ("http", "https", "mailto")
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
+
+
+def link_allowed(target: str) -> bool:
+    """Whether a link or image target is relative or of a safe scheme, read as a browser reads it: character
+    references decoded (``javascript&#58;``), and the tabs, newlines and control characters it drops removed."""
+    t = target
+    for _ in range(3):  # nested references (&amp;#58;) decode one level per pass
+        t = html.unescape(t)
+    t = re.sub(r"[\x00-\x20\x7f]+", "", t).lower()
+    m = _SCHEME.match(t)
+    return m is None or m.group(1) in SAFE_SCHEMES
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -37,8 +51,7 @@ def safe_markdown(text: str) -> str:
         def run(self, root: Any) -> None:
             for el in root.iter():
                 for attr in ("href", "src"):
-                    target = (el.get(attr) or "").strip().lower()
-                    if ":" in target.split("/")[0] and not target.startswith(SAFE_SCHEMES):
+                    if not link_allowed(el.get(attr) or ""):
                         el.set(attr, "")
 
     md = markdown.Markdown(extensions=["tables"])

@@ -232,3 +232,31 @@ def test_inline_viewer_runs_inside_a_notebook_like_page_with_no_request(tmp_path
         frame.wait_for_selector("#map[data-head='2.3']")
         assert frame.locator("#tokens text.slash").count() >= 2
     assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []
+
+
+HOSTILE = "<!--<script>x</script><script>window.pwned=1</script>&amp;\u2028"
+
+
+@pytest.mark.browser
+@pytest.mark.integration
+def test_a_page_built_from_hostile_names_renders_and_runs_nothing(tmp_path):
+    """A model folder, a sample label and a text made of comment and script openers: the page renders (grid,
+    tokens, the name shown as text) and no script of theirs runs."""
+    _browser_or_skip()
+    from headlab.models.registry import NAMED_MODELS
+    from headlab.viewer import view
+    from headlab.viewer.browser import open_page
+
+    need("minilm-l6")
+    folder = tmp_path / f"m{HOSTILE.replace('/', '_')}"
+    folder.symlink_to(NAMED_MODELS["minilm-l6"].locate(), target_is_directory=True)
+    page_file = view(str(folder), tmp_path / "hostile.html", [(HOSTILE, f"a / b {HOSTILE} c / d")], progress=False)
+    text = page_file.read_text(encoding="utf-8") if isinstance(page_file, Path) else Path(page_file).read_text()
+    meta_block = text.split('id="hl-meta">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in meta_block and "&" not in meta_block  # nothing in the embedded JSON can switch the parser
+    with open_page(page_file) as (page, log):
+        page.wait_for_selector("#map[data-head]")
+        assert "<!--<script>" in page.inner_text("#title") + page.inner_text("#subtitle")
+        assert page.locator("#grid [id^=cell-]").count() == 72
+        assert page.evaluate("() => window.pwned === undefined")
+    assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import html
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -24,9 +25,15 @@ def _asset(name: str) -> str:
     return resources.files("headlab.viewer").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def _safe_json(obj: object) -> str:
-    # inside <script>, "</" would end the element; JSON allows escaping the slash
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def safe_json(obj: object) -> str:
+    """JSON to embed in a ``<script>`` element: ``<``, ``>`` and ``&`` as ``\\u`` escapes, so no ``</script>``,
+    ``<!--`` or ``<script`` from data (a model folder's name, a record id) can end the element or switch the
+    parser's state and blank the page; U+2028/9 escaped for older JavaScript parsers."""
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _JSON_ESCAPES[m.group(0)], text)
 
 
 TEMPLATE = """<!DOCTYPE html>
@@ -72,7 +79,7 @@ def render(data: ViewData) -> str:
     # only this script may run: a hash policy, so markup smuggled into data can never execute
     script_hash = "sha256-" + base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode()
     return TEMPLATE.format(title=html.escape(data.title), css=_asset("viewer.css"), js=js, script_hash=script_hash,
-                           meta=_safe_json(data.meta()), maps=maps)
+                           meta=safe_json(data.meta()), maps=maps)
 
 
 def write_html(data: ViewData, out: str | Path) -> Path:
