@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from headlab.detectors import Batch, Detector
 from headlab.io import write_json_atomic
 from headlab.models import LoadedModel, cache_dir
 from headlab.models.loaded import device_of
+from headlab.notices import say
 
 COSTS_FILE = "route-costs.json"
 #: timed forwards per route after one untimed warm-up: the fastest of them is the route's cost
@@ -69,8 +71,7 @@ class RoutePicker:
             self.chosen[shape] = {"route": routes[0], "why": f"eager would hold {dense_mb:.0f} MB of attention a "
                                                              f"layer, above the {self.block_mb:g} MB block budget"}
             return routes[0]
-        stored = self._stored().get(self._model_key(), {}).get(shape, {})
-        costs = {r: float(stored[r]) for r in routes if r in stored}
+        costs = self._stored_costs(shape, routes)
         measured = len(costs) < len(routes)
         if measured and n_batches < MIN_BATCHES:
             self.chosen[shape] = {"route": routes[0], "why": f"not timed: {n_batches} batch(es) of this shape, "
@@ -101,14 +102,35 @@ class RoutePicker:
             return {}
         return data if isinstance(data, dict) else {}
 
+    def _stored_costs(self, shape: str, routes: Sequence[str]) -> dict[str, float]:
+        """The cached seconds of ``routes`` at ``shape``; a damaged entry (not a table, a cost that is not a
+        finite positive number) is a cache miss, said on stderr and re-measured, never trusted nor fatal."""
+        by_shape = self._stored().get(self._model_key(), {})
+        stored = by_shape.get(shape, {}) if isinstance(by_shape, dict) else by_shape
+        if not isinstance(stored, dict):
+            say(f"{self.path}: a damaged entry for {shape} ({type(stored).__name__}); measuring the routes again")
+            return {}
+        good = {r: stored[r] for r in routes if r in stored and _is_cost(stored[r])}
+        bad = sorted(r for r in routes if r in stored and r not in good)
+        if bad:
+            say(f"{self.path}: damaged cost(s) for {', '.join(bad)} at {shape}; measuring the routes again")
+            return {}
+        return {r: float(c) for r, c in good.items()}
+
     def _store(self, shape: str, costs: dict[str, float]) -> None:
         data = self._stored()
-        data.setdefault(self._model_key(), {})[shape] = costs
+        if not isinstance(data.get(self._model_key()), dict):
+            data[self._model_key()] = {}
+        data[self._model_key()][shape] = costs
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomic(self.path, data)
         except OSError:  # a read-only cache costs a re-measurement next time, not the scan
             pass
+
+
+def _is_cost(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 def _measure(routes: Sequence[str], make: Callable[[], Batch], run: Callable[[str, Batch], None]
