@@ -97,6 +97,27 @@ def claim_file(path: str | os.PathLike[str], overwrite: bool = False) -> Path:
     return p
 
 
+def keep_apart(outputs: dict[str, Any], inputs: dict[str, Any]) -> None:
+    """Refuse, before the work, an output that is or lies inside one of the command's inputs, or another of its
+    outputs (paths resolved, links followed): ``--overwrite`` replaces a result, never the data it read.
+    ``outputs`` and ``inputs`` map an option's name to a path (None: not given); an input that is not an
+    existing path (a named corpus) is skipped."""
+    def real(p: Any) -> Path:
+        return Path(p).expanduser().resolve()
+
+    ins = {k: real(v) for k, v in inputs.items() if v is not None and Path(v).expanduser().exists()}
+    outs = {k: real(v) for k, v in outputs.items() if v is not None}
+    for name, out in outs.items():
+        for other, src in ins.items():
+            if out == src or src in out.parents:
+                raise HeadlabError(f"{name} {outputs[name]} is {'' if out == src else 'inside '}the input {other} "
+                                   f"{inputs[other]}; write results elsewhere (--overwrite never replaces an input)")
+        for other, dst in outs.items():
+            if other != name and (out == dst or dst in out.parents):
+                raise HeadlabError(f"{name} {outputs[name]} is {'' if out == dst else 'inside '}{other} "
+                                   f"{outputs[other]}; give each output its own place")
+
+
 def _clean(obj: Any) -> Any:
     """JSON has no NaN: undefined statistics are written as null."""
     if isinstance(obj, float):

@@ -79,3 +79,14 @@ def test_placebo_counts_against_a_naive_loop():
             assert got[sym] == want, sym
     one_extra = {**mass, "placebos": mass["placebos"].reshape(n, 3, L, H)[:, :2].reshape(-1, L, H)}
     assert set(placebo_counts(one_extra, n, symbols, ["-", ";"], 0.5, 3)) == {"-", ";"}  # only the placebos asked for
+
+
+def test_a_model_path_ending_in_dots_names_a_folder_inside_out(tmp_path, monkeypatch):
+    """languages/claims write OUT/NAME/: a path ending in .. or . must not make NAME climb out of OUT."""
+    from headlab.study.claims import folder_name, folder_names
+
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "models" / "m")
+    assert folder_name("..") == "models" and folder_name(".") == "m" and folder_name("./") == "m"
+    assert folder_name(str(tmp_path / "models" / "m" / "..")) == "models"
+    assert all(n not in ("", ".", "..") for n in folder_names(["..", ".", "a/..", "b/.."]))

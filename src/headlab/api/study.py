@@ -51,20 +51,25 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
 
 @in_callers_words
 @listed("runs")
-def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare") -> Written:
+def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare",
+            overwrite: bool = False) -> Written:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
-    slash-pattern share. ``records()``: one row per run; ``figure()``: the per-layer maxima against depth.
+    slash-pattern share; an earlier comparison in ``out`` is replaced only with ``overwrite``. ``records()``: one
+    row per run; ``figure()``: the per-layer maxima against depth.
 
     Example:
 
         c = headlab.compare(["runs/claims/minilm-l6", "runs/claims/smollm2-135m"])
         c.to_pandas(); c.figure()
     """
+    from headlab.io import keep_apart
     from headlab.study.compare import compare as run
     from headlab.study.compare import compare_figure
 
-    sums = run(runs, out, kappa)
+    keep_apart({"--out": out}, {f"run {r}": r for r in runs})
+    with saving(out, ("compare.md", "compare.json", "compare.png"), overwrite) as folder:
+        sums = run(runs, str(folder), kappa)
     return Written(Path(out), "compare.md", sums, compare_figure)
 
 

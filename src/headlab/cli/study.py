@@ -69,6 +69,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
     p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="SlashScore threshold for the slash-pattern share")
     p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.compare, _cmd_compare)
 
 

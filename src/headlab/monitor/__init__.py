@@ -94,12 +94,14 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     from contextlib import nullcontext
 
     from headlab.distributed import device_for, world
-    from headlab.io import claim_file, saving
+    from headlab.io import claim_file, keep_apart, saving
     from headlab.monitor.dataset import dataset_files, write_back
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
     rank = check_corpus(corpus, id_field)
+    keep_apart({"--write-filtered": write_filtered, "--write-scores": write_scores, "--out": out},
+               {**{f"--corpus {c}": c for c in corpus}, "profile": None if isinstance(profile, Profile) else profile})
     targets = [None if p is None else claim_file(p, overwrite) for p in (write_filtered, write_scores)]
     if any(targets):
         dataset_files(corpus)  # records to write back, before the work

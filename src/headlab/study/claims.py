@@ -245,8 +245,13 @@ def shown_path(path: str | Path) -> str:
 
 
 def folder_name(model: str | LoadedModel) -> str:
-    """A model's result folder name: a named model's name, or the last part of a path."""
-    return Path(str(model.name if isinstance(model, LoadedModel) else model).rstrip("/")).name
+    """A model's result folder name: a named model's name, or the last part of a path (of the path resolved,
+    where it ends in ``.`` or ``..``, so that no result lands outside its folder)."""
+    spec = str(model.name if isinstance(model, LoadedModel) else model).rstrip("/") or "/"
+    name = Path(spec).name
+    if name in ("", ".", ".."):
+        name = Path(spec).expanduser().resolve().name or "root"
+    return name
 
 
 def folder_names(models: Sequence[str | LoadedModel]) -> list[str]:
@@ -254,8 +259,8 @@ def folder_names(models: Sequence[str | LoadedModel]) -> list[str]:
     parent folder in the name (``a-mm``, ``b-mm``), and a name still shared gets its position."""
     specs = [str(m.name if isinstance(m, LoadedModel) else m).rstrip("/") for m in models]
     names = [folder_name(s) for s in specs]
-    names = [f"{Path(s).parent.name}-{n}" if names.count(n) > 1 and Path(s).parent.name else n
-             for s, n in zip(specs, names)]
+    names = [f"{Path(s).parent.name}-{n}" if names.count(n) > 1 and Path(s).parent.name not in ("", ".", "..")
+             else n for s, n in zip(specs, names)]
     return [f"{n}-{i}" if names.count(n) > 1 else n for i, n in enumerate(names)]
 
 
