@@ -227,3 +227,28 @@ def test_a_profile_keeps_the_dtype_it_was_fitted_in(tmp_path) -> None:
     _, given = headlab.monitor.check(out, corpus=["pysrc"], model=headlab.load("minilm-l6", dtype="bfloat16"),
                                      max_samples=8, progress=False)
     assert [r["score"] for r in own] == [r["score"] for r in given] and len(own) > 0
+
+
+def test_every_skipped_record_is_recorded_in_the_result_not_only_said(profile, tmp_path, capsys) -> None:
+    """Lines that are not objects, texts that are null, numbers, lists, empty or blank, and ids of another type
+    are said on stderr and kept in check.json and monitor.md; a byte-order mark does not cost the first record."""
+    from .conftest import PLAIN_TEXTS
+
+    texts = PLAIN_TEXTS * 4
+    good = [json.dumps({"id": f"r{i}", "text": t}) for i, t in enumerate(texts[:3])]
+    lines = ["\ufeff" + good[0], good[1], "[1, 2]", json.dumps({"id": "n", "text": None}),
+             json.dumps({"id": "x", "text": 5}), json.dumps({"id": "l", "text": ["a"]}),
+             json.dumps({"id": "e", "text": ""}), json.dumps({"id": "b", "text": "   "}),
+             json.dumps({"id": {"a": 1}, "text": texts[3]}), good[2]]
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["monitor", "check", str(profile), "--corpus", str(data), "--out", str(tmp_path / "c"),
+                 "--no-progress"]) == 0
+    rows = [json.loads(x)["doc"] for x in (tmp_path / "c" / "monitor.jsonl").read_text().splitlines()]
+    assert f"{data}#r0" in rows and len(rows) == 4  # the BOM-prefixed first record is kept; the odd id by line
+    check = json.loads((tmp_path / "c" / "check.json").read_text())
+    said = " ".join(check["notices"])
+    assert "without a string 'text' field skipped" in said and "empty or blank text skipped" in said
+    assert "named by their line number" in said
+    assert "Skipped or repaired" in (tmp_path / "c" / "monitor.md").read_text()
+    assert "empty or blank" in capsys.readouterr().err

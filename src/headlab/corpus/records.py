@@ -46,6 +46,7 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
     out: list[tuple[str, Any, int]] = []
     seen: dict[str, int] = {}
     no_text: list[int] = []
+    empty: list[int] = []
     unnamed = replaced = 0
     offset = 0
     with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
@@ -62,6 +63,7 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
                 no_text.append(n)
                 continue
             if not text.strip():
+                empty.append(n)
                 continue
             ident = rec.get(id_field) if id_field else None
             if isinstance(ident, (str, int)) and not isinstance(ident, bool) and str(ident):
@@ -74,11 +76,19 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
                 name, unnamed = f"{path}:{n}", unnamed + 1
             out.append((name, text if zipped else (start, len(raw)), n))
     _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field)  # a file with no ids at all: lines
+    if empty:
+        say(f"{path}: {len(empty)} record(s) with an empty or blank text skipped (line {_lines(empty)})")
     return out
 
 
+def _lines(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+
+
 def _parse(raw: bytes) -> tuple[Any, int]:
-    """The JSON value of one line (None if it is not JSON) and how many bytes were not UTF-8."""
+    """The JSON value of one line (None if it is not JSON) and how many bytes were not UTF-8; a byte-order mark
+    (which some editors put before the first record) is not part of the record."""
+    raw = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
     text = raw.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
     try:
@@ -89,10 +99,10 @@ def _parse(raw: bytes) -> tuple[Any, int]:
 
 def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id_field: str | None) -> None:
     if no_text:
-        where = ", ".join(map(str, no_text[:5])) + (", ..." if len(no_text) > 5 else "")
-        say(f"{path}: {len(no_text)} record(s) without a string 'text' field skipped (line {where})")
+        say(f"{path}: {len(no_text)} record(s) without a string 'text' field skipped (line {_lines(no_text)})")
     if unnamed:
-        say(f"{path}: {unnamed} record(s) without an '{id_field}' field, named by their line number")
+        say(f"{path}: {unnamed} record(s) without a string or integer '{id_field}' field, named by their line "
+            "number")
     if replaced:
         say(f"{path}: {replaced} byte sequence(s) that are not UTF-8 replaced by U+FFFD")
 

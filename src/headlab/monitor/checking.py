@@ -13,6 +13,7 @@ from headlab.monitor.fingerprint import MONITOR_DETECTORS, scanned
 from headlab.monitor.profile import Profile
 from headlab.monitor.scoring import Verdicts, score_check
 from headlab.monitor.screening import CheckResult
+from headlab.notices import recorded
 
 CHECK_FILES = ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"]
 
@@ -57,10 +58,11 @@ def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | 
     work, resume, every, keep_rows = kept
     prof = _profile(profile, model)
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
-    with scanned(model or prof.model, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress,
-                 device, detectors, id_field, work=work, resume=resume, checkpoint_every=every,
-                 dtype=prof.settings.get("dtype", "float32")) as (path, _):
-        scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows) if w.main else None
+    with recorded() as said, scanned(model or prof.model, corpus, max_samples, seed, batch_size,
+                                     prof.settings["max_length"], progress, device, detectors, id_field, work=work,
+                                     resume=resume, checkpoint_every=every,
+                                     dtype=prof.settings.get("dtype", "float32")) as (path, _):
+        scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows, said) if w.main else None
     if scored is None:
         return w.all_gather(None)[0], [], None
     if w.size > 1:

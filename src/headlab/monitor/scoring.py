@@ -45,9 +45,11 @@ class Verdicts:
 
 
 def score_check(prof: Profile, path: Path, rank: dict[str, int], corpus: list[str], out: Path | None,
-                scratch: Path | None, keep_rows: bool) -> tuple[CheckResult, list[dict[str, Any]], Verdicts]:
+                scratch: Path | None, keep_rows: bool, said: list[str] | None = None
+                ) -> tuple[CheckResult, list[dict[str, Any]], Verdicts]:
     """Score the per-sample rows at ``path`` against ``prof``; with ``out``, write the row files and the summary
-    there. Returns the summary, the rows (only with ``keep_rows``: they grow with the records) and the verdicts."""
+    there. Returns the summary, the rows (only with ``keep_rows``: they grow with the records) and the verdicts.
+    ``said``: what the check skipped or repaired so far (records, lines, bytes), kept in the summary."""
     verdicts, kept, worst = Verdicts.empty(rank), [], []
     z_flagged = np.zeros(len(prof.features))
     files: Any = RowFiles(out, prof) if out is not None else nullcontext()
@@ -70,7 +72,8 @@ def score_check(prof: Profile, path: Path, rank: dict[str, int], corpus: list[st
     mean_z = z_flagged / max(flagged, 1)
     top = [{"feature": prof.features[j], "mean_z": float(mean_z[j])} for j in np.argsort(-np.abs(mean_z))[:5]]
     res = CheckResult(model=prof.model, corpus=corpus, n_documents=n, n_flagged=flagged,
-                      flag_rate=flagged / max(1, n), threshold=prof.threshold, fpr=prof.fpr, top_features=top)
+                      flag_rate=flagged / max(1, n), threshold=prof.threshold, fpr=prof.fpr, top_features=top,
+                      notices=list(said or []))
     if out is not None:
         write_summary(out, res, worst, prof, verdicts.score[scored])
     return res, kept, verdicts

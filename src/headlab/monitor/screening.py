@@ -4,7 +4,7 @@ deviate most, in words a data engineer can act on."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +46,15 @@ class CheckResult(Result):
     threshold: float
     fpr: float
     top_features: list[dict[str, Any]]
+    notices: list[str] = field(default_factory=list)  # what the check skipped or repaired, as said on stderr
 
     def markdown(self) -> str:
         lines = [f"**{self.n_flagged} of {self.n_documents}** documents of {', '.join(self.corpus)} flagged "
                  f"({100 * self.flag_rate:.1f}%; the profile flags {100 * self.fpr:.0f}% of its reference)", "",
                  "| feature | mean robust z over the flagged documents |", "|---|---|"]
         lines += [f"| {t['feature']} | {t['mean_z']:+.1f} |" for t in self.top_features]
+        if self.notices:
+            lines += ["", "Skipped or repaired:", "", *(f"- {n}" for n in self.notices)]
         return "\n".join(lines) + "\n"
 
 
@@ -83,6 +86,8 @@ def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
     for r in worst:
         lines.append(f"| {r['doc']} | {r['score']:.1f}{' (flag)' if r['flag'] else ''} | "
                      f"{r['deviations'][0]['explanation']} |")
+    if res.notices:
+        lines += ["", "Skipped or repaired (also said on stderr):", "", *(f"- {n}" for n in res.notices)]
     return "\n".join(lines) + "\n"
 
 
