@@ -229,6 +229,11 @@ ROWS += [
         _remote_code_folder, absent=["ran.txt"]),
     Row("models check of a folder that asks to run its own code", "models check {tmp}/evil".split(), 2,
         "never runs code", _remote_code_folder, absent=["ran.txt"]),
+    Row("khop with a hop count no sequence holds", "retrieval train --task khop --depth 100000 --out {tmp}/r".split(),
+        2, "hop counts 1..99", absent=["r"]),
+    *(Row(f"khop with the minimal task's {opt}", f"retrieval train --task khop --depth 4 {opt} --out {{tmp}}/r"
+          .split(), 2, "minimal task", absent=["r"])
+      for opt in ("--curriculum dense", "--distractors 1", "--separator")),
     Row("verdicts of a folder that does not exist", "verdicts {tmp}/nothing".split(), 2, "is not a folder"),
     Row("verdicts recorded without a reason", ["verdicts", "{tmp}/res", "--record", " "], 2, "empty reason",
         lambda t: (t / "res").mkdir(), absent=["res/verdict_changes.md"]),

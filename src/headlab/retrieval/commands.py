@@ -94,6 +94,12 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
         if min_depth is not None:
             raise HeadlabError(f"--min-depth {min_depth}: the minimal task's option; khop draws every sequence's "
                                "hop count from 0..depth already")
+        unused = [f"--{k} {v}" for k, v, default in (("curriculum", curriculum, "chain"),
+                                                     ("distractors", distractors, 2), ("separator", separator, False))
+                  if v != default]
+        if unused:
+            raise HeadlabError(f"{', '.join(unused)}: the minimal task's option(s); the k-hop task has no curriculum, "
+                               "distractor chains or separator")
         from headlab.retrieval.khop import KHopTask, train_khop
 
         r = train_khop(KHopTask(max_hops=depth), out, n_layers=n_layers, n_heads=n_heads, d_model=d_model,

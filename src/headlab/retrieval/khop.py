@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from headlab.errors import HeadlabError
+
 #: their ``local/errors.json`` for d = 128, 4 heads, unlimited samples: layers -> the largest k with every
 #: hop count 0..k below 5% error (e.g. 3 layers: k = 3; 5 layers: k = 8)
 PUBLISHED = {2: 1, 3: 3, 4: 5, 5: 8, 6: 15}
@@ -32,6 +34,12 @@ class KHopTask:
     max_hops: int = 16
     seq_len: int = 100
     n_chars: int = 4
+
+    def __post_init__(self) -> None:
+        # every hop lands at least one position earlier, so past seq_len - 1 hops every target is "none"
+        if not 1 <= self.max_hops <= self.seq_len - 1:
+            raise HeadlabError(f"--depth {self.max_hops}: k-hop sequences of {self.seq_len} characters hold hop "
+                               f"counts 1..{self.seq_len - 1}")
 
     # token ids: hop counts 0..max_hops, then the characters, then "none" and "blank" (their order)
     @property
