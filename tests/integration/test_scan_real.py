@@ -8,7 +8,7 @@ import pytest
 
 from headlab import scan
 from headlab.cli import main
-from tests.support import says
+from tests.support import need, says
 
 from .conftest import PLAIN_TEXTS, SLASH_TEXTS, named
 
@@ -159,3 +159,16 @@ def test_a_bfloat16_scan_agrees_with_the_float32_scan(name, tol):
     assert half.settings["dtype"] == "bfloat16" and full.settings["dtype"] == "float32"
     for k in full.means:
         np.testing.assert_allclose(half.means[k], full.means[k], atol=tol, rtol=0, equal_nan=True, err_msg=k)
+
+
+def test_a_window_above_the_models_limit_is_said_and_recorded():
+    """--max-length beyond what the model's positions hold is cut to the limit, said on stderr and kept in the
+    scan's notices, never silently."""
+    from headlab.census.scanner import scan
+    from headlab.notices import recorded
+
+    need("minilm-l6")
+    with recorded() as said:
+        r = scan("minilm-l6", texts=["a / b c d e f g h " * 300], max_samples=1, max_length=1024, progress=False)
+    assert r.settings["window"] == 512
+    assert any("--max-length 1024 is above" in m for m in said)

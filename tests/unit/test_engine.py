@@ -103,3 +103,4 @@ def test_a_replaced_tokenizer_gets_its_own_ids_and_a_bigger_vocabulary_is_refuse
     big = train_bpe(["a/b c/d e f g h i j k"] * 8, 400)
     with pytest.raises(HeadlabError, match="tokenizer has .* tokens but the model embeds"):
         scan(dataclasses.replace(lm, tokenizer=big), ["a/b c/d"], progress=False)
+

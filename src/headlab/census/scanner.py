@@ -110,6 +110,9 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     docs = _documents(texts, corpus, s.id_field)
     targets = token.target_ids if token is not None else ()  # type: ignore[attr-defined]
     window = min(s.max_length, loaded.facts.max_length)
+    if window < s.max_length:
+        say(f"--max-length {s.max_length} is above {loaded.name}'s limit of {loaded.facts.max_length} tokens: "
+            f"windows are {window} tokens")
     sampler = Sampler(loaded.tokenizer, window, s.stride, s.seed, targets, s.target_filter)  # type: ignore[arg-type]
     record = {
         "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
