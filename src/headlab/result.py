@@ -150,7 +150,11 @@ class Result(Displayable):
     def read(cls: type[R], where: str | Path) -> R:
         """The result in ``where``: the folder its :meth:`write` wrote, or the JSON file itself."""
         path = Path(where)
-        return cls.from_json(read_json(path / cls.KIND if path.is_dir() else path))
+        file = path / cls.KIND if path.is_dir() else path
+        try:
+            return cls.from_json(read_json(file))
+        except HeadlabError as exc:
+            raise (exc if str(file) in str(exc) else HeadlabError(f"{file}: {exc}")) from None
 
     def write(self, folder: str | Path) -> Path:
         """Write ``KIND`` (and the companion files) into ``folder``, each atomically; returns the folder."""

@@ -234,6 +234,15 @@ ROWS += [
     *(Row(f"khop with the minimal task's {opt}", f"retrieval train --task khop --depth 4 {opt} --out {{tmp}}/r"
           .split(), 2, "minimal task", absent=["r"])
       for opt in ("--curriculum dense", "--distractors 1", "--separator")),
+    Row("retrieval depth-law over a truncated summary.json", "retrieval depth-law {tmp}/sw".split(), 2,
+        "summary.json", _file("sw/L2-D2-chain-s0/summary.json", '{"task": {"depth": 2, "curr')),
+    Row("monitor check with a profile whose threshold is null",
+        "monitor check {tmp}/p --corpus {tmp}/d.jsonl --out {tmp}/o".split(), 2, "profile.json",
+        lambda t: (_file("d.jsonl", '{"id": "a", "text": "x"}\n')(t), _file("p/profile.json", json.dumps({
+            "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
+            "covariance": [[1.0]], "threshold": None, "fpr": 0.01, "n_fit": 1, "n_calibration": 1,
+            "calibration_flag_rate": 0.0, "calibration_scores": [0.0], "settings": {}}))(t)),
+        absent=["o/check.json"]),
     Row("verdicts of a folder that does not exist", "verdicts {tmp}/nothing".split(), 2, "is not a folder"),
     Row("verdicts recorded without a reason", ["verdicts", "{tmp}/res", "--record", " "], 2, "empty reason",
         lambda t: (t / "res").mkdir(), absent=["res/verdict_changes.md"]),
@@ -484,7 +493,7 @@ def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
     f = tmp_path / "c.jsonl"
     f.write_text('{"text": "fine"}\n{"title": "no text"}\n{"text": 3}\n{"id": 7, "text": "named"}\n')
     with says(r"2 record\(s\) without a string 'text' field skipped \(line 2, 3\)"):
-        with says(r"1 record\(s\) without an 'id' field, named by their line number"):
+        with says(r"1 record\(s\) without a string or integer 'id' field, named by their line number"):
             docs = list(file_documents(str(f)))
     assert [d.doc_id for d in docs] == [f"{f}:1", f"{f}#7"]  # a record is a document, in file order
     assert [d.load() for d in docs] == [["fine"], ["named"]]

@@ -56,6 +56,18 @@ class Profile(Result):
     calibration_scores: list[float]
     settings: dict[str, Any]
 
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "Profile":
+        prof = super().decode(d)
+        for name in ("threshold", "fpr"):
+            value = getattr(prof, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ValueError(f"{name} is {value!r}, not a number")
+        n = len(prof.features)
+        if len(prof.median) != n or len(prof.scale) != n or any(len(row) != n for row in prof.covariance):
+            raise ValueError(f"{n} features but medians, scales or covariance of other sizes")
+        return prof
+
     def summary(self) -> str:
         return (f"profile of {self.model} on {', '.join(self.corpus)}: {len(self.features)} features, "
                 f"{self.n_fit} documents fitted, {self.n_calibration} held out; threshold {self.threshold:.2f} "

@@ -9,7 +9,6 @@ layers x depth for each curriculum, with the bound layers = log_3(2D)) and ``lea
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Sequence
 from headlab.errors import HeadlabError
 from headlab.io import read_jsonl
 from headlab.plotting import new_figure, pyplot, save_figure
-from headlab.result import Result
+from headlab.result import Result, read_json
 from headlab.retrieval.training import RetrievalTask
 
 
@@ -107,7 +106,7 @@ def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
     for i, name in enumerate(_run_groups(groups, jobs)):
         if progress:
             print(f"headlab: sweep ensemble {i + 1}/{len(groups)} done: {name}", file=sys.stderr, flush=True)
-    runs = [json.loads((out / cell_name(*c) / "summary.json").read_text()) for c in cells
+    runs = [read_json(out / cell_name(*c) / "summary.json") for c in cells
             if (out / cell_name(*c) / "summary.json").exists()]
     for r in runs:
         r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
@@ -149,7 +148,7 @@ def _cell_table(runs: list[dict[str, Any]], layers: Sequence[int], depths: Seque
 def _check_settings(run: Path, settings: dict[str, Any], task: dict[str, Any]) -> None:
     """Refuse a sweep folder whose finished cell ``run`` was trained with other model/optimizer ``settings`` or
     other ``task`` fields (a missing task field reads as its default: files written before it existed)."""
-    old = json.loads((run / "summary.json").read_text())
+    old = read_json(run / "summary.json")
     old.setdefault("positions", "rope")  # summaries written before these were recorded
     old.setdefault("init", "default")
     old.setdefault("untied", False)

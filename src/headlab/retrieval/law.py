@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from headlab.errors import HeadlabError
 from headlab.plotting import new_figure, save_figure
-from headlab.result import Result
+from headlab.result import Result, read_json
 from headlab.retrieval.khop import PUBLISHED
 
 SOLVED = 0.95
@@ -152,9 +152,8 @@ class DepthLawResult(Result):
 
 def _sweep_cells(folder: Path, solved: float) -> list[dict[str, Any]]:
     """The cells of one sweep folder (one depth and budget), each naming its folder, trained depth and steps."""
-    import json
 
-    summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("*/summary.json"))]
+    summaries = [read_json(p) for p in sorted(folder.glob("*/summary.json"))]
     if not summaries:
         raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
     budget = ("steps", "batch_size", "d_model", "n_heads", "lr")

@@ -32,6 +32,7 @@ import torch
 from headlab.attention.padding import pad_right
 from headlab.errors import HeadlabError
 from headlab.io import read_jsonl
+from headlab.result import read_json
 from headlab.retrieval.task import MinimalVocab, minimal
 
 if TYPE_CHECKING:
@@ -295,7 +296,7 @@ def load_run(run: Path, folder: Path | None = None) -> tuple["Transformer", Retr
 
     if not (run / "task.json").exists():
         raise HeadlabError(f"{run} is not a retrieval run (no task.json)")
-    task = RetrievalTask(**json.loads((run / "task.json").read_text()))
+    task = RetrievalTask(**read_json(run / "task.json"))
     model = Transformer(load_config(run / "config.toml").model)
     if folder is None:
         ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")

@@ -4,11 +4,11 @@ retrieval rules (``headlab.rulebook.retrieval``): this module gathers each rule'
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from headlab.result import read_json
 from headlab.rulebook import BOOK, VERSION
 
 #: (row, rule, sweeps whose depth laws it reads) for the depth law, on the document's task and on k-hop
@@ -25,7 +25,7 @@ DENSE_ANALYZED = ("init/dense-d3", "depth_law", "depth_law_long", "depth_law_d8"
 
 
 def _json(path: Path) -> Any:
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def _summaries(folder: Path) -> list[dict[str, Any]]:
