@@ -90,3 +90,19 @@ def test_a_model_path_ending_in_dots_names_a_folder_inside_out(tmp_path, monkeyp
     assert folder_name("..") == "models" and folder_name(".") == "m" and folder_name("./") == "m"
     assert folder_name(str(tmp_path / "models" / "m" / "..")) == "models"
     assert all(n not in ("", ".", "..") for n in folder_names(["..", ".", "a/..", "b/.."]))
+
+
+def test_a_saved_ablation_with_more_control_sets_is_reused_not_one_with_fewer(tmp_path):
+    import json
+    import shutil
+    from pathlib import Path
+
+    from headlab.study.claims_parts import saved_ablation
+
+    committed = Path(__file__).resolve().parents[2] / "results" / "study" / "claims" / "smollm2-135m" / "ablate.json"
+    shutil.copy(committed, tmp_path / "ablate.json")
+    d = json.loads(committed.read_text())
+    draws, heads = d["control"]["draws"], d["heads"]
+    assert saved_ablation(tmp_path, d["model"], heads, draws, d["n_samples"]) is not None
+    assert saved_ablation(tmp_path, d["model"], heads, max(1, draws // 10), d["n_samples"]) is not None
+    assert saved_ablation(tmp_path, d["model"], heads, draws + 1, d["n_samples"]) is None

@@ -173,7 +173,8 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     wiki + pydoc) feeds the scans and the ablation; ``target_filter`` ``with-target`` scans only windows holding
     `/`, which leaves the slash-dominance rule as it is (windows without `/` are not part of its sequence).
     ``resume`` reuses each model's scan, characterization and ablation saved in ``save_dir`` by an earlier run
-    with the same settings (:mod:`headlab.study.claims_parts`). Claim 8 ablates at most half of a layer's
+    with the same settings (an ablation with at least ``ablation_draws`` control sets; each row names its own
+    count) (:mod:`headlab.study.claims_parts`). Claim 8 ablates at most half of a layer's
     heads (the ones with most `/` mass), so that every layer has a matched control; the rest are named."""
     from headlab.corpus import documents
     from headlab.models.loader import check_source, torch_dtype
