@@ -16,7 +16,13 @@ class Head(NamedTuple):
 
     @classmethod
     def parse(cls, text: str) -> "Head":
-        """``"3.1"`` -> ``Head(3, 1)``; anything else is a one-line error naming the text."""
+        """``"3.1"`` -> ``Head(3, 1)``; anything else is a one-line error naming the text. A number is refused:
+        0.10 and 0.1 are one float, so head 0.10 cannot be told from head 0.1 once written as one."""
+        if isinstance(text, Head):
+            return text
+        if not isinstance(text, str):
+            raise HeadlabError(f"head {text!r} is a {type(text).__name__}: write heads as strings 'L.H' (the "
+                               "float 0.10 is 0.1)")
         try:
             layer, head = (int(x) for x in text.strip().split("."))
         except ValueError:

@@ -144,3 +144,15 @@ def test_slash_token_masks():
     assert not plain[0].any()
     enc_slash, _ = _masks(Batch(ids, mask, causal=False), frozenset({7}), causal=False, k=2)
     assert enc_slash[0].tolist() == [False, True, False, False, False, False]
+
+
+@pytest.mark.parametrize("bad", [0.10, 1, 3.5, None, ["0.1"]])
+def test_a_head_given_as_a_number_is_refused_not_read_as_another_head(bad):
+    """0.10 (layer 0, head 10) written as a float is 0.1: a head must be the string 'L.H'."""
+    from headlab.ablation.heads import parse_heads
+    from headlab.errors import HeadlabError
+    from headlab.head import Head
+
+    with pytest.raises(HeadlabError, match="write heads as strings|not of the form"):
+        parse_heads([bad], 2, 12)
+    assert parse_heads(["0.10", Head(1, 2), " "], 2, 12) == {0: [10], 1: [2]}

@@ -39,7 +39,9 @@ def parse_heads(spec: str | Sequence[str], n_layers: int, n_heads: int) -> dict[
     """``"3.1,5.0"`` or ``["3.1", "5.0"]`` → ``{3: [1], 5: [0]}``, checked against the model's shape."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out: dict[int, list[int]] = {}
-    for item in (i.strip() for i in items if i.strip()):
+    for item in (i.strip() if isinstance(i, str) else i for i in items):
+        if item == "":
+            continue
         layer, head = Head.parse(item).check(n_layers, n_heads)
         if head in out.get(layer, []):
             say(f"head {layer}.{head} is listed more than once; it counts once")

@@ -39,8 +39,9 @@ def _folders(run: Path, out: Path) -> list[Path]:
     return found
 
 
-def collect(run: str | Path, out: str | Path) -> list[Section]:
-    """Every section found in ``run``, figures drawn into ``out/figures``."""
+def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) -> list[Section]:
+    """Every section found in ``run``, figures drawn into ``out/figures``; a result that cannot be read is left
+    out, said, and added to ``skipped`` (the report names it)."""
     run, out = Path(run), Path(out)
     if not run.is_dir():
         raise HeadlabError(f"{run} is not a folder")
@@ -50,24 +51,26 @@ def collect(run: str | Path, out: str | Path) -> list[Section]:
         raise HeadlabError(f"no headlab results in {run} (looked for {', '.join(sorted({m for _, m, _ in SECTIONS}))})")
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
-    sections, skipped = [], []
+    sections: list[Section] = []
+    skipped = skipped if skipped is not None else []
     for kind, folder, marker, build in found:
         path = folder / marker
         try:
             sections.append(build(folder, figdir, "-".join(folder.relative_to(run).parts) or run.name))
         except (KeyError, ValueError, TypeError, OSError, HeadlabError) as exc:  # one damaged result does not sink it
-            skipped.append(path)
-            say(f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc}); "
-                          "its section is left out")
+            why = f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc})"
+            skipped.append(why)
+            say(f"{why}; its section is left out")
     if not sections:
-        raise HeadlabError(f"none of the results in {run} could be read ({', '.join(map(str, skipped))})")
+        raise HeadlabError(f"none of the results in {run} could be read ({'; '.join(skipped)})")
     return sections
 
 
 def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[str, Any]:
     """Write ``out/report.md`` and ``out/report.html``; returns their paths and the section titles."""
     run, out = Path(run), Path(out)
-    sections = collect(run, out)
+    skipped: list[str] = []
+    sections = collect(run, out, skipped)
     title = title or f"headlab report — {run.name}"
     viewer = next((p for p in sorted(run.glob("*.html")) if p.name != "report.html"), None)
     md = [f"# {title}", "", f"Results found in `{run}`: " + ", ".join(s.title for s in sections) + "."]
@@ -76,6 +79,9 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[s
         md += ["", f"Interactive attention viewer: [{viewer.name}]({rel.as_posix()})"]
     for s in sections:
         md += ["", f"## {s.title}", "", s.markdown]
+    if skipped:
+        md += ["", "## Left out", "", "Results found but not readable; their sections are not in this report:", "",
+               *(f"- {why}" for why in skipped)]
     text = "\n".join(md) + "\n"
     write_text_atomic(out / "report.md", text)
     body = safe_markdown(text)  # a result folder from someone else may carry markup in names and texts
@@ -83,7 +89,8 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[s
                       f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"><title>"
                       f"{html.escape(title)}</title><style>{CSS}</style></head><body>{body}</body></html>\n")
     return {"markdown": str(out / "report.md"), "html": str(out / "report.html"),
-            "sections": [s.title for s in sections], "figures": sum(len(s.figures) for s in sections)}
+            "sections": [s.title for s in sections], "figures": sum(len(s.figures) for s in sections),
+            "left_out": skipped}
 
 
 __all__ = ["SECTIONS", "Section", "collect", "report"]

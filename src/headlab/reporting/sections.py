@@ -8,6 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import quote
 
 import numpy as np
 
@@ -53,7 +54,9 @@ def section(kind: str, result: type[Result], under: str = "") -> Callable[[Build
 
 
 def _img(path: Path, figdir: Path, alt: str) -> str:
-    return f"![{alt}]({figdir.name}/{path.name})"
+    # a folder name with spaces, parentheses or quotes would end a Markdown link target early
+    alt = alt.replace("[", "(").replace("]", ")")
+    return f"![{alt}]({quote(figdir.name)}/{quote(path.name)})"
 
 
 def _copy(src: Path, figdir: Path, tag: str) -> Path:
