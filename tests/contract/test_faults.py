@@ -21,7 +21,7 @@ from headlab.cli import main
 from tests.support import says
 
 from ..support import need
-from .procs import TINY, scan_proc, tiny_config, wait_for_progress
+from .procs import TINY, headlab_proc, scan_proc, tiny_config, wait_for_progress
 
 
 def test_a_full_disk_is_refused_before_the_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -233,3 +233,36 @@ def test_models_verify_reports_a_torn_manifest_and_leaves_a_linked_copy(tmp_path
     out = capsys.readouterr().out
     assert f"its {MANIFEST} is damaged" in out and "(removed" in out and not (models / "torn").exists()
     assert "left in place" in out and (tmp_path / "disk" / "elsewhere" / "model.safetensors").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_scan_stopped_gracefully_after_a_checkpoint_resumes_to_the_uninterrupted_numbers(tmp_path: Path,
+                                                                                           sig: int) -> None:
+    """SIGTERM or Ctrl-C after the first checkpoint: the interrupted result and its checkpoint stay, and --resume
+    finishes to the numbers of a scan that was never stopped (a kill already did; a graceful stop was refused)."""
+    import numpy as np
+
+    need("minilm-l6")
+    args = ("--max-samples", "48", "--checkpoint-every", "16", "--batch-size", "1")
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert main(["scan", "minilm-l6", *args, "--out", str(whole), "--no-progress"]) == 0
+    p = headlab_proc("scan", "minilm-l6", *args, "--out", str(stopped))
+    try:
+        wait_for_progress(p, 20)  # past the first checkpoint at 16
+        p.send_signal(sig)
+        p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert json.loads((stopped / "scan.json").read_text())["interrupted"] is True
+    assert main(["scan", "minilm-l6", *args, "--out", str(stopped), "--resume", "--no-progress"]) == 0
+    a, b = (json.loads((d / "scan.json").read_text()) for d in (whole, stopped))
+    assert b["interrupted"] is False and a["n_samples"] == b["n_samples"] == 48
+    assert len(a["heads"]) == len(b["heads"]) == 72
+    for ha, hb in zip(a["heads"], b["heads"]):
+        sa, sb = ha["scores"], hb["scores"]
+        nums = [k for k, v in sa.items() if isinstance(v, float)]
+        assert nums and ha["sdh"] == hb["sdh"]
+        np.testing.assert_allclose([sb[k] for k in nums], [sa[k] for k in nums], rtol=1e-6, atol=1e-7)

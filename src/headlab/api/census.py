@@ -68,14 +68,17 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         raise HeadlabError("checkpoints live in the output folder: pass --out (out=) to checkpoint or resume")
     # every rank refuses a bad --out alike, before the process group forms (the checks read, never write): a rank
     # that went on alone would wait in its first collective for a partner that has exited
+    # a resumed scan replaces the result its interrupted run left beside its checkpoint (a finished scan drops
+    # the checkpoint, so with one present the result in --out is that interrupted run's)
+    replace = overwrite or resume
     if out is not None:
         _check_resume(Path(out), resume, overwrite, CKPT_JSON)
-        claim_out(out, _FILES, overwrite)
+        claim_out(out, _FILES, replace)
     if per_sample is not None:
         claim_file(per_sample, overwrite)
     w = world()
     # one writer per folder: under torchrun only rank 0 claims and locks it
-    held = writing(out, _FILES, overwrite) if out is not None and w.main else contextlib.nullcontext(out)
+    held = writing(out, _FILES, replace) if out is not None and w.main else contextlib.nullcontext(out)
     with held as folder:
         r = run(model, texts, corpus=corpus, settings=settings, progress=progress, device=device_for(device, w),
                 checkpoint_dir=folder, resume=resume, per_sample=per_sample)
