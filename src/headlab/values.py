@@ -77,6 +77,19 @@ def items(value: Any) -> Any:
     return list(value)
 
 
+def strings(name: str, value: Any) -> list[str] | None:
+    """``value`` as a list of str (one string is one item; any iterable is read once), or one line naming the
+    first item that is not a string (bytes, a number, None, a nested list) and its place."""
+    if value is None:
+        return None
+    listed_value = items(value)
+    for i, v in enumerate(listed_value):
+        if not isinstance(v, str):
+            raise HeadlabError(f"{name}[{i}] is {type(v).__name__} {v!r:.40}: {name}= takes strings"
+                               + (" (decode bytes first)" if isinstance(v, bytes) else ""))
+    return listed_value
+
+
 def listed(*names: str) -> Any:
     """Decorate a twin so that its parameters ``names`` go through :func:`items` (its signature is kept)."""
     import functools

@@ -537,6 +537,9 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
     (tmp / "prof" / "profile.json").write_text("{}")
     return [
         ("scan resume without a folder", lambda: headlab.scan("minilm-l6", resume=True), "pass out="),
+        *((f"scan texts holding a {type(bad).__name__}", lambda bad=bad: headlab.scan("minilm-l6", ["ok", bad]),
+           "texts[1] is") for bad in (b"bytes", 5, None, ["nested"])),
+        ("scan texts as an iterator of numbers", lambda: headlab.scan("minilm-l6", iter([1, 2])), "texts[0] is"),
         ("scan per-sample not parquet", lambda: headlab.scan("minilm-l6", per_sample=str(tmp / "s.csv")),
          "give a .parquet file path"),
         ("characterize into a held folder", lambda: headlab.characterize("minilm-l6", out=tmp / "held"),

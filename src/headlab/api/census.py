@@ -14,7 +14,7 @@ from headlab.detectors import Detector
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.models import LoadedModel
-from headlab.values import listed
+from headlab.values import listed, strings
 
 _FILES = ScanResult.files()
 
@@ -62,6 +62,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         max_samples=max_samples, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
         target_filter=target_filter, route=route, chunk_mb=chunk_mb, checkpoint_every=checkpoint_every,
         id_field=id_field, dtype=dtype)
+    texts = strings("texts", texts)
     if per_sample is not None and not str(per_sample).endswith(".parquet"):
         raise HeadlabError(f"--per-sample {per_sample}: give a .parquet file path")
     if (resume or checkpoint_every) and out is None:
