@@ -18,15 +18,18 @@ from headlab.errors import HeadlabError
 @dataclass(frozen=True)
 class Rule:
     """``whole``: an integer of at least ``low``; ``share``: a finite number in [0, 1]; ``positive``: a finite
-    number above 0. ``optional``: None is allowed (the option's "not set")."""
+    number above 0; ``flag``: True or False (a string such as "no" is not False). ``optional``: None is allowed
+    (the option's "not set")."""
 
-    kind: Literal["whole", "share", "positive"]
+    kind: Literal["whole", "share", "positive", "flag"]
     low: int = 0
     optional: bool = False
 
     def problem(self, flag: str, value: Any) -> str | None:
         if value is None and self.optional:
             return None
+        if self.kind == "flag":
+            return None if isinstance(value, bool) else f"--{flag} {value!r}: give True or False"
         if self.kind == "whole":
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.low
             return None if ok else f"--{flag} {value!r}: give a whole number of at least {self.low}"
@@ -36,7 +39,7 @@ class Rule:
         return None if number and value > 0 else f"--{flag} {value!r}: give a number above 0"
 
 
-WHOLE, COUNT, SHARE = Rule("whole", 0), Rule("whole", 1), Rule("share")
+WHOLE, COUNT, SHARE, FLAG = Rule("whole", 0), Rule("whole", 1), Rule("share"), Rule("flag")
 RULES: dict[str, Rule] = {
     "threshold": SHARE, "kappa": SHARE, "consecutive": COUNT, "batch_size": COUNT, "n": COUNT, "top": COUNT,
     "samples": COUNT, "rope_samples": COUNT, "draws": WHOLE, "max_offset": WHOLE, "max_length": Rule("whole", 2),
@@ -44,7 +47,9 @@ RULES: dict[str, Rule] = {
     "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
     "chunk_mb": Rule("positive"), "window": Rule("whole", 2), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
     "continuation": WHOLE, "words": Rule("whole", 2), "suite_n": COUNT, "k": COUNT, "per_detector": COUNT,
-    "fpr": SHARE, "min_lift": SHARE,
+    "fpr": SHARE, "min_lift": SHARE, "n_layers": COUNT, "n_heads": COUNT, "d_model": COUNT, "steps": COUNT,
+    "lr": Rule("positive"), "eval_every": COUNT, "warmup_steps": Rule("whole", 0, optional=True),
+    "min_depth": Rule("whole", 1, optional=True), "untied": FLAG, "separator": FLAG,
 }
 
 

@@ -177,3 +177,19 @@ def test_counts_take_the_right_number() -> None:
 
     assert (count(1, "SDH"), count(2, "SDH"), count(0, "head")) == ("1 SDH", "2 SDHs", "0 heads")
     assert count(1, "query", "queries") == "1 query" and count(3, "query", "queries") == "3 queries"
+
+
+def test_top_heads_refuse_a_count_that_would_slice():
+    """top(n=-1) read as a slice returned every head but the last; a count below 1 is refused."""
+    from pathlib import Path
+
+    import pytest
+
+    from headlab.census.result import ScanResult
+    from headlab.errors import HeadlabError
+
+    r = ScanResult.read(Path(__file__).resolve().parents[2] / "results" / "study" / "claims" / "minilm-l6")
+    assert len(r.top("token", 3)) == 3
+    for bad in (-1, 0, 2.5, True):
+        with pytest.raises(HeadlabError):
+            r.top("token", bad)

@@ -197,8 +197,11 @@ class AblateSettings(Settings):
     batch_size: int = 8
 
     def more_problems(self) -> list[str]:
-        return [] if not isinstance(self.draws, int) or self.draws >= 1 else [
+        found = [] if not isinstance(self.draws, int) or self.draws >= 1 else [
             f"--draws {self.draws}: give at least 1 matched random set"]
+        if isinstance(self.samples, int) and self.samples < 2:  # half the windows hold '/', half do not
+            found.append(f"--samples {self.samples}: give at least 2 (half with '/', half without)")
+        return found
 
 
 #: ablate given no options

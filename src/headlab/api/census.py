@@ -14,7 +14,7 @@ from headlab.detectors import Detector
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.models import LoadedModel
-from headlab.values import listed, strings
+from headlab.values import check, listed, strings
 
 _FILES = ScanResult.files()
 
@@ -144,6 +144,8 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
     import json
 
     from headlab.census.per_sample import top as ranked
+
+    check(k=k)
     from headlab.head import Head
     from headlab.models.loader import load_tokenizer
 

@@ -90,8 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="greedy continuation tokens for the outcome-classified scoring (default 8; 0 = off)")
     e.add_argument("--device", default="cpu")
     dtype_option(e)
-    e.add_argument("--out", default=None, help="folder for eval_llm.json and eval_llm.png (default: "
-                   "runs/eval-llm-MODEL; from Python, out=None writes nothing)")
+    e.add_argument("--out", default=None, help="folder for eval_llm.json and .png (default runs/eval-llm-MODEL)")
     e.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     e.add_argument("--no-progress", action="store_true")
     bind(e, retrieval.eval_llm, _cmd_eval_llm)

@@ -90,6 +90,9 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
     """
     from headlab.retrieval.training import RetrievalTask
 
+    check(depth=depth, n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
+          lr=lr, distractors=distractors, warmup_steps=warmup_steps, eval_every=eval_every, seed=seed,
+          min_depth=min_depth, untied=untied, separator=separator)
     if task == "khop":
         if min_depth is not None:
             raise HeadlabError(f"--min-depth {min_depth}: the minimal task's option; khop draws every sequence's "
