@@ -209,3 +209,19 @@ def test_a_feature_of_almost_no_spread_cannot_explode_a_z() -> None:
     assert prof.scale[1] == SPREAD_FLOOR
     new = np.array([[0.5, 0.23, 0.9]])  # c moved too, but it never varied: no z to give it
     assert abs(prof.z(new)[0, 1]) == pytest.approx(3.0, rel=0.01) and prof.z(new).shape == (1, 2)
+
+
+def test_a_scored_copy_keeps_a_records_own_bytes():
+    """--write-scores adds the two keys to the record's bytes; bytes that are not UTF-8 are not re-encoded."""
+    import json
+
+    from headlab.monitor.dataset import FLAG_KEY, SCORE_KEY, with_scores
+
+    raw = b'{"id": "a", "text": "caf\xe9 \xff"}\n'
+    out = with_scores(raw, 1.5, True)
+    assert out.startswith(b'{"id": "a", "text": "caf\xe9 \xff"') and out.endswith(b"}\n")
+    rec = json.loads(out.decode("utf-8", errors="replace"))
+    assert rec[SCORE_KEY] == 1.5 and rec[FLAG_KEY] is True
+    assert json.loads(with_scores(b"{}\n", 0.5, False)) == {SCORE_KEY: 0.5, FLAG_KEY: False}
+    again = json.loads(with_scores(out, 2.0, False))  # keys already there: replaced, not doubled
+    assert again[SCORE_KEY] == 2.0 and again[FLAG_KEY] is False

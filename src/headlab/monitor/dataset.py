@@ -31,6 +31,19 @@ def dataset_files(corpus: Sequence[str]) -> list[Path]:
     return files
 
 
+def with_scores(raw: bytes, score: float, flag: bool) -> bytes:
+    """A record's own bytes with :data:`SCORE_KEY` and :data:`FLAG_KEY` added before its closing brace, so bytes
+    that are not UTF-8 (or any formatting) reach the written copy as they were; a record that already holds
+    those keys is written anew with them replaced."""
+    added = json.dumps({SCORE_KEY: score, FLAG_KEY: flag})[1:-1].encode()
+    body = raw.rstrip()
+    rec = json.loads(raw.decode("utf-8", errors="replace").lstrip("\ufeff"))
+    if SCORE_KEY in rec or FLAG_KEY in rec or not body.endswith(b"}"):
+        return (json.dumps({**rec, SCORE_KEY: score, FLAG_KEY: flag}) + "\n").encode("utf-8")
+    inner = body[:-1].rstrip()
+    return inner + (b"" if inner.endswith(b"{") else b", ") + added + b"}\n"
+
+
 def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, filtered: Path | None,
                scored: Path | None) -> dict[str, int]:
     """Write the kept records' bytes to ``filtered`` and the scored records with :data:`SCORE_KEY` and
@@ -57,9 +70,7 @@ def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, 
                     counts["kept"] += not flag
                     counts["scored"] += 1
                     if scored is not None:
-                        rec = json.loads(raw.decode("utf-8", errors="replace"))
-                        line = json.dumps({**rec, SCORE_KEY: score, FLAG_KEY: flag}) + "\n"
-                        handles[scored].write(line.encode("utf-8"))
+                        handles[scored].write(with_scores(raw, score, flag))
     finally:
         for handle in handles.values():
             handle.close()
