@@ -59,13 +59,94 @@ def in_python_words(message: str, params: Any) -> str:
     return re.sub(r"--([a-z][\w-]*)", bare, message)
 
 
+def _union(annotation: str) -> list[str]:
+    """The top-level members of an annotation's union, as written (``Sequence[str | Path] | None``)."""
+    parts, depth, cur = [], 0, ""
+    for ch in annotation:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "|" and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur.strip()]
+
+
+def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
+    """Whether ``value`` fits one union member; None where the member is not one this door checks (``names``:
+    the twin's module globals, where a class name is looked up; an alias or unknown name is not checked)."""
+    import os
+
+    if member == "None":
+        return value is None
+    if member == "str":
+        return isinstance(value, str)
+    if member in ("Path", "os.PathLike[str]"):
+        return isinstance(value, os.PathLike)
+    if member.startswith("Sequence[") and member.endswith("]"):
+        inner = _union(member[len("Sequence["):-1])
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            return _fits(inner, value, names)
+        return all(_fits(inner, v, names) for v in value) if isinstance(value, (list, tuple)) else True
+    cls = names.get(member)
+    if isinstance(cls, type) and member != "Any":  # a class the twin's module names: an instance of it
+        try:
+            return isinstance(value, cls)
+        except TypeError:  # a typing construct, not a class
+            return None
+    return None
+
+
+def _fits(members: list[str], value: Any, names: dict[str, Any]) -> bool:
+    got = [_matches(m, value, names) for m in members]
+    return any(got) or None in got
+
+
+#: what a parameter's values look like, where its type alone does not say it
+_FORMS = {"heads": " (heads written 'L.H')", "head": " (a head written 'L.H')"}
+
+
+def type_problem(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: dict[str, Any]
+                 ) -> str | None:
+    """The first argument of a Python call whose type its annotation (paths, strings, their sequences, headlab
+    classes) does not allow, or an empty sequence where one is required, in one line naming the keyword: a
+    raw TypeError deep in the work would name neither."""
+    sig = inspect.Signature(list(params.values()))
+    try:
+        bound = sig.bind_partial(*args, **kwargs)
+    except TypeError:
+        return None
+    for name, value in bound.arguments.items():
+        ann = params[name].annotation
+        if not isinstance(ann, str):
+            continue
+        members = _union(ann)
+        if not _fits(members, value, names):
+            seq = next((m for m in members if m.startswith("Sequence[")), None)
+            if seq is not None and isinstance(value, (list, tuple)):
+                inner = _union(seq[len("Sequence["):-1])
+                i, bad = next((i, v) for i, v in enumerate(value) if not _fits(inner, v, names))
+                return (f"{name}[{i}] is {type(bad).__name__} {bad!r:.40}: give {' or '.join(inner)}"
+                        + _FORMS.get(name, ""))
+            return f"{name}={value!r:.60}: give {' or '.join(members)}{_FORMS.get(name, '')}"
+        required = params[name].default is inspect.Parameter.empty
+        if required and any(m.startswith("Sequence[") for m in members) and isinstance(value, (list, tuple)) \
+                and not value:
+            return f"{name}=[]: give at least one"
+    return None
+
+
 def in_callers_words(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a Python twin: its refusals name options as keywords when Python called it, as flags when the
-    command line did (the rules and their messages are shared, written once with flags)."""
+    command line did (the rules and their messages are shared, written once with flags); a Python call's
+    arguments of the wrong type are refused at the door (:func:`type_problem`)."""
     params = inspect.signature(fn).parameters
+    names = inspect.unwrap(fn).__globals__  # the twin's own module, where its annotations' classes are named
 
     @functools.wraps(fn)
     def twin(*args: Any, **kwargs: Any) -> Any:
+        if not _FROM_CLI.get() and (problem := type_problem(params, args, kwargs, names)) is not None:
+            raise HeadlabError(problem)
         try:
             return fn(*args, **kwargs)
         except HeadlabError as exc:

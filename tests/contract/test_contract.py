@@ -548,6 +548,17 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
          lambda: headlab.retrieval.train(depth=2, untied="no", out=tmp / "r2"), "True or False"),  # type: ignore
         ("ablate on one window", lambda: headlab.ablate("smollm2-135m", heads=["0.1"], samples=1), "at least 2"),
         ("top with a negative k", lambda: headlab.top(tmp / "untracked", head="0.1", k=-1), "k"),
+        ("scan corpus holding None", lambda: headlab.scan("minilm-l6", corpus=[None]), "corpus[0] is NoneType"),
+        ("scan out as a number", lambda: headlab.scan("minilm-l6", out=5), "out=5"),
+        ("view text as a number", lambda: headlab.view("minilm-l6", text=5), "text=5"),
+        ("ablate with heads None", lambda: headlab.ablate("smollm2-135m", heads=None), "heads=None"),
+        ("monitor check of no profile", lambda: headlab.monitor.check(None, corpus=["wiki"]), "profile=None"),
+        ("depth law of no sweep", lambda: headlab.retrieval.depth_law([]), "give at least one"),
+        ("report of None", lambda: headlab.report(None), "run=None"),
+        ("scale of no run", lambda: headlab.scale([]), "give at least one"),
+        ("languages with no items", lambda: headlab.languages(["minilm-l6"], n=0), "n"),
+        ("top of None", lambda: headlab.top(None, head="0.1"), "source=None"),
+        ("track of None", lambda: headlab.track(None), "run=None"),
         ("scan per-sample not parquet", lambda: headlab.scan("minilm-l6", per_sample=str(tmp / "s.csv")),
          "give a .parquet file path"),
         ("characterize into a held folder", lambda: headlab.characterize("minilm-l6", out=tmp / "held"),
@@ -560,7 +571,7 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
          lambda: headlab.monitor.check(tmp / "prof", corpus=["wiki"], rows=False), "rows=False keeps no row"),
         ("predict an untracked run", lambda: headlab.predict([tmp / "untracked"]), "has not been tracked"),
         ("induce a missing config", lambda: headlab.induce(tmp / "none.toml", out=tmp / "ind"), "does not exist"),
-        ("claims without a folder", lambda: headlab.claims(["minilm-l6"], out=None), "give out="),  # type: ignore
+        ("claims without a folder", lambda: headlab.claims(["minilm-l6"], out=None), "out=None"),  # type: ignore
         # the Python twins refuse what the CLI refuses, with the same rule and the option named
         ("scan threshold -1", lambda: headlab.scan("minilm-l6", threshold=-1), "threshold="),
         ("scan threshold nan", lambda: headlab.scan("minilm-l6", threshold=float("nan")), "threshold="),

@@ -112,7 +112,11 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
     from headlab.models.loader import check_source, torch_dtype
     from headlab.study.claims import folder_names
     from headlab.study.languages import by_language
+    from headlab.values import check
 
+    check(n=n, seed=seed, batch_size=batch_size)
+    if n < 3:  # the strict rule needs three items in a row
+        raise HeadlabError(f"--n {n}: give at least 3 suite items per language")
     torch_dtype(dtype)
     for m in models:  # every model is checked before the first is measured
         if not isinstance(m, LoadedModel):
