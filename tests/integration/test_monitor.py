@@ -239,7 +239,8 @@ def test_every_skipped_record_is_recorded_in_the_result_not_only_said(profile, t
     lines = ["\ufeff" + good[0], good[1], "[1, 2]", json.dumps({"id": "n", "text": None}),
              json.dumps({"id": "x", "text": 5}), json.dumps({"id": "l", "text": ["a"]}),
              json.dumps({"id": "e", "text": ""}), json.dumps({"id": "b", "text": "   "}),
-             json.dumps({"id": {"a": 1}, "text": texts[3]}), good[2]]
+             json.dumps({"id": {"a": 1}, "text": texts[3]}), good[2],
+             json.dumps({"id": "z", "text": "\u200b\u200b"}), json.dumps({"id": "c", "text": "\u0001\u0002"})]
     data = tmp_path / "mixed.jsonl"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["monitor", "check", str(profile), "--corpus", str(data), "--out", str(tmp_path / "c"),
@@ -250,5 +251,6 @@ def test_every_skipped_record_is_recorded_in_the_result_not_only_said(profile, t
     said = " ".join(check["notices"])
     assert "without a string 'text' field skipped" in said and "empty or blank text skipped" in said
     assert "named by their line number" in said
+    assert "no window" in said and "past --max-samples" not in said  # zero-width and control-character texts
     assert "Skipped or repaired" in (tmp_path / "c" / "monitor.md").read_text()
     assert "empty or blank" in capsys.readouterr().err

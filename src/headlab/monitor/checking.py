@@ -62,7 +62,8 @@ def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | 
                                      prof.settings["max_length"], progress, device, detectors, id_field, work=work,
                                      resume=resume, checkpoint_every=every,
                                      dtype=prof.settings.get("dtype", "float32")) as (path, _):
-        scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows, said) if w.main else None
+        scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows, said,
+                             capped=max_samples > 0) if w.main else None
     if scored is None:
         return w.all_gather(None)[0], [], None
     if w.size > 1:

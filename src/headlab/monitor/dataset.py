@@ -75,7 +75,7 @@ def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, 
         for handle in handles.values():
             handle.close()
     if counts["unscored"]:
-        say(f"{counts['unscored']} record(s) were not scored (past --max-samples; 0 scores every record) and are "
+        say(f"{counts['unscored']} record(s) were not scored (past --max-samples, or no window to score) and are "
             "left out of the written dataset")
     for target, tmp in outs:
         tmp.replace(target)

@@ -45,11 +45,12 @@ class Verdicts:
 
 
 def score_check(prof: Profile, path: Path, rank: dict[str, int], corpus: list[str], out: Path | None,
-                scratch: Path | None, keep_rows: bool, said: list[str] | None = None
+                scratch: Path | None, keep_rows: bool, said: list[str] | None = None, capped: bool = True
                 ) -> tuple[CheckResult, list[dict[str, Any]], Verdicts]:
     """Score the per-sample rows at ``path`` against ``prof``; with ``out``, write the row files and the summary
     there. Returns the summary, the rows (only with ``keep_rows``: they grow with the records) and the verdicts.
-    ``said``: what the check skipped or repaired so far (records, lines, bytes), kept in the summary."""
+    ``said``: what the check skipped or repaired so far (records, lines, bytes), kept in the summary; ``capped``:
+    whether ``--max-samples`` limited the windows (else a document not scored gave no window at all)."""
     verdicts, kept, worst = Verdicts.empty(rank), [], []
     z_flagged = np.zeros(len(prof.features))
     files: Any = RowFiles(out, prof) if out is not None else nullcontext()
@@ -67,8 +68,9 @@ def score_check(prof: Profile, path: Path, rank: dict[str, int], corpus: list[st
     scored = ~np.isnan(verdicts.score)
     n, flagged = int(scored.sum()), int(verdicts.flag.sum())
     if n < len(rank):
-        say(f"{len(rank) - n} of {len(rank)} documents were not scored (past --max-samples; 0 scores every "
-            "document)")
+        why = ("past --max-samples, or no window; 0 scores every document" if capped else
+               "no window: their text has no token the model reads, e.g. only zero-width or control characters")
+        say(f"{len(rank) - n} of {len(rank)} documents were not scored ({why})")
     mean_z = z_flagged / max(flagged, 1)
     top = [{"feature": prof.features[j], "mean_z": float(mean_z[j])} for j in np.argsort(-np.abs(mean_z))[:5]]
     res = CheckResult(model=prof.model, corpus=corpus, n_documents=n, n_flagged=flagged,
