@@ -83,7 +83,8 @@ def test_report_skips_one_corrupt_result_among_good_ones(tmp_path: Path) -> None
     with says("bad/scan.json"):
         assert main(["report", str(runs), "--out", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "good" in md and "bad" not in md
+    body, left_out = md.split("## Left out", 1)  # the damaged result has no section, and the report says so
+    assert "good" in body and "bad" not in body and "bad/scan.json" in left_out
 
 
 def _train_proc(cfg: Path, run: Path, *extra: str) -> subprocess.Popen:
