@@ -79,8 +79,8 @@ def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
 
     if member == "None":
         return value is None
-    if member == "str":
-        return isinstance(value, str)
+    if member == "str":  # where a name or a path is asked for, a Path object is as good as its string
+        return isinstance(value, (str, os.PathLike))
     if member in ("Path", "os.PathLike[str]"):
         return isinstance(value, os.PathLike)
     if member.startswith("Sequence[") and member.endswith("]"):

@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import re
 from pathlib import Path
+from typing import Any, Sequence
 
 import pytest
 
 import headlab
 from headlab.cli import build_parser
 from headlab.errors import HeadlabError
+from headlab.models import LoadedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -209,3 +212,23 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"headlab {headlab.__version__}"
+
+
+def test_the_type_door_takes_paths_where_names_or_paths_are_asked_and_refuses_the_rest():
+    """in_callers_words checks a Python call's arguments against the twin's own annotations: a Path is as good
+    as its string, a headlab class is checked by isinstance, an alias or Any is not checked."""
+    from pathlib import Path as P
+
+    from headlab.errors import in_callers_words
+
+    @in_callers_words
+    def twin(model: str | LoadedModel, corpus: Sequence[str] | None = None, *, out: str | Path | None = None,
+             anything: Any = None) -> str:
+        return "ran"
+
+    assert twin(P("/m"), [P("a.jsonl"), "wiki"], out=P("o"), anything=object()) == "ran"
+    assert twin("m", "wiki") == "ran"  # one string where a sequence is asked is one item
+    for call, said in ((lambda: twin(None), "model=None"), (lambda: twin("m", [None]), "corpus[0] is NoneType"),
+                       (lambda: twin("m", out=5), "out=5"), (lambda: twin(3.5), "model=3.5")):
+        with pytest.raises(HeadlabError, match=re.escape(said)):
+            call()
