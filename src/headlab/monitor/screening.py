@@ -53,9 +53,7 @@ class CheckResult(Result):
                  f"({100 * self.flag_rate:.1f}%; the profile flags {100 * self.fpr:.0f}% of its reference)", "",
                  "| feature | mean robust z over the flagged documents |", "|---|---|"]
         lines += [f"| {t['feature']} | {t['mean_z']:+.1f} |" for t in self.top_features]
-        if self.notices:
-            lines += ["", "Skipped or repaired:", "", *(f"- {n}" for n in self.notices)]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + notice_lines(self.notices)) + "\n"
 
 
 
@@ -74,6 +72,11 @@ def check_rows(prof: Profile, X: np.ndarray, docs: list[str], windows: np.ndarra
     return out, Z
 
 
+def notice_lines(notices: list[str]) -> list[str]:
+    """What a check skipped or repaired (as said on stderr), as Markdown lines; none when it skipped nothing."""
+    return ["", "Skipped or repaired (also said on stderr):", "", *(f"- {n}" for n in notices)] if notices else []
+
+
 def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
     """``monitor.md``; ``worst``: the rows of the highest scores, highest first."""
     lines = [f"# Head monitor: {res.model} on {', '.join(res.corpus)}", "",
@@ -86,9 +89,7 @@ def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
     for r in worst:
         lines.append(f"| {r['doc']} | {r['score']:.1f}{' (flag)' if r['flag'] else ''} | "
                      f"{r['deviations'][0]['explanation']} |")
-    if res.notices:
-        lines += ["", "Skipped or repaired (also said on stderr):", "", *(f"- {n}" for n in res.notices)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + notice_lines(res.notices)) + "\n"
 
 
 def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path) -> None:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from headlab.io import write_json_atomic, write_text_atomic
 from headlab.result import read_json
 from headlab.retrieval import verdicts as retrieval_verdicts
-from headlab.rulebook import BOOK, VERSION, fingerprints
+from headlab.rulebook import VERSION, fingerprints, label
 from headlab.study.claims import ClaimsResult, rejudge
 
 CHANGES = "verdict_changes.md"
@@ -32,31 +31,27 @@ class Change:
 
 def _claims_changes(path: Path, root: Path) -> list[Change]:
     old = ClaimsResult.decode(read_json(path))
-    before = {(m.model, cid): _label(row) for m in old.models for cid, row in m.rows.items()}
-    before[("*", 7)] = _label(old.cross)
+    before = {(m.model, cid): label(row) for m in old.models for cid, row in m.rows.items()}
+    before[("*", 7)] = label(old.cross)
     new = rejudge(old)
     new.write(path.parent)
-    after = {(m.model, cid): (row, _label(row)) for m in new.models for cid, row in m.rows.items()}
-    after[("*", 7)] = (new.cross, _label(new.cross))
+    after = {(m.model, cid): (row, label(row)) for m in new.models for cid, row in m.rows.items()}
+    after[("*", 7)] = (new.cross, label(new.cross))
     where = str(path.relative_to(root.parent))
     return [Change(where, f"claim {cid} on {model}", row.get("rule", ""), before.get((model, cid), "-"), label,
                    row.get("power", "")) for (model, cid), (row, label) in after.items()
             if before.get((model, cid)) != label]
 
 
-def _label(row: dict[str, Any]) -> str:
-    return f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
-
-
 def _retrieval_changes(folder: Path, root: Path) -> list[Change]:
     old_file = folder / "verdicts.json"
-    before = {r["row"]: _label(r) for r in read_json(old_file)["rows"]} if old_file.exists() else {}
+    before = {r["row"]: label(r) for r in read_json(old_file)["rows"]} if old_file.exists() else {}
     table = retrieval_verdicts.rows(folder)
     write_json_atomic(old_file, {"rulebook": VERSION, "rows": table})
     write_text_atomic(folder / "verdicts.md", retrieval_verdicts.markdown(table))
     where = str(old_file.relative_to(root.parent))
-    return [Change(where, r["row"], r["rule"], before.get(r["row"], "-"), _label(r), r["power"]) for r in table
-            if before.get(r["row"]) != _label(r)]
+    return [Change(where, r["row"], r["rule"], before.get(r["row"], "-"), label(r), r["power"]) for r in table
+            if before.get(r["row"]) != label(r)]
 
 
 def rejudge_all(root: str | Path) -> list[Change]:
@@ -103,4 +98,4 @@ def record(root: str | Path, changes: list[Change], why: str) -> Path:
     return path
 
 
-__all__ = ["BOOK", "CHANGES", "Change", "record", "recorded_fingerprints", "rejudge_all"]
+__all__ = ["CHANGES", "Change", "record", "recorded_fingerprints", "rejudge_all"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from headlab.result import read_json
-from headlab.rulebook import BOOK, VERSION
+from headlab.rulebook import BOOK, VERSION, label
 
 #: (row, rule, sweeps whose depth laws it reads) for the depth law, on the document's task and on k-hop
 LAWS = (
@@ -24,12 +24,8 @@ FAN_IN = ("init/d1", "init/dense", "init/dense-d3", "init/min-depth", "depth_law
 DENSE_ANALYZED = ("init/dense-d3", "depth_law", "depth_law_long", "depth_law_d8")
 
 
-def _json(path: Path) -> Any:
-    return read_json(path)
-
-
 def _summaries(folder: Path) -> list[dict[str, Any]]:
-    return [_json(p) for p in sorted(folder.glob("*/summary.json"))]
+    return [read_json(p) for p in sorted(folder.glob("*/summary.json"))]
 
 
 def law_cells(root: Path, sweeps: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -38,7 +34,7 @@ def law_cells(root: Path, sweeps: tuple[str, ...]) -> tuple[list[dict[str, Any]]
     files read."""
     files = [root / s / "depth_law.json" for s in sweeps if (root / s / "depth_law.json").exists()]
     by_layers: dict[int, dict[str, Any]] = {}
-    for law in sorted((_json(f) for f in files), key=lambda w: w["trained_depth"]):
+    for law in sorted((read_json(f) for f in files), key=lambda w: w["trained_depth"]):
         for c in law["cells"]:
             if c.get("curriculum") in ("none", "mixed", "chain"):
                 continue
@@ -97,8 +93,8 @@ def dense_order_stats(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     in_order = runs = 0
     for f in (f for s in DENSE_ANALYZED for f in sorted((root / s).glob("*/analyze/analyze.json"))):
         run = f.parent.parent
-        summary = _json(run / "summary.json")
-        hops = _json(f).get("hops")
+        summary = read_json(run / "summary.json")
+        hops = read_json(f).get("hops")
         if not hops or summary["final_hops"].get("2", 0) < 0.95:
             continue
         runs += 1
@@ -113,7 +109,7 @@ def dense_order_stats(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def map_order_stats(root: Path) -> dict[str, Any]:
     cells = {}
     for f in sorted((root / "map" / "emergence").glob("*.json")):
-        runs = _json(f)["runs"]
+        runs = read_json(f)["runs"]
         if runs:
             cells[f.stem] = [Counter(tuple(r["types"]) for r in runs).most_common(1)[0][1], len(runs)]
     return {"cells": cells}
@@ -149,8 +145,7 @@ def rows(root: Path) -> list[dict[str, Any]]:
 def markdown(table: list[dict[str, Any]]) -> str:
     lines = ["| claim | rule | verdict | measured | power |", "|---|---|---|---|---|"]
     for r in table:
-        label = r["verdict"] + (f" ({r['reason']})" if r["reason"] else "")
-        lines.append(f"| {r['row']} | `{r['rule']}` | **{label}** | {r['measured']} | {r['power']} |")
+        lines.append(f"| {r['row']} | `{r['rule']}` | **{label(r)}** | {r['measured']} | {r['power']} |")
     lines += ["", f"Rules: the rule book, version {VERSION} (`headlab.rulebook.retrieval`, rendered in "
               "docs/rules.md). Written by `headlab verdicts`."]
     return "\n".join(lines) + "\n"

@@ -2,6 +2,6 @@
 version and the fingerprints; ``slash``, ``retrieval`` and ``formation`` the rules of each document)."""
 
 from headlab.rulebook import formation, retrieval, slash  # noqa: F401  (each module declares its rules)
-from headlab.rulebook.book import BOOK, VERSION, Judgement, Rule, Verdict, fingerprints, judge
+from headlab.rulebook.book import BOOK, VERSION, Judgement, Rule, Verdict, fingerprints, judge, label
 
-__all__ = ["BOOK", "VERSION", "Judgement", "Rule", "Verdict", "fingerprints", "judge"]
+__all__ = ["BOOK", "VERSION", "Judgement", "Rule", "Verdict", "fingerprints", "judge", "label"]

@@ -41,9 +41,6 @@ class Judgement:
     reason: str = ""
     power: str = ""
 
-    def label(self) -> str:
-        return f"{self.verdict}" + (f" ({self.reason})" if self.reason else "")
-
     def to_json(self) -> dict[str, Any]:
         return {"verdict": str(self.verdict), "reason": self.reason, "power": self.power}
 
@@ -53,6 +50,11 @@ class Judgement:
 
 
 Decide = Callable[[Mapping[str, Any]], Judgement]
+
+
+def label(row: Mapping[str, Any]) -> str:
+    """A verdict as tables print it: ``inconclusive (1 seed)``, from any record with a verdict and a reason."""
+    return f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
 
 
 @dataclass(frozen=True)

@@ -129,9 +129,8 @@ def fisher_power(k1: int, n1: int, k2: int, n2: int) -> str:
     p < 0.05 (one-sided, greater) against k2/n2."""
     if min(n1, n2) == 0:
         return "no runs to compare"
-    p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
-    need = next((k for k in range(n1 + 1) if fisher_exact([[k, n1 - k], [k2, n2 - k2]],
-                                                          alternative="greater")[1] < 0.05), None)
+    p = fisher_p(k1, n1, k2, n2)
+    need = next((k for k in range(n1 + 1) if fisher_p(k, n1, k2, n2) < 0.05), None)
     reach = (f"{need} of {n1} would have been needed for p < 0.05" if need is not None
              else f"no count of {n1} against {k2} of {n2} reaches p < 0.05")
     return f"Fisher's exact p = {p:.3f} (one-sided); {reach}"

@@ -25,7 +25,7 @@ from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
 from headlab.result import Result
-from headlab.rulebook import BOOK, VERSION, Verdict
+from headlab.rulebook import BOOK, VERSION, Verdict, label
 from headlab.rulebook.slash import CLAIMS
 from headlab.study.characterize import CHARACTERIZE, characterize
 from headlab.study.claim_rows import ModelClaims, claim_heads, cross_model, measure, monitor_row
@@ -102,11 +102,11 @@ class ClaimsResult(Result):
         for c in CLAIMS:
             if c.id == 7:
                 cells = [f"{m.kind}, claim 1 {m.rows[1]['verdict']}" for m in self.models]
-                label = f"{c.id}. {c.text}: **{_verdict(self.cross)}**"
+                row_name = f"{c.id}. {c.text}: **{label(self.cross)}**"
             else:
                 cells = [_cell(m.rows.get(c.id, monitor_row(None))) for m in self.models]
-                label = f"{c.id}. {c.text}"
-            lines.append(f"| {label} | {c.claimed} | " + " | ".join(cells) + " |")
+                row_name = f"{c.id}. {c.text}"
+            lines.append(f"| {row_name} | {c.claimed} | " + " | ".join(cells) + " |")
         lines += ["", "Details:", ""]
         for c in CLAIMS:
             if c.id == 7:
@@ -126,17 +126,13 @@ def _cell(row: dict[str, Any]) -> str:
         num = "n/a" if math.isnan(v) else (f"{v:.3g} [{a:.3g}, {b:.3g}]")
     else:
         num = str(row["value"])
-    return f"{num}: {_verdict(row)}"
+    return f"{num}: {label(row)}"
 
 
 def _said(row: dict[str, Any]) -> str:
     """A row's detail line, with what the experiment could have detected where the verdict is not positive."""
     power = row.get("power") and str(row["verdict"]) != "supported"
     return row["detail"] + (f". Power: {row['power']}" if power else "")
-
-
-def _verdict(row: dict[str, Any]) -> str:
-    return f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
 
 
 def _json_row(row: dict[str, Any] | None) -> Any:
