@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from pathlib import Path
 from typing import Iterator
@@ -28,6 +29,17 @@ TINY_RUN = {
     "track": {"grad_every": 4},
     "monitor": {"every": 4},
 }
+
+
+def leaves(p: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
+    """Every command of the CLI's parser by its path ("monitor check"): the parser of its options."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            out = {}
+            for name, sub in action.choices.items():
+                out.update(leaves(sub, path + (name,)))
+            return out
+    return {" ".join(path): p}
 
 
 def free_port() -> int:

@@ -72,6 +72,20 @@ def _union(annotation: str) -> list[str]:
     return [*parts, cur.strip()]
 
 
+def _expand(members: list[str], names: dict[str, Any]) -> list[str]:
+    """Members with a module's union alias (``Model = str | LoadedModel``) replaced by its own members."""
+    import types
+
+    out = []
+    for m in members:
+        alias = names.get(m)
+        if isinstance(alias, types.UnionType):
+            out += ["None" if a is type(None) else getattr(a, "__name__", str(a)) for a in alias.__args__]
+        else:
+            out.append(m)
+    return out
+
+
 def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
     """Whether ``value`` fits one union member; None where the member is not one this door checks (``names``:
     the twin's module globals, where a class name is looked up; an alias or unknown name is not checked)."""
@@ -120,7 +134,7 @@ def type_problem(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any], nam
         ann = params[name].annotation
         if not isinstance(ann, str):
             continue
-        members = _union(ann)
+        members = _expand(_union(ann), names)
         if not _fits(members, value, names):
             seq = next((m for m in members if m.startswith("Sequence[")), None)
             if seq is not None and isinstance(value, (list, tuple)):

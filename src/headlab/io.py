@@ -213,6 +213,21 @@ def writing(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool =
         yield p
 
 
+@contextlib.contextmanager
+def writing_files(paths: Sequence[str | os.PathLike[str] | None], overwrite: bool = False
+                  ) -> Iterator[list[Path | None]]:
+    """:func:`claim_file` for each output file given, then hold each one's :class:`FolderLock` for the work,
+    claiming once more under the lock: two commands writing one file are refused, never left to replace each
+    other's copy or mix their temporary files."""
+    with contextlib.ExitStack() as stack:
+        files = [None if p is None else claim_file(p, overwrite) for p in paths]
+        for f in files:
+            if f is not None:
+                stack.enter_context(FolderLock(f.parent, f.name))
+                claim_file(f, overwrite)
+        yield files
+
+
 class FolderLock:
     """An exclusive lock on a result folder while one process writes it (``DIR/.headlab.lock``, flock).
 
@@ -222,8 +237,11 @@ class FolderLock:
     locked is still the one in the folder, so removing it cannot let two writers in.
     """
 
-    def __init__(self, folder: str | os.PathLike[str]):
+    def __init__(self, folder: str | os.PathLike[str], file: str | None = None):
         self.folder = Path(folder)
+        # ``file``: lock only that file of the folder (an output file beside others' files, e.g. --write-scores)
+        self.name, self.what = (".headlab.lock", self.folder) if file is None else \
+            (f".{file}.headlab.lock", self.folder / file)
         self._fh: Any = None
         self._created = False
 
@@ -232,7 +250,7 @@ class FolderLock:
 
         self._created = not self.folder.exists()
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / ".headlab.lock"
+        path = self.folder / self.name
         while True:
             fh = open(path, "a+")
             try:
@@ -241,7 +259,7 @@ class FolderLock:
                 fh.seek(0)
                 holder = fh.read().strip() or "another process"
                 fh.close()
-                raise HeadlabError(f"{self.folder} is being written by {holder}; wait for it to finish or choose "
+                raise HeadlabError(f"{self.what} is being written by {holder}; wait for it to finish or choose "
                                    "another --out") from None
             if path.exists() and os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
                 break
@@ -255,7 +273,7 @@ class FolderLock:
 
     def release(self) -> None:
         if self._fh is not None:
-            lock = self.folder / ".headlab.lock"
+            lock = self.folder / self.name
             lock.unlink(missing_ok=True)  # still holding the lock: a finished folder keeps no lock file
             self._fh.close()  # closing the file drops the flock
             self._fh = None

@@ -45,11 +45,12 @@ RULES: dict[str, Rule] = {
     "samples": COUNT, "rope_samples": COUNT, "draws": WHOLE, "max_offset": WHOLE, "max_length": Rule("whole", 2),
     "max_samples": Rule("whole", 0, optional=True), "stride": Rule("whole", 1, optional=True),
     "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
-    "chunk_mb": Rule("positive"), "window": Rule("whole", 2), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
+    "chunk_mb": Rule("positive"), "window": Rule("whole", 4), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
     "continuation": WHOLE, "words": Rule("whole", 2), "suite_n": COUNT, "k": COUNT, "per_detector": COUNT,
     "fpr": SHARE, "min_lift": SHARE, "n_layers": COUNT, "n_heads": COUNT, "d_model": COUNT, "steps": COUNT,
     "lr": Rule("positive"), "eval_every": COUNT, "warmup_steps": Rule("whole", 0, optional=True),
-    "min_depth": Rule("whole", 1, optional=True), "untied": FLAG, "separator": FLAG,
+    "min_depth": Rule("whole", 1, optional=True), "untied": FLAG, "separator": FLAG, "scan_samples": COUNT,
+    "ablate": WHOLE, "min_mass": SHARE, "jobs": COUNT, "eval_n": COUNT
 }
 
 
@@ -68,6 +69,14 @@ def check(**values: Any) -> None:
     found = problems(**values)
     if found:
         raise HeadlabError(found[0])
+
+
+def refuse(flag: str, rule: Rule, value: Any) -> None:
+    """:func:`check` for an option whose rule differs from the table's rule of its name (``train``'s optional
+    seed, ``sweep``'s checkpoint interval)."""
+    found = rule.problem(flag, value)
+    if found:
+        raise HeadlabError(found)
 
 
 def items(value: Any) -> Any:

@@ -23,7 +23,7 @@ import pytest
 from headlab.cli import main
 from tests.support import says
 
-from ..support import need
+from ..support import leaves, need
 from .procs import TINY, headlab_proc, scan_proc, tiny_config, wait_for_progress
 
 
@@ -355,6 +355,91 @@ def _takes_no_progress(argv: list[str]) -> int:
     return int(argv[0] in {"scan", "characterize", "claims", "ablate", "importance", "prune", "track", "view"})
 
 
+def _python_call(argv: list[str]) -> tuple[Callable[..., object], dict[str, object]]:
+    """A range row's command line as a Python user writes it: the command's twin and its keywords, a value
+    given as the Python type it reads as (``2.5`` a float, ``1e20`` a float, ``-1`` an int; a list option's
+    value a list; an option the CLI takes as text stays text)."""
+    from headlab.cli import build_parser
+
+    def literal(v: str) -> object:
+        for kind in (int, float):
+            try:
+                return kind(v)
+            except ValueError:
+                pass
+        return v
+
+    commands = leaves(build_parser())
+    n = 2 if " ".join(argv[:2]) in commands else 1
+    p, rest = commands[" ".join(argv[:n])], argv[n:]
+    positional = [a for a in p._actions if not a.option_strings]
+    flags = {s: a for a in p._actions for s in a.option_strings}
+    kw: dict[str, object] = {}
+    while rest:
+        word = rest.pop(0)
+        if word not in flags:
+            act = positional[0]
+            if act.nargs in ("+", "*"):
+                kw.setdefault(act.dest, []).append(literal(word))  # type: ignore[union-attr]
+            else:
+                kw[act.dest] = literal(word)
+                positional.pop(0)
+            continue
+        act = flags[word]
+        if act.nargs == 0:
+            kw[act.dest] = True
+            continue
+        raw = rest.pop(0)
+        text = act.type is None or act.dest in ("head", "heads", "keep")
+        value = (lambda x: x) if text else literal
+        listed = act.nargs in ("+", "*") or isinstance(p.get_default(act.dest), (list, tuple)) \
+            or act.dest in ("heads", "keep")
+        kw[act.dest] = [value(x) for x in raw.split(",")] if listed else value(raw)
+    return p.get_default("api"), kw
+
+
+#: rows a twin cannot take: options that only shape what the CLI prints after the work
+CLI_ONLY = {"range: scan --top"}
+REFUSED = [r for r in ROWS if r.rc == 2 and r.name not in CLI_ONLY]
+
+
+@pytest.mark.parametrize("row", REFUSED, ids=[r.name for r in REFUSED])
+def test_row_from_python(row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every refused row again, given to the command's Python twin: refused in one line that names the keyword
+    where the CLI names the flag, before a model loads (unless the row needs the model to see the mistake), with
+    the same files untouched and absent (the twins and the CLI share one validation, not two)."""
+    import importlib
+    import inspect
+
+    from headlab.errors import HeadlabError
+
+    def no_model(*_a: object, **_k: object) -> None:
+        raise AssertionError("the model was loaded before the value was checked")
+
+    if row.model:
+        need(row.model)
+    elif row.name.startswith("range:"):  # a value's mistake shows without the model
+        for where in ("headlab.models", "headlab.models.loader", "headlab.census.scanner", "headlab.ablation.metrics"):
+            monkeypatch.setattr(importlib.import_module(where), "load", no_model)
+    for k, v in row.env.items():
+        monkeypatch.setenv(k, v.replace("{tmp}", str(tmp_path)))
+    if row.setup:
+        row.setup(tmp_path)
+    before = {f: (tmp_path / f).read_bytes() for f in row.untouched}
+    api, kw = _python_call(_fmt(row.argv, tmp_path))
+    if "progress" in inspect.signature(api).parameters:
+        kw["progress"] = False
+    with pytest.raises(HeadlabError) as info:
+        api(**kw)
+    said = str(info.value)
+    phrase = re.sub(r"--([a-z][a-z-]*)", lambda m: m[1].replace("-", "_"), row.phrase)  # --max-samples: max_samples
+    assert phrase.lower() in said.lower() and "\n" not in said, said
+    for f, data in before.items():
+        assert (tmp_path / f).read_bytes() == data, f"{f} was changed"
+    for f in row.absent:
+        assert not (tmp_path / f).exists(), f"{f} was created"
+
+
 def test_contract_size() -> None:
     """At least 80 hostile cases: the table above plus the process-level tests below and in test_faults.py
     (one case each, the signal test two)."""
@@ -590,6 +675,12 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("ablate mode half", lambda: headlab.ablate("smollm2-135m", ["0.1"], mode="half"), "mode="),
         ("monitor fit fpr 2", lambda: headlab.monitor.fit("minilm-l6", fpr=2), "fpr="),
         ("monitor fit 40 windows", lambda: headlab.monitor.fit("minilm-l6", max_samples=40), "max_samples="),
+        ("importance of no model", lambda: headlab.importance(None), "model=None"),  # an alias's members
+        ("monitor fit of no model", lambda: headlab.monitor.fit(None), "model=None"),
+        ("monitor evaluate of a number", lambda: headlab.monitor.evaluate(5), "model=5"),
+        ("train with a negative seed", lambda: headlab.train("smoke", out=tmp / "t", seed=-1), "seed"),
+        ("sweep checkpointing at 0", lambda: headlab.retrieval.sweep(checkpoint_every=0, out=tmp / "s"),
+         "checkpoint_every"),
     ]
 
 

@@ -164,6 +164,25 @@ def test_a_second_writer_of_any_result_folder_is_refused(tmp_path: Path, cmd: st
     assert not out.exists()  # nothing written; the folder the first writer made is removed with its lock
 
 
+def test_a_second_check_writing_the_same_scores_file_is_refused(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Two checks given one --write-scores file: the second is refused before its work, and the first's file
+    (and its folder's other files) are left alone."""
+    from headlab.io import FolderLock
+
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "profile.json").write_text("{}")  # refused before the profile is read
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "text": "x/y"}\n')
+    (tmp_path / "other.txt").write_text("not ours")
+    with FolderLock(tmp_path, "s.jsonl"):  # the first check, still at work
+        assert main(["monitor", "check", str(tmp_path / "p"), "--corpus", str(tmp_path / "d.jsonl"),
+                     "--write-scores", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "o"),
+                     "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "s.jsonl is being written" in err[0]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["d.jsonl", "other.txt", "p"]  # no --out left either
+
+
 def test_tracking_and_reporting_into_a_held_folder_is_refused(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from headlab.io import FolderLock
@@ -247,8 +266,9 @@ def test_a_scan_stopped_gracefully_after_a_checkpoint_resumes_to_the_uninterrupt
     need("minilm-l6")
     args = ("--max-samples", "48", "--checkpoint-every", "16", "--batch-size", "1")
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    assert main(["scan", "minilm-l6", *args, "--out", str(whole), "--no-progress"]) == 0
-    p = headlab_proc("scan", "minilm-l6", *args, "--out", str(stopped))
+    rows = {d: ("--per-sample", str(tmp_path / f"{d.name}.parquet")) for d in (whole, stopped)}
+    assert main(["scan", "minilm-l6", *args, *rows[whole], "--out", str(whole), "--no-progress"]) == 0
+    p = headlab_proc("scan", "minilm-l6", *args, *rows[stopped], "--out", str(stopped))
     try:
         wait_for_progress(p, 20)  # past the first checkpoint at 16
         p.send_signal(sig)
@@ -258,8 +278,12 @@ def test_a_scan_stopped_gracefully_after_a_checkpoint_resumes_to_the_uninterrupt
             p.kill()
             p.wait()
     assert json.loads((stopped / "scan.json").read_text())["interrupted"] is True
-    assert main(["scan", "minilm-l6", *args, "--out", str(stopped), "--resume", "--no-progress"]) == 0
+    assert main(["scan", "minilm-l6", *args, *rows[stopped], "--out", str(stopped), "--resume", "--no-progress"]) == 0
     a, b = (json.loads((d / "scan.json").read_text()) for d in (whole, stopped))
+    import pyarrow.parquet as pq  # the per-sample rows continue from the checkpoint: none lost, none twice
+
+    ra, rb = (pq.read_table(rows[d][1], columns=["sample", "doc"]).to_pylist() for d in (whole, stopped))
+    assert rb == ra and len(ra) == 48
     assert b["interrupted"] is False and a["n_samples"] == b["n_samples"] == 48
     assert len(a["heads"]) == len(b["heads"]) == 72
     for ha, hb in zip(a["heads"], b["heads"]):

@@ -144,42 +144,62 @@ def test_the_filtered_dataset_keeps_the_records_not_flagged_byte_for_byte(profil
                  "--write-filtered", str(tmp_path / "k2.jsonl"), "--no-progress"]) == 2  # no records to write
 
 
-def test_a_check_killed_mid_dataset_resumes_to_the_same_rows(profile, tmp_path) -> None:
-    """kill -9 during a check keeps its checkpoint; a rerun without --resume is refused, --resume finishes it
-    with the rows an uninterrupted check writes, and the scan folder goes once the result is written."""
+@pytest.fixture(scope="module")
+def whole_check(profile, tmp_path_factory: pytest.TempPathFactory):
+    """A dataset of 96 records, the check's arguments, and the folder of its uninterrupted check."""
+    from .conftest import PLAIN_TEXTS, SLASH_TEXTS
+
+    tmp = tmp_path_factory.mktemp("whole-check")
+    texts = (SLASH_TEXTS + PLAIN_TEXTS) * 16
+    data = tmp / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(texts[:96])))
+    args = ["monitor", "check", str(profile), "--corpus", str(data), "--max-samples", "0", "--batch-size", "2",
+            "--checkpoint-every", "16", "--no-progress"]
+    assert main([*args, "--out", str(tmp / "whole")]) == 0
+    return data, args, tmp / "whole"
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_check_stopped_mid_dataset_resumes_to_the_same_rows(whole_check, tmp_path, sig) -> None:
+    """kill -9, SIGTERM or Ctrl-C during a check (at a random point past its first checkpoint) keeps its
+    checkpoint; a rerun without --resume is refused, --resume finishes it with every row an uninterrupted check
+    writes, and the scan folder goes once the result is written."""
     import os
+    import random
     import signal
     import subprocess
     import sys
     import time
 
-    from .conftest import PLAIN_TEXTS, SLASH_TEXTS
-
-    texts = (SLASH_TEXTS + PLAIN_TEXTS) * 16
-    data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"id": f"r{i}", "text": t}) + "\n" for i, t in enumerate(texts[:96])))
-    args = ["monitor", "check", str(profile), "--corpus", str(data), "--max-samples", "0", "--batch-size", "2",
-            "--checkpoint-every", "16", "--no-progress"]
-    assert main([*args, "--out", str(tmp_path / "whole")]) == 0
-    out = tmp_path / "killed"
+    data, args, whole_dir = whole_check
+    out = tmp_path / "stopped"
     cmd = [sys.executable, "-m", "headlab", *args, "--out", str(out)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def child() -> None:  # its own group, and Ctrl-C's default disposition as a terminal gives it
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=child)
     t0, ckpt = time.time(), out / ".check-scan" / "scan.checkpoint.json"
     while time.time() - t0 < 240 and p.poll() is None and not ckpt.exists():
         time.sleep(0.05)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-    assert ckpt.exists() and not (out / "monitor.jsonl").exists(), "the check ended before it could be killed"
+    time.sleep(random.Random(os.getpid()).uniform(0, 0.5))  # past the first checkpoint, somewhere in the next
+    os.killpg(p.pid, getattr(signal, sig))
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == {"SIGKILL": -9, "SIGTERM": 143, "SIGINT": 130}[sig], err[-2000:]
+    assert ckpt.exists() and not (out / "monitor.jsonl").exists(), "the check ended before it could be stopped"
     assert main([*args, "--out", str(out)]) == 2  # an interrupted check is not silently restarted
     assert main([*args, "--out", str(tmp_path / "fresh"), "--resume"]) == 2  # nothing there to resume
     r = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert "past --max-samples" not in r.stderr
     whole, resumed = ([json.loads(x) for x in (d / "monitor.jsonl").read_text().splitlines()]
-                      for d in (tmp_path / "whole", out))
+                      for d in (whole_dir, out))
     assert [r["doc"] for r in resumed] == [r["doc"] for r in whole] == [f"{data}#r{i}" for i in range(96)]
     np.testing.assert_allclose([r["score"] for r in resumed], [r["score"] for r in whole], rtol=1e-4)
-    assert not (out / ".check-scan").exists() and not (tmp_path / "whole" / ".check-scan").exists()
+    assert not (out / ".check-scan").exists() and not (whole_dir / ".check-scan").exists()
 
 
 def test_a_check_sharded_over_two_processes_equals_one(profile, tmp_path) -> None:

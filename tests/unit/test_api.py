@@ -16,6 +16,7 @@ import headlab
 from headlab.cli import build_parser
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
+from tests.support import leaves
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,17 +41,7 @@ PRINT_ONLY = {"scan": {"top"}, "view": {"check"}}
 PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd"}
 
 
-def _leaves(p: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
-    for action in p._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            out = {}
-            for name, sub in action.choices.items():
-                out.update(_leaves(sub, path + (name,)))
-            return out
-    return {" ".join(path): p}
-
-
-LEAVES = _leaves(build_parser())
+LEAVES = leaves(build_parser())
 
 
 def test_every_command_has_a_public_python_twin_that_the_cli_calls() -> None:
@@ -190,8 +181,6 @@ def test_a_retrieval_analysis_renders_its_circuit() -> None:
 
 
 def test_every_option_says_what_it_is_and_its_default() -> None:
-    import argparse
-
     missing, silent = [], []
     for cmd, p in LEAVES.items():
         for a in p._actions:

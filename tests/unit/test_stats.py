@@ -50,3 +50,18 @@ def test_a_checkpoint_without_its_fingerprint_is_damaged_not_an_internal_error(t
     (tmp_path / CKPT_JSON).write_text("[1, 2]")
     with says("damaged"):
         assert load_checkpoint(tmp_path, Census((1, 1), 0.5, 3), world(), "print") is None
+
+
+@pytest.mark.parametrize("size,every,start,want", [
+    (128, 40, 0, [40, 80, 120, 130]),     # the interval in samples, not rounded up to a round of 128
+    (16, 40, 0, [16, 32, 40, 56, 72, 80, 96, 112, 120, 130]),
+    (16, 0, 0, [16, 32, 48, 64, 80, 96, 112, 128, 130]),
+    (128, 40, 80, [120, 130]),            # a resume at a checkpoint cuts where the uninterrupted stream did
+])
+def test_a_round_ends_at_every_checkpoint_mark(size: int, every: int, start: int, want: list[int]) -> None:
+    from headlab.census.stream import rounds
+    from headlab.corpus import Sample
+
+    stream = [Sample(i, "d", i, (1, 2)) for i in range(130)]
+    ends = [r[-1].index + 1 for r in rounds(stream, size, start, every)]
+    assert ends == want

@@ -12,7 +12,7 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel
 from headlab.study.characterize import CHARACTERIZE, CharacterizeResult, CharacterizeSettings
-from headlab.values import listed
+from headlab.values import check, listed
 
 Model = str | LoadedModel
 
@@ -91,6 +91,7 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
     """
     from headlab.ablation.importance import importance as run
 
+    check(samples=samples, window=window, seed=seed, batch_size=batch_size)
     with saving(out, ["importance.json"], overwrite) as folder:
         r = run(model, samples=samples, window=window, corpus=corpus, seed=seed, batch_size=batch_size,
                 progress=progress, device=device, dtype=dtype)
@@ -116,6 +117,7 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
     """
     from headlab.ablation.prune import prune_curves, write_prune
 
+    check(samples=samples, window=window, seed=seed, batch_size=batch_size)
     with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
         r = prune_curves(model, samples=samples, window=window, keep=keep, seed=seed, batch_size=batch_size,
                          progress=progress, device=device, dtype=dtype)

@@ -75,8 +75,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     if out is not None:
         _check_resume(Path(out), resume, overwrite, CKPT_JSON)
         claim_out(out, _FILES, replace)
-    if per_sample is not None:
-        claim_file(per_sample, overwrite)
+    if per_sample is not None:  # the checkpoint names its rows file: a resume continues that one
+        claim_file(per_sample, replace)
     w = world()
     # one writer per folder: under torchrun only rank 0 claims and locks it
     held = writing(out, _FILES, replace) if out is not None and w.main else contextlib.nullcontext(out)

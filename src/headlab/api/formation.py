@@ -14,7 +14,7 @@ from headlab.formation.tracking import TrackResult
 from headlab.io import read_jsonl, saving
 from headlab.result import Written, found_in
 from headlab.training.config import TrainConfig, config_path
-from headlab.values import listed
+from headlab.values import Rule, check, listed, refuse
 
 _LEVERS = Levers()  # the levers' defaults are defined with the levers
 
@@ -54,6 +54,7 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
     from headlab.training import load_config
     from headlab.training.checkpoint import checkpoints
 
+    refuse("seed", Rule("whole", 0, optional=True), seed)
     cfg = config if isinstance(config, TrainConfig) else load_config(config)
     if seed is not None:
         cfg.optim.seed = seed
@@ -82,6 +83,7 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
     from headlab.formation.tracking import track as run_track
     from headlab.io import writing
 
+    check(n=n, seed=seed)
     with writing(out or Path(run) / "track", [*TrackResult.files(), "track.md"], overwrite) as folder:
         t = run_track(run, n_stimuli=n, seed=seed, progress=progress)
         t.write(folder)
@@ -107,6 +109,9 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
     from headlab.formation.tracking import read_signals
     from headlab.training.config import load_config
 
+    number = isinstance(early, (int, float)) and not isinstance(early, bool)
+    if not number or not 0 < early <= 1:
+        raise HeadlabError(f"--early {early!r}: give a share of training above 0 and at most 1")
     data = []
     for r in runs:
         path = Path(r) / "track"
@@ -147,6 +152,9 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
     from headlab.formation.induce.arms import ARMS
     from headlab.formation.induce.study import induce as run
 
+    unknown = [a for a in arms or () if a not in ARMS]
+    if unknown:  # the value first, then the file it applies to
+        raise HeadlabError(f"--arms: unknown arm {unknown[0]!r}; arms: {', '.join(ARMS)}")
     config = config_path(config)  # a file or a named config; one line when neither
     levers = Levers(slash_share=slash_share, heads=list(heads), weight=weight, stop=stop)
     with saving(out, ["induce.json", "induce.md"], overwrite) as folder:

@@ -14,7 +14,7 @@ from headlab.reporting.verdicts import record as verdict_record
 from headlab.result import Written
 from headlab.study.claims import ClaimsResult
 from headlab.study.languages import LANGUAGES, LanguagesResult
-from headlab.values import listed
+from headlab.values import check, listed
 
 
 @in_callers_words
@@ -38,6 +38,7 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
     """
     from headlab.study.claims import claims as run
 
+    check(n=n, scan_samples=scan_samples, kappa=kappa, ablate=ablate, seed=seed, batch_size=batch_size)
     if out is None:
         raise HeadlabError("claims keeps each model's scan and characterization in its folder: give out=")
     with saving(out, ClaimsResult.files(), overwrite) as folder:
@@ -67,6 +68,7 @@ def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path =
     from headlab.study.compare import compare as run
     from headlab.study.compare import compare_figure
 
+    check(kappa=kappa)
     keep_apart({"--out": out}, {f"run {r}": r for r in runs})
     with saving(out, ("compare.md", "compare.json", "compare.png"), overwrite) as folder:
         sums = run(runs, str(folder), kappa)

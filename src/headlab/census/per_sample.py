@@ -104,8 +104,9 @@ class PerSampleWriter:
             self.n_parts += 1
         return self.n_parts
 
-    def finish(self) -> Path:
-        """Join the parts into ``FILE.parquet`` (row group by row group) and remove them."""
+    def finish(self, keep_parts: bool = False) -> Path:
+        """Join the parts into ``FILE.parquet`` (row group by row group) and remove them (``keep_parts``: keep
+        them for a resume: an interrupted scan's rows continue from its checkpoint's parts)."""
         import pyarrow.parquet as pq
 
         self.checkpoint()
@@ -120,7 +121,8 @@ class PerSampleWriter:
                 for g in range(pf.num_row_groups):
                     out.write_table(pf.read_row_group(g))
         tmp.replace(self.path)
-        shutil.rmtree(self.parts)
+        if not keep_parts:
+            shutil.rmtree(self.parts)
         return self.path
 
 

@@ -76,7 +76,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
                 bar.close()
         merge_ranks(census, w)
         if writer is not None and census.n_samples:
-            writer.finish()
+            writer.finish(keep_parts=interrupted is not None and folder is not None and every > 0)
         picked = plan.route.report() if isinstance(plan.route, RoutePicker) else None
         record = {**plan.record, "world_size": w.size, "checkpoint_every": every, "route_by_shape": picked,
                   "per_sample": str(Path(per_sample).resolve()) if per_sample is not None else None}

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
 from headlab.corpus.records import ID_FIELD
-from headlab.detectors import DEFAULT_DETECTORS, Detector
+from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
 from headlab.errors import HeadlabError
 from headlab.models.loader import DTYPES
 from headlab.values import Settings
@@ -71,6 +71,8 @@ class ScanSettings(Settings):
 
     def more_problems(self) -> list[str]:
         out = [] if self.detectors else ["no detector selected (--detectors)"]
+        out += [f"--detectors: unknown detector '{d}'; registered: {', '.join(sorted(DETECTORS))}"
+                for d in self.detectors if isinstance(d, str) and d.replace("_", "-") not in DETECTORS][:1]
         if not isinstance(self.target, str) or not self.target:
             out.append(f"--target {self.target!r}: give a non-empty string")
         if self.id_field is not None and not isinstance(self.id_field, str):

@@ -3,9 +3,10 @@
 A round is ``world × C`` consecutive samples of the global stream (``C`` = batch size × the engine's chunk
 batches); rank ``r`` scores the samples whose index ≡ r (mod world) as one chunk. After each round the ranks
 exchange their samples' token scores so that every rank feeds the SDH rule the whole round in global order,
-and, with ``--per-sample``, rank 0 receives every row. On one process a round is one engine chunk, so
-checkpoints fall on the same chunk boundaries an uninterrupted scan uses, and a resumed scan adds the same
-numbers in the same order: its ``scan.json`` is identical.
+and, with ``--per-sample``, rank 0 receives every row. A round also ends at each multiple of the checkpoint
+interval. On one process a round is one engine chunk, so checkpoints fall on the same chunk boundaries an
+uninterrupted scan with the same interval uses, and a resumed scan adds the same numbers in the same order: its
+``scan.json`` is identical. A graceful stop (Ctrl-C, SIGTERM) checkpoints the whole rounds it finished.
 
 A checkpoint (``scan.checkpoint.npz`` + ``scan.checkpoint.json`` in the output folder, both written through a
 temporary file and a rename, the JSON last, holding the npz's SHA-256) carries the merged statistics, the rule
@@ -103,16 +104,20 @@ def load_checkpoint(folder: Path, census: Census, w: World, print_: str) -> int 
     return int(meta["parts"])
 
 
-def rounds(samples: Iterable[Sample], size: int, start: int) -> Iterator[list[Sample]]:
-    """The stream in rounds of ``size`` samples, from global position ``start`` (earlier ones are skipped)."""
+def rounds(samples: Iterable[Sample], size: int, start: int, every: int = 0) -> Iterator[list[Sample]]:
+    """The stream in rounds of ``size`` samples, from global position ``start`` (earlier ones are skipped); a
+    round also ends at every multiple of ``every`` (the checkpoint interval), so a checkpoint falls where it was
+    asked, in samples, and not at the end of the round that crosses it."""
     batch: list[Sample] = []
+    cut = (start // every + 1) * every if every else 0
     for s in samples:
         if s.index < start:
             continue
         batch.append(s)
-        if len(batch) == size:
+        if len(batch) == size or (every and s.index + 1 >= cut):
             yield batch
             batch = []
+            cut = ((s.index + 1) // every + 1) * every if every else 0
     if batch:
         yield batch
 
@@ -126,13 +131,17 @@ def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample]
     last = census.position // every if every else 0
     seen: set[str] = set()  # documents reached, for the progress bar: a dataset's unit is the record
     since = " since the resume" if census.position else ""
-    for batch in rounds(samples, batch_size * CHUNK_BATCHES * w.size, census.position):
+    saved = census.position
+    for batch in rounds(samples, batch_size * CHUNK_BATCHES * w.size, census.position, every):
         mine = [s for s in batch if w.mine(s.index)]
         try:
             scores = score_chunk(loaded, dets, mine, batch_size, bar, route, settings.chunk_mb) if mine else {}
         except ChunkInterrupted as stop:
             if w.size > 1:
                 raise stop.cause from None  # ranks cannot agree on a partial round: the last checkpoint stands
+            if every and folder is not None and census.position > saved:
+                # a graceful stop keeps every whole round; the partial one goes into the interrupted result only
+                save_checkpoint(folder, census, w, writer.checkpoint() if writer else 0, print_)
             done = sorted(stop.done)
             _merge(census, w, [mine[i] for i in done], {k: v[done] for k, v in stop.scores.items()}, writer, rows)
             return stop.cause
@@ -142,7 +151,7 @@ def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample]
             seen.update(s.doc_id for s in batch)
             bar.set_postfix_str(f"{len(seen)} documents{since}", refresh=False)
         if every and folder is not None and census.position // every > last:
-            last = census.position // every
+            last, saved = census.position // every, census.position
             save_checkpoint(folder, census, w, writer.checkpoint() if writer else 0, print_)
     return None
 

@@ -167,7 +167,7 @@ def make(name: str, **options: Any) -> Detector:
     key = name.replace("_", "-")
     cls = DETECTORS.get(key)
     if cls is None:
-        raise HeadlabError(f"unknown detector '{name}'; registered: {', '.join(sorted(DETECTORS))}")
+        raise HeadlabError(f"--detectors: unknown detector '{name}'; registered: {', '.join(sorted(DETECTORS))}")
     try:
         return cls(**options)
     except TypeError as exc:

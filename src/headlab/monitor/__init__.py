@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.models import LoadedModel
 from headlab.monitor.checking import CHECK_FILES, claim_work, run_check
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
@@ -28,7 +29,7 @@ from headlab.values import listed
 
 
 @in_callers_words
-def fit(model: Any, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
+def fit(model: str | LoadedModel, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
         per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr, seed: int = MONITOR.seed,
         batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length,
         id_field: str | None = MONITOR.id_field, device: str = "cpu", dtype: str = MONITOR.dtype,
@@ -67,7 +68,7 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
 
 @in_callers_words
 @listed("corpus")
-def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = None,
+def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | LoadedModel | None = None,
           max_samples: int = 0, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
           id_field: str | None = MONITOR.id_field, write_filtered: str | Path | None = None,
           write_scores: str | Path | None = None, resume: bool = False,
@@ -94,7 +95,7 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     from contextlib import nullcontext
 
     from headlab.distributed import device_for, world
-    from headlab.io import claim_file, keep_apart, saving
+    from headlab.io import claim_file, keep_apart, saving, writing_files
     from headlab.monitor.dataset import dataset_files, write_back
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
@@ -114,7 +115,7 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
     w = world()
     # one writer per folder: under torchrun only rank 0 claims, locks and writes it
     held = saving(out, CHECK_FILES, overwrite) if w.main else nullcontext(None if out is None else Path(out))
-    with held as folder:
+    with held as folder, writing_files(targets if w.main else [], overwrite):  # one writer per written file
         work = None if folder is None else claim_work(folder / WORK, resume, overwrite, remove=w.main)
         res, kept, verdicts = run_check(profile, corpus, folder if w.main else None, model,
                                         (max_samples, seed, batch_size, id_field, rank), progress,
@@ -128,7 +129,7 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: Any = 
 
 @in_callers_words
 @listed("reference", "kinds")
-def evaluate(model: Any, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
+def evaluate(model: str | LoadedModel, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
              max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,
              id_field: str | None = MONITOR.id_field, device: str = "cpu", dtype: str = MONITOR.dtype,
              progress: bool = True, out: str | Path = "runs/monitor-evaluate",

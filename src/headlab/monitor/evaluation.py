@@ -65,6 +65,8 @@ def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
 
     out = []
     for kind in KINDS if kinds is None else kinds:
+        if kind not in KINDS:
+            raise HeadlabError(f"--kinds {kind!r}: not a kind; choose among {', '.join(KINDS)}")
         try:
             if kind in REAL:
                 documents([REAL[kind]])

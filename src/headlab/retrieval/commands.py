@@ -26,7 +26,7 @@ from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
 from headlab.retrieval.law import DepthLawResult
 from headlab.retrieval.llm_eval import EvalLLMResult
 from headlab.retrieval.training import retrieval_config, train_retrieval
-from headlab.values import check, listed
+from headlab.values import Rule, check, listed, refuse
 
 
 def _shape(name: str) -> Any:
@@ -142,6 +142,10 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
     """
     from headlab.retrieval.grid import sweep as run
 
+    check(steps=steps, jobs=jobs, eval_n=eval_n, n_heads=n_heads, d_model=d_model, batch_size=batch_size, lr=lr,
+          distractors=distractors, eval_every=eval_every, min_depth=min_depth, warmup_steps=warmup_steps,
+          untied=untied, separator=separator)
+    refuse("checkpoint-every", Rule("whole", 1), checkpoint_every)
     return run(out, layers=layers, depths=depths, curricula=curricula, seeds=seeds, steps=steps, d_model=d_model,
                n_heads=n_heads, batch_size=batch_size, lr=lr, n_distractors=distractors, eval_every=eval_every,
                checkpoint_every=checkpoint_every, progress=progress, jobs=jobs, positions=positions, init=init,
@@ -168,7 +172,7 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
     from headlab.retrieval.analysis import analyze as run_analysis
     from headlab.retrieval.analysis import write_analysis
 
-    check(n=n, draws=draws, threshold=min_mass, min_lift=min_lift)
+    check(n=n, draws=draws, min_mass=min_mass, min_lift=min_lift)
     folder = Path(out) if out is not None else Path(run) / "analyze"
     with writing(folder, [AnalyzeResult.KIND, "analyze.md", "circuit.png"], overwrite) as held:
         r = run_analysis(run, n=n, draws=draws, min_mass=min_mass, min_lift=min_lift)

@@ -91,8 +91,8 @@ class LanguagesResult(Result):
 def check_languages(languages: Sequence[str]) -> None:
     unknown = [x for x in languages if x not in TEMPLATES]
     if unknown or not languages:
-        raise HeadlabError(f"unknown language {', '.join(unknown) or '(none given)'}; the slash suite has templates "
-                           f"in {', '.join(LANGUAGES)}")
+        raise HeadlabError(f"--languages: unknown language {', '.join(unknown) or '(none given)'}; the slash suite "
+                           f"has templates in {', '.join(LANGUAGES)}")
 
 
 def by_language(model: str | LoadedModel, languages: Sequence[str] = LANGUAGES, *, n: int = 40, seed: int = 0,
