@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The long formation study: configs/long.toml at seeds $SEEDS (default 0 1 2), two runs at a time (one thread
+# each, niced so other work on the machine keeps its cores), then headlab track on every finished run. A run
+# that was stopped resumes from its last checkpoint (exactly: the resume tests of test_faults.py), so the runs
+# may be spread over several sittings. What is committed (no weights): each run's tracked scores, phases,
+# figures, gradient signals and loss log under results/formation/long/sSEED/, and one row per sitting of a run
+# in results/formation/long/runs.jsonl (its command, the steps it reached, its wall time). Run from the root.
+set -euo pipefail
+OUT=${OUT:-runs/formation-long}
+HERE=results/formation/long
+mkdir -p "$OUT"
+one() {  # seed
+    local run="$OUT/s$1" t0 t1 resume=""
+    t0=$(date +%s)
+    if [ ! -f "$run/final.safetensors" ]; then
+        [ -d "$run" ] && resume=--resume
+        nice -n 10 .venv/bin/headlab train configs/long.toml --seed "$1" --out "$run" --no-progress $resume \
+            > /dev/null || true  # a stopped sitting still records what it reached
+    fi
+    t1=$(date +%s)
+    local reached
+    reached=$(tail -1 "$run/metrics.jsonl" 2>/dev/null | sed -n 's/.*"step": \([0-9]*\).*/\1/p')
+    printf '{"seed": %s, "command": "headlab train configs/long.toml --seed %s --out %s %s", "reached_step": %s, "wall_s": %s, "finished": %s}\n' \
+        "$1" "$1" "$run" "$resume" "${reached:-0}" "$((t1 - t0))" \
+        "$([ -f "$run/final.safetensors" ] && echo true || echo false)" >> "$HERE/runs.jsonl"
+    [ -f "$run/final.safetensors" ] || return 0
+    [ -f "$run/track/phases.json" ] || nice -n 10 .venv/bin/headlab track "$run" --no-progress > /dev/null
+    mkdir -p "$HERE/s$1"
+    cp -r "$run/track" "$run/signals.jsonl" "$run/metrics.jsonl" "$run/config.toml" "$HERE/s$1/"
+}
+export -f one
+export OUT HERE
+for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Steps per second of small decoder shapes on one core (optim.threads = 1), 400 steps each with the gradient
+# signals and checkpoints a long run pays for, to choose the largest shape that reaches 100,000 steps in about
+# two hours. Writes results/formation/long/speed.jsonl (one row per shape). Run from the repository root.
+set -euo pipefail
+out=results/formation/long
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+: > "$out/speed.jsonl"
+for shape in "3 4 64 64 16" "4 4 64 64 16" "3 4 128 64 16" "3 4 64 128 16" "4 4 128 64 32"; do
+  read -r L H D T B <<< "$shape"
+  cat > "$tmp/c.toml" <<TOML
+[model]
+kind = "decoder"
+n_layers = $L
+n_heads = $H
+d_model = $D
+max_length = $T
+positions = "rope"
+[data]
+corpus = ["wiki", "pydoc", "linux-doc"]
+tokenizer = "bpe:2048"
+window = $T
+n_windows = 4000
+slash_share = 0.1
+probe_windows = 32
+[optim]
+steps = 400
+batch_size = $B
+warmup_steps = 40
+threads = 1
+[checkpoints]
+early_points = 4
+early_fraction = 0.1
+every = 200
+[track]
+grad_every = 50
+TOML
+  rm -rf "$tmp/run"
+  t0=$(date +%s.%N)
+  HF_HUB_OFFLINE=1 .venv/bin/headlab train "$tmp/c.toml" --out "$tmp/run" --no-progress > /dev/null
+  t1=$(date +%s.%N)
+  .venv/bin/python - "$tmp/run" "$L" "$H" "$D" "$T" "$B" "$t0" "$t1" >> "$out/speed.jsonl" <<'PY'
+import json, sys
+from pathlib import Path
+run, L, H, D, T, B, t0, t1 = sys.argv[1:]
+rows = [json.loads(x) for x in (Path(run) / "metrics.jsonl").read_text().splitlines()]
+steps = rows[-1]["step"]
+wall = float(t1) - float(t0)  # the whole command: data pool, tokenizer, signals and checkpoints included
+late = [r for r in rows if r["step"] > 100]
+print(json.dumps({"n_layers": int(L), "n_heads": int(H), "d_model": int(D), "window": int(T), "batch_size": int(B),
+                  "steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(steps / wall, 2),
+                  "hours_for_100k": round(100000 / (steps / wall) / 3600, 2), "loss_at_end": rows[-1]["loss"]}))
+PY
+  tail -1 "$out/speed.jsonl"
+done
