@@ -41,7 +41,8 @@ class Phase:
         return {"label": self.label, "start": self.start, "end": self.end, "from": self.y0, "to": self.y1}
 
 
-def _sse(x: np.ndarray, y: np.ndarray) -> float:
+def line_sse(x: np.ndarray, y: np.ndarray) -> float:
+    """Squared error of the least-squares line through the points (0 for fewer than 2)."""
     if len(x) < 2:
         return 0.0
     A = np.stack([x, np.ones_like(x)], 1)
@@ -52,18 +53,18 @@ def _sse(x: np.ndarray, y: np.ndarray) -> float:
 def _fit(x: np.ndarray, y: np.ndarray, min_gain: float) -> list[tuple[int, int]]:
     """Segments as (first index, last index) inclusive."""
     n = len(x)
-    one = _sse(x, y)
+    one = line_sse(x, y)
     best: tuple[float, list[tuple[int, int]]] = (one, [(0, n - 1)])
     if n >= 4:
         for i in range(2, n - 1):
-            e = _sse(x[:i], y[:i]) + _sse(x[i:], y[i:])
+            e = line_sse(x[:i], y[:i]) + line_sse(x[i:], y[i:])
             if e < best[0] and one - e >= min_gain * one:
                 best = (e, [(0, i - 1), (i, n - 1)])
     if n >= 6:
         two = best
         for i in range(2, n - 3):
             for j in range(i + 2, n - 1):
-                e = _sse(x[:i], y[:i]) + _sse(x[i:j], y[i:j]) + _sse(x[j:], y[j:])
+                e = line_sse(x[:i], y[:i]) + line_sse(x[i:j], y[i:j]) + line_sse(x[j:], y[j:])
                 if e < best[0] and two[0] - e >= min_gain * one:
                     best = (e, [(0, i - 1), (i, j - 1), (j, n - 1)])
     return best[1]

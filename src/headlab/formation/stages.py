@@ -1,0 +1,91 @@
+"""The document's three-stage claim as a test: for every head that specializes, how many segments its score
+trajectory has against log step, chosen by BIC, and where the boundaries fall in absolute steps.
+
+A trajectory is fitted by 1, 2 and 3 least-squares line segments against log10(step) (segments of at least 2
+checkpoints, breakpoints at checkpoints, the exact optimum by exhaustive search as in
+:mod:`headlab.formation.phases`); each fit's BIC is ``n ln(SSE / n) + p ln n`` with ``p = 2k + 3(k - 1)``: a
+slope and an intercept per segment, and three per breakpoint (ours): a searched breakpoint costs more than one
+regular parameter, and at one per breakpoint straight lines and pure noise were split in about one case of
+seven (``test_stages.py`` holds the false-split rate under 5%); the fewest segments win ties. A boundary is
+the first step of a new segment. The statistics feed the declared rule ``formation.stages``
+(:mod:`headlab.rulebook.formation`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Sequence
+
+import numpy as np
+
+from headlab.formation.phases import line_sse
+from headlab.formation.track_report import THRESHOLDS
+from headlab.formation.tracking import TrackResult
+
+MIN_POINTS = 2  # checkpoints per segment
+BREAKPOINT_COST = 3  # BIC parameters per searched breakpoint (see the module docstring)
+
+
+@dataclass(frozen=True)
+class Segments:
+    """The BIC choice for one trajectory: ``k`` segments starting at ``boundaries`` (steps), and every k's BIC."""
+
+    k: int
+    boundaries: tuple[int, ...]
+    bic: dict[int, float]
+
+
+def best_split(x: np.ndarray, y: np.ndarray, k: int) -> tuple[float, tuple[int, ...]]:
+    """The least total squared error of ``k`` segments and the indices where segments 2..k start;
+    ``(inf, ())`` when the points are too few for ``k`` segments."""
+    n = len(x)
+    best: tuple[float, tuple[int, ...]] = (math.inf, ())
+    for cuts in combinations(range(MIN_POINTS, n - MIN_POINTS + 1), k - 1):
+        edges = (0, *cuts, n)
+        if any(b - a < MIN_POINTS for a, b in zip(edges, edges[1:])):
+            continue
+        e = sum(line_sse(x[a:b], y[a:b]) for a, b in zip(edges, edges[1:]))
+        if e < best[0]:
+            best = (e, tuple(cuts))
+    return best
+
+
+def segments(steps: Sequence[int] | np.ndarray, y: Sequence[float] | np.ndarray, max_k: int = 3) -> Segments:
+    """The number of segments of ``y`` against log10(step) by BIC (undefined scores are left out)."""
+    s, v = np.asarray(steps, dtype=float), np.asarray(y, dtype=float)
+    ok = ~np.isnan(v)
+    s, v = s[ok], v[ok]
+    x, n = np.log10(np.maximum(s, 1)), len(s)
+    scale = max(float(np.var(v)), 1e-12) * 1e-9  # a floor: a perfect fit must not give log(0)
+    bic, cuts = {}, {}
+    for k in range(1, max_k + 1):
+        sse, at = best_split(x, v, k)
+        if math.isfinite(sse):
+            bic[k] = n * math.log(sse / n + scale) + (2 * k + BREAKPOINT_COST * (k - 1)) * math.log(n)
+            cuts[k] = at
+    k = min(bic, key=lambda j: (round(bic[j], 9), j))
+    return Segments(k, tuple(int(s[i]) for i in cuts[k]), bic)
+
+
+def specialized(track: TrackResult) -> list[tuple[str, int, int]]:
+    """(metric, layer, head) of every head whose score reaches the metric's threshold at some checkpoint."""
+    out = []
+    for metric, a in track.scores.items():
+        if metric not in THRESHOLDS:
+            continue
+        peak = np.nanmax(np.where(np.isnan(a), -np.inf, a), axis=0)  # (L, H)
+        out += [(metric, int(l), int(h)) for l, h in zip(*np.nonzero(peak >= THRESHOLDS[metric]))]
+    return out
+
+
+def stage_statistics(tracks: Sequence[TrackResult]) -> dict[str, Any]:
+    """The statistics ``formation.stages`` judges: seeds, the shortest run's last step, specialized heads (one per
+    metric and head, over the seeds), how many choose three segments, and the median first and second boundary
+    of those (None without any)."""
+    fits = [segments(t.steps, t.scores[m][:, l, h]) for t in tracks for m, l, h in specialized(t)]
+    three = [f.boundaries for f in fits if f.k == 3]
+    return {"seeds": len(tracks), "steps": min((t.steps[-1] for t in tracks), default=0), "heads": len(fits),
+            "three": len(three), "by_k": {k: sum(f.k == k for f in fits) for k in (1, 2, 3)},
+            "boundaries": [float(np.median([b[i] for b in three])) if three else None for i in (0, 1)]}
