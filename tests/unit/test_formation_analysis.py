@@ -65,3 +65,21 @@ def test_early_prediction_uses_gradient_signals_and_beats_the_score_baseline():
     assert res["early_score_alone"]["roc_auc"] < 0.8
     with pytest.raises(ValueError, match="at least 2 runs"):
         early_prediction([_run(0)], "slash_mass", 0.5)
+
+
+def test_prediction_statistics_give_the_declared_rule_its_gains_with_intervals():
+    from headlab.formation.predict import prediction_statistics
+    from headlab.rulebook import BOOK
+
+    runs = [_run(s) for s in range(3)]
+    stats = prediction_statistics(runs, "slash_mass", 0.5, fractions=(0.005, 0.1), draws=300)
+    assert "0.005" in stats["left_out"] and "fewer than 2 checkpoints" in stats["left_out"]["0.005"]
+    gain, lo, hi = stats["gains"]["0.1"]
+    assert lo <= gain <= hi and lo > 0  # the gradient signal carries what the early score does not
+    assert stats["level"] == pytest.approx(0.975)
+    assert BOOK["formation.prediction"].judge(stats).verdict.value == "supported"
+    flat = [RunData(r.name, r.track, r.signal_steps, {k: np.ones_like(v) for k, v in r.signals.items()},
+                    r.total_steps) for r in runs]  # gradients that say nothing: no gain
+    gain, lo, hi = prediction_statistics(flat, "slash_mass", 0.5, fractions=(0.1,), draws=300)["gains"]["0.1"]
+    assert lo <= 0.05 and BOOK["formation.prediction"].judge(
+        prediction_statistics(flat, "slash_mass", 0.5, fractions=(0.1,), draws=300)).verdict.value != "supported"

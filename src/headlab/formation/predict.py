@@ -128,10 +128,11 @@ class PredictResult(Result):
         return "\n".join(lines) + "\n"
 
 
-def early_prediction(
-    runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
-) -> PredictResult:
-    """Leave-one-seed-out evaluation of the early model against the early-score baseline."""
+def loso(runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray], list[str]]:
+    """Leave-one-seed-out: every head's label and the probabilities of the early model and of the early score
+    alone, each run predicted by models fitted on the other runs (pooled in run order); also each run's raw
+    early scores and the feature names."""
     if len(runs) < 2:
         raise ValueError("early prediction needs at least 2 runs (seeds); the issue asks for 5 or more")
     data = []
@@ -151,12 +152,51 @@ def early_prediction(
         y_all.append(data[k][2])
         p_full.append(pf)
         p_base.append(pb)
-    y = np.concatenate(y_all)
+    return np.concatenate(y_all), np.concatenate(p_full), np.concatenate(p_base), [d[1] for d in data], names
+
+
+def early_prediction(
+    runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
+) -> PredictResult:
+    """Leave-one-seed-out evaluation of the early model against the early-score baseline."""
+    y, p_full, p_base, raw, names = loso(runs, metric, threshold, early_fraction)
     scores = {}
-    for name, p in (("early_model", np.concatenate(p_full)), ("early_score_alone", np.concatenate(p_base))):
+    for name, p in (("early_model", p_full), ("early_score_alone", p_base)):
         prec, rec = _pr(y, p)
         scores[name] = {"precision": prec, "recall": rec, "roc_auc": roc_auc(y, p)}
-    scores["early_score_alone"]["roc_auc_raw_score"] = roc_auc(y, np.concatenate([d[1] for d in data]))
+    scores["early_score_alone"]["roc_auc_raw_score"] = roc_auc(y, np.concatenate(raw))
     return PredictResult(metric=metric, threshold=threshold, early_fraction=early_fraction, runs=[r.name for r in runs],
                          n_heads=int(len(y)), n_positive=int(y.sum()), features=names,
                          evaluation="leave-one-seed-out, pooled", **scores)
+
+
+def prediction_statistics(runs: Sequence[RunData], metric: str, threshold: float,
+                          fractions: Sequence[float] = (0.01, 0.05, 0.1), draws: int = 2000,
+                          seed: int = 0) -> dict[str, Any]:
+    """The statistics ``formation.prediction`` judges: per early fraction, the leave-one-seed-out AUROC of the
+    early model minus that of the early score alone, with a paired bootstrap interval over heads at the
+    Bonferroni level for the fractions (1 - 0.05 / len(fractions)); a fraction whose labels are all one class
+    (or with fewer than 2 early checkpoints) is left out and named."""
+    rng = np.random.default_rng(seed)
+    level = 0.05 / len(fractions)
+    gains: dict[str, list[float]] = {}
+    left_out: dict[str, str] = {}
+    for f in fractions:
+        try:
+            y, p_full, p_base, _, _ = loso(runs, metric, threshold, f)
+        except ValueError as exc:
+            left_out[str(f)] = str(exc)
+            continue
+        full, base = roc_auc(y, p_full), roc_auc(y, p_base)
+        if full is None or base is None:
+            left_out[str(f)] = "every head has one label"
+            continue
+        boot = []
+        for _ in range(draws):
+            i = rng.integers(0, len(y), len(y))
+            a, b = roc_auc(y[i], p_full[i]), roc_auc(y[i], p_base[i])
+            if a is not None and b is not None:
+                boot.append(a - b)
+        lo, hi = np.quantile(boot, [level / 2, 1 - level / 2])
+        gains[str(f)] = [full - base, float(lo), float(hi)]
+    return {"seeds": len(runs), "gains": gains, "left_out": left_out, "level": 1 - level, "draws": draws}
