@@ -66,3 +66,19 @@ def test_the_statistics_feed_the_declared_rule() -> None:
     judged = BOOK["formation.stages"].judge(stats)
     assert judged.verdict.value == "supported", judged  # 3 seeds of 300k steps, boundaries near 10k and 100k
     assert BOOK["formation.stages"].judge({**stats, "steps": 3000}).verdict.value == "inconclusive"
+
+
+def test_the_slash_gradient_share_is_fitted_at_log_spaced_signal_steps() -> None:
+    from headlab.formation.stages import gradient_stage_statistics, thinned
+
+    steps = list(range(50, 300_001, 50))  # signals every 50 steps, as a long run logs them
+    keep = thinned(steps)
+    assert 30 <= len(keep) <= 48 and steps[keep[0]] == 50 and steps[keep[-1]] == 300_000
+    x = np.log10(steps)
+    rng = np.random.default_rng(3)
+    share = np.clip(x - 4, 0, 1)[:, None, None] * 0.6 + 0.1 + rng.normal(0, 0.01, (len(steps), 1, 2))
+    sig = {"logit_slash": share, "logit_other": 1 - share}
+    stats = gradient_stage_statistics([(steps, sig)] * 3)
+    assert stats["heads"] == 6 and stats["three"] == 6 and stats["steps"] == 300_000
+    first, second = stats["boundaries"]
+    assert 10_000 / 1.5 <= first <= 10_000 * 1.5 and 100_000 / 1.5 <= second <= 100_000 * 1.5

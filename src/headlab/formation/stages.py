@@ -85,7 +85,33 @@ def stage_statistics(tracks: Sequence[TrackResult]) -> dict[str, Any]:
     metric and head, over the seeds), how many choose three segments, and the median first and second boundary
     of those (None without any)."""
     fits = [segments(t.steps, t.scores[m][:, l, h]) for t in tracks for m, l, h in specialized(t)]
+    return _summary(fits, len(tracks), min((t.steps[-1] for t in tracks), default=0))
+
+
+def _summary(fits: list[Segments], seeds: int, steps: int) -> dict[str, Any]:
     three = [f.boundaries for f in fits if f.k == 3]
-    return {"seeds": len(tracks), "steps": min((t.steps[-1] for t in tracks), default=0), "heads": len(fits),
-            "three": len(three), "by_k": {k: sum(f.k == k for f in fits) for k in (1, 2, 3)},
+    return {"seeds": seeds, "steps": steps, "heads": len(fits), "three": len(three),
+            "by_k": {k: sum(f.k == k for f in fits) for k in (1, 2, 3)},
             "boundaries": [float(np.median([b[i] for b in three])) if three else None for i in (0, 1)]}
+
+
+def thinned(steps: Sequence[int], points: int = 48) -> np.ndarray:
+    """Indices of about ``points`` log-spaced steps among ``steps`` (signals are logged at a fixed interval: an
+    exhaustive three-segment search over thousands of rows would weigh the late, stable part most and cost
+    minutes; log spacing is the checkpoints' own)."""
+    s = np.asarray(steps, dtype=float)
+    want = np.logspace(np.log10(max(s[0], 1)), np.log10(s[-1]), points)
+    return np.unique(np.searchsorted(s, want).clip(0, len(s) - 1))
+
+
+def gradient_stage_statistics(runs: Sequence[tuple[Sequence[int], dict[str, np.ndarray]]]) -> dict[str, Any]:
+    """:func:`stage_statistics` for every head's slash-gradient share, ``logit_slash / (logit_slash +
+    logit_other)`` of the gradient signals (``runs``: each run's signal steps and signals, as
+    :func:`headlab.formation.tracking.read_signals` reads them), at log-spaced signal steps."""
+    fits = []
+    for steps, sig in runs:
+        keep = thinned(steps)
+        share = sig["logit_slash"] / np.maximum(sig["logit_slash"] + sig["logit_other"], 1e-30)  # (S, L, H)
+        at = [int(steps[i]) for i in keep]
+        fits += [segments(at, share[keep, l, h]) for l in range(share.shape[1]) for h in range(share.shape[2])]
+    return _summary(fits, len(runs), min((int(s[-1]) for s, _ in runs), default=0))
