@@ -82,3 +82,34 @@ def test_the_slash_gradient_share_is_fitted_at_log_spaced_signal_steps() -> None
     assert stats["heads"] == 6 and stats["three"] == 6 and stats["steps"] == 300_000
     first, second = stats["boundaries"]
     assert 10_000 / 1.5 <= first <= 10_000 * 1.5 and 100_000 / 1.5 <= second <= 100_000 * 1.5
+
+
+def test_formation_claims_read_tracked_run_folders_and_judge_each_claim(tmp_path) -> None:
+    import json
+
+    from headlab.formation.claims import FormationClaimsResult, formation_claims
+
+    rng = np.random.default_rng(4)
+    steps = [int(s) for s in STEPS]
+    runs = []
+    for seed in range(3):
+        run = tmp_path / f"s{seed}"
+        scores = np.full((len(steps), 1, 3), 0.02) + rng.normal(0, 0.005, (len(steps), 1, 3))
+        scores[:, 0, 0], scores[:, 0, 1] = _stages(rng), _stages(rng)
+        TrackResult(run=run.name, steps=steps, n_layers=1, n_heads=3, scores={"slash_mass": scores}).write(
+            run / "track")
+        share = np.clip(np.log10(STEPS) - 4, 0, 1)[:, None, None] * 0.6 + 0.1 + rng.normal(0, 0.01, (len(steps), 1, 3))
+        (run / "signals.jsonl").write_text("".join(json.dumps({"step": s, "signals": {
+            "logit_slash": share[i].tolist(), "logit_other": (1 - share[i]).tolist()}}) + "\n"
+            for i, s in enumerate(steps)))
+        (run / "config.toml").write_text(f"[optim]\nsteps = {steps[-1]}\n")
+        runs.append(run)
+    r = formation_claims(runs, draws=200)
+    verdicts = {row["claim"]: row["verdict"] for row in r.rows}
+    assert verdicts["three stages (specialized heads' scores)"] == "supported"  # 6 of 6 heads, near 10k / 100k
+    assert verdicts["three stages (slash-gradient share)"] == "supported"
+    assert verdicts["initialization"] == "not measured"
+    assert verdicts["early prediction"] in ("supported", "not supported", "inconclusive")  # measured, not assumed
+    r.write(tmp_path / "claims")
+    assert FormationClaimsResult.read(tmp_path / "claims").rows == json.loads(json.dumps(r.rows))
+    assert "| initialization | `formation.init` | not measured |" in r.markdown()

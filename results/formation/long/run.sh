@@ -31,3 +31,16 @@ one() {  # seed
 export -f one
 export OUT HERE
 for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
+# the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)
+done=$(ls -d "$HERE"/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
+if [ -n "$done" ]; then
+    .venv/bin/python - $done <<'PY'
+import sys
+
+from headlab.formation.claims import formation_claims
+
+r = formation_claims(sys.argv[1:])
+r.write("results/formation/long/claims")
+print(r.markdown())
+PY
+fi

@@ -12,7 +12,7 @@ from headlab.formation.induce.arms import Levers
 from headlab.formation.predict import PredictResult
 from headlab.formation.tracking import TrackResult
 from headlab.io import read_jsonl, saving
-from headlab.result import Written, found_in
+from headlab.result import Written
 from headlab.training.config import TrainConfig, config_path
 from headlab.values import Rule, check, listed, refuse
 
@@ -104,24 +104,17 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
         p = headlab.predict(["runs/s0", "runs/s1", "runs/s2"], metric="induction")
         p.early_model["roc_auc"], p.early_score_alone["roc_auc"]
     """
-    from headlab.formation.predict import RunData, early_prediction
+    from headlab.formation.claims import run_data
+    from headlab.formation.predict import early_prediction
     from headlab.formation.track_report import THRESHOLDS
-    from headlab.formation.tracking import read_signals
-    from headlab.training.config import load_config
 
     number = isinstance(early, (int, float)) and not isinstance(early, bool)
     if not number or not 0 < early <= 1:
         raise HeadlabError(f"--early {early!r}: give a share of training above 0 and at most 1")
-    data = []
-    for r in runs:
-        path = Path(r) / "track"
-        if TrackResult not in found_in(path):
-            raise HeadlabError(f"{r} has not been tracked: run headlab track {r} first")
-        t = TrackResult.read(path)
-        if metric not in t.scores:
-            raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(t.scores)}")
-        steps, sig = read_signals(r)
-        data.append(RunData(str(r), t, steps, sig, load_config(Path(r) / "config.toml").optim.steps))
+    data = [run_data(r) for r in runs]
+    for d in data:
+        if metric not in d.track.scores:
+            raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(d.track.scores)}")
     thr = threshold if threshold is not None else THRESHOLDS.get(metric, 0.5)
     try:
         res = early_prediction(data, metric, thr, early)

@@ -1,0 +1,67 @@
+"""The slash-heads document's formation claims judged on tracked training runs: three stages (of the specialized
+heads' scores, and of every head's slash-gradient share), early prediction and initialization, each by its
+declared rule in :mod:`headlab.rulebook.formation`; a claim whose runs are missing is "not measured"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from headlab.errors import HeadlabError
+from headlab.formation.predict import RunData, prediction_statistics
+from headlab.formation.stages import gradient_stage_statistics, stage_statistics
+from headlab.formation.track_report import THRESHOLDS
+from headlab.formation.tracking import TrackResult, read_signals
+from headlab.result import Result, found_in
+from headlab.rulebook import judge, label
+
+
+def run_data(run: str | Path) -> RunData:
+    """A tracked run folder's scores, gradient signals and planned steps; one line when it is not tracked."""
+    from headlab.training.config import load_config
+
+    path = Path(run) / "track"
+    if TrackResult not in found_in(path):
+        raise HeadlabError(f"{run} has not been tracked: run headlab track {run} first")
+    steps, sig = read_signals(run)
+    return RunData(str(run), TrackResult.read(path), steps, sig, load_config(Path(run) / "config.toml").optim.steps)
+
+
+@dataclass
+class FormationClaimsResult(Result):
+    """``formation_claims.json``: one row per formation claim, its rule, statistics and verdict."""
+
+    KIND = "formation_claims.json"
+    runs: list[str]
+    metric: str
+    rows: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        lines = [f"Formation claims on {len(self.runs)} run(s); prediction of `{self.metric}`", "",
+                 "| claim | rule | verdict | evidence |", "|---|---|---|---|"]
+        lines += [f"| {r['claim']} | `{r['rule']}` | {label(r)} | {r.get('power', '')} |" for r in self.rows]
+        return "\n".join(lines) + "\n"
+
+
+def formation_claims(runs: Sequence[str | Path], metric: str = "slash_mass",
+                     init_arms: tuple[Sequence[int], Sequence[int]] | None = None,
+                     draws: int = 2000) -> FormationClaimsResult:
+    """Judge the formation claims on tracked ``runs`` (seeds of one config); ``init_arms``: the specialized
+    heads per run under two initializations (the initialization claim is "not measured" without them);
+    ``draws``: bootstrap draws of the prediction intervals."""
+    data = [run_data(r) for r in runs]
+    if data and metric not in data[0].track.scores:
+        raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(data[0].track.scores)}")
+    signals = [(d.signal_steps, d.signals) for d in data if "logit_slash" in d.signals]
+    rows = [
+        {"claim": "three stages (specialized heads' scores)", **judge("formation.stages", stage_statistics(
+            [d.track for d in data]) if data else None)},
+        {"claim": "three stages (slash-gradient share)", **judge("formation.stages", gradient_stage_statistics(
+            signals) if signals else None)},
+        {"claim": "early prediction", **judge("formation.prediction", prediction_statistics(
+            data, metric, THRESHOLDS.get(metric, 0.5), draws=draws) if len(data) >= 2 else None)},
+        {"claim": "initialization", **judge("formation.init", None if init_arms is None else
+                                            {"a": list(init_arms[0]), "b": list(init_arms[1])})},
+    ]
+    return FormationClaimsResult([str(r) for r in runs], metric, rows)
