@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The long formation study: configs/long.toml at seeds $SEEDS (default 0 1 2), two runs at a time (one thread
+# The long formation study: $CONFIG (default configs/long.toml; the encoder arm: CONFIG=configs/long-encoder.toml
+# OUT=runs/formation-long-encoder HERE=results/formation/long/encoder) at seeds $SEEDS (default 0 1 2), two runs at a time (one thread
 # each, niced so other work on the machine keeps its cores), then headlab track on every finished run. A run
 # that was stopped resumes from its last checkpoint (exactly: the resume tests of test_faults.py), so the runs
 # may be spread over several sittings. What is committed (no weights): each run's tracked scores, phases,
@@ -7,21 +8,22 @@
 # in results/formation/long/runs.jsonl (its command, the steps it reached, its wall time). Run from the root.
 set -euo pipefail
 OUT=${OUT:-runs/formation-long}
-HERE=results/formation/long
+HERE=${HERE:-results/formation/long}
+CONFIG=${CONFIG:-configs/long.toml}
 mkdir -p "$OUT"
 one() {  # seed
     local run="$OUT/s$1" t0 t1 resume=""
     t0=$(date +%s)
     if [ ! -f "$run/final.safetensors" ]; then
         [ -d "$run" ] && resume=--resume
-        nice -n 10 .venv/bin/headlab train configs/long.toml --seed "$1" --out "$run" --no-progress $resume \
+        nice -n 10 .venv/bin/headlab train "$CONFIG" --seed "$1" --out "$run" --no-progress $resume \
             > /dev/null || true  # a stopped sitting still records what it reached
     fi
     t1=$(date +%s)
     local reached
     reached=$(tail -1 "$run/metrics.jsonl" 2>/dev/null | sed -n 's/.*"step": \([0-9]*\).*/\1/p')
-    printf '{"seed": %s, "command": "headlab train configs/long.toml --seed %s --out %s %s", "reached_step": %s, "wall_s": %s, "finished": %s}\n' \
-        "$1" "$1" "$run" "$resume" "${reached:-0}" "$((t1 - t0))" \
+    printf '{"seed": %s, "command": "headlab train %s --seed %s --out %s %s", "reached_step": %s, "wall_s": %s, "finished": %s}\n' \
+        "$1" "$CONFIG" "$1" "$run" "$resume" "${reached:-0}" "$((t1 - t0))" \
         "$([ -f "$run/final.safetensors" ] && echo true || echo false)" >> "$HERE/runs.jsonl"
     [ -f "$run/final.safetensors" ] || return 0
     [ -f "$run/track/phases.json" ] || nice -n 10 .venv/bin/headlab track "$run" --no-progress > /dev/null
@@ -29,7 +31,7 @@ one() {  # seed
     cp -r "$run/track" "$run/signals.jsonl" "$run/metrics.jsonl" "$run/config.toml" "$HERE/s$1/"
 }
 export -f one
-export OUT HERE
+export OUT HERE CONFIG
 for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
 # the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)
 done=$(ls -d "$HERE"/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
@@ -40,7 +42,7 @@ import sys
 from headlab.formation.claims import formation_claims
 
 r = formation_claims(sys.argv[1:])
-r.write("results/formation/long/claims")
+r.write(sys.argv[1].rsplit("/", 1)[0] + "/claims")
 print(r.markdown())
 PY
 fi

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Steps per second of small decoder shapes on one core (optim.threads = 1), 400 steps each with the gradient
 # signals and checkpoints a long run pays for, to choose the largest shape that reaches 100,000 steps in about
-# two hours. Writes results/formation/long/speed.jsonl (one row per shape). Run from the repository root.
+# two hours. Writes results/formation/long/speed.jsonl (one row per shape; KIND=encoder: the masked-LM encoder
+# arm's shape into speed-encoder.jsonl). Run from the repository root.
 set -euo pipefail
 out=results/formation/long
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-: > "$out/speed.jsonl"
-for shape in "3 4 64 64 16" "4 4 64 64 16" "3 4 128 64 16" "3 4 64 128 16" "4 4 128 64 32"; do
+KIND=${KIND:-decoder}
+file=$out/speed.jsonl
+shapes=("3 4 64 64 16" "4 4 64 64 16" "3 4 128 64 16" "3 4 64 128 16" "4 4 128 64 32")
+if [ "$KIND" = encoder ]; then file=$out/speed-encoder.jsonl; shapes=("3 4 64 64 16" "4 4 64 64 16"); fi
+: > "$file"
+for shape in "${shapes[@]}"; do
   read -r L H D T B <<< "$shape"
   cat > "$tmp/c.toml" <<TOML
 [model]
-kind = "decoder"
+kind = "$KIND"
 n_layers = $L
 n_heads = $H
 d_model = $D
@@ -40,7 +45,7 @@ TOML
   t0=$(date +%s.%N)
   HF_HUB_OFFLINE=1 .venv/bin/headlab train "$tmp/c.toml" --out "$tmp/run" --no-progress > /dev/null
   t1=$(date +%s.%N)
-  .venv/bin/python - "$tmp/run" "$L" "$H" "$D" "$T" "$B" "$t0" "$t1" >> "$out/speed.jsonl" <<'PY'
+  .venv/bin/python - "$tmp/run" "$L" "$H" "$D" "$T" "$B" "$t0" "$t1" >> "$file" <<'PY'
 import json, sys
 from pathlib import Path
 run, L, H, D, T, B, t0, t1 = sys.argv[1:]
@@ -52,5 +57,5 @@ print(json.dumps({"n_layers": int(L), "n_heads": int(H), "d_model": int(D), "win
                   "steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(steps / wall, 2),
                   "hours_for_100k": round(100000 / (steps / wall) / 3600, 2), "loss_at_end": rows[-1]["loss"]}))
 PY
-  tail -1 "$out/speed.jsonl"
+  tail -1 "$file"
 done
