@@ -110,7 +110,7 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
         [r] = headlab.languages(["smollm2-135m"], languages=["en", "de"], n=20, out=None)
         r.to_pandas()[["language", "sdh", "reference_top_rank", "spearman"]]
     """
-    from headlab.io import write_text_atomic
+    from headlab.io import claim_out, write_text_atomic
     from headlab.models.loader import check_source, torch_dtype
     from headlab.study.claims import folder_names
     from headlab.study.languages import by_language
@@ -120,6 +120,8 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
     if n < 3:  # the strict rule needs three items in a row
         raise HeadlabError(f"--n {n}: give at least 3 suite items per language")
     torch_dtype(dtype)
+    if out is not None:  # an earlier result is refused whether or not the models are installed
+        claim_out(out, ["languages.md"], overwrite)
     for m in models:  # every model is checked before the first is measured
         if not isinstance(m, LoadedModel):
             check_source(m)
