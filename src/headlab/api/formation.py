@@ -111,10 +111,7 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
     number = isinstance(early, (int, float)) and not isinstance(early, bool)
     if not number or not 0 < early <= 1:
         raise HeadlabError(f"--early {early!r}: give a share of training above 0 and at most 1")
-    data = [run_data(r) for r in runs]
-    for d in data:
-        if metric not in d.track.scores:
-            raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(d.track.scores)}")
+    data = [run_data(r, metric) for r in runs]
     thr = threshold if threshold is not None else THRESHOLDS.get(metric, 0.5)
     try:
         res = early_prediction(data, metric, thr, early)

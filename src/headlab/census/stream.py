@@ -128,7 +128,6 @@ def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample]
     """Stream the samples into ``census``; returns the interrupt that stopped it early (one process), or None.
     ``rows``: per-sample rows are wanted (``writer`` is rank 0's; every rank sends its rows)."""
     batch_size = settings.batch_size
-    last = census.position // every if every else 0
     seen: set[str] = set()  # documents reached, for the progress bar: a dataset's unit is the record
     since = " since the resume" if census.position else ""
     saved = census.position
@@ -150,8 +149,8 @@ def run(loaded: LoadedModel, dets: Sequence[Detector], samples: Iterable[Sample]
         if bar is not None:
             seen.update(s.doc_id for s in batch)
             bar.set_postfix_str(f"{len(seen)} documents{since}", refresh=False)
-        if every and folder is not None and census.position // every > last:
-            last, saved = census.position // every, census.position
+        if every and folder is not None and census.position // every > saved // every:
+            saved = census.position
             save_checkpoint(folder, census, w, writer.checkpoint() if writer else 0, print_)
     return None
 

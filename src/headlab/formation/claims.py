@@ -17,15 +17,19 @@ from headlab.result import Result, found_in
 from headlab.rulebook import judge, label
 
 
-def run_data(run: str | Path) -> RunData:
-    """A tracked run folder's scores, gradient signals and planned steps; one line when it is not tracked."""
+def run_data(run: str | Path, metric: str | None = None) -> RunData:
+    """A tracked run folder's scores, gradient signals and planned steps; one line when it is not tracked or
+    has no ``metric``."""
     from headlab.training.config import load_config
 
     path = Path(run) / "track"
     if TrackResult not in found_in(path):
         raise HeadlabError(f"{run} has not been tracked: run headlab track {run} first")
+    track = TrackResult.read(path)
+    if metric is not None and metric not in track.scores:
+        raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(track.scores)}")
     steps, sig = read_signals(run)
-    return RunData(str(run), TrackResult.read(path), steps, sig, load_config(Path(run) / "config.toml").optim.steps)
+    return RunData(str(run), track, steps, sig, load_config(Path(run) / "config.toml").optim.steps)
 
 
 @dataclass
@@ -50,9 +54,7 @@ def formation_claims(runs: Sequence[str | Path], metric: str = "slash_mass",
     """Judge the formation claims on tracked ``runs`` (seeds of one config); ``init_arms``: the specialized
     heads per run under two initializations (the initialization claim is "not measured" without them);
     ``draws``: bootstrap draws of the prediction intervals."""
-    data = [run_data(r) for r in runs]
-    if data and metric not in data[0].track.scores:
-        raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(data[0].track.scores)}")
+    data = [run_data(r, metric) for r in runs]
     signals = [(d.signal_steps, d.signals) for d in data if "logit_slash" in d.signals]
     rows = [
         {"claim": "three stages (specialized heads' scores)", **judge("formation.stages", stage_statistics(
