@@ -174,6 +174,8 @@ PYTHON_ONLY = {
     "texts": "texts to scan instead of a corpus (each is a document)",
     "max_length": "window length in tokens",
     "model": "the model the profile was fitted on, already loaded or by name; None loads the profile's own",
+    "settings": "the settings above as one object (`headlab.settings`); a keyword given beside it replaces its "
+                "value",
     "rows": "return one row per document (they grow with the records; False returns none, monitor.jsonl in out "
             "has them)",
 }
@@ -195,9 +197,12 @@ def parameters(root: Path, up: str, twin: str) -> str:
         raise ValueError(f"{twin} is the twin of no command")
     actions = {a.dest: a for a in leaf._actions}
     lines = ["| parameter | default | command line | what it is |", "|---|---|---|---|"]
+    family = getattr(fn, "settings_type", None)  # a twin made by headlab.settings.takes: its fields' own words
+    declared = {f.name: f.metadata["help"] for f in family.fields()} if family is not None else {}
     for name, prm in inspect.signature(fn).parameters.items():
         action = actions.get("no_progress" if name == "progress" else name)
-        help_ = PYTHON_ONLY.get(name) if action is None or name == "progress" else action.help
+        own = PYTHON_ONLY.get(name) or declared.get(name)
+        help_ = own if action is None or name == "progress" else action.help
         if not help_:
             raise ValueError(f"{twin}: parameter {name!r} has no option help and no PYTHON_ONLY entry")
         shown = " ".join(map(str, prm.default)) if isinstance(prm.default, (list, tuple)) else prm.default

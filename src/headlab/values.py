@@ -7,10 +7,9 @@ without a rule is a programming error, not a user's.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from headlab.errors import HeadlabError
 
@@ -18,10 +17,10 @@ from headlab.errors import HeadlabError
 @dataclass(frozen=True)
 class Rule:
     """``whole``: an integer of at least ``low``; ``share``: a finite number in [0, 1]; ``positive``: a finite
-    number above 0; ``flag``: True or False (a string such as "no" is not False). ``optional``: None is allowed
-    (the option's "not set")."""
+    number above 0; ``number``: any finite number; ``flag``: True or False (a string such as "no" is not False).
+    ``optional``: None is allowed (the option's "not set")."""
 
-    kind: Literal["whole", "share", "positive", "flag"]
+    kind: Literal["whole", "share", "positive", "number", "flag"]
     low: int = 0
     optional: bool = False
 
@@ -34,6 +33,8 @@ class Rule:
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.low
             return None if ok else f"--{flag} {value!r}: give a whole number of at least {self.low}"
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if self.kind == "number":
+            return None if number else f"--{flag} {value!r}: give a number"
         if self.kind == "share":
             return None if number and 0 <= value <= 1 else f"--{flag} {value!r}: give a share between 0 and 1"
         return None if number and value > 0 else f"--{flag} {value!r}: give a number above 0"
@@ -121,49 +122,3 @@ def listed(*names: str) -> Any:
             return fn(*bound.args, **bound.kwargs)
         return twin
     return wrap
-
-
-class Settings:
-    """The base of a command family's settings: a frozen dataclass whose field defaults are the family's one set
-    of defaults (the Python twin's signature reads them, the CLI takes them through the twin, the result records
-    :meth:`record`). Built values are checked at once: every field with a rule in :data:`RULES`, every field
-    of :attr:`CHOICES`, and the family's own :meth:`more_problems`; the first problem is raised as one line.
-    :attr:`LISTS` name fields given as a list (one string is one item), kept as tuples."""
-
-    FAMILY: ClassVar[str] = "settings"
-    LISTS: ClassVar[tuple[str, ...]] = ()
-    #: field -> (its CLI flag, the values allowed)
-    CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {}
-
-    def __post_init__(self) -> None:
-        for name in self.LISTS:
-            value = getattr(self, name)
-            object.__setattr__(self, name, None if value is None else tuple(items(value)))
-        found = self.problems()
-        if found:
-            raise HeadlabError(found[0])
-
-    def values(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-
-    def problems(self) -> list[str]:
-        """One line for every bad value, naming the option as the CLI spells it."""
-        values = self.values()
-        out = [f"--{flag} {values[name]!r}: choose {', '.join(map(str, allowed))}"
-               for name, (flag, allowed) in self.CHOICES.items() if values[name] not in allowed]
-        out += self.more_problems()
-        return out + problems(**{k: v for k, v in values.items() if k in RULES})
-
-    def more_problems(self) -> list[str]:
-        return []
-
-    def replace(self, **changes: Any) -> Any:
-        known = set(self.values())
-        unknown = [k for k in changes if k not in known]
-        if unknown:
-            raise HeadlabError(f"unknown {self.FAMILY} setting {unknown[0]!r}")
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
-
-    def record(self) -> dict[str, Any]:
-        """The settings as JSON values (tuples as lists), for the result's record."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.values().items()}

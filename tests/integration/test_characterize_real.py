@@ -47,17 +47,18 @@ def test_characterize_cli(tmp_path, capsys):
 
 def test_claims_table_on_one_model(tmp_path):
     from headlab.errors import HeadlabError
-    from headlab.study.claims import claims
+    from headlab.study.claims import ClaimsSettings, claims
 
     with pytest.raises(HeadlabError, match="minilm-l6/evaluate.json does not exist"):  # checked before the work
-        claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, monitor_dir=tmp_path)
+        claims([named("minilm-l6")], ClaimsSettings(n=2, scan_samples=16, monitor_evaluations=str(tmp_path)),
+               progress=False)
     (tmp_path / "mon" / "minilm-l6").mkdir(parents=True)
     (tmp_path / "mon" / "minilm-l6" / "evaluate.json").write_text(json.dumps(
         {"kinds": {"paths": {"auroc": {"heads": [0.95, 0.93, 0.97], "characters": [0.8, 0.78, 0.82]},
                              "best_baseline": "characters", "heads_vs_best": [0.15, 0.12, 0.18],
                              "verdict": "heads better"}}, "baselines": ["characters"], "fresh_documents": 9}))
-    r = claims([named("minilm-l6")], n=2, scan_samples=16, progress=False, save_dir=str(tmp_path),
-               monitor_dir=tmp_path / "mon")
+    r = claims([named("minilm-l6")], ClaimsSettings(n=2, scan_samples=16, monitor_evaluations=str(tmp_path / "mon")),
+               progress=False, out=tmp_path)
     r.write(tmp_path)
     md = (tmp_path / "claims.md").read_text()
     assert md.count("\n| ") >= 9 and "15-20%" in md and "Verdicts: the rule book" in md

@@ -124,15 +124,16 @@ def test_claims_resume_reuses_the_saved_parts_made_with_the_same_settings(corpus
     import headlab.study.claims as claims_mod
 
     lm = named("minilm-l6")
-    opts = dict(n=2, scan_samples=4, progress=False, save_dir=str(tmp_path), corpus=[str(corpus)])
-    first = claims_mod.claims([lm], **opts)
+    st = claims_mod.ClaimsSettings(n=2, scan_samples=4, corpus=[str(corpus)])
+    opts = dict(progress=False, out=tmp_path)
+    first = claims_mod.claims([lm], st, **opts)
 
     def no_rescan(*a, **k):
         raise AssertionError("rescanned")
 
     monkeypatch.setattr(claims_mod, "scan", no_rescan)
     monkeypatch.setattr(claims_mod, "characterize", no_rescan)
-    again = claims_mod.claims([lm], resume=True, **opts)
+    again = claims_mod.claims([lm], st, resume=True, **opts)
     assert again.to_json() == first.to_json()
     with pytest.raises(AssertionError, match="rescanned"):  # other settings: measured again, not reused
-        claims_mod.claims([lm], resume=True, **{**opts, "scan_samples": 5})
+        claims_mod.claims([lm], st.replace(scan_samples=5), resume=True, **opts)

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import inspect
 import math
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,9 @@ from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.census.stats import SDH
 from headlab.cli import build_parser
 from headlab.errors import HeadlabError
+from tests.support import leaves
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _parser(*path: str):
@@ -41,19 +45,72 @@ def _families():
     ]
 
 
-@pytest.mark.parametrize("family", range(4), ids=["scan", "characterize", "ablate", "monitor"])
-def test_every_family_takes_its_defaults_from_its_settings(family: int) -> None:
-    cls, twin, path, args = _families()[family]
-    defaults, params = cls(), inspect.signature(twin).parameters
-    cli = _parser(*path).parse_args(args)
-    for f in dataclasses.fields(cls):
-        want = getattr(defaults, f.name)
-        if f.name in params:
-            assert params[f.name].default == want, (cls.FAMILY, f.name)
-        if hasattr(cli, f.name):
-            got = getattr(cli, f.name)
-            assert (list(got) if isinstance(want, tuple) else got) == (list(want) if isinstance(want, tuple)
-                                                                      else want), (cls.FAMILY, f.name)
+#: every command whose twin is generated from a settings class: (command, its twin)
+DECLARED = {cmd: p for cmd, p in leaves(build_parser()).items()
+            if getattr(p.get_default("api"), "settings_type", None) is not None}
+API_PAGES = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "api").glob("*.md"))
+
+
+def _listed(value):
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def test_the_families_that_declare_their_settings() -> None:
+    assert {"scan", "characterize", "ablate", "importance", "prune", "claims", "monitor fit"} <= set(DECLARED)
+
+
+@pytest.mark.parametrize("cmd", sorted(DECLARED))
+def test_twin_cli_settings_and_docs_share_every_name_and_default(cmd: str) -> None:
+    """One declaration: each field is the twin's keyword with the field's default, the command's option (its
+    declared flag, the same default) unless it is Python-only, and a row of the twin's parameter table."""
+    p = DECLARED[cmd]
+    twin = p.get_default("api")
+    cls = twin.settings_type
+    params = inspect.signature(twin).parameters
+    actions = {a.dest: a for a in p._actions}
+    dotted = "headlab." + cmd.replace(" ", ".").replace("-", "_")
+    table = API_PAGES.split(f"<!-- generated: parameters {dotted} -->", 1)[1].split("<!-- end", 1)[0]
+    for f in cls.fields():
+        assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY, (cmd, f.name)
+        assert params[f.name].default == f.default, (cmd, f.name)
+        assert f"| `{f.name}` | `{f.default!r}` |" in table, (cmd, f.name)
+        if not f.metadata["cli"]:
+            assert f.name not in actions, (cmd, f.name)
+            continue
+        assert actions[f.name].option_strings == [f"--{cls.flag(f.name)}"], (cmd, f.name)
+        assert _listed(p.get_default(f.name)) == _listed(f.default), (cmd, f.name)
+    assert params["settings"].default is None
+
+
+@pytest.mark.parametrize("cmd", sorted(DECLARED))
+def test_a_keyword_beside_settings_replaces_only_its_value(cmd: str) -> None:
+    from headlab.settings import takes
+
+    cls = DECLARED[cmd].get_default("api").settings_type
+    got = {}
+
+    def capture(settings):
+        got["settings"] = settings
+        return settings
+    wrapped = takes(cls)(capture)
+    assert wrapped() == cls()
+    with pytest.raises(HeadlabError, match=f"give a {cls.__name__}"):
+        wrapped(settings={"seed": 1})
+    if not {"seed", "batch_size"} <= {f.name for f in cls.fields()}:
+        return
+    base = cls().replace(seed=7)
+    assert wrapped(settings=base, batch_size=3) == base.replace(batch_size=3)
+    assert got["settings"].seed == 7
+    with pytest.raises(HeadlabError, match="--batch-size 0"):
+        wrapped(settings=base, batch_size=0)
+
+
+def test_no_twin_calls_an_inner_function_renamed_run() -> None:
+    import re
+
+    found = [f"{p.name}: {m}" for p in (ROOT / "src" / "headlab" / "api").glob("*.py")
+             for m in re.findall(r"import .* as run\w*", p.read_text(encoding="utf-8"))]
+    assert not found, found
 
 
 @pytest.mark.parametrize("cls_index, change, phrase", [

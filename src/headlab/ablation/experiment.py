@@ -38,9 +38,11 @@ from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
+from headlab.probes import SUITES
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
-from headlab.values import Settings
+from headlab.settings import Settings, setting
+from headlab.values import Rule
 
 
 @dataclass
@@ -183,25 +185,22 @@ class AblateSettings(Settings):
 
     FAMILY: ClassVar[str] = "ablate"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus", "suites")
-    CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {"mode": ("mode", MODES)}
 
-    mode: str = "zero"
-    draws: int = 20
-    samples: int = 48
-    window: int = 64
-    k: int = 3
-    corpus: tuple[str, ...] | None = None
-    suites: tuple[str, ...] = ()
-    suite_n: int = 16
-    seed: int = 0
-    batch_size: int = 8
-
-    def more_problems(self) -> list[str]:
-        found = [] if not isinstance(self.draws, int) or self.draws >= 1 else [
-            f"--draws {self.draws}: give at least 1 matched random set"]
-        if isinstance(self.samples, int) and self.samples < 2:  # half the windows hold '/', half do not
-            found.append(f"--samples {self.samples}: give at least 2 (half with '/', half without)")
-        return found
+    mode: str = setting("zero", "zero; mean (each head's mean output over the corpus samples); resample (the "
+                        "head's output on the next sample of the batch)", choices=MODES)
+    draws: int = setting(20, "matched random head sets the target is compared with (p cannot go below "
+                         "1/(draws+1))", rule=Rule("whole", 1))
+    samples: int = setting(48, "corpus windows, half with '/', half without", rule=Rule("whole", 2))
+    window: int = setting(64, "tokens per sample")
+    k: int = setting(3, "accuracy at top-k", cli=False)
+    corpus: tuple[str, ...] | None = setting(None, "named sources or files/folders (default: wiki pydoc)",
+                                             metavar="SRC", annotation="Sequence[str] | None")
+    suites: tuple[str, ...] = setting((), "also measure on these stimulus suites, e.g. slash controls positions "
+                                      "contexts (default: none)", choices=sorted(SUITES),
+                                      annotation="Sequence[str]")
+    suite_n: int = setting(16, "items per stimulus suite")
+    seed: int = setting(0, "random seed (sample order, draws)")
+    batch_size: int = setting(8, "samples per forward pass")
 
 
 #: ablate given no options

@@ -13,7 +13,7 @@ Both are reported with their Spearman rank correlation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -24,7 +24,10 @@ from headlab.attention.interventions import Gate, intervene
 from headlab.head import name as head_name
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
+from headlab.models.loader import dtype_setting
 from headlab.result import Result
+from headlab.settings import Settings, setting
+from headlab.values import Rule
 
 
 def primary_metric(loaded: LoadedModel, batch: Any, base_hidden: torch.Tensor | None) -> np.ndarray:
@@ -105,18 +108,39 @@ class ImportanceResult(Result):
         return [dict(h) for h in self.heads]
 
 
-def importance(model: str | LoadedModel, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
-               seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
-               batches: list[Any] | None = None, base_hidden: list[torch.Tensor] | None = None,
-               dtype: str = "float32") -> ImportanceResult:
+@dataclass(frozen=True)
+class ImportanceSettings(Settings):
+    """The data the metric is measured on, shared by ``headlab importance`` and ``headlab prune``: ``samples``
+    windows of ``window`` tokens from ``corpus`` drawn with ``seed``; ``batch_size``; the weights' ``dtype``."""
+
+    FAMILY: ClassVar[str] = "importance"
+    LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
+
+    samples: int = setting(32, "corpus windows the metric is measured on", rule=Rule("whole", 2))
+    window: int = setting(64, "tokens per window")
+    corpus: tuple[str, ...] | None = setting(None, "named sources or files/folders (default: wiki pydoc)",
+                                             metavar="SRC", annotation="Sequence[str] | None")
+    seed: int = setting(0, "random seed (sample order)")
+    batch_size: int = setting(8, "samples per forward pass")
+    dtype: str = dtype_setting()
+
+
+#: importance given no options
+IMPORTANCE = ImportanceSettings()
+
+
+def importance(model: str | LoadedModel, settings: ImportanceSettings = IMPORTANCE, *, progress: bool = True,
+               device: str = "cpu", batches: list[Any] | None = None,
+               base_hidden: list[torch.Tensor] | None = None) -> ImportanceResult:
     """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record.
 
     ``batches`` (and, for encoders, their ``base_hidden``) let a caller that measures more on the same data
     (pruning) build them once."""
-    loaded = load_for_metric(model, device, dtype)
+    st = settings
+    loaded = load_for_metric(model, device, st.dtype)
     f = loaded.facts
     if batches is None:
-        batches = metric_batches(loaded, samples, window, seed, batch_size, corpus)
+        batches = metric_batches(loaded, st.samples, st.window, st.seed, st.batch_size, st.corpus)
     if base_hidden is None:
         base_hidden = reference_hidden(loaded, batches)
     with torch.inference_mode():

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from headlab.ablation.heads import ablate, parse_heads
-from headlab.ablation.importance import _metric, importance
+from headlab.ablation.importance import IMPORTANCE, ImportanceSettings, _metric, importance
 from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden
 from headlab.head import Head
 from headlab.plotting import new_figure, save_figure
@@ -53,20 +53,20 @@ class PruneResult(Result):
         return prune_figure(self)
 
 
-def prune_curves(model: Any, *, samples: int = 32, window: int = 64, keep: Sequence[str] = (), seed: int = 0,
-                 batch_size: int = 8, progress: bool = True, device: str = "cpu",
-                 dtype: str = "float32") -> PruneResult:
+def prune_curves(model: Any, keep: Sequence[str] = (), settings: ImportanceSettings = IMPORTANCE, *,
+                 progress: bool = True, device: str = "cpu") -> PruneResult:
     """Curves of the metric (importance's) for each order; ``keep`` names the specialized heads (``L.H``)."""
-    loaded = load_for_metric(model, device, dtype)
+    st = settings
+    loaded = load_for_metric(model, device, st.dtype)
     f = loaded.facts
     parsed = parse_heads(list(keep), f.n_layers, f.n_heads)  # checked before the work: no unknown head is kept
-    batches = metric_batches(loaded, samples, window, seed, batch_size)
+    batches = metric_batches(loaded, st.samples, st.window, st.seed, st.batch_size, st.corpus)
     base_hidden = reference_hidden(loaded, batches)
-    imp = importance(loaded, batches=batches, base_hidden=base_hidden, progress=progress)
+    imp = importance(loaded, st, batches=batches, base_hidden=base_hidden, progress=progress)
     heads = [(h["layer"], h["head"]) for h in imp.heads]
     exact = {(h["layer"], h["head"]): h["exact_delta"] for h in imp.heads}
     orders = {"exact": sorted(heads, key=lambda x: exact[x]),
-              "random": random.Random(seed).sample(heads, len(heads))}
+              "random": random.Random(st.seed).sample(heads, len(heads))}
     if imp.spearman_exact_vs_gradient is not None:
         grad = {(h["layer"], h["head"]): h["gradient"] for h in imp.heads}
         orders["gradient"] = sorted(heads, key=lambda x: grad[x])

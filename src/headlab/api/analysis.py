@@ -5,25 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from headlab.ablation.experiment import ABLATE, AblateResult, AblateSettings
-from headlab.ablation.importance import ImportanceResult
-from headlab.ablation.prune import PruneResult
+from headlab.ablation import importance as importance_study
+from headlab.ablation.experiment import ABLATE, AblateResult, AblateSettings, ablate_experiment
+from headlab.ablation.importance import IMPORTANCE, ImportanceResult, ImportanceSettings
+from headlab.ablation.prune import PruneResult, prune_curves, write_prune
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel
+from headlab.settings import takes
+from headlab.study import characterize as characterization
 from headlab.study.characterize import CHARACTERIZE, CharacterizeResult, CharacterizeSettings
-from headlab.values import check, listed
+from headlab.values import listed
 
 Model = str | LoadedModel
 
 
 @in_callers_words
-def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTERIZE.seed,
-                 threshold: float = CHARACTERIZE.threshold, consecutive: int = CHARACTERIZE.consecutive,
-                 top: int = CHARACTERIZE.top, kappa: float = CHARACTERIZE.kappa,
-                 rope_samples: int = CHARACTERIZE.rope_samples, batch_size: int = CHARACTERIZE.batch_size,
-                 device: str = "cpu", dtype: str = "float32", progress: bool = True,
-                 out: str | Path | None = None, overwrite: bool = False) -> CharacterizeResult:
+@takes(CharacterizeSettings)
+def characterize(model: Model, settings: CharacterizeSettings = CHARACTERIZE, *, device: str = "cpu",
+                 dtype: str = "float32", progress: bool = True, out: str | Path | None = None,
+                 overwrite: bool = False) -> CharacterizeResult:
     """Characterize every head with constructed stimuli: mass on ``/`` (SDH rule: mass > ``threshold`` in
     ``consecutive`` consecutive stimuli), specificity against other symbols, position sensitivity (coefficient of
     variation over relative gaps), context independence, layer profile; bootstrap 95% intervals over the ``n``
@@ -36,23 +37,18 @@ def characterize(model: Model, *, n: int = CHARACTERIZE.n, seed: int = CHARACTER
         r = headlab.characterize("minilm-l6", n=12)
         r.to_pandas().sort_values("slash_mass").tail()   # one row per head, value and 95% interval
     """
-    from headlab.study.characterize import characterize as run
-
-    settings = CharacterizeSettings(n=n, seed=seed, threshold=threshold, consecutive=consecutive, top=top,
-                                    kappa=kappa, rope_samples=rope_samples, batch_size=batch_size)
     with saving(out, CharacterizeResult.files(), overwrite) as folder:
-        r = run(model, settings, progress=progress, device=device, dtype=dtype)
+        r = characterization.characterize(model, settings, progress=progress, device=device, dtype=dtype)
         if folder is not None:
             r.write(folder)
     return r
 
 
 @in_callers_words
-def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode, draws: int = ABLATE.draws,
-           suites: Sequence[str] = ABLATE.suites, suite_n: int = ABLATE.suite_n, samples: int = ABLATE.samples,
-           window: int = ABLATE.window, corpus: Sequence[str] | None = ABLATE.corpus, seed: int = ABLATE.seed,
-           batch_size: int = ABLATE.batch_size, device: str = "cpu", dtype: str = "float32", progress: bool = True,
-           out: str | Path | None = None, overwrite: bool = False) -> AblateResult:
+@takes(AblateSettings)
+def ablate(model: Model, heads: str | Sequence[str], settings: AblateSettings = ABLATE, *, device: str = "cpu",
+           dtype: str = "float32", progress: bool = True, out: str | Path | None = None,
+           overwrite: bool = False) -> AblateResult:
     """Ablate ``heads`` (``L.H``) together at the output projection's input (``mode``: zero, mean or resample)
     and ``draws`` random head sets matched by layer; the change of the loss-based metric on ``samples`` windows
     of ``window`` tokens (half with ``/``), target minus control with a bootstrap 95% interval and a permutation
@@ -63,10 +59,6 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode,
         r = headlab.ablate("smollm2-135m", ["3.2", "5.7"], draws=10)
         r.control["interval"]     # target minus matched controls, 95%
     """
-    from headlab.ablation import ablate_experiment
-
-    settings = AblateSettings(mode=mode, draws=draws, samples=samples, window=window, corpus=corpus,  # type: ignore[arg-type]
-                              suites=suites, suite_n=suite_n, seed=seed, batch_size=batch_size)  # type: ignore[arg-type]
     if isinstance(heads, int) or (not isinstance(heads, str) and any(not isinstance(h, str) for h in heads)):
         raise HeadlabError(f"heads {heads!r}: give head names as \"L.H\" strings, e.g. [\"0.7\", \"2.3\"]")
     with saving(out, ["ablate.json"], overwrite) as folder:
@@ -78,9 +70,9 @@ def ablate(model: Model, heads: str | Sequence[str], *, mode: str = ABLATE.mode,
 
 @in_callers_words
 @listed("corpus")
-def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Sequence[str] | None = None,
-               seed: int = 0, batch_size: int = 8, device: str = "cpu", dtype: str = "float32", progress: bool = True,
-               out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
+@takes(ImportanceSettings)
+def importance(model: Model, settings: ImportanceSettings = IMPORTANCE, *, device: str = "cpu",
+               progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
     """Every head's exact importance (the metric's change when that head alone is zeroed) and its gradient
     importance, on ``samples`` corpus windows of ``window`` tokens. With ``out``, writes ``importance.json``.
 
@@ -89,22 +81,18 @@ def importance(model: Model, *, samples: int = 32, window: int = 64, corpus: Seq
         imp = headlab.importance("smollm2-135m", samples=16)
         imp.to_pandas().nlargest(10, "exact_delta")   # the heads whose removal costs most
     """
-    from headlab.ablation.importance import importance as run
-
-    check(samples=samples, window=window, seed=seed, batch_size=batch_size)
     with saving(out, ["importance.json"], overwrite) as folder:
-        r = run(model, samples=samples, window=window, corpus=corpus, seed=seed, batch_size=batch_size,
-                progress=progress, device=device, dtype=dtype)
+        r = importance_study.importance(model, settings, progress=progress, device=device)
         if folder is not None:
             r.write(folder)
     return r
 
 
 @in_callers_words
-@listed("keep")
-def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: int = 64, seed: int = 0,
-          batch_size: int = 8, device: str = "cpu", dtype: str = "float32", progress: bool = True,
-          out: str | Path | None = None, overwrite: bool = False) -> PruneResult:
+@listed("keep", "corpus")
+@takes(ImportanceSettings)
+def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequence[str] = (), device: str = "cpu",
+          progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> PruneResult:
     """Pruning curves: the metric after removing each fraction of heads, by several removal orders; ``keep``
     names heads (``L.H``) the keep order never removes. ``r.figure()`` draws them. With ``out``, writes
     ``prune.json`` and ``prune.png``.
@@ -115,12 +103,8 @@ def prune(model: Model, *, keep: Sequence[str] = (), samples: int = 32, window: 
         r.figure()                                  # metric against the fraction of heads removed
         r.to_pandas().pivot(index="fraction", columns="order")
     """
-    from headlab.ablation.prune import prune_curves, write_prune
-
-    check(samples=samples, window=window, seed=seed, batch_size=batch_size)
     with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
-        r = prune_curves(model, samples=samples, window=window, keep=keep, seed=seed, batch_size=batch_size,
-                         progress=progress, device=device, dtype=dtype)
+        r = prune_curves(model, keep, settings, progress=progress, device=device)
         if folder is not None:
             write_prune(r, folder)
     return r

@@ -8,12 +8,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
+from headlab.census import scanner
 from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, ScanSettings
-from headlab.detectors import Detector
+from headlab.census.stream import CKPT_JSON, CKPT_NPZ
 from headlab.display import Displayable
+from headlab.distributed import device_for, world
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.io import claim_file, claim_out, writing
 from headlab.models import LoadedModel
+from headlab.settings import takes
 from headlab.values import check, listed, strings
 
 _FILES = ScanResult.files()
@@ -21,18 +25,11 @@ _FILES = ScanResult.files()
 
 @in_callers_words
 @listed("corpus")
-def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
-         detectors: Sequence[str | Detector] = DEFAULTS.detectors, target: str = DEFAULTS.target,
-         bare: bool = DEFAULTS.bare, queries: str = DEFAULTS.queries, max_offset: int = DEFAULTS.max_offset,
-         threshold: float = DEFAULTS.threshold, consecutive: int = DEFAULTS.consecutive,
-         max_samples: int | None = DEFAULTS.max_samples, batch_size: int = DEFAULTS.batch_size,
-         max_length: int = DEFAULTS.max_length, stride: int | None = DEFAULTS.stride,
-         target_filter: str = DEFAULTS.target_filter, seed: int = DEFAULTS.seed, route: str = DEFAULTS.route,
-         chunk_mb: float = DEFAULTS.chunk_mb, checkpoint_every: int | None = DEFAULTS.checkpoint_every,
-         id_field: str | None = DEFAULTS.id_field, dtype: str = DEFAULTS.dtype, resume: bool = False,
-         per_sample: str | Path | None = None,
-         device: str = "cpu", progress: bool = True,
-         out: str | Path | None = None, overwrite: bool = False) -> ScanResult:
+@takes(ScanSettings)
+def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, settings: ScanSettings = DEFAULTS, *,
+         corpus: Sequence[str] | None = None, resume: bool = False, per_sample: str | Path | None = None,
+         device: str = "cpu", progress: bool = True, out: str | Path | None = None,
+         overwrite: bool = False) -> ScanResult:
     """Score every head of ``model`` with ``detectors`` over ``texts`` or ``corpus`` (named sources or paths;
     default wiki pydoc), streaming windows of ``max_length`` tokens (``stride`` apart; default no overlap), at
     most ``max_samples`` of them (None or 0: all). The token detector scores mass on ``target`` (``bare``: the
@@ -51,21 +48,10 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         r = headlab.scan("minilm-l6", max_samples=64)
         r.to_pandas().nlargest(5, "token")      # the heads that give most attention to '/'
     """
-    from headlab.census.scanner import scan as run
-    from headlab.census.stream import CKPT_JSON
-    from headlab.distributed import device_for, world
-    from headlab.io import claim_file, claim_out, writing
-
-    settings = ScanSettings(  # every value checked here, before a model is loaded or a folder claimed
-        detectors=detectors, target=target, bare=bare,  # type: ignore[arg-type]
-        queries=queries, max_offset=max_offset, threshold=threshold, consecutive=consecutive,
-        max_samples=max_samples, batch_size=batch_size, max_length=max_length, stride=stride, seed=seed,
-        target_filter=target_filter, route=route, chunk_mb=chunk_mb, checkpoint_every=checkpoint_every,
-        id_field=id_field, dtype=dtype)
     texts = strings("texts", texts)
     if per_sample is not None and not str(per_sample).endswith(".parquet"):
         raise HeadlabError(f"--per-sample {per_sample}: give a .parquet file path")
-    if (resume or checkpoint_every) and out is None:
+    if (resume or settings.checkpoint_every) and out is None:
         raise HeadlabError("checkpoints live in the output folder: pass --out (out=) to checkpoint or resume")
     # every rank refuses a bad --out alike, before the process group forms (the checks read, never write): a rank
     # that went on alone would wait in its first collective for a partner that has exited
@@ -81,8 +67,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     # one writer per folder: under torchrun only rank 0 claims and locks it
     held = writing(out, _FILES, replace) if out is not None and w.main else contextlib.nullcontext(out)
     with held as folder:
-        r = run(model, texts, corpus=corpus, settings=settings, progress=progress, device=device_for(device, w),
-                checkpoint_dir=folder, resume=resume, per_sample=per_sample)
+        r = scanner.scan(model, texts, corpus=corpus, settings=settings, progress=progress,
+                         device=device_for(device, w), checkpoint_dir=folder, resume=resume, per_sample=per_sample)
         if folder is not None and w.main:
             r.write(folder)
             _drop_checkpoint(Path(folder), r.interrupted)
@@ -101,8 +87,6 @@ def _check_resume(out: Path, resume: bool, overwrite: bool, ckpt: str) -> None:
 
 def _drop_checkpoint(out: Path, interrupted: bool) -> None:
     """A finished scan's checkpoint has served its purpose; an interrupted one keeps it for --resume."""
-    from headlab.census.stream import CKPT_JSON, CKPT_NPZ
-
     if not interrupted:
         for name in (CKPT_JSON, CKPT_NPZ):
             (out / name).unlink(missing_ok=True)

@@ -8,15 +8,18 @@ from typing import Sequence
 
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.formation.induce.arms import Levers
-from headlab.formation.predict import PredictResult
-from headlab.formation.tracking import TrackResult
-from headlab.io import read_jsonl, saving
+from headlab.formation import tracking
+from headlab.formation.claims import run_data
+from headlab.formation.induce import study as induce_study
+from headlab.formation.induce.arms import INDUCE, InduceSettings
+from headlab.formation.predict import PREDICT, PredictResult, PredictSettings, early_prediction
+from headlab.formation.track_report import THRESHOLDS, write_track_report
+from headlab.formation.tracking import TRACK, TrackResult, TrackSettings
+from headlab.io import read_jsonl, saving, writing
 from headlab.result import Written
+from headlab.settings import takes
 from headlab.training.config import TrainConfig, config_path
-from headlab.values import Rule, check, listed, refuse
-
-_LEVERS = Levers()  # the levers' defaults are defined with the levers
+from headlab.values import Rule, listed, refuse
 
 
 @dataclasses.dataclass
@@ -67,8 +70,9 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
 
 
 @in_callers_words
-def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True, out: str | Path | None = None,
-          overwrite: bool = False) -> TrackResult:
+@takes(TrackSettings)
+def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = True,
+          out: str | Path | None = None, overwrite: bool = False) -> TrackResult:
     """Score every head at every checkpoint of a training run (slash mass on ``n`` slash stimuli, and the census
     detectors on the run's probe windows); phases and plots are written to ``out`` (default RUN/track).
     ``r.figure(metric)`` draws one metric over training; ``to_pandas()``: one row per (step, metric, head).
@@ -79,13 +83,8 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
         t.figure("previous-token")
         t.to_pandas().query("metric == 'slash_mass'").pivot(index="step", columns="head", values="score")
     """
-    from headlab.formation.track_report import write_track_report
-    from headlab.formation.tracking import track as run_track
-    from headlab.io import writing
-
-    check(n=n, seed=seed)
     with writing(out or Path(run) / "track", [*TrackResult.files(), "track.md"], overwrite) as folder:
-        t = run_track(run, n_stimuli=n, seed=seed, progress=progress)
+        t = tracking.track(run, settings, progress=progress)
         t.write(folder)
         write_track_report(t, Path(run), folder)
     return t
@@ -93,8 +92,9 @@ def track(run: str | Path, *, n: int = 24, seed: int = 0, progress: bool = True,
 
 @in_callers_words
 @listed("runs")
-def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", threshold: float | None = None,
-            early: float = 0.1, out: str | Path | None = None) -> PredictResult:
+@takes(PredictSettings)
+def predict(runs: Sequence[str | Path], settings: PredictSettings = PREDICT, *,
+            out: str | Path | None = None) -> PredictResult:
     """Predict from the first ``early`` share of training which heads end with ``metric`` >= ``threshold``
     (default: the tracker's threshold for the metric), over tracked runs of several seeds, leave one seed out:
     precision, recall and ROC AUC of the early model and of the early score alone.
@@ -104,17 +104,11 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
         p = headlab.predict(["runs/s0", "runs/s1", "runs/s2"], metric="induction")
         p.early_model["roc_auc"], p.early_score_alone["roc_auc"]
     """
-    from headlab.formation.claims import run_data
-    from headlab.formation.predict import early_prediction
-    from headlab.formation.track_report import THRESHOLDS
-
-    number = isinstance(early, (int, float)) and not isinstance(early, bool)
-    if not number or not 0 < early <= 1:
-        raise HeadlabError(f"--early {early!r}: give a share of training above 0 and at most 1")
+    metric = settings.metric
     data = [run_data(r, metric) for r in runs]
-    thr = threshold if threshold is not None else THRESHOLDS.get(metric, 0.5)
+    thr = settings.threshold if settings.threshold is not None else THRESHOLDS.get(metric, 0.5)
     try:
-        res = early_prediction(data, metric, thr, early)
+        res = early_prediction(data, metric, thr, settings.early)
     except ValueError as exc:
         raise HeadlabError(str(exc)) from None
     if out is not None:
@@ -123,11 +117,10 @@ def predict(runs: Sequence[str | Path], *, metric: str = "previous-token", thres
 
 
 @in_callers_words
-@listed("arms", "seeds")
-def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = None,
-           seeds: Sequence[int] = (0, 1, 2), heads: Sequence[str] = tuple(_LEVERS.heads),
-           weight: float = _LEVERS.weight, stop: float = _LEVERS.stop, slash_share: float = _LEVERS.slash_share,
-           draws: int = 10, progress: bool = True, overwrite: bool = False) -> Written:
+@listed("arms", "seeds", "heads")
+@takes(InduceSettings)
+def induce(config: str | Path, settings: InduceSettings = INDUCE, *, out: str | Path, progress: bool = True,
+           overwrite: bool = False) -> Written:
     """Grow a ``/`` head on purpose: train ``config`` under each arm (default: all; the data lever with
     ``slash_share``, the auxiliary loss on ``heads`` with ``weight`` until ``stop`` of the run, the
     initialization lever, and their combinations) and seed; measure every checkpoint on held-out probe windows;
@@ -139,15 +132,7 @@ def induce(config: str | Path, *, out: str | Path, arms: Sequence[str] | None = 
         study = headlab.induce("induce", out="runs/ind", arms=["plain", "aux"], seeds=[0])
         study            # the verdict table; study.data is induce.json
     """
-    from headlab.formation.induce.arms import ARMS
-    from headlab.formation.induce.study import induce as run
-
-    unknown = [a for a in arms or () if a not in ARMS]
-    if unknown:  # the value first, then the file it applies to
-        raise HeadlabError(f"--arms: unknown arm {unknown[0]!r}; arms: {', '.join(ARMS)}")
-    config = config_path(config)  # a file or a named config; one line when neither
-    levers = Levers(slash_share=slash_share, heads=list(heads), weight=weight, stop=stop)
+    config = config_path(config)  # a file or a named config; one line when neither (the arms were checked first)
     with saving(out, ["induce.json", "induce.md"], overwrite) as folder:
-        summary = run(config, folder, list(arms or ARMS), list(seeds), levers,  # type: ignore[arg-type]
-                      draws=draws, progress=progress)
+        summary = induce_study.induce(config, folder or out, settings, progress=progress)
     return Written(Path(out), "induce.md", summary)

@@ -99,9 +99,9 @@ def report(run: str | Path, *, title: str | None = None, out: str | Path | None 
         headlab.report("runs/study")      # shows report.md; report.html beside it
     """
     from headlab.io import writing
-    from headlab.reporting import report as run_report
+    from headlab.reporting import report as write_report
 
     folder = Path(out) if out is not None else Path(run) / "report"
     with writing(folder, ["report.md", "report.html"], overwrite) as o:
-        r: Any = run_report(run, o, title)
+        r: Any = write_report(run, o, title)
     return Written(folder, "report.md", r)

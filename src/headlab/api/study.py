@@ -7,22 +7,28 @@ from pathlib import Path
 from typing import Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import saving
+from headlab.io import keep_apart, saving
 from headlab.models import LoadedModel
 from headlab.reporting.verdicts import Change, rejudge_all
 from headlab.reporting.verdicts import record as verdict_record
 from headlab.result import Written
-from headlab.study.claims import ClaimsResult
+from headlab.settings import takes
+from headlab.study import claims as claim_study
+from headlab.study import compare as comparison
+from headlab.study import scale as scaling
+from headlab.study.claims import CLAIMS_SETTINGS, ClaimsResult, ClaimsSettings
+from headlab.study.compare import compare_figure
 from headlab.study.languages import LANGUAGES, LanguagesResult
+from headlab.study.rope import KAPPA
+from headlab.study.scale import scale_figure, scan_files
 from headlab.values import check, listed
 
 
 @in_callers_words
 @listed("models", "corpus")
-def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512,
-           corpus: Sequence[str] | None = None, target_filter: str = "any", kappa: float = 0.5, ablate: int = 0,
-           monitor_evaluations: str | Path | None = None, seed: int = 0, batch_size: int = 8, device: str = "cpu",
-           dtype: str = "float32", progress: bool = True, out: str | Path = "runs/claims", overwrite: bool = False,
+@takes(ClaimsSettings)
+def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIMS_SETTINGS, *, device: str = "cpu",
+           progress: bool = True, out: str | Path = "runs/claims", overwrite: bool = False,
            resume: bool = False) -> ClaimsResult:
     """Measure each claim of the slash-dominance write-up on every model: one row per claim, the measured value
     with its 95% interval and a verdict by the printed rule. Scans ``scan_samples`` windows of ``corpus``
@@ -36,23 +42,18 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         r = headlab.claims(["minilm-l6"], n=12, scan_samples=64, out="runs/claims-demo")
         r.to_pandas()[["claim", "model", "value", "lower", "upper", "verdict"]]
     """
-    from headlab.study.claims import claims as run
-
-    check(n=n, scan_samples=scan_samples, kappa=kappa, ablate=ablate, seed=seed, batch_size=batch_size)
     if out is None:
         raise HeadlabError("claims keeps each model's scan and characterization in its folder: give out=")
     with saving(out, ClaimsResult.files(), overwrite) as folder:
-        r = run(models, n=n, scan_samples=scan_samples, kappa=kappa, seed=seed, batch_size=batch_size,
-                progress=progress, device=device, on_model=lambda m: print(f"measuring {m}", file=sys.stderr),
-                save_dir=str(folder), ablation_draws=ablate, monitor_dir=monitor_evaluations, corpus=corpus,
-                target_filter=target_filter, resume=resume, dtype=dtype)
+        r = claim_study.claims(models, settings, progress=progress, device=device, out=folder, resume=resume,
+                               on_model=lambda m: print(f"measuring {m}", file=sys.stderr))
         r.write(folder)  # type: ignore[arg-type]
     return r
 
 
 @in_callers_words
 @listed("runs")
-def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path = "runs/compare",
+def compare(runs: Sequence[str | Path], *, kappa: float = KAPPA, out: str | Path = "runs/compare",
             overwrite: bool = False) -> Written:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
@@ -64,14 +65,10 @@ def compare(runs: Sequence[str | Path], *, kappa: float = 0.5, out: str | Path =
         c = headlab.compare(["runs/claims/minilm-l6", "runs/claims/smollm2-135m"])
         c.to_pandas(); c.figure()
     """
-    from headlab.io import keep_apart
-    from headlab.study.compare import compare as run
-    from headlab.study.compare import compare_figure
-
     check(kappa=kappa)
     keep_apart({"--out": out}, {f"run {r}": r for r in runs})
     with saving(out, ("compare.md", "compare.json", "compare.png"), overwrite) as folder:
-        sums = run(runs, str(folder), kappa)
+        sums = comparison.compare(runs, str(folder), kappa)
     return Written(Path(out), "compare.md", sums, compare_figure)
 
 
@@ -87,12 +84,9 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
         s = headlab.scale(["runs/study-full/claims", "runs/study-full/trained"], out="runs/scale")
         s.to_pandas()[["model", "n_params", "max_slash_mass"]]
     """
-    from headlab.study.scale import scale as run
-    from headlab.study.scale import scale_figure, scan_files
-
     scan_files(runs)  # every folder is checked before the output folder is claimed
     with saving(out, ["scale.json", "scale.md", "scale.png"], overwrite) as folder:
-        points = run(runs, folder)  # type: ignore[arg-type]
+        points = scaling.scale(runs, folder)  # type: ignore[arg-type]
     return Written(Path(out), "scale.md", points, scale_figure)
 
 

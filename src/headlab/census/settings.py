@@ -16,9 +16,9 @@ from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
 from headlab.corpus.records import ID_FIELD
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
-from headlab.errors import HeadlabError
-from headlab.models.loader import DTYPES
-from headlab.values import Settings
+from headlab.models.loader import dtype_setting
+from headlab.settings import Settings, setting
+from headlab.values import items
 
 FILTERS = ("any", "with-target", "without-target")
 QUERIES = ("can-see", "all")
@@ -36,43 +36,45 @@ class ScanSettings(Settings):
     weights when the scan loads the model."""
 
     FAMILY: ClassVar[str] = "scan"
-    CHOICES: ClassVar[dict[str, tuple[str, tuple[Any, ...]]]] = {
-        "queries": ("queries", QUERIES), "target_filter": ("filter", FILTERS), "route": ("route", ("auto", *ROUTES)),
-        "dtype": ("dtype", DTYPES)}
+    LISTS: ClassVar[tuple[str, ...]] = ("detectors",)
 
-    detectors: tuple[str | Detector, ...] = DEFAULT_DETECTORS
-    target: str = "/"
-    bare: bool = False
-    queries: str = "can-see"
-    max_offset: int = 8
-    threshold: float = SDH.threshold
-    consecutive: int = SDH.consecutive
-    max_samples: int | None = 512
-    batch_size: int = 8
-    max_length: int = 128
-    stride: int | None = None
-    seed: int = 0
-    target_filter: str = "any"
-    route: str = "auto"
-    chunk_mb: float = DEFAULT_BLOCK_MB
-    checkpoint_every: int | None = None
-    id_field: str | None = ID_FIELD
-    dtype: str = "float32"
+    detectors: tuple[str | Detector, ...] = setting(DEFAULT_DETECTORS, "detectors to run",
+                                                    choices=sorted(DETECTORS), annotation="Sequence[str | Detector]")
+    target: str = setting("/", "the token detector's target character")
+    bare: bool = setting(False, "target only the plain token, not merges like '://'")
+    queries: str = setting("can-see", "the token score averages over queries that can see a target (can-see) or all "
+                           "queries", choices=QUERIES)
+    max_offset: int = setting(8, "the offset detector scores Δ = 0..K")
+    threshold: float = setting(SDH.threshold, "SDH rule θ: mass on the target above it")
+    consecutive: int = setting(SDH.consecutive, "SDH rule k: consecutive samples with the target")
+    max_samples: int | None = setting(512, "stop after N samples (0: the whole corpus)")
+    batch_size: int = setting(8, "samples per forward pass")
+    max_length: int = setting(128, "window length in tokens")
+    stride: int | None = setting(None, "window stride in tokens (default: no overlap)")
+    seed: int = setting(0, "sample order seed")
+    target_filter: str = setting("any", "keep samples with or without the target", flag="filter", choices=FILTERS)
+    route: str = setting("auto", "capture route: auto (the faster of eager and fused, or chunked where fused cannot "
+                         "serve, timed once per batch shape and cached), or force one; the route used for each "
+                         "shape and its seconds are recorded in scan.json", choices=("auto", *ROUTES))
+    chunk_mb: float = setting(DEFAULT_BLOCK_MB, "memory budget of one block of the chunked/fused routes, MB")
+    checkpoint_every: int | None = setting(
+        None, f"write the merged statistics every N samples into --out (default: {CHECKPOINT_EVERY} for scans of "
+        f"more than {CHECKPOINT_ABOVE} samples, else never; 0: never)", metavar="N")
+    id_field: str | None = setting(ID_FIELD, "the JSONL field that names a record (each record is a document); '' "
+                                   "names records by line", metavar="FIELD")
+    dtype: str = dtype_setting()
 
     def __post_init__(self) -> None:
         if self.max_samples == 0:  # the CLI's "0: the whole corpus"
             object.__setattr__(self, "max_samples", None)
-        dets = self.detectors  # one name is one detector, not its letters
-        try:
-            object.__setattr__(self, "detectors", (dets,) if isinstance(dets, (str, Detector)) else tuple(dets))
-        except TypeError:
-            raise HeadlabError(f"--detectors {dets!r}: give detector names") from None
+        dets = items(self.detectors)  # one name is one detector, not its letters; a name is spelled as registered
+        if dets is not None:
+            object.__setattr__(self, "detectors", tuple(d.replace("_", "-") if isinstance(d, str) else d
+                                                        for d in dets))
         super().__post_init__()
 
     def more_problems(self) -> list[str]:
         out = [] if self.detectors else ["no detector selected (--detectors)"]
-        out += [f"--detectors: unknown detector '{d}'; registered: {', '.join(sorted(DETECTORS))}"
-                for d in self.detectors if isinstance(d, str) and d.replace("_", "-") not in DETECTORS][:1]
         if not isinstance(self.target, str) or not self.target:
             out.append(f"--target {self.target!r}: give a non-empty string")
         if self.id_field is not None and not isinstance(self.id_field, str):

@@ -7,9 +7,8 @@ import argparse
 import sys
 
 from headlab.api import census
-from headlab.attention.routes import DEFAULT_BLOCK_MB
-from headlab.census.stats import SDH
-from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option, real_in
+from headlab.census.settings import ScanSettings
+from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +18,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _add_scan(sub: argparse._SubParsersAction) -> None:
     from headlab.corpus import NAMED_SOURCES
-    from headlab.detectors import DEFAULT_DETECTORS, DETECTORS
 
     p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
                        description="Score every head of MODEL with head detectors over a corpus, streaming. "
@@ -28,38 +26,11 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     list_option(p, "--corpus", metavar="SRC",
                    help=f"named sources ({' '.join(NAMED_SOURCES)}) or files/folders "
                         "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
-    list_option(p, "--detectors", default=list(DEFAULT_DETECTORS), choices=sorted(DETECTORS),
-                help=f"detectors to run (default: all: {' '.join(DEFAULT_DETECTORS)})")
-    p.add_argument("--target", default="/", help="token detector target character (default '/')")
-    p.add_argument("--bare", action="store_true", help="target only the plain token, not merges like '://'")
-    p.add_argument("--queries", choices=["can-see", "all"], default="can-see",
-                   help="token score averages over queries that can see a target (default) or all queries")
-    p.add_argument("--max-offset", type=at_least(0), default=8, help="offset detector: Δ = 0..K (default 8)")
-    p.add_argument("--threshold", type=real_in(0, 1), help=f"SDH rule θ (default {SDH.threshold})")
-    p.add_argument("--consecutive", type=at_least(1),
-                   help=f"SDH rule k consecutive samples (default {SDH.consecutive})")
-    p.add_argument("--max-samples", type=at_least(0), default=512, help="stop after N samples (0: whole corpus)")
-    p.add_argument("--batch-size", type=at_least(1), default=8)
-    p.add_argument("--max-length", type=at_least(2), default=128, help="window length in tokens (default 128)")
-    p.add_argument("--stride", type=at_least(1), default=None, help="window stride in tokens (default: no overlap)")
-    p.add_argument("--filter", dest="target_filter", choices=["any", "with-target", "without-target"],
-                   default="any", help="keep samples with or without the target (default any)")
-    p.add_argument("--seed", type=int, default=0, help="sample order seed (default 0)")
     p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector (default 5)")
-    p.add_argument("--route", choices=["auto", "fused", "chunked", "eager"], default="auto",
-                   help="capture route: auto (default: the faster of eager and fused, or chunked where fused "
-                        "cannot serve, timed once per batch shape and cached), or force one; the route used for "
-                        "each shape and its seconds are recorded in scan.json")
-    p.add_argument("--chunk-mb", type=real_in(0, open_lo=True),
-                   help=f"memory budget of one block of the chunked/fused routes, MB (default {DEFAULT_BLOCK_MB:g})")
-    p.add_argument("--checkpoint-every", type=at_least(0), default=None, metavar="N",
-                   help="write the merged statistics every N samples into --out (default: 2048 for scans of more "
-                        "than 4096 samples, else never; 0: never)")
-    p.add_argument("--id-field", metavar="FIELD")
     p.add_argument("--resume", action="store_true", help="continue the scan from the checkpoint in --out")
     p.add_argument("--per-sample", default=None, metavar="FILE.parquet",
                    help="also write one row of scores per sample (columns: docs/scan.md)")
-    common_options(p, "scan", seed=False, batch=False)
+    common_options(p, "scan", settings=ScanSettings)
     bind(p, census.scan, _cmd_scan)
 
 

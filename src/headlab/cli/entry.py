@@ -13,12 +13,15 @@ import traceback
 import warnings
 from typing import Sequence
 
+from headlab.ablation.experiment import AblateSettings
+from headlab.ablation.importance import ImportanceSettings
 from headlab.api import analysis as api
-from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option, real_in
+from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
 from headlab.errors import HeadlabError, from_cli
 from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
+from headlab.study.characterize import CharacterizeSettings
 
 
 def _add_models(sub: argparse._SubParsersAction) -> None:
@@ -107,15 +110,7 @@ def _add_characterize(sub: argparse._SubParsersAction) -> None:
                                    "of every head, with bootstrap 95%% intervals. Writes DIR/characterize.json "
                                    "and DIR/characterize.md.")
     p.add_argument("model")
-    p.add_argument("--n", type=at_least(2), help="base items per suite")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--threshold", type=real_in(0, 1), help="SDH rule θ")
-    p.add_argument("--consecutive", type=at_least(1), help="SDH rule k")
-    p.add_argument("--top", type=at_least(1), help="heads in the summary table")
-    p.add_argument("--kappa", type=real_in(0, 1), help="(κ, Δ)-slash-dominance threshold (RoPE models)")
-    p.add_argument("--rope-samples", type=at_least(1),
-                   help="natural and random prompts for the RoPE analysis")
-    _common(p, "characterize", seed=False)
+    _common(p, "characterize", settings=CharacterizeSettings)
     bind(p, api.characterize, _cmd_characterize)
 
 
@@ -128,9 +123,6 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
 
 
 def _add_ablate(sub: argparse._SubParsersAction) -> None:
-    from headlab.ablation.heads import MODES
-    from headlab.probes import SUITES
-
     p = sub.add_parser(
         "ablate",
         help="ablate a set of heads against matched random controls",
@@ -141,20 +133,7 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("model")
     list_option(p, "--heads", required=True, metavar="L.H", help="heads to ablate together, e.g. 0.7 16.0")
-    p.add_argument(
-        "--mode",
-        choices=MODES,
-        help="zero; mean (each head's mean output over the corpus samples); resample (the head's output "
-        "on the next sample of the batch)",
-    )
-    p.add_argument("--draws", type=at_least(1))
-    list_option(p, "--suites", choices=sorted(SUITES),
-                help="also measure on these stimulus suites, e.g. slash controls positions contexts (default: none)")
-    p.add_argument("--suite-n", type=at_least(1), help="items per stimulus suite")
-    p.add_argument("--samples", type=at_least(2), help="corpus windows, half with '/', half without")
-    p.add_argument("--window", type=at_least(4), help="tokens per sample")
-    list_option(p, "--corpus", default=None, metavar="SRC")
-    _common(p, "ablate")
+    _common(p, "ablate", settings=AblateSettings)
     bind(p, api.ablate, _cmd_ablate)
 
 
@@ -171,10 +150,7 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
 def _add_importance(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("importance", help="exact and gradient importance of every head")
     p.add_argument("model")
-    p.add_argument("--samples", type=at_least(2), default=32)
-    p.add_argument("--window", type=at_least(4), default=64)
-    list_option(p, "--corpus", default=None, metavar="SRC")
-    _common(p, "importance")
+    _common(p, "importance", settings=ImportanceSettings)
     bind(p, api.importance, _cmd_importance)
 
 
@@ -192,9 +168,7 @@ def _add_prune(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prune", help="pruning curves: metric vs fraction of heads removed, by several orders")
     p.add_argument("model")
     list_option(p, "--keep", default=[], metavar="L.H", help="specialized heads never removed in the keep order")
-    p.add_argument("--samples", type=at_least(2), default=32)
-    p.add_argument("--window", type=at_least(4), default=64)
-    _common(p, "prune")
+    _common(p, "prune", settings=ImportanceSettings)
     bind(p, api.prune, _cmd_prune)
 
 

@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 
 from headlab.api import formation
-from headlab.cli.options import at_least, bind, call, real_in
+from headlab.cli.options import at_least, bind, call, settings_options
+from headlab.formation.predict import PredictSettings
+from headlab.formation.tracking import TrackSettings
 from headlab.training.config import named_configs
 
 
@@ -44,8 +46,7 @@ def _add_track(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", help="run folder written by headlab train")
     p.add_argument("--out", default=None, help="output folder (default RUN/track)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.add_argument("--n", type=at_least(1), default=24, help="slash stimuli in the probe set (default 24)")
-    p.add_argument("--seed", type=int, default=0)
+    settings_options(p, TrackSettings)
     p.add_argument("--no-progress", action="store_true")
     bind(p, formation.track, _cmd_track)
 
@@ -61,11 +62,7 @@ def _cmd_track(a: argparse.Namespace) -> int:
 def _add_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="predict from early training which heads specialize (over several seeds)")
     p.add_argument("runs", nargs="+", help="tracked run folders, one per seed (headlab track first)")
-    p.add_argument("--metric", default="previous-token", help="score to predict (default previous-token)")
-    p.add_argument("--threshold", type=float, default=None, help="final score that counts as specialized "
-                   "(default: the tracker's threshold for the metric)")
-    p.add_argument("--early", type=real_in(0, 1, open_lo=True), default=0.1,
-                   help="share of training the features come from")
+    settings_options(p, PredictSettings)
     p.add_argument("--out", default=None, help="write predict.json here")
     bind(p, formation.predict, _cmd_predict)
 

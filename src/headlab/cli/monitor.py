@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from headlab import monitor
-from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
-from headlab.monitor.settings import MIN_REFERENCE
+from headlab.cli.options import at_least, bind, call, dtype_option, list_option, settings_options
+from headlab.monitor.settings import MIN_REFERENCE, MonitorSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,12 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ms = p.add_subparsers(dest="monitor_cmd", required=True)
     f = ms.add_parser("fit", help="scan a reference corpus and write PROFILE_DIR/profile.json")
     f.add_argument("model")
-    list_option(f, "--corpus", metavar="SRC", help="reference text")
-    f.add_argument("--max-samples", type=at_least(MIN_REFERENCE))
-    f.add_argument("--per-detector", type=at_least(1), help="heads per detector in a fingerprint")
-    f.add_argument("--fpr", type=real_in(0, 0.5, open_lo=True), help="share of reference documents flagged")
-    _shared(f)
-    dtype_option(f)
+    settings_options(f, MonitorSettings)
+    _shared(f, MonitorSettings)
     bind(f, monitor.fit, _cmd_fit)
     c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
     c.add_argument("profile", help="a folder written by headlab monitor fit")
@@ -49,10 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     bind(e, monitor.evaluate, _cmd_evaluate)
 
 
-def _shared(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int)
-    p.add_argument("--batch-size", type=at_least(1))
-    p.add_argument("--id-field", metavar="FIELD")
+def _shared(p: argparse.ArgumentParser, settings: Any = None) -> None:
+    if settings is None:
+        p.add_argument("--seed", type=int)
+        p.add_argument("--batch-size", type=at_least(1))
+        p.add_argument("--id-field", metavar="FIELD")
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")

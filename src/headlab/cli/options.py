@@ -84,6 +84,43 @@ def list_option(p: argparse.ArgumentParser, *flags: str, parse: Callable[[str], 
     p.add_argument(*flags, nargs="+", type=items(parse, choices), action=_Flatten, **kwargs)
 
 
+def _parse(rule: Any, annotation: str) -> Callable[[str], Any]:
+    """The parse-time type of a rule (else of the field's annotation): the command line refuses what the
+    settings would refuse, with argparse's one line."""
+    if rule is None or rule.kind == "flag":
+        kinds = {part.strip() for part in str(annotation).split("|")}
+        return float if "float" in kinds else int if "int" in kinds else str
+    if rule.kind == "whole":
+        return at_least(rule.low)
+    if rule.kind == "number":
+        return real_in(float("-inf"))
+    return real_in(0, 1) if rule.kind == "share" else real_in(0, open_lo=True)
+
+
+def settings_options(p: argparse.ArgumentParser, cls: Any, skip: Sequence[str] = ()) -> None:
+    """Add one option per field of the settings class ``cls`` (:mod:`headlab.settings`), as it declares them:
+    flag, help, metavar, choices, list syntax and the parse-time check of its rule. Defaults arrive through
+    :func:`bind` from the twin, whose keywords are the same fields."""
+    from headlab.values import RULES
+
+    for f in cls.fields():
+        meta = f.metadata
+        if not meta.get("cli", True) or f.name in skip:
+            continue
+        flag, kw = "--" + cls.flag(f.name), {"dest": f.name, "help": meta.get("help")}
+        if meta.get("metavar"):
+            kw["metavar"] = meta["metavar"]
+        if f.name in cls.LISTS:
+            list_option(p, flag, parse=meta.get("item", str), choices=meta.get("choices"), **kw)
+        elif isinstance(f.default, bool):
+            if f.default:
+                raise ValueError(f"{cls.__name__}.{f.name}: a flag that is on by default needs a --no- option")
+            p.add_argument(flag, action="store_true", **kw)
+        else:
+            p.add_argument(flag, type=_parse(meta.get("rule") or RULES.get(f.name), f.type),
+                           choices=meta.get("choices"), **kw)
+
+
 #: parameters whose command-line default differs on purpose: the CLI always writes a folder (its default name
 #: depends on the model), a Python call writes only when given one; ``progress`` is ``--no-progress``.
 CLI_OWN = ("out", "progress")
@@ -113,14 +150,20 @@ def call(a: argparse.Namespace, **given: Any) -> Any:
     return a.api(**kwargs)
 
 
-def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True) -> None:
-    """Options every analysis command shares."""
-    if seed:
+def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, batch: bool = True,
+                   settings: Any = None) -> None:
+    """Options every analysis command shares; with ``settings`` (a settings class), its fields first, and of the
+    shared ones only those it does not declare."""
+    declared = {f.name for f in settings.fields()} if settings is not None else set()
+    if settings is not None:
+        settings_options(p, settings)
+    if seed and "seed" not in declared:
         p.add_argument("--seed", type=int, default=0)
-    if batch:
+    if batch and "batch_size" not in declared:
         p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    dtype_option(p)
+    if "dtype" not in declared:
+        dtype_option(p)
     p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")

@@ -7,11 +7,9 @@ import os
 from pathlib import Path
 
 from headlab import retrieval
-from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
-from headlab.nn.init import INITS
-from headlab.retrieval.grid import DEFAULT_GRID
+from headlab.cli.options import at_least, bind, call, settings_options
+from headlab.retrieval.settings import AnalyzeSettings, EvalLLMSettings, SweepSettings, TrainSettings
 from headlab.retrieval.task import FORMS
-from headlab.retrieval.training import CURRICULA
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,38 +28,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     t = rs.add_parser("train", help="train one decoder on the minimal form")
     t.add_argument("--depth", type=at_least(1), required=True)
-    t.add_argument("--curriculum", default="chain", choices=CURRICULA,
-                   help="(default chain, the paper-like one)")
-    t.add_argument("--task", choices=["minimal", "khop"],
-                   help="minimal (default) or khop: Sanford et al.'s k-hop induction, --depth its largest hop count")
-    _model_args(t)
-    t.add_argument("--seed", type=int, default=0)
+    settings_options(t, TrainSettings)
     t.add_argument("--out", required=True)
+    t.add_argument("--no-progress", action="store_true")
     bind(t, retrieval.train, _cmd_train)
 
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
-    list_option(s, "--layers", parse=int, default=list(DEFAULT_GRID["layers"]), help="layer counts (default 1 2)")
-    list_option(s, "--depths", parse=int, default=list(DEFAULT_GRID["depths"]),
-                help="(default 2 3: the bound log3(2D) is 1.26 and 1.63 layers; depth 5 needs 3 and far more steps)")
-    list_option(s, "--curricula", choices=CURRICULA, default=list(DEFAULT_GRID["curricula"]))
-    list_option(s, "--seeds", parse=int, default=list(DEFAULT_GRID["seeds"]))
-    _model_args(s, layers=False)
-    s.add_argument("--checkpoint-every", type=at_least(1), default=50, help="steps between checkpoints (default 50)")
-    s.add_argument("--jobs", type=at_least(1), default=2,
-                   help="ensembles (one per layers x depth) trained at once, one torch thread each (default 2)")
-    s.add_argument("--eval-n", type=at_least(1), default=256, help="held-out examples per depth (default 256)")
-    s.add_argument("--no-train", action="store_true",
-                   help="only aggregate the finished cells; the others are shown as not run")
+    settings_options(s, SweepSettings)
     s.add_argument("--out", default="runs/retrieval-sweep")
+    s.add_argument("--no-progress", action="store_true")
     bind(s, retrieval.sweep, _cmd_sweep)
 
     an = rs.add_parser("analyze", help="label heads from attention maps, check by ablation, emergence order")
     an.add_argument("run", help="a run of headlab retrieval train (or a sweep cell)")
-    an.add_argument("--n", type=at_least(1), default=64, help="probe examples (default 64)")
-    an.add_argument("--draws", type=at_least(0), default=10)
-    an.add_argument("--min-mass", type=real_in(0, 1), default=0.3)
-    an.add_argument("--min-lift", type=real_in(0, 1), default=0.2,
-                    help="dense runs: a hop label's attention above even attention over the visible keys")
+    settings_options(an, AnalyzeSettings)
     an.add_argument("--out", default=None, help="default RUN/analyze")
     an.add_argument("--overwrite", action="store_true", help="replace an earlier analysis in --out")
     bind(an, retrieval.analyze, _cmd_analyze)
@@ -79,43 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
-    list_option(e, "--depths", parse=int, default=[1, 2, 3], help="(default 1 2 3)")
-    e.add_argument("--n", type=at_least(1), default=500, help="questions per cell (default 500)")
-    e.add_argument("--shots", type=at_least(0), default=0, help="solved examples in the prompt (default 0)")
-    list_option(e, "--forms", choices=[f for f in FORMS if f != "minimal"],
-                default=["assign", "assign-mc", "relatives", "relatives-mc"])
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--batch-size", type=at_least(1), default=8)
-    e.add_argument("--continuation", type=at_least(0), default=8,
-                   help="greedy continuation tokens for the outcome-classified scoring (default 8; 0 = off)")
+    settings_options(e, EvalLLMSettings)
     e.add_argument("--device", default="cpu")
-    dtype_option(e)
     e.add_argument("--out", default=None, help="folder for eval_llm.json and .png (default runs/eval-llm-MODEL)")
     e.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     e.add_argument("--no-progress", action="store_true")
     bind(e, retrieval.eval_llm, _cmd_eval_llm)
-
-
-def _model_args(p: argparse.ArgumentParser, layers: bool = True) -> None:
-    """The model and training options of ``train`` and ``sweep`` (their defaults come from the twins)."""
-    if layers:
-        p.add_argument("--n-layers", type=at_least(1), help="layers (default %(default)s)")
-    p.add_argument("--n-heads", type=at_least(1), help="heads per layer (default %(default)s)")
-    p.add_argument("--d-model", type=at_least(2))
-    p.add_argument("--steps", type=at_least(1))
-    p.add_argument("--batch-size", type=at_least(1))
-    p.add_argument("--lr", type=real_in(0, open_lo=True))
-    p.add_argument("--distractors", type=at_least(0))
-    p.add_argument("--positions", choices=["rope", "learned", "sinusoidal"])
-    p.add_argument("--init", choices=list(INITS), help="weight initialization (headlab.nn.init says what each "
-                                                      "does; fan-in with --untied leaves the lookup plateau)")
-    p.add_argument("--untied", action="store_true", help="an output head of its own, not the input embedding's")
-    p.add_argument("--separator", action="store_true", help="a <sep> token after every (variable, reference) pair")
-    p.add_argument("--min-depth", type=at_least(1),
-                   help="training chains' depth drawn per step from MIN_DEPTH..depth (default: always the depth)")
-    p.add_argument("--warmup-steps", type=at_least(0), help="(default min(100, steps/10))")
-    p.add_argument("--eval-every", type=at_least(1), help="steps between held-out evaluations (default %(default)s)")
-    p.add_argument("--no-progress", action="store_true")
 
 
 def _cmd_generate(a: argparse.Namespace) -> int:

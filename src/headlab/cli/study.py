@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in
+from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in, settings_options
+from headlab.study.claims import ClaimsSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,30 +26,9 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
         "DIR/claims.md and DIR/claims.json.",
     )
     p.add_argument("models", nargs="+")
-    p.add_argument("--n", type=at_least(2), default=40, help="base items per stimulus suite (default 40)")
-    p.add_argument("--scan-samples", type=at_least(1), default=512, help="corpus samples per model (default 512)")
-    list_option(p, "--corpus", metavar="SRC",
-                help="the scans' and the ablation's corpus: named sources or paths (default wiki pydoc)")
-    p.add_argument("--filter", dest="target_filter", choices=["any", "with-target"], default="any",
-                   help="with-target: scan only windows that hold '/' (the slash-dominance rule skips the others "
-                   "anyway; default any)")
-    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="(κ, Δ)-slash-dominance threshold (ours)")
-    p.add_argument(
-        "--ablate",
-        type=at_least(0),
-        default=0,
-        metavar="DRAWS",
-        help="measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched random "
-        "sets (default 0: not measured)",
-    )
-    p.add_argument("--monitor-evaluations", default=None, metavar="DIR",
-                   help="claim 9 from DIR/MODEL/evaluate.json, written by headlab monitor evaluate (default: not "
-                   "measured)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=at_least(1), default=8)
+    settings_options(p, ClaimsSettings)
     p.add_argument("--device", default="cpu")
-    dtype_option(p)
-    p.add_argument("--out", default="runs/claims", help="output folder (default runs/claims)")
+    p.add_argument("--out", default="runs/claims", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--resume", action="store_true",
                    help="reuse each model's scan, characterization and ablation that an earlier (interrupted) run "
@@ -67,7 +47,7 @@ def _cmd_claims(a: argparse.Namespace) -> int:
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
-    p.add_argument("--kappa", type=real_in(0, 1), default=0.5, help="SlashScore threshold for the slash-pattern share")
+    p.add_argument("--kappa", type=real_in(0, 1), help="SlashScore threshold for the slash-pattern share")
     p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.compare, _cmd_compare)

@@ -17,12 +17,14 @@ Baseline: the early score alone (its last early value), with a one-feature logis
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from headlab.formation.tracking import TrackResult
 from headlab.result import Result
+from headlab.settings import Settings, setting
+from headlab.values import Rule
 
 
 @dataclass
@@ -32,6 +34,29 @@ class RunData:
     signal_steps: list[int]
     signals: dict[str, np.ndarray]  # name -> (S, L, H)
     total_steps: int
+
+
+@dataclass(frozen=True)
+class PredictSettings(Settings):
+    """What ``headlab predict`` predicts: which heads end with ``metric`` at or above ``threshold`` (None: the
+    tracker's threshold for the metric), from the first ``early`` share of training."""
+
+    FAMILY: ClassVar[str] = "predict"
+
+    metric: str = setting("previous-token", "score to predict")
+    threshold: float | None = setting(None, "final score that counts as specialized (default: the tracker's "
+                                      "threshold for the metric)", rule=Rule("number", optional=True))
+    early: float = setting(0.1, "share of training the features come from (above 0, at most 1)",
+                           rule=Rule("share"))
+
+    def more_problems(self) -> list[str]:
+        number = isinstance(self.early, (int, float)) and not isinstance(self.early, bool)
+        return [] if not number or self.early > 0 else [
+            f"--early {self.early!r}: give a share of training above 0 and at most 1"]
+
+
+#: predict given no options
+PREDICT = PredictSettings()
 
 
 def features(run: RunData, metric: str, early_fraction: float) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -32,6 +32,7 @@ from headlab.plotting import new_figure
 from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
+from headlab.settings import Settings, setting
 from headlab.training import checkpoint as ckpt
 from headlab.training.config import load_config
 from headlab.training.data import load_pool
@@ -119,7 +120,22 @@ def score_model(loaded: Any, probes: dict[str, list[Sample]]) -> dict[str, np.nd
     return score_probes(loaded, probes, METRICS)
 
 
-def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool = True) -> TrackResult:
+@dataclass(frozen=True)
+class TrackSettings(Settings):
+    """The probe set every checkpoint of a run is scored on: ``n`` slash stimuli drawn with ``seed`` (the run's
+    held-out probe windows and the repeat probe come with the run)."""
+
+    FAMILY: ClassVar[str] = "track"
+
+    n: int = setting(24, "slash stimuli in the probe set")
+    seed: int = setting(0, "random seed (the stimuli)")
+
+
+#: track given no options
+TRACK = TrackSettings()
+
+
+def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = True) -> TrackResult:
     """Score every head at every checkpoint of ``run`` (damaged checkpoints are reported and skipped)."""
 
     run = Path(run)
@@ -139,7 +155,7 @@ def track(run: str | Path, *, n_stimuli: int = 24, seed: int = 0, progress: bool
             say(f"checkpoint {folder.name} is damaged ({exc}); skipped")
             continue
         if probes is None:
-            probes = probe_sets(run, loaded.tokenizer, cfg.model.max_length, n_stimuli, seed)
+            probes = probe_sets(run, loaded.tokenizer, cfg.model.max_length, settings.n, settings.seed)
         with torch.inference_mode():
             per_step.append(score_model(loaded, probes))
         steps.append(step)

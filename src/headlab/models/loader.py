@@ -13,6 +13,7 @@ from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
+from headlab.settings import setting
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ FOLDER_KINDS: dict[str, FolderKind] = {}
 
 #: the dtypes a model's weights can be loaded in, by name (every command's ``--dtype``, every twin's ``dtype=``)
 DTYPES = ("float32", "bfloat16", "float16")
+
+
+def dtype_setting() -> Any:
+    """The ``dtype`` field of every settings class whose command loads a model (:mod:`headlab.settings`)."""
+    return setting("float32", "the weights' dtype (scores and statistics are accumulated in float32)",
+                   choices=DTYPES)
 
 
 def torch_dtype(dtype: Any) -> Any:

@@ -25,15 +25,15 @@ from headlab.monitor.fingerprint import (
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult
 from headlab.monitor.settings import CHECKPOINT_EVERY, MONITOR, WORK, MonitorSettings
+from headlab.settings import takes
 from headlab.values import listed
 
 
 @in_callers_words
-def fit(model: str | LoadedModel, *, corpus: Sequence[str] = MONITOR.corpus, max_samples: int = MONITOR.max_samples,
-        per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr, seed: int = MONITOR.seed,
-        batch_size: int = MONITOR.batch_size, max_length: int = MONITOR.max_length,
-        id_field: str | None = MONITOR.id_field, device: str = "cpu", dtype: str = MONITOR.dtype,
-        progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> Profile:
+@listed("corpus")
+@takes(MonitorSettings)
+def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device: str = "cpu", progress: bool = True,
+        out: str | Path | None = None, overwrite: bool = False) -> Profile:
     """Scan the reference ``corpus`` (up to ``max_samples`` windows), choose the features (each census
     detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
     to flag ``fpr`` of held-out reference documents. With ``out``, writes ``profile.json`` there.
@@ -45,9 +45,6 @@ def fit(model: str | LoadedModel, *, corpus: Sequence[str] = MONITOR.corpus, max
     """
     from headlab.io import saving
 
-    settings = MonitorSettings(corpus=corpus, max_samples=max_samples, per_detector=per_detector,  # type: ignore[arg-type]
-                               fpr=fpr, seed=seed, batch_size=batch_size, max_length=max_length,
-                               id_field=id_field, dtype=dtype)
     check_corpus(settings.corpus, settings.id_field)
     with saving(out, ["profile.json"], overwrite) as folder:
         prof = _fit(model, settings, progress, device)

@@ -1,5 +1,5 @@
 """The settings of a head-monitor profile, defined once: ``headlab monitor fit`` and its Python twin take their
-defaults from :data:`MONITOR`, the profile records :meth:`~headlab.values.Settings.record`, and ``check`` scores
+defaults from :data:`MONITOR`, the profile records :meth:`~headlab.settings.Settings.record`, and ``check`` scores
 with the same windowing."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from headlab.corpus.records import ID_FIELD
-from headlab.models.loader import DTYPES
-from headlab.values import Settings
+from headlab.models.loader import dtype_setting
+from headlab.settings import Settings, setting
+from headlab.values import Rule
 
 #: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
 #: so fewer than 50 windows can never be enough (more may still be, for corpora of long documents)
@@ -31,17 +32,18 @@ class MonitorSettings(Settings):
 
     FAMILY: ClassVar[str] = "monitor"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
-    CHOICES: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {"dtype": ("dtype", DTYPES)}
 
-    corpus: tuple[str, ...] = ("wiki",)
-    max_samples: int = 2000
-    per_detector: int = 8
-    fpr: float = 0.01
-    seed: int = 0
-    batch_size: int = 8
-    max_length: int = 128
-    id_field: str | None = ID_FIELD
-    dtype: str = "float32"
+    corpus: tuple[str, ...] = setting(("wiki",), "reference text: named sources or files/folders", metavar="SRC",
+                                      annotation="Sequence[str]")
+    max_samples: int = setting(2000, "reference windows scanned", rule=Rule("whole", MIN_REFERENCE))
+    per_detector: int = setting(8, "heads per detector in a fingerprint")
+    fpr: float = setting(0.01, "share of reference documents flagged (above 0, at most 0.5)")
+    seed: int = setting(0, "random seed (sample order)")
+    batch_size: int = setting(8, "samples per forward pass")
+    max_length: int = setting(128, "window length in tokens", cli=False)
+    id_field: str | None = setting(ID_FIELD, "the JSONL field that names a record (each record is a document); '' "
+                                   "names records by line", metavar="FIELD")
+    dtype: str = dtype_setting()
 
     def more_problems(self) -> list[str]:
         out = [] if self.corpus else ["--corpus: give at least one reference source"]

@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import json
 from contextlib import nullcontext
 from pathlib import Path
@@ -21,21 +20,25 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
-from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
-from headlab.retrieval.grid import DEFAULT_GRID, SweepResult
+from headlab.retrieval import analysis, grid, llm_eval
+from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult, write_analysis
+from headlab.retrieval.grid import SweepResult
+from headlab.retrieval.khop import KHopTask, train_khop
 from headlab.retrieval.law import DepthLawResult
-from headlab.retrieval.llm_eval import EvalLLMResult
-from headlab.retrieval.training import retrieval_config, train_retrieval
-from headlab.values import Rule, check, listed, refuse
-
-
-def _shape(name: str) -> Any:
-    """A model or training default of one retrieval decoder, where it is defined (``retrieval_config``)."""
-    return inspect.signature(retrieval_config).parameters[name].default
-
-
-_EVAL_EVERY = inspect.signature(train_retrieval).parameters["eval_every"].default
-
+from headlab.retrieval.llm_eval import EvalLLMResult, plot_eval
+from headlab.retrieval.settings import (
+    ANALYZE,
+    EVAL_LLM,
+    SWEEP,
+    TRAIN,
+    AnalyzeSettings,
+    EvalLLMSettings,
+    SweepSettings,
+    TrainSettings,
+)
+from headlab.retrieval.training import RetrievalTask, train_retrieval
+from headlab.settings import takes
+from headlab.values import check, listed
 
 #: examples one ``generate`` call makes: the list is held in memory and written at once
 MAX_GENERATE = 1_000_000
@@ -53,7 +56,7 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
         print(ex[0]["prompt"]); ex[0]["answer"]
     """
     from headlab.io import claim_file, write_text_atomic
-    from headlab.retrieval.task import generate as run
+    from headlab.retrieval.task import generate as examples
 
     check(n=n, seed=seed, depth=depth, distractors=distractors)
     if n > MAX_GENERATE:
@@ -61,20 +64,16 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
                            "generate in parts with different --seed")
     if out is not None:
         claim_file(out, overwrite)  # before the work: a folder, an existing file or a read-only place is refused
-    rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in run(form, depth, n, seed,
-                                                                       n_distractors=distractors)]
+    rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in examples(form, depth, n, seed,
+                                                                            n_distractors=distractors)]
     if out is not None:
         write_text_atomic(out, "\n".join(json.dumps(r) for r in rows) + "\n")
     return rows
 
 
 @in_callers_words
-def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: int = _shape("n_layers"),
-          n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"), steps: int = _shape("steps"),
-          batch_size: int = _shape("batch_size"), lr: float = _shape("lr"), distractors: int = 2,
-          positions: str = _shape("positions"), init: str = _shape("init"), untied: bool = False,
-          separator: bool = False, min_depth: int | None = None, warmup_steps: int | None = None,
-          eval_every: int = _EVAL_EVERY, seed: int = 0, task: str = "minimal", progress: bool = True) -> Summary:
+@takes(TrainSettings)
+def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progress: bool = True) -> Summary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed, chain or
     dense) into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``min_depth``: each step's training chains have a depth drawn from min_depth..depth (held-out
@@ -88,47 +87,28 @@ def train(*, depth: int, out: str | Path, curriculum: str = "chain", n_layers: i
         run = retrieval.train(depth=2, n_layers=2, steps=500, out="runs/ret-d2")
         run["success"], run["final_accuracy"]
     """
-    from headlab.retrieval.training import RetrievalTask
-
-    check(depth=depth, n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
-          lr=lr, distractors=distractors, warmup_steps=warmup_steps, eval_every=eval_every, seed=seed,
-          min_depth=min_depth, untied=untied, separator=separator)
-    if task == "khop":
-        if min_depth is not None:
-            raise HeadlabError(f"--min-depth {min_depth}: the minimal task's option; khop draws every sequence's "
+    st = settings
+    check(depth=depth)
+    run = dict(n_layers=st.n_layers, seed=st.seed, eval_every=st.eval_every, progress=progress, **st.shape())
+    if st.task == "khop":
+        if st.min_depth is not None:
+            raise HeadlabError(f"--min-depth {st.min_depth}: the minimal task's option; khop draws every sequence's "
                                "hop count from 0..depth already")
-        unused = [f"--{k} {v}" for k, v, default in (("curriculum", curriculum, "chain"),
-                                                     ("distractors", distractors, 2), ("separator", separator, False))
-                  if v != default]
+        unused = [f"--{st.flag(k)} {getattr(st, k)}" for k in ("curriculum", "distractors", "separator")
+                  if getattr(st, k) != getattr(TRAIN, k)]
         if unused:
             raise HeadlabError(f"{', '.join(unused)}: the minimal task's option(s); the k-hop task has no curriculum, "
                                "distractor chains or separator")
-        from headlab.retrieval.khop import KHopTask, train_khop
-
-        r = train_khop(KHopTask(max_hops=depth), out, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
-                       steps=steps, batch_size=batch_size, lr=lr, seed=seed, positions=positions, init=init,
-                       untied=untied, warmup_steps=warmup_steps, eval_every=eval_every, progress=progress)
-        return Summary(f"k-hop run {out}", r)
-    if task != "minimal":
-        raise HeadlabError(f"--task {task}: unknown; minimal or khop")
-    r = train_retrieval(RetrievalTask(depth, curriculum, n_distractors=distractors, separator=separator,
-                                      min_depth=min_depth), out,
-                        n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps, batch_size=batch_size,
-                        lr=lr, seed=seed, positions=positions, init=init, untied=untied, warmup_steps=warmup_steps,
-                        eval_every=eval_every,
-                        progress=progress)
-    return Summary(f"retrieval run {out}", r)
+        return Summary(f"k-hop run {out}", train_khop(KHopTask(max_hops=depth), out, **run))
+    task = RetrievalTask(depth, st.curriculum, n_distractors=st.distractors, separator=st.separator,
+                         min_depth=st.min_depth)
+    return Summary(f"retrieval run {out}", train_retrieval(task, out, **run))
 
 
 @in_callers_words
-def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[int] = DEFAULT_GRID["depths"],
-          curricula: Sequence[str] = DEFAULT_GRID["curricula"], seeds: Sequence[int] = DEFAULT_GRID["seeds"],
-          n_heads: int = _shape("n_heads"), d_model: int = _shape("d_model"),
-          steps: int = _shape("steps"), batch_size: int = _shape("batch_size"), lr: float = _shape("lr"),
-          distractors: int = 2, positions: str = _shape("positions"), init: str = _shape("init"),
-          untied: bool = False, separator: bool = False, min_depth: int | None = None,
-          warmup_steps: int | None = None, eval_every: int = _EVAL_EVERY, checkpoint_every: int = 50, jobs: int = 2,
-          eval_n: int = 256, no_train: bool = False, progress: bool = True,
+@listed("layers", "depths", "curricula", "seeds")
+@takes(SweepSettings)
+def sweep(settings: SweepSettings = SWEEP, *, progress: bool = True,
           out: str | Path = "runs/retrieval-sweep") -> SweepResult:
     """Layers x depth x curriculum x seeds, each (layers, depth) trained as one ensemble, cheapest first,
     ``jobs`` at once; ``no_train`` only aggregates finished cells. Writes ``sweep.json``, ``sweep.md``,
@@ -140,22 +120,13 @@ def sweep(*, layers: Sequence[int] = DEFAULT_GRID["layers"], depths: Sequence[in
         r = retrieval.sweep(layers=[1, 2], depths=[2], seeds=[0], steps=500, out="runs/sweep-small")
         r.figure(); r.to_pandas()[["cell", "seeds", "successes"]]
     """
-    from headlab.retrieval.grid import sweep as run
-
-    check(steps=steps, jobs=jobs, eval_n=eval_n, n_heads=n_heads, d_model=d_model, batch_size=batch_size, lr=lr,
-          distractors=distractors, eval_every=eval_every, min_depth=min_depth, warmup_steps=warmup_steps,
-          untied=untied, separator=separator)
-    refuse("checkpoint-every", Rule("whole", 1), checkpoint_every)
-    return run(out, layers=layers, depths=depths, curricula=curricula, seeds=seeds, steps=steps, d_model=d_model,
-               n_heads=n_heads, batch_size=batch_size, lr=lr, n_distractors=distractors, eval_every=eval_every,
-               checkpoint_every=checkpoint_every, progress=progress, jobs=jobs, positions=positions, init=init,
-               untied=untied, separator=separator, min_depth=min_depth, warmup_steps=warmup_steps, eval_n=eval_n,
-               train=not no_train)
+    return grid.sweep(out, settings, progress=progress)
 
 
 @in_callers_words
-def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, min_lift: float = 0.2,
-            out: str | Path | None = None, overwrite: bool = False) -> AnalyzeResult:
+@takes(AnalyzeSettings)
+def analyze(run: str | Path, settings: AnalyzeSettings = ANALYZE, *, out: str | Path | None = None,
+            overwrite: bool = False) -> AnalyzeResult:
     """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
     ``min_mass`` of attention), check the circuit by ablation against ``draws`` matched random sets and each
     head alone, and find the step each labelled head emerges. A run trained on dense targets also gets its hop
@@ -169,13 +140,9 @@ def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 
         a                    # the labelled circuit, the ablation check, the emergence steps
         a.figure()
     """
-    from headlab.retrieval.analysis import analyze as run_analysis
-    from headlab.retrieval.analysis import write_analysis
-
-    check(n=n, draws=draws, min_mass=min_mass, min_lift=min_lift)
     folder = Path(out) if out is not None else Path(run) / "analyze"
     with writing(folder, [AnalyzeResult.KIND, "analyze.md", "circuit.png"], overwrite) as held:
-        r = run_analysis(run, n=n, draws=draws, min_mass=min_mass, min_lift=min_lift)
+        r = analysis.analyze(run, **settings.values())
         write_analysis(r, held)
     return r
 
@@ -206,9 +173,8 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
 
 
 @in_callers_words
-def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500, shots: int = 0,
-             forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), seed: int = 0,
-             batch_size: int = 8, continuation: int = 8, device: str = "cpu", dtype: str = "float32",
+@takes(EvalLLMSettings)
+def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings = EVAL_LLM, *, device: str = "cpu",
              progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> EvalLLMResult:
     """Accuracy of a pretrained causal LM on the text forms by chain depth (``n`` questions per cell,
     ``shots`` solved examples in the prompt), with Wilson 95% intervals; ``continuation`` > 0 also classifies a
@@ -220,14 +186,9 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
         r = retrieval.eval_llm("smollm2-135m", depths=[1, 2], n=40, forms=["assign-mc"])
         r.to_pandas()[["form", "depth", "accuracy", "lower", "upper", "chance"]]; r.figure()
     """
-    from headlab.retrieval.llm_eval import eval_llm as run
-    from headlab.retrieval.llm_eval import plot_eval
-
-    check(n=n, shots=shots, seed=seed, batch_size=batch_size, continuation=continuation)
     held = writing(out, [EvalLLMResult.KIND, "eval_llm.png"], overwrite) if out is not None else nullcontext(None)
     with held as folder:  # claimed and locked before the model is read: no result is lost to a late refusal
-        r = run(model, depths=depths, n=n, forms=forms, shots=shots, seed=seed, batch_size=batch_size,
-                progress=progress, device=device, dtype=dtype, continuation=continuation)
+        r = llm_eval.eval_llm(model, **settings.values(), progress=progress, device=device)
         if folder is not None:
             r.write(folder)
             plot_eval(r, folder / "eval_llm.png")

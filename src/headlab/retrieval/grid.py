@@ -18,6 +18,7 @@ from headlab.errors import HeadlabError
 from headlab.io import read_jsonl
 from headlab.plotting import new_figure, pyplot, save_figure
 from headlab.result import Result, read_json
+from headlab.retrieval.settings import SWEEP, SweepSettings
 from headlab.retrieval.training import RetrievalTask
 
 
@@ -25,8 +26,6 @@ def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
     return f"L{layers}-D{depth}-{curriculum}-s{seed}"
 
 
-DEFAULT_GRID: dict[str, Any] = {"layers": (1, 2), "depths": (2, 3), "curricula": ("none", "mixed", "chain"),
-                                "seeds": (0, 1, 2)}
 
 
 @dataclass
@@ -55,37 +54,38 @@ class SweepResult(Result):
         return success_figure(self)
 
 
-def sweep(out: str | Path, *, layers: Sequence[int] = DEFAULT_GRID["layers"],
-          depths: Sequence[int] = DEFAULT_GRID["depths"], curricula: Sequence[str] = DEFAULT_GRID["curricula"],
-          seeds: Sequence[int] = DEFAULT_GRID["seeds"], steps: int = 2500, d_model: int = 64, n_heads: int = 4,
-          batch_size: int = 64, lr: float = 1e-3, n_distractors: int = 2, eval_every: int = 100,
-          checkpoint_every: int = 50, progress: bool = True, jobs: int = 2, positions: str = "rope",
-          init: str = "default", untied: bool = False, separator: bool = False, min_depth: int | None = None,
-          warmup_steps: int | None = None, eval_n: int = 256, train: bool = True) -> SweepResult:
+def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = True) -> SweepResult:
     """Train every cell and aggregate; see the module docstring.
 
     The cells of one (layers, depth) train together as one ensemble (``headlab.training.ensemble``: curricula x
     seeds stacked, each member exactly its solo run), ``jobs`` ensembles at a time with one torch thread each.
     The default grid (36 runs, about 25 minutes on 2 cores) compares the three curricula at depths 2 and 3
     with 1 and 2 layers (the bound log_3(2D) is 1.26 and 1.63 layers there); checkpoints every 50 steps are
-    what ``headlab retrieval analyze`` orders head emergence by. ``train=False`` only aggregates the finished
+    what ``headlab retrieval analyze`` orders head emergence by. ``no_train`` only aggregates the finished
     cells: the others show as not run (0 seeds), for a time-boxed sweep."""
     import sys
     import time
+
+    st = settings
+    layers, depths, curricula, seeds, jobs = st.layers, st.depths, st.curricula, st.seeds, st.jobs
+    steps, d_model, n_heads, batch_size, lr = st.steps, st.d_model, st.n_heads, st.batch_size, st.lr
+    n_distractors, checkpoint_every, positions, init = st.distractors, st.checkpoint_every, st.positions, st.init
+    untied, separator, min_depth, warmup_steps = st.untied, st.separator, st.min_depth, st.warmup_steps
+    eval_every, eval_n, train = st.eval_every, st.eval_n, not st.no_train
 
     for d in depths:  # every task of the grid is valid before anything trains (RetrievalTask says what is not)
         RetrievalTask(d, "dense", n_distractors=n_distractors, separator=separator, min_depth=min_depth)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
-    settings = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size,
+    shape = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size,
                 "positions": positions, "init": init, "untied": untied,
                 "warmup_steps": min(100, steps // 10) if warmup_steps is None else warmup_steps}
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
         if (run / "summary.json").exists():
-            _check_settings(run, settings, {"n_distractors": n_distractors, "separator": separator,
+            _check_settings(run, shape, {"n_distractors": n_distractors, "separator": separator,
                                             "min_depth": min_depth})
         else:
             todo.setdefault((l, d), []).append((c, s))

@@ -33,13 +33,13 @@ from headlab.attention.padding import pad_right
 from headlab.errors import HeadlabError
 from headlab.io import read_jsonl
 from headlab.result import read_json
+from headlab.retrieval.settings import CURRICULA, TRAIN
 from headlab.retrieval.task import MinimalVocab, minimal
 
 if TYPE_CHECKING:
     from headlab.nn import Transformer
     from headlab.training.config import TrainConfig
 
-CURRICULA = ("none", "mixed", "chain", "dense")
 PAPER_LIKE = "chain"
 
 
@@ -192,10 +192,12 @@ class RetrievalEval:
             fh.write(json.dumps(row) + "\n")
 
 
-def retrieval_config(task: RetrievalTask, *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
-                     steps: int = 2500, batch_size: int = 64, lr: float = 1e-3, seed: int = 0, positions: str = "rope",
-                     init: str = "default", untied: bool = False, threads: int = 1, checkpoint_every: int | None = None,
-                     warmup_steps: int | None = None) -> "TrainConfig":
+def retrieval_config(task: RetrievalTask, *, n_layers: int = TRAIN.n_layers, n_heads: int = TRAIN.n_heads,
+                     d_model: int = TRAIN.d_model, steps: int = TRAIN.steps, batch_size: int = TRAIN.batch_size,
+                     lr: float = TRAIN.lr, seed: int = TRAIN.seed, positions: str = TRAIN.positions,
+                     init: str = TRAIN.init, untied: bool = TRAIN.untied, threads: int = 1,
+                     checkpoint_every: int | None = None, warmup_steps: int | None = TRAIN.warmup_steps
+                     ) -> "TrainConfig":
     """The :class:`~headlab.training.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
     from headlab.errors import HeadlabError
     from headlab.nn.transformer import ModelConfig

@@ -20,6 +20,7 @@ import torch
 from headlab.errors import HeadlabError
 from headlab.io import write_json_atomic
 from headlab.nn import stacked
+from headlab.retrieval.settings import SWEEP, TRAIN
 from headlab.retrieval.training import (
     RetrievalSource,
     RetrievalTask,
@@ -38,7 +39,7 @@ class GroupMember:
     task: RetrievalTask
     run: Path
     seed: int = 0
-    lr: float = 1e-3
+    lr: float = TRAIN.lr
     warmup_steps: int | None = None
 
 
@@ -106,9 +107,10 @@ class StackedRetrievalEval:
                 fh.write(json.dumps(row) + "\n")
 
 
-def train_group(members: Sequence[GroupMember], *, n_layers: int = 2, n_heads: int = 4, d_model: int = 64,
-                steps: int = 2500, batch_size: int = 64, positions: str = "rope", init: str = "default",
-                untied: bool = False, eval_every: int = 100, eval_n: int = 256, checkpoint_every: int | None = None,
+def train_group(members: Sequence[GroupMember], *, n_layers: int = TRAIN.n_layers, n_heads: int = TRAIN.n_heads,
+                d_model: int = TRAIN.d_model, steps: int = TRAIN.steps, batch_size: int = TRAIN.batch_size,
+                positions: str = TRAIN.positions, init: str = TRAIN.init, untied: bool = TRAIN.untied,
+                eval_every: int = TRAIN.eval_every, eval_n: int = SWEEP.eval_n, checkpoint_every: int | None = None,
                 success: float = 0.99,
                 progress: bool = True, threads: int = 1) -> list[dict[str, Any]]:
     """Train every member into its folder at once; returns their summaries (also each ``summary.json``)."""

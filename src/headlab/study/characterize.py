@@ -32,9 +32,10 @@ from headlab.probes import contexts, controls, positions, to_samples
 from headlab.probes.templates import CONTROL_SYMBOLS, PLACEBO_SYMBOLS
 from headlab.progress import bar as progress_bar
 from headlab.result import Result, per_head
+from headlab.settings import Settings, setting
 from headlab.study.bootstrap import curve_cv_ci, mean_ci, ratio_ci
-from headlab.study.rope import RopeResult, rope_analysis, rope_from_json
-from headlab.values import Settings
+from headlab.study.rope import KAPPA, RopeResult, rope_analysis, rope_from_json
+from headlab.values import Rule
 
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 
@@ -184,21 +185,19 @@ class CharacterizeSettings(Settings):
     FAMILY: ClassVar[str] = "characterize"
     LISTS: ClassVar[tuple[str, ...]] = ("symbols", "placebos")
 
-    n: int = 40
-    seed: int = 0
-    threshold: float = SDH.threshold
-    consecutive: int = SDH.consecutive
-    top: int = 10
-    kappa: float = 0.5
-    rope_samples: int = 64
-    batch_size: int = 8
-    words: int = 24
-    symbols: tuple[str, ...] = CONTROL_SYMBOLS
-    placebos: tuple[str, ...] = PLACEBO_SYMBOLS
-
-    def more_problems(self) -> list[str]:
-        return [] if not isinstance(self.n, int) or self.n >= 2 else [
-            f"--n {self.n}: characterize needs at least 2 items per suite for intervals"]
+    n: int = setting(40, "base items per suite (at least 2, for intervals)", rule=Rule("whole", 2))
+    seed: int = setting(0, "random seed (the suites' items)")
+    threshold: float = setting(SDH.threshold, "SDH rule θ")
+    consecutive: int = setting(SDH.consecutive, "SDH rule k")
+    top: int = setting(10, "heads in the summary table")
+    kappa: float = setting(KAPPA, "(κ, Δ)-slash-dominance threshold (RoPE models; ours)")
+    rope_samples: int = setting(64, "natural and random prompts for the RoPE analysis")
+    batch_size: int = setting(8, "samples per forward pass")
+    words: int = setting(24, "words of the position sweep's filler")
+    symbols: tuple[str, ...] = setting(CONTROL_SYMBOLS, "control symbols compared with '/'",
+                                       annotation="Sequence[str]")
+    placebos: tuple[str, ...] = setting(PLACEBO_SYMBOLS, "symbols put in the slots of '/' for the strict rule's null",
+                                        annotation="Sequence[str]")
 
 
 #: characterize given no options

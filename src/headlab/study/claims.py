@@ -5,10 +5,11 @@ measured value with its 95% interval, and a verdict from a rule printed with the
 
 the claims themselves and the rules that judge them are in :mod:`headlab.rulebook`.
 Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reason: no SDH), with values measured on its
-top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablation_draws``), by
+top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablate``), by
 :func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the signed change of
 next-token accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
-Claim 9 is read from a head-monitor evaluation (``headlab monitor evaluate``, ``monitor_dir/MODEL/evaluate.json``):
+Claim 9 is read from a head-monitor evaluation (``headlab monitor evaluate``,
+``monitor_evaluations/MODEL/evaluate.json``):
 ``supported`` when the heads beat the best attention-free baseline on at least one kind of structure and lose on
 none, ``not supported`` when they beat it on none, else ``inconclusive`` (mixed).
 """
@@ -18,18 +19,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
+from headlab.ablation import ablate_experiment
+from headlab.ablation.experiment import ABLATE, write_report
 from headlab.census.scanner import scan
+from headlab.corpus import documents
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
+from headlab.models.loader import check_source, dtype_setting
 from headlab.result import Result
 from headlab.rulebook import BOOK, VERSION, Verdict, label
 from headlab.rulebook.slash import CLAIMS
+from headlab.settings import Settings, setting
 from headlab.study.characterize import CHARACTERIZE, characterize
 from headlab.study.claim_rows import ModelClaims, claim_heads, cross_model, measure, monitor_row
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
+from headlab.study.rope import KAPPA
+from headlab.values import Rule
 
 CONVENTIONS = ("Claim 1 counts the heads that pass the strict rule on the corpus or on the constructed slash suite "
                "(each population in the cell), the slash suite's count beside the same rule's count with placebo "
@@ -153,43 +161,70 @@ def _row_from_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: int = 512, kappa: float = 0.5,
-           seed: int = 0, batch_size: int = 8, progress: bool = True, device: str = "cpu",
-           on_model: Callable[[str], None] | None = None, save_dir: str | Path | None = None,
-           ablation_draws: int = 0, ablation_samples: int = 48,
-           monitor_dir: str | Path | None = None, corpus: Sequence[str] | None = None,
-           target_filter: str = "any", resume: bool = False, dtype: str = "float32") -> ClaimsResult:
+@dataclass(frozen=True)
+class ClaimsSettings(Settings):
+    """What ``headlab claims`` measures on every model: a scan of ``scan_samples`` windows of ``corpus``
+    (``target_filter``), a characterization with ``n`` items per suite, SlashScore's ``kappa``, claim 8's ablation
+    (``ablate`` matched control sets on ``ablate_samples`` windows; 0: not measured) and claim 9 from
+    ``monitor_evaluations``; ``seed``, ``batch_size`` and the weights' ``dtype``."""
+
+    FAMILY: ClassVar[str] = "claims"
+    LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
+
+    n: int = setting(CHARACTERIZE.n, "base items per stimulus suite (at least 2)", rule=Rule("whole", 2))
+    scan_samples: int = setting(512, "corpus samples scanned per model")
+    corpus: tuple[str, ...] | None = setting(None, "the scans' and the ablation's corpus: named sources or paths "
+                                             "(default wiki pydoc)", metavar="SRC", annotation="Sequence[str] | None")
+    target_filter: str = setting("any", "with-target: scan only windows that hold '/' (the slash-dominance rule skips "
+                                 "the others anyway)", flag="filter", choices=("any", "with-target"))
+    kappa: float = setting(KAPPA, "(κ, Δ)-slash-dominance threshold (ours)")
+    ablate: int = setting(0, "measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched "
+                          "random sets (0: not measured)", metavar="DRAWS")
+    ablate_samples: int = setting(ABLATE.samples, "corpus windows of claim 8's ablation", rule=Rule("whole", 2))
+    monitor_evaluations: str | None = setting(
+        None, "claim 9 from DIR/MODEL/evaluate.json, written by headlab monitor evaluate (default: not measured)",
+        metavar="DIR", annotation="str | Path | None")
+    seed: int = setting(0, "random seed (sample order, draws)")
+    batch_size: int = setting(8, "samples per forward pass")
+    dtype: str = dtype_setting()
+
+
+#: claims given no options
+CLAIMS_SETTINGS = ClaimsSettings()
+
+
+def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIMS_SETTINGS, *,
+           progress: bool = True, device: str = "cpu", on_model: Callable[[str], None] | None = None,
+           out: str | Path | None = None, resume: bool = False) -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
-    With ``save_dir``, each model's scan and characterization are written to ``save_dir/MODEL/`` as they
+    With ``out``, each model's scan and characterization are written to ``out/MODEL/`` as they
     finish (so an interrupted multi-model run keeps the finished models, and ``headlab compare`` can read them).
-    ``ablation_draws`` > 0 measures claim 8 on decoders (``ablation_samples`` corpus windows, that many control
-    draws); it loads the model again with its language-model head. ``monitor_dir`` holds ``MODEL/evaluate.json``
+    ``settings.ablate`` > 0 measures claim 8 on decoders (``ablate_samples`` corpus windows, that many control
+    draws); it loads the model again with its language-model head. ``monitor_evaluations`` holds ``MODEL/evaluate.json``
     of ``headlab monitor evaluate`` for every model (claim 9). ``corpus`` (named sources or paths; default
     wiki + pydoc) feeds the scans and the ablation; ``target_filter`` ``with-target`` scans only windows holding
     `/`, which leaves the slash-dominance rule as it is (windows without `/` are not part of its sequence).
-    ``resume`` reuses each model's scan, characterization and ablation saved in ``save_dir`` by an earlier run
-    with the same settings (an ablation with at least ``ablation_draws`` control sets; each row names its own
+    ``resume`` reuses each model's scan, characterization and ablation saved in ``out`` by an earlier run
+    with the same settings (an ablation with at least ``ablate`` control sets; each row names its own
     count) (:mod:`headlab.study.claims_parts`). Claim 8 ablates at most half of a layer's
     heads (the ones with most `/` mass), so that every layer has a matched control; the rest are named."""
-    from headlab.corpus import documents
-    from headlab.models.loader import check_source, torch_dtype
-
-    torch_dtype(dtype)
+    st = settings
+    n, scan_samples, kappa, seed, corpus = st.n, st.scan_samples, st.kappa, st.seed, st.corpus
+    batch_size = st.batch_size
+    target_filter, dtype, monitor_dir = st.target_filter, st.dtype, st.monitor_evaluations
     for m in models:  # every name and the corpus are checked before the first model is measured
         if not isinstance(m, LoadedModel):
             check_source(m)
     if corpus:
         documents(list(corpus))
-    if target_filter not in ("any", "with-target"):
-        raise HeadlabError(f"claims scan filter {target_filter!r}: use any or with-target")
     evaluations = {folder_name(m): _evaluation(monitor_dir, m) for m in models} if monitor_dir else {}
-    out = []
+    found = []
     for m, name in zip(models, folder_names(models)):
         lm = resolve(m, device=device, dtype=dtype)
         if on_model:
             on_model(lm.name)
-        folder = Path(save_dir) / name if save_dir is not None else None
+        folder = Path(out) / name if out is not None else None
         sc = saved_scan(folder, lm.name, corpus, scan_samples, seed, target_filter, lm.dtype) \
             if resume and folder else None
         reused = sc is not None
@@ -205,16 +240,13 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
             sc.write(folder)
             ch.write(folder)
         ablation = left_out = None
-        if ablation_draws > 0 and lm.facts.causal:
-            from headlab.ablation import ablate_experiment
-            from headlab.ablation.experiment import ABLATE, write_report
-
+        if st.ablate > 0 and lm.facts.causal:
             heads, left_out = ablation_heads(claim_heads(sc, ch), ch.slash_mass["value"], lm.facts.n_heads)
             if reused and folder is not None:  # an ablation is only as current as the scan it rests on
-                ablation = saved_ablation(folder, lm.name, heads, ablation_draws, ablation_samples)
+                ablation = saved_ablation(folder, lm.name, heads, st.ablate, st.ablate_samples)
             if ablation is None:
                 ablation = ablate_experiment(m if isinstance(m, str) else lm, heads, ABLATE.replace(
-                    draws=ablation_draws, samples=ablation_samples, corpus=corpus, seed=seed,
+                    draws=st.ablate, samples=st.ablate_samples, corpus=corpus, seed=seed,
                     batch_size=batch_size), progress=progress, device=device, dtype=dtype)
             if folder is not None:
                 write_report(ablation, str(folder))
@@ -222,12 +254,12 @@ def claims(models: Sequence[str | LoadedModel], *, n: int = 40, scan_samples: in
         if left_out:
             mc.rows[8]["detail"] += (f"; left out of the ablation: {', '.join(left_out)} (more than half of their "
                                      "layer's heads: no layer-matched control)")
-        out.append(mc)
+        found.append(mc)
     named = " ".join(corpus) if corpus else "wiki pydoc (default)"
-    return ClaimsResult(out, cross_model(out), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
+    return ClaimsResult(found, cross_model(found), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
                                                 "seed": seed, "corpus": named,
                                                 "filter": target_filter,
-                                                "ablation_draws": ablation_draws,
+                                                "ablation_draws": st.ablate,
                                                 "monitor_dir": shown_path(monitor_dir) if monitor_dir else None})
 
 
@@ -272,7 +304,7 @@ def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, 
 
 
 def reread_monitor(result: ClaimsResult, monitor_dir: str | Path) -> ClaimsResult:
-    """``result`` with claim 9 of every model read again from ``monitor_dir/MODEL/evaluate.json`` by the rule
+    """``result`` with claim 9 of every model read again from ``monitor_evaluations/MODEL/evaluate.json`` by the rule
     :func:`claims` uses (a model without an evaluation there stays not measured, and is named on stderr): a
     monitor evaluation rerun does not need the scans, characterizations and ablations measured again."""
     from headlab.notices import say

@@ -18,6 +18,7 @@ from headlab.io import write_json_atomic, write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.result import found_in
 from headlab.study.characterize import CharacterizeResult
+from headlab.study.rope import KAPPA
 
 
 @dataclass
@@ -46,7 +47,7 @@ def _layer_max(g: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(g).all(1), np.nan, np.nanmax(np.where(np.isnan(g), -np.inf, g), 1))
 
 
-def summarize(run: str | Path, kappa: float = 0.5) -> RunSummary:
+def summarize(run: str | Path, kappa: float = KAPPA) -> RunSummary:
     p = Path(run)
     kinds = found_in(p)
     if ScanResult not in kinds and CharacterizeResult not in kinds:
@@ -78,7 +79,7 @@ def summarize(run: str | Path, kappa: float = 0.5) -> RunSummary:
     return RunSummary(str(p), str(base["model"]), L, H, m, (np.arange(L) + 0.5) / L, tok, off, marked)  # type: ignore[index]
 
 
-def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = 0.5) -> list[RunSummary]:
+def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = KAPPA) -> list[RunSummary]:
     """Write ``compare.md``, ``compare.json`` and ``compare.png`` for the given run folders."""
     if not runs:
         raise HeadlabError("compare needs at least one run folder")

@@ -104,6 +104,10 @@ def rope_from_json(d: dict[str, Any]) -> RopeResult:
         kappa=d["kappa"], n_natural=d["n_natural"], n_random=d["n_random"])
 
 
+#: the (κ, Δ)-slash-dominance threshold of SlashScore (our choice: the write-up names κ without a value)
+KAPPA = 0.5
+
+
 def random_token_samples(loaded: LoadedModel, n: int, length: int, seed: int) -> list[Sample]:
     """``n`` prompts of ``length`` uniformly random non-special vocabulary ids (with the model's specials)."""
     from headlab.corpus import special_tokens
@@ -116,7 +120,7 @@ def random_token_samples(loaded: LoadedModel, n: int, length: int, seed: int) ->
             for i in range(n)]
 
 
-def rope_analysis(loaded: LoadedModel, *, n: int = 64, length: int = 64, max_offset: int = 8, kappa: float = 0.5,
+def rope_analysis(loaded: LoadedModel, *, n: int = 64, length: int = 64, max_offset: int = 8, kappa: float = KAPPA,
                   seed: int = 0, batch_size: int = 8, corpus: list[str] | None = None,
                   natural: list[Sample] | None = None, randoms: list[Sample] | None = None,
                   progress: Any = None) -> RopeResult:

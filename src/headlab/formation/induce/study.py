@@ -17,16 +17,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from headlab.formation.induce.arms import Levers, arm_config
+from headlab.formation.induce.arms import INDUCE, InduceSettings, arm_config
 from headlab.formation.induce.measure import measure_run, persistence
 from headlab.io import write_json_atomic, write_text_atomic
 
 
-def run_arm(base: dict[str, Any], arm: str, seed: int, levers: Levers, out: Path, draws: int,
+def run_arm(base: dict[str, Any], arm: str, seed: int, levers: InduceSettings, out: Path, draws: int,
             progress: bool) -> dict[str, Any]:
     from headlab.formation.training_run import tracked_training
     from headlab.training import checkpoint as ckpt
@@ -140,15 +140,15 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def induce(config: str | Path, out: str | Path, arms: Sequence[str], seeds: Sequence[int], levers: Levers,
-           draws: int = 10, progress: bool = True) -> dict[str, Any]:
+def induce(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
+           progress: bool = True) -> dict[str, Any]:
     import tomllib
 
     from headlab.errors import HeadlabError
     from headlab.training import from_dict
     from headlab.training.config import config_path, load_config, same_but_vocab
 
-    out = Path(out)
+    out, levers, arms, seeds, draws = Path(out), settings, settings.arms, settings.seeds, settings.draws
     base = tomllib.loads(config_path(config).read_text(encoding="utf-8"))
     configs = {out / "runs" / f"{arm}-s{seed}": from_dict(arm_config(base, arm, levers, seed), f"{config} (arm {arm})")
                for arm in arms for seed in seeds}  # every arm's config is checked before the first run starts
@@ -158,10 +158,10 @@ def induce(config: str | Path, out: str | Path, arms: Sequence[str], seeds: Sequ
                                "another --out or remove that run")
     prepare_pools({r: c for r, c in configs.items() if not (r / "final.safetensors").exists()}, progress)
     records = [run_arm(base, arm, seed, levers, out, draws, progress) for arm in arms for seed in seeds]
-    settings = {"config": str(config), "arms": list(arms), "seeds": list(seeds), "levers": vars(levers),
-                "draws": draws}
+    record = {"config": str(config), "arms": list(arms), "seeds": list(seeds), "levers": settings.levers(),
+              "draws": draws}
     summary = summarize(records)
-    write_json_atomic(out / "induce.json", {"settings": settings, "summary": summary})
+    write_json_atomic(out / "induce.json", {"settings": record, "summary": summary})
     plot(records, out / "induce.png")
-    write_text_atomic(out / "induce.md", markdown(summary, settings))
+    write_text_atomic(out / "induce.md", markdown(summary, record))
     return summary

@@ -1,0 +1,124 @@
+"""A command family's settings, declared once: each field's default, meaning, flag, allowed values and rule.
+
+Everything else is generated from the declaration: the Python twin's keywords (:func:`takes`), the command's
+options (``headlab.cli.options.settings_options``), the docs' parameter tables (they read the twin's signature
+and the command's help), the result's record (:meth:`Settings.record`) and the one-line refusal of a bad value
+(:meth:`Settings.problems`), so a name or a default cannot differ between them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
+
+from headlab.errors import HeadlabError
+from headlab.values import RULES, Rule, items
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None,
+            choices: Sequence[Any] | None = None, rule: Rule | None = None, item: Callable[[str], Any] = str,
+            annotation: str | None = None, cli: bool = True) -> Any:
+    """One field of a settings dataclass: its ``default`` and ``help`` (the CLI's and the docs' wording); its
+    ``flag`` where the CLI spells it other than the field's name; the values allowed (``choices``); its
+    ``rule`` where the table's rule of its name (:data:`~headlab.values.RULES`) does not apply; ``item``
+    parses one item of a list field on the command line; ``annotation`` is what the twin's signature shows
+    where the stored type is not what a caller gives (a list kept as a tuple); ``cli=False``: Python only."""
+    return dataclasses.field(default=default, metadata={
+        "help": help, "flag": flag, "metavar": metavar, "choices": None if choices is None else tuple(choices),
+        "rule": rule, "item": item, "annotation": annotation, "cli": cli})
+
+
+class Settings:
+    """The base of a command family's settings: a frozen dataclass whose fields (declared with :func:`setting`)
+    are the family's one set of defaults. Built values are checked at once: every field against its choices and
+    its rule (its own, else the table's rule of its name), then the family's own :meth:`more_problems`; the
+    first problem is raised as one line naming the option as the CLI spells it. :attr:`LISTS` name fields given
+    as a list (one string is one item), kept as tuples."""
+
+    FAMILY: ClassVar[str] = "settings"
+    LISTS: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        for name in self.LISTS:
+            value = getattr(self, name)
+            object.__setattr__(self, name, None if value is None else tuple(items(value)))
+        found = self.problems()
+        if found:
+            raise HeadlabError(found[0])
+
+    @classmethod
+    def fields(cls) -> tuple[dataclasses.Field, ...]:  # type: ignore[type-arg]
+        return dataclasses.fields(cls)  # type: ignore[arg-type]
+
+    @classmethod
+    def flag(cls, name: str) -> str:
+        """The field's option as the CLI spells it, without the dashes."""
+        meta = next(f.metadata for f in cls.fields() if f.name == name)
+        return meta.get("flag") or name.replace("_", "-")
+
+    def values(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in self.fields()}
+
+    def problems(self) -> list[str]:
+        """One line for every bad value, naming the option as the CLI spells it."""
+        out = []
+        for f in self.fields():
+            value, allowed, rule = getattr(self, f.name), f.metadata.get("choices"), f.metadata.get("rule")
+            rule = rule or RULES.get(f.name)
+            if allowed is not None and f.name not in self.LISTS and value not in allowed:
+                out.append(f"--{self.flag(f.name)} {value!r}: choose {', '.join(map(str, allowed))}")
+            elif allowed is not None and f.name in self.LISTS and value is not None:
+                out += [f"--{self.flag(f.name)} {v!r}: choose {', '.join(map(str, allowed))}"  # an object (a
+                        for v in value if isinstance(v, str) and v not in allowed][:1]  # Detector) is its own choice
+            elif rule is not None and (found := rule.problem(self.flag(f.name), value)) is not None:
+                out.append(found)
+        return out + self.more_problems()
+
+    def more_problems(self) -> list[str]:
+        return []
+
+    def replace(self, **changes: Any) -> Any:
+        known = set(self.values())
+        unknown = [k for k in changes if k not in known]
+        if unknown:
+            raise HeadlabError(f"unknown {self.FAMILY} setting {unknown[0]!r}")
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def record(self) -> dict[str, Any]:
+        """The settings as JSON values (tuples as lists), for the result's record."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.values().items()}
+
+
+def takes(cls: type[Settings]) -> Callable[[F], F]:
+    """Give a twin written ``def fn(inputs, settings, *, run options)`` the public signature
+    ``fn(inputs, *, every field of cls, run options, settings=None)``: a caller names any field as a keyword
+    (on top of ``settings``, or of the defaults without it), and ``fn`` receives one checked ``cls``. The
+    keywords are the fields themselves, so the twin never repeats a name or a default."""
+    names = [f.name for f in cls.fields()]
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        at = [p.name for p in params].index("settings")
+        declared = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                                      annotation=f.metadata.get("annotation") or f.type) for f in cls.fields()]
+        given = inspect.Parameter("settings", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                  annotation=f"{cls.__name__} | None")
+        public = sig.replace(parameters=[*params[:at], *declared, *params[at + 1:], given])
+
+        @functools.wraps(fn)
+        def twin(*args: Any, settings: Settings | None = None, **kwargs: Any) -> Any:
+            changes = {k: kwargs.pop(k) for k in names if k in kwargs}
+            base = cls() if settings is None else settings
+            if not isinstance(base, cls):
+                raise HeadlabError(f"settings={base!r:.60}: give a {cls.__name__}")
+            return fn(*args, settings=base.replace(**changes) if changes else base, **kwargs)
+
+        twin.__signature__ = public  # type: ignore[attr-defined]
+        twin.settings_type = cls  # type: ignore[attr-defined]
+        return twin  # type: ignore[return-value]
+    return wrap
