@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import keep_apart, saving
+from headlab.io import claim_out, keep_apart, saving, write_text_atomic
 from headlab.models import LoadedModel
+from headlab.models.loader import check_source
 from headlab.reporting.verdicts import Change, rejudge_all
 from headlab.reporting.verdicts import record as verdict_record
 from headlab.result import Written
@@ -16,9 +17,9 @@ from headlab.settings import takes
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
 from headlab.study import scale as scaling
-from headlab.study.claims import CLAIMS_SETTINGS, ClaimsResult, ClaimsSettings
+from headlab.study.claims import CLAIMS_SETTINGS, ClaimsResult, ClaimsSettings, folder_names
 from headlab.study.compare import compare_figure
-from headlab.study.languages import LANGUAGES, LanguagesResult
+from headlab.study.languages import LANGUAGES_SETTINGS, LanguagesResult, LanguagesSettings, by_language
 from headlab.study.rope import KAPPA
 from headlab.study.scale import scale_figure, scan_files
 from headlab.values import check, listed
@@ -92,9 +93,10 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
 
 @in_callers_words
 @listed("models", "languages")
-def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] = LANGUAGES,
-              n: int = 40, seed: int = 0, batch_size: int = 8, device: str = "cpu", dtype: str = "float32",
-              out: str | Path | None = "runs/languages", overwrite: bool = False) -> list[LanguagesResult]:
+@takes(LanguagesSettings)
+def languages(models: Sequence[str | LoadedModel], settings: LanguagesSettings = LANGUAGES_SETTINGS, *,
+              device: str = "cpu", out: str | Path | None = "runs/languages",
+              overwrite: bool = False) -> list[LanguagesResult]:
     """Per model and language (the first is the reference): every head's mass on ``/`` in the slash stimulus
     suite with its interval, the strict rule's SDHs, and whether the reference's top head stays on top. With
     ``out``, writes ``languages.md`` and ``MODEL/languages.json`` (finished models are kept if one fails).
@@ -104,16 +106,6 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
         [r] = headlab.languages(["smollm2-135m"], languages=["en", "de"], n=20, out=None)
         r.to_pandas()[["language", "sdh", "reference_top_rank", "spearman"]]
     """
-    from headlab.io import claim_out, write_text_atomic
-    from headlab.models.loader import check_source, torch_dtype
-    from headlab.study.claims import folder_names
-    from headlab.study.languages import by_language
-    from headlab.values import check
-
-    check(n=n, seed=seed, batch_size=batch_size)
-    if n < 3:  # the strict rule needs three items in a row
-        raise HeadlabError(f"--n {n}: give at least 3 suite items per language")
-    torch_dtype(dtype)
     if out is not None:  # an earlier result is refused whether or not the models are installed
         claim_out(out, ["languages.md"], overwrite)
     for m in models:  # every model is checked before the first is measured
@@ -124,7 +116,8 @@ def languages(models: Sequence[str | LoadedModel], *, languages: Sequence[str] =
         parts = ["# `/` heads across languages (slash stimulus suite)", ""]
         for m, name in zip(models, folder_names(models)):
             print(f"measuring {m if isinstance(m, str) else m.name}", file=sys.stderr)
-            r = by_language(m, languages, n=n, seed=seed, batch_size=batch_size, device=device, dtype=dtype)
+            r = by_language(m, settings.languages, n=settings.n, seed=settings.seed,
+                            batch_size=settings.batch_size, device=device, dtype=settings.dtype)
             results.append(r)
             parts.append(r.markdown())
             if folder is not None:

@@ -26,7 +26,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     list_option(p, "--corpus", metavar="SRC",
                    help=f"named sources ({' '.join(NAMED_SOURCES)}) or files/folders "
                         "(.txt .md .rst .jsonl, optionally .gz); default: wiki pydoc")
-    p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector (default 5)")
+    p.add_argument("--top", type=at_least(1), default=5, help="heads shown per detector")
     p.add_argument("--resume", action="store_true", help="continue the scan from the checkpoint in --out")
     p.add_argument("--per-sample", default=None, metavar="FILE.parquet",
                    help="also write one row of scores per sample (columns: docs/scan.md)")

@@ -91,7 +91,7 @@ def _add_stimuli(sub: argparse._SubParsersAction) -> None:
                        description="Write a seeded stimulus suite (texts with target character spans) to a "
                                    "JSONL file, to inspect or reuse.")
     p.add_argument("suite", choices=sorted(SUITES))
-    p.add_argument("--n", type=at_least(1), default=20, help="number of base items (default 20)")
+    p.add_argument("--n", type=at_least(1), default=20, help="number of base items")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
     p.add_argument("--out", required=True, help="output .jsonl file")

@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from headlab import monitor
-from headlab.cli.options import at_least, bind, call, dtype_option, list_option, settings_options
-from headlab.monitor.settings import MIN_REFERENCE, MonitorSettings
+from headlab.cli.options import at_least, bind, call, list_option, settings_options
+from headlab.monitor.settings import EvaluateSettings, MonitorSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,18 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--checkpoint-every", type=at_least(1), metavar="N",
                    help="windows between the check's checkpoints (default %(default)s)")
     bind(c, monitor.check, _cmd_check)
-    from headlab.monitor.evaluation import KINDS
-
     e = ms.add_parser("evaluate", help="AUROC of the monitor vs the filters pipelines run (Gopher, C4, n-gram "
                                          "perplexity, ...), per kind of structure")
     e.add_argument("model")
-    list_option(e, "--reference", default=["wiki"], metavar="SRC")
-    list_option(e, "--kinds", choices=KINDS, default=None,
-                help="kinds of structure to detect (default: every kind whose corpus is installed)")
-    e.add_argument("--max-samples", type=at_least(MIN_REFERENCE), default=3000, help="reference samples (default 3000)")
-    e.add_argument("--kind-samples", type=at_least(1), default=200, help="samples per kind (default 200)")
-    _shared(e)
-    dtype_option(e)
+    settings_options(e, EvaluateSettings)
+    _shared(e, EvaluateSettings)
     bind(e, monitor.evaluate, _cmd_evaluate)
 
 

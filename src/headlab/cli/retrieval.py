@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--form", required=True, choices=FORMS)
     g.add_argument("--depth", type=at_least(1), required=True)
     g.add_argument("--n", type=at_least(1), default=100)
-    g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains (default 2)")
+    g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True, help="FILE.jsonl")
     g.add_argument("--overwrite", action="store_true", help="replace an existing FILE.jsonl")

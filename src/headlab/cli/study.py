@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import at_least, bind, call, dtype_option, list_option, real_in, settings_options
+from headlab.cli.options import bind, call, real_in, settings_options
 from headlab.study.claims import ClaimsSettings
+from headlab.study.languages import LanguagesSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
     p.add_argument("--kappa", type=real_in(0, 1), help="SlashScore threshold for the slash-pattern share")
-    p.add_argument("--out", default="runs/compare", help="output folder (default runs/compare)")
+    p.add_argument("--out", default="runs/compare", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.compare, _cmd_compare)
 
@@ -66,7 +67,7 @@ def _add_scale(sub: argparse._SubParsersAction) -> None:
                                    "max mass on '/' and top SlashScore against parameters, encoders and decoders "
                                    "marked.")
     p.add_argument("runs", nargs="+")
-    p.add_argument("--out", default="runs/scale", help="output folder (default runs/scale)")
+    p.add_argument("--out", default="runs/scale", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.scale, _cmd_scale)
 
@@ -79,21 +80,14 @@ def _cmd_scale(a: argparse.Namespace) -> int:
 
 
 def _add_languages(sub: argparse._SubParsersAction) -> None:
-    from headlab.study.languages import LANGUAGES
-
     p = sub.add_parser("languages", help="`/` heads on the slash stimulus suite in several languages",
                        description="Per model and language: every head's mass on '/' with its interval, the strict "
                                    "slash-dominance rule on the suite, and whether the first language's top head "
                                    "stays on top. Writes DIR/languages.md and DIR/MODEL/languages.json.")
     p.add_argument("models", nargs="+")
-    list_option(p, "--languages", default=list(LANGUAGES), choices=LANGUAGES,
-                help=f"the first is the reference (default: {' '.join(LANGUAGES)})")
-    p.add_argument("--n", type=at_least(3), default=40, help="suite items per language (default 40)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=at_least(1), default=8)
+    settings_options(p, LanguagesSettings)
     p.add_argument("--device", default="cpu")
-    dtype_option(p)
-    p.add_argument("--out", default="runs/languages", help="output folder (default runs/languages)")
+    p.add_argument("--out", default="runs/languages", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.languages, _cmd_languages)
 
@@ -111,7 +105,7 @@ def _add_verdicts(sub: argparse._SubParsersAction) -> None:
                                    "retrieval verdicts under RESULTS, rewrites them, and prints each verdict that "
                                    "moved. --record WHY appends those changes, the rule book's version and every "
                                    "rule's fingerprint to RESULTS/verdict_changes.md (a rule's own commit).")
-    p.add_argument("results", nargs="?", default="results", help="the results folder (default results)")
+    p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     p.add_argument("--record", default=None, metavar="WHY", help="why the rules changed (default: record nothing)")
     bind(p, study.verdicts, _cmd_verdicts)
 

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.models import LoadedModel
+from headlab.monitor import evaluation
 from headlab.monitor.checking import CHECK_FILES, claim_work, run_check
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
@@ -24,7 +25,7 @@ from headlab.monitor.fingerprint import (
 )
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult
-from headlab.monitor.settings import CHECKPOINT_EVERY, MONITOR, WORK, MonitorSettings
+from headlab.monitor.settings import CHECKPOINT_EVERY, EVALUATE, MONITOR, WORK, EvaluateSettings, MonitorSettings
 from headlab.settings import takes
 from headlab.values import listed
 
@@ -126,11 +127,9 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | 
 
 @in_callers_words
 @listed("reference", "kinds")
-def evaluate(model: str | LoadedModel, *, reference: Sequence[str] = ("wiki",), kinds: Sequence[str] | None = None,
-             max_samples: int = 3000, kind_samples: int = 200, seed: int = 0, batch_size: int = 8,
-             id_field: str | None = MONITOR.id_field, device: str = "cpu", dtype: str = MONITOR.dtype,
-             progress: bool = True, out: str | Path = "runs/monitor-evaluate",
-             overwrite: bool = False) -> Any:
+@takes(EvaluateSettings)
+def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *, device: str = "cpu",
+             progress: bool = True, out: str | Path = "runs/monitor-evaluate", overwrite: bool = False) -> Any:
     """AUROC of the monitor against attention-free baselines (character classes, the Gopher and C4 rules, an
     n-gram perplexity of the reference and, for decoders, the model's own loss), per kind of structure (default:
     every kind whose corpus is installed), on documents held out in hash folds, and combined with the best
@@ -145,16 +144,15 @@ def evaluate(model: str | LoadedModel, *, reference: Sequence[str] = ("wiki",), 
     """
     from headlab.io import saving, write_json_atomic, write_text_atomic
     from headlab.monitor.comparison import markdown
-    from headlab.monitor.evaluation import KINDS, installed_kinds
-    from headlab.monitor.evaluation import evaluate as run
+    from headlab.monitor.evaluation import installed_kinds
+    from headlab.monitor.settings import KINDS
     from headlab.result import Written
 
-    chosen = installed_kinds(kinds)
+    chosen = installed_kinds(settings.kinds)
     with saving(out, ["evaluate.json", "evaluate.md", "calibration.png"], overwrite) as folder:
         assert folder is not None
-        r = run(model, reference, chosen, max_samples=max_samples, kind_samples=kind_samples, seed=seed,
-                batch_size=batch_size, progress=progress, device=device, figure=folder / "calibration.png",
-                id_field=id_field, dtype=dtype)
+        r = evaluation.evaluate(model, settings, chosen, progress=progress, device=device,
+                                figure=folder / "calibration.png")
         r["skipped_kinds"] = [k for k in KINDS if k not in chosen]  # not installed here, said on stderr
         write_json_atomic(folder / "evaluate.json", r)
         write_text_atomic(folder / "evaluate.md", markdown(r))

@@ -46,13 +46,8 @@ from headlab.monitor.fingerprint import (
     scanned,
 )
 from headlab.monitor.profile import ForestScorer, fit_profile, fold, held_out
-from headlab.monitor.settings import MONITOR
+from headlab.monitor.settings import DERIVED, KINDS, REAL, EvaluateSettings
 
-#: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
-REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
-        "linux-doc": "linux-doc", "man-de": "man-de", "man-fr": "man-fr", "man-ja": "man-ja", "man-zh": "man-zh"}
-DERIVED = tuple(anomalies.KINDS)
-KINDS = (*REAL, *DERIVED)
 FRESH = 1  # the fold kept out of fitting and calibration
 
 
@@ -138,11 +133,13 @@ def _context(seed: int, loaded: Any) -> anomalies.Context:
                              code=["\n".join(d.load()) for d in picked])
 
 
-def evaluate(model: Any, reference: Sequence[str], kinds: Sequence[str], *, max_samples: int = 3000,
-             kind_samples: int = 200, per_detector: int = MONITOR.per_detector, fpr: float = MONITOR.fpr,
-             seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
-             progress: bool = True, device: str = "cpu", figure: Path | None = None,
-             id_field: str | None = MONITOR.id_field, dtype: str = MONITOR.dtype) -> dict[str, Any]:
+def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, progress: bool = True,
+             device: str = "cpu", figure: Path | None = None) -> dict[str, Any]:
+    """The evaluation record of ``model`` on the installed ``kinds`` (``settings.kinds`` resolved)."""
+    st = settings
+    reference, max_samples, kind_samples, per_detector, fpr = (st.reference, st.max_samples, st.kind_samples,
+                                                               st.per_detector, st.fpr)
+    seed, batch_size, id_field, dtype = st.seed, st.batch_size, st.id_field, st.dtype
     from headlab.models import resolve
 
     loaded = resolve(model, device=device, dtype=dtype, lm_head=True)

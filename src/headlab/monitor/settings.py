@@ -9,9 +9,15 @@ from typing import ClassVar
 
 from headlab.corpus.records import ID_FIELD
 from headlab.models.loader import dtype_setting
+from headlab.monitor import anomalies
 from headlab.settings import Settings, setting
 from headlab.values import Rule
 
+#: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
+REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
+        "linux-doc": "linux-doc", "man-de": "man-de", "man-fr": "man-fr", "man-ja": "man-ja", "man-zh": "man-zh"}
+DERIVED = tuple(anomalies.KINDS)
+KINDS = (*REAL, *DERIVED)
 #: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
 #: so fewer than 50 windows can never be enough (more may still be, for corpora of long documents)
 MIN_REFERENCE = 50
@@ -58,3 +64,37 @@ class MonitorSettings(Settings):
 
 #: a profile fitted with no options
 MONITOR = MonitorSettings()
+
+
+@dataclass(frozen=True)
+class EvaluateSettings(Settings):
+    """The monitor's evaluation: a profile of ``reference`` (``max_samples`` windows; ``per_detector`` and
+    ``fpr`` as a profile's) against attention-free baselines on ``kind_samples`` windows of each of ``kinds``
+    (None: every kind whose corpus is installed); ``seed``, ``batch_size``, ``id_field``, the weights' ``dtype``."""
+
+    FAMILY: ClassVar[str] = "monitor evaluate"
+    LISTS: ClassVar[tuple[str, ...]] = ("reference", "kinds")
+
+    reference: tuple[str, ...] = setting(("wiki",), "corpus sources of the reference profile", metavar="SRC",
+                                         annotation="Sequence[str]")
+    kinds: tuple[str, ...] | None = setting(None, "kinds of structure to detect (default: every kind whose corpus "
+                                            "is installed)", choices=KINDS, annotation="Sequence[str] | None")
+    max_samples: int = setting(3000, "reference windows scanned", rule=Rule("whole", MIN_REFERENCE))
+    kind_samples: int = setting(200, "windows per kind", rule=Rule("whole", 1))
+    per_detector: int = setting(MONITOR.per_detector, "heads per detector in a fingerprint")
+    fpr: float = setting(MONITOR.fpr, "share of reference documents flagged (above 0, at most 0.5)")
+    seed: int = setting(MONITOR.seed, "random seed (sample order, folds)")
+    batch_size: int = setting(MONITOR.batch_size, "samples per forward pass")
+    id_field: str | None = setting(MONITOR.id_field, "the JSONL field that names a record (each record is a "
+                                   "document); '' names records by line", metavar="FIELD")
+    dtype: str = dtype_setting()
+
+    def more_problems(self) -> list[str]:
+        out = [] if self.reference else ["--reference: give at least one reference source"]
+        if isinstance(self.fpr, (int, float)) and not 0 < self.fpr <= 0.5:
+            out.append(f"--fpr {self.fpr}: give a false-positive rate above 0 and at most 0.5, e.g. 0.01")
+        return out
+
+
+#: evaluate given no options
+EVALUATE = EvaluateSettings()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -22,11 +22,14 @@ from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
+from headlab.models.loader import dtype_setting
 from headlab.probes.suites import slash
 from headlab.probes.templates import TEMPLATES
 from headlab.result import Result
+from headlab.settings import Settings, setting
 from headlab.study.bootstrap import mean_ci
 from headlab.study.characterize import marked_mass
+from headlab.values import Rule
 
 LANGUAGES = tuple(TEMPLATES)
 
@@ -93,6 +96,29 @@ def check_languages(languages: Sequence[str]) -> None:
     if unknown or not languages:
         raise HeadlabError(f"--languages: unknown language {', '.join(unknown) or '(none given)'}; the slash suite "
                            f"has templates in {', '.join(LANGUAGES)}")
+
+
+@dataclass(frozen=True)
+class LanguagesSettings(Settings):
+    """The slash stimulus suite in each of ``languages`` (the first is the reference), ``n`` items each drawn
+    with ``seed``; ``batch_size`` and the weights' ``dtype``."""
+
+    FAMILY: ClassVar[str] = "languages"
+    LISTS: ClassVar[tuple[str, ...]] = ("languages",)
+
+    languages: tuple[str, ...] = setting(LANGUAGES, "languages; the first is the reference", choices=LANGUAGES,
+                                         annotation="Sequence[str]")
+    n: int = setting(40, "suite items per language (the strict rule needs three in a row)", rule=Rule("whole", 3))
+    seed: int = setting(0, "random seed (the suite's items)")
+    batch_size: int = setting(8, "samples per forward pass")
+    dtype: str = dtype_setting()
+
+    def more_problems(self) -> list[str]:
+        return [] if self.languages else ["--languages: give at least one language"]
+
+
+#: languages given no options
+LANGUAGES_SETTINGS = LanguagesSettings()
 
 
 def by_language(model: str | LoadedModel, languages: Sequence[str] = LANGUAGES, *, n: int = 40, seed: int = 0,
