@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import types
+from pathlib import Path
+
+import pytest
 
 import headlab
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _modules() -> list[str]:
@@ -54,3 +60,34 @@ def test_modules_and_functions_stay_small() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                 long.append(f"{f.name}:{node.name}")
     assert not big and not long, (big, long)
+
+
+def test_results_hold_data_commands_and_tables_not_code() -> None:
+    """Table and verdict code lives in the package or bench/studies (linted, typed, tested); results/ keeps the
+    data, the run.sh that made it, and the tables those scripts render."""
+    results = ROOT / "results"
+    code = sorted(str(p.relative_to(ROOT)) for p in results.rglob("*.py"))
+    inline = sorted(str(p.relative_to(ROOT)) for p in results.rglob("*.sh")
+                    if re.search(r"python3? - ", p.read_text(encoding="utf-8")))
+    assert not code and not inline, (code, inline)
+
+
+#: bench/studies script -> the committed table it renders, byte for byte
+TABLES = {
+    "d1_table.py": "results/retrieval/d1/d1.md",
+    "dense_pilot_hops.py": "results/retrieval/dense_pilot/hops.md",
+    "dense_pilot_batches.py": "results/retrieval/dense_pilot/batches.md",
+    "eval_llm_table.py": "results/retrieval/eval_llm.md",
+    "init_table.py": "results/retrieval/init/init.md",
+    "khop_table.py": "results/retrieval/khop/khop.md",
+}
+
+
+@pytest.mark.parametrize("script", sorted(TABLES))
+def test_a_committed_table_is_what_its_script_renders(script: str) -> None:
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, str(ROOT / "bench" / "studies" / script)], capture_output=True, text=True,
+                         cwd=ROOT / "results", check=True).stdout  # not the root: no table reads the working folder
+    assert got == (ROOT / TABLES[script]).read_text(encoding="utf-8"), script

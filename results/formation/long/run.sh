@@ -36,13 +36,5 @@ for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'on
 # the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)
 done=$(ls -d "$HERE"/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
 if [ -n "$done" ]; then
-    .venv/bin/python - $done <<'PY'
-import sys
-
-from headlab.formation.claims import formation_claims
-
-r = formation_claims(sys.argv[1:])
-r.write(sys.argv[1].rsplit("/", 1)[0] + "/claims")
-print(r.markdown())
-PY
+    .venv/bin/python bench/studies/formation_claims.py $done
 fi

@@ -45,17 +45,6 @@ TOML
   t0=$(date +%s.%N)
   HF_HUB_OFFLINE=1 .venv/bin/headlab train "$tmp/c.toml" --out "$tmp/run" --no-progress > /dev/null
   t1=$(date +%s.%N)
-  .venv/bin/python - "$tmp/run" "$L" "$H" "$D" "$T" "$B" "$t0" "$t1" >> "$file" <<'PY'
-import json, sys
-from pathlib import Path
-run, L, H, D, T, B, t0, t1 = sys.argv[1:]
-rows = [json.loads(x) for x in (Path(run) / "metrics.jsonl").read_text().splitlines()]
-steps = rows[-1]["step"]
-wall = float(t1) - float(t0)  # the whole command: data pool, tokenizer, signals and checkpoints included
-late = [r for r in rows if r["step"] > 100]
-print(json.dumps({"n_layers": int(L), "n_heads": int(H), "d_model": int(D), "window": int(T), "batch_size": int(B),
-                  "steps": steps, "wall_s": round(wall, 1), "steps_per_s": round(steps / wall, 2),
-                  "hours_for_100k": round(100000 / (steps / wall) / 3600, 2), "loss_at_end": rows[-1]["loss"]}))
-PY
+  .venv/bin/python bench/studies/formation_speed_row.py "$tmp/run" "$L" "$H" "$D" "$T" "$B" "$t0" "$t1" >> "$file"
   tail -1 "$file"
 done

@@ -14,4 +14,4 @@ for b in 128 256; do
   .venv/bin/headlab retrieval train --depth 8 --curriculum dense --n-layers 2 --d-model 128 --distractors 1 \
     --steps 2500 --batch-size $b --eval-every 250 --no-progress --out $OUT/L2-D8-dense-b$b-s0
 done
-.venv/bin/python $OUT/batches.py > $OUT/batches.md
+.venv/bin/python bench/studies/dense_pilot_batches.py > $OUT/batches.md

@@ -19,5 +19,5 @@ for L in ${LAYERS:-1 2 3}; do
   done ) &
 done
 wait
-.venv/bin/python results/retrieval/khop/table.py "$OUT" > "$OUT/khop.md"
+.venv/bin/python bench/studies/khop_table.py "$OUT" > "$OUT/khop.md"
 .venv/bin/headlab retrieval depth-law "$OUT" --overwrite

@@ -8,11 +8,11 @@ import json
 import sys
 from pathlib import Path
 
-root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/diagnose")
+root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "results/retrieval/diagnose")
 print("| variant | cell | pairs in prompt | chains (chance) | final full-depth accuracy per seed "
       "| success step per seed | wall s |")
 print("|---|---|---|---|---|---|---|")
-for f in sorted(root.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime):
+for f in sorted(root.glob("*/sweep.json")):
     r = json.loads(f.read_text())
     g = r["grid"]
     cells: dict[str, list] = {}

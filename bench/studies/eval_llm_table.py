@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/eval-llm")
+root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "results/retrieval/eval-llm")
 print("| model | shots | form | D | n | chance | first token [95%] | continuation [95%] | distractor | hop "
       "| other name | format |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from headlab.retrieval.law import d_max
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "results/retrieval/dense_pilot"
 
 if __name__ == "__main__":
     runs = [(json.loads(p.read_text()), p.parent.name) for p in sorted(HERE.glob("*/summary.json"))]

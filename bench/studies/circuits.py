@@ -19,7 +19,7 @@ from pathlib import Path
 
 from headlab.retrieval.analysis import AnalyzeResult, analyze, emergence_table, write_analysis
 
-root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/map")
+root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "results/retrieval/map")
 t0 = time.perf_counter()
 cells: dict[str, list[AnalyzeResult]] = {}
 for summary in sorted(root.glob("*/summary.json")):

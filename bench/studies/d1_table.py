@@ -6,7 +6,8 @@
 import json
 from pathlib import Path
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "results/retrieval/d1"
 RUNS = {  # run folder -> what it varies (every run: 2 layers, d = 64, 4 heads, RoPE, lr 1e-3, seed 0)
     "none-s0": "D = 1, answer only, 1 distractor, batch 64, 4000 steps",
     "none-dis3-s0": "D = 1, answer only, 3 distractors (4 pairs, the length of D = 2), batch 64, 2000 steps",

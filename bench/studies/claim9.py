@@ -9,7 +9,8 @@ from pathlib import Path
 from headlab.result import read_json
 from headlab.study.claims import ClaimsResult, reread_monitor
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "results/study"
 
 if __name__ == "__main__":
     table = ClaimsResult.decode(read_json(HERE / "claims" / "claims.json"))

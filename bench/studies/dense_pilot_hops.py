@@ -6,7 +6,8 @@
 import json
 from pathlib import Path
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "results/retrieval/dense_pilot"
 
 if __name__ == "__main__":
     rows = [json.loads(x) for x in (HERE / "L2-D8-dense-s0" / "eval.jsonl").read_text().splitlines()]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from headlab.retrieval.khop import PUBLISHED, SOLVED_ERROR
 
-HERE = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "results/retrieval/khop"
 
 
 def finished(folder: Path) -> list[tuple[Path, dict, list[dict]]]:

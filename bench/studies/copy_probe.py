@@ -15,8 +15,9 @@ import torch
 
 from headlab.corpus import Sample
 from headlab.detectors import make
-from headlab.formation.tracking import load_checkpoint_model, mean_scores, repeat_probe
+from headlab.probes.scoring import mean_scores, repeat_probe
 from headlab.training.data import load_pool
+from headlab.training.run_model import load_checkpoint_model
 
 
 def half_losses(model: torch.nn.Module, ids: torch.Tensor, half: int) -> tuple[float, float]:

@@ -5,7 +5,8 @@ import json
 import statistics
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "results/retrieval/init"
 RET = HERE.parent
 LOOP = {  # log -> (model, init, output head, seed)
     "torch_layers-D2": ("torch TransformerEncoderLayer", "torch default, embeddings N(0, 1)", "own", 0),
@@ -77,9 +78,10 @@ if __name__ == "__main__":
     print("\n".join(["### One lookup in a plain loop (dense D = 2, `loop/`)", "", *loop_table(), "",
                      "### The depth map's D = 1 cells (`d1/`, 1000 steps of 64, d = 64)", "", *d1_table()]))
     if (HERE / "dense").exists():
-        print("\n".join(["", "### Dense targets at depth 3 (`dense-d3/`) and 8 (`dense/`, `min-depth/`), steps of 64, d = 128",
-                         "", *dense_table()]))
+        title = "### Dense targets at depth 3 (`dense-d3/`) and 8 (`dense/`, `min-depth/`), steps of 64, d = 128"
+        print("\n".join(["", title, "", *dense_table()]))
     wall = HERE / "wall.log"
-    print(f"\nCommands: `results/retrieval/init/run.sh` and `min-depth/run.sh` (sweeps; wall: {wall.read_text().strip().replace(chr(10), '; ') if wall.exists() else 'running'}), "
-          "`loop/*.py` (the plain loops, one thread, beside other jobs; their logs end in seconds). "
-          "Table: `python results/retrieval/init/table.py`.")
+    walls = wall.read_text().strip().replace("\n", "; ") if wall.exists() else "running"
+    print(f"\nCommands: `results/retrieval/init/run.sh` and `min-depth/run.sh` (sweeps; wall: {walls}), "
+          "`bench/studies/init_loop_*.py` (the plain loops, one thread, beside other jobs; their logs end in seconds). "
+          "Table: `python bench/studies/init_table.py`.")
