@@ -1,7 +1,7 @@
 """The rules option values obey, one table shared by every Python twin and the settings objects: a value that
 breaks its rule is refused in one line naming the option (as the CLI spells it) before any work starts.
 
-``check(threshold=..., batch_size=...)`` checks the values it is given against :data:`RULES` by name; a name
+``validate(threshold=..., batch_size=...)`` checks the values it is given against :data:`RULES` by name; a name
 without a rule is a programming error, not a user's.
 """
 
@@ -65,7 +65,7 @@ def problems(**values: Any) -> list[str]:
     return found
 
 
-def check(**values: Any) -> None:
+def validate(**values: Any) -> None:
     """Refuse the first value that breaks its rule (:class:`~headlab.errors.HeadlabError`, one line)."""
     found = problems(**values)
     if found:
@@ -73,7 +73,7 @@ def check(**values: Any) -> None:
 
 
 def refuse(flag: str, rule: Rule, value: Any) -> None:
-    """:func:`check` for an option whose rule differs from the table's rule of its name (``train``'s optional
+    """:func:`validate` for an option whose rule differs from the table's rule of its name (``train``'s optional
     seed, ``sweep``'s checkpoint interval)."""
     found = rule.problem(flag, value)
     if found:

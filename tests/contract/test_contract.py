@@ -10,6 +10,7 @@ installed).
 from __future__ import annotations
 
 import errno
+import glob
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from typing import Callable
 import pytest
 
 from headlab.cli import main
+from headlab.models import NAMED_MODELS
 from tests.support import says
 
 from ..support import leaves, need
@@ -447,7 +449,25 @@ def test_rows_without_a_model_need_none(monkeypatch: pytest.MonkeyPatch, tmp_pat
     import headlab.models.registry as registry
 
     monkeypatch.setattr(registry, "_dist_installed", lambda _package: False)
-    for i, row in enumerate(r for r in ROWS if not r.model):
+    _keep_outcomes([r for r in ROWS if not r.model], monkeypatch, tmp_path, capsys)
+
+
+def test_rows_without_a_corpus_package_need_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row whose model is installed keeps its outcome on a machine without the Debian corpus packages
+    (linux-doc, man pages, python3-doc, foldoc): the refusals come before any corpus is read."""
+    import headlab.corpus.sources as sources
+
+    monkeypatch.setattr(sources.glob, "glob", lambda pattern, *a, **k: [] if pattern.startswith("/usr/share")
+                        else glob.glob(pattern, *a, **k))
+    _keep_outcomes([r for r in ROWS if not r.model or NAMED_MODELS[r.model].installed()], monkeypatch, tmp_path,
+                   capsys)
+
+
+def _keep_outcomes(rows: list[Row], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Run every row and assert its exit code and the phrase of its last stderr line."""
+    for i, row in enumerate(rows):
         tmp = tmp_path / str(i)
         tmp.mkdir()
         with monkeypatch.context() as m:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from headlab.ablation import ablate, output_projections, record_head_inputs
+from headlab.ablation import ablated, output_projections, record_head_inputs
 from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
@@ -27,16 +27,16 @@ def test_real_model_ablation_is_exact_and_leaves_no_hooks(name, layer, head):
         with torch.inference_mode():
             with record_head_inputs(lm.model, f.n_layers, f.n_heads, rec):
                 plain = lm.model(**enc).last_hidden_state
-            with ablate(lm.model, f.n_layers, f.n_heads, {}):
+            with ablated(lm.model, f.n_layers, f.n_heads, {}):
                 assert torch.equal(lm.model(**enc).last_hidden_state, plain)
-            with ablate(lm.model, f.n_layers, f.n_heads, {layer: [head]}):
-                ablated = lm.model(**enc).last_hidden_state
+            with ablated(lm.model, f.n_layers, f.n_heads, {layer: [head]}):
+                knocked = lm.model(**enc).last_hidden_state
     finally:
         hook.remove()
     with torch.no_grad():
         term = rec[layer][:, :, head].clone() @ proj.weight[:, head * d:(head + 1) * d].T
     torch.testing.assert_close(outs[2], outs[0] - term, atol=1e-4, rtol=1e-5)
-    assert (ablated - plain).abs().max() > 0
+    assert (knocked - plain).abs().max() > 0
     assert not any(m._forward_pre_hooks for m in lm.model.modules())
 
 

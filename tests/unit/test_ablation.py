@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from headlab.ablation import ablate, output_projections, parse_heads, record_head_inputs
+from headlab.ablation import ablated, output_projections, parse_heads, record_head_inputs
 from headlab.errors import HeadlabError
 
 from .tiny import tiny
@@ -24,7 +24,7 @@ def test_ablating_nothing_is_bit_identical(kind):
     f = lm.facts
     ids = _ids()
     plain = _run(lm, ids)
-    with ablate(lm.model, f.n_layers, f.n_heads, {0: [], 1: []}):
+    with ablated(lm.model, f.n_layers, f.n_heads, {0: [], 1: []}):
         same = _run(lm, ids)
     assert torch.equal(plain, same)
 
@@ -43,16 +43,16 @@ def test_zero_ablation_removes_exactly_the_heads_term(kind, layer, head):
     try:
         with record_head_inputs(lm.model, f.n_layers, f.n_heads, rec):
             _run(lm, _ids())
-        with ablate(lm.model, f.n_layers, f.n_heads, {layer: [head]}):
+        with ablated(lm.model, f.n_layers, f.n_heads, {layer: [head]}):
             _run(lm, _ids())
     finally:
         hook.remove()
-    plain, ablated = outs
+    plain, knocked = outs
     z_h = rec[layer][:, :, head]  # (B, T, d)
     with torch.no_grad():
         term = z_h.clone() @ proj.weight[:, head * d:(head + 1) * d].T
-    torch.testing.assert_close(ablated, plain - term, atol=1e-5, rtol=0)
-    assert (plain - ablated).abs().max() > 1e-4  # the head did contribute
+    torch.testing.assert_close(knocked, plain - term, atol=1e-5, rtol=0)
+    assert (plain - knocked).abs().max() > 1e-4  # the head did contribute
 
 
 def test_wrong_place_ablation_differs_from_the_right_one():
@@ -61,7 +61,7 @@ def test_wrong_place_ablation_differs_from_the_right_one():
     ids = _ids()
     proj = output_projections(lm.model, f.n_layers)[1]
     d = proj.weight.shape[0] // f.n_heads
-    with ablate(lm.model, f.n_layers, f.n_heads, {1: [2]}):
+    with ablated(lm.model, f.n_layers, f.n_heads, {1: [2]}):
         right = _run(lm, ids)
 
     def zero_output_slice(m, a, o):  # the common bug: zero part of o_proj's *output*
@@ -85,12 +85,12 @@ def test_mean_and_resample_modes_write_the_given_values():
         _run(lm, _ids(1))
     mean = {l: v.mean((0, 1)) for l, v in src.items()}  # (H, d)
     seen = {}
-    with ablate(lm.model, f.n_layers, f.n_heads, {0: [1]}, mode="mean", values=mean), \
+    with ablated(lm.model, f.n_layers, f.n_heads, {0: [1]}, mode="mean", values=mean), \
             record_head_inputs(lm.model, f.n_layers, f.n_heads, seen):
         _run(lm, _ids(2))
     # record hooks run after the ablation pre-hook (registered later), so they see the replaced input
     torch.testing.assert_close(seen[0][:, :, 1], mean[0][1].expand_as(seen[0][:, :, 1]))
-    with ablate(lm.model, f.n_layers, f.n_heads, {2: [0, 3]}, mode="resample", values=src), \
+    with ablated(lm.model, f.n_layers, f.n_heads, {2: [0, 3]}, mode="resample", values=src), \
             record_head_inputs(lm.model, f.n_layers, f.n_heads, dst):
         _run(lm, _ids(2))
     torch.testing.assert_close(dst[2][:, :, [0, 3]], src[2][:, :, [0, 3]])
@@ -101,11 +101,11 @@ def test_hooks_are_removed_after_an_exception_and_errors_are_clear():
     lm = tiny("bert")
     f = lm.facts
     with pytest.raises(RuntimeError):
-        with ablate(lm.model, f.n_layers, f.n_heads, {0: [0]}):
+        with ablated(lm.model, f.n_layers, f.n_heads, {0: [0]}):
             raise RuntimeError("boom")
     assert not any(m._forward_pre_hooks for m in lm.model.modules())
     with pytest.raises(HeadlabError, match="needs replacement"):
-        with ablate(lm.model, f.n_layers, f.n_heads, {0: [0]}, mode="mean"):
+        with ablated(lm.model, f.n_layers, f.n_heads, {0: [0]}, mode="mean"):
             pass
     assert parse_heads("1.2, 0.3,1.0", 2, 4) == {1: [2, 0], 0: [3]}
     with pytest.raises(HeadlabError, match="outside"):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from headlab.ablation import ablate
+from headlab.ablation import ablated
 from headlab.ablation.importance import primary_metric
 from headlab.ablation.metrics import reference_hidden
 from headlab.ablation.sweep import exact_sweep, naive_sweep
@@ -101,7 +101,7 @@ def test_zero_ablation_equals_zeroed_w_o_columns(family: str) -> None:
 
     with torch.inference_mode():
         plain = out(lm.model)
-        with ablate(lm.model, lm.facts.n_layers, H, heads):
+        with ablated(lm.model, lm.facts.n_layers, H, heads):
             hooked = out(lm.model)
         expected = out(surgery.model)
     assert (hooked - plain).abs().max() > 1e-4  # the ablation changes the output: not a vacuous comparison

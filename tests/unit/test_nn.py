@@ -48,7 +48,7 @@ def test_decoder_is_causal_in_its_outputs():
 
 
 def test_trained_model_goes_through_the_detectors_and_the_ablation_sweep():
-    from headlab.ablation.heads import ablate
+    from headlab.ablation.heads import ablated
     from headlab.ablation.importance import primary_metric
     from headlab.ablation.sweep import exact_sweep, naive_sweep
     from headlab.detectors import Batch
@@ -58,7 +58,7 @@ def test_trained_model_goes_through_the_detectors_and_the_ablation_sweep():
     ids = torch.randint(3, 50, (2, 10), generator=torch.Generator().manual_seed(3))
     b = Batch(ids, torch.ones_like(ids, dtype=torch.bool), True)
     with torch.inference_mode():
-        with ablate(lm.model, 2, 4, {}):
+        with ablated(lm.model, 2, 4, {}):
             torch.testing.assert_close(lm.model(ids).logits, lm.model(ids).logits)
         naive = naive_sweep(lm, [b], None, primary_metric, progress=False)
         fast = exact_sweep(lm, [b], None, primary_metric, progress=False)

@@ -10,10 +10,10 @@ from headlab.probes import (
     controls,
     make_suite,
     positions,
-    read_jsonl,
+    read_stimuli,
     slash,
     target_token_positions,
-    write_jsonl,
+    write_stimuli,
 )
 from headlab.probes.templates import CONTROL_SYMBOLS, TEMPLATES
 
@@ -73,8 +73,8 @@ def test_contexts_without_tokenizer_and_no_slash_items():
 
 def test_jsonl_round_trip_and_cli(tmp_path, capsys):
     items = controls(3, seed=2)
-    assert write_jsonl(items, tmp_path / "c.jsonl") == len(items)
-    assert read_jsonl(tmp_path / "c.jsonl") == items
+    assert write_stimuli(items, tmp_path / "c.jsonl") == len(items)
+    assert read_stimuli(tmp_path / "c.jsonl") == items
     assert main(["stimuli", "positions", "--n", "2", "--seed", "1", "--out", str(tmp_path / "p.jsonl")]) == 0
     rows = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 23 and all(r["text"][r["spans"][0][0]] == "/" for r in rows)

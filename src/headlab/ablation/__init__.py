@@ -2,6 +2,6 @@
 gradient importance, pruning curves."""
 
 from headlab.ablation.experiment import ablate_experiment, format_report
-from headlab.ablation.heads import ablate, output_projections, parse_heads, record_head_inputs
+from headlab.ablation.heads import ablated, output_projections, parse_heads, record_head_inputs
 
-__all__ = ["ablate", "ablate_experiment", "format_report", "output_projections", "parse_heads", "record_head_inputs"]
+__all__ = ["ablate_experiment", "ablated", "format_report", "output_projections", "parse_heads", "record_head_inputs"]

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 
-from headlab.ablation.heads import MODES, HeadSet, ablate, parse_heads, record_head_inputs
+from headlab.ablation.heads import MODES, HeadSet, ablated, parse_heads, record_head_inputs
 from headlab.ablation.metrics import (
     load_for_metric,
     metric_names,
@@ -74,7 +74,7 @@ def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: 
             rows_n, rows_a = [], []
             for i, b in enumerate(part.batches):
                 values = part.sources[i] if mode == "resample" and part.sources else means
-                with ablate(loaded.model, f.n_layers, f.n_heads, heads, mode, values):
+                with ablated(loaded.model, f.n_layers, f.n_heads, heads, mode, values):
                     vals = token_metrics(loaded, b, part.base_hidden[i] if part.base_hidden else None)
                 nm, am = token_sets(b, symbol_mask(b, slash_ids), f.causal, k, part.stimuli)
                 rows_n.append([per_sample(v, nm) for v in vals])

@@ -51,7 +51,7 @@ def parse_heads(spec: str | Sequence[str], n_layers: int, n_heads: int) -> dict[
 
 
 @contextlib.contextmanager
-def ablate(
+def ablated(
     model: nn.Module,
     n_layers: int,
     n_heads: int,

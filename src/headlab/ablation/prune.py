@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import torch
 
-from headlab.ablation.heads import ablate, parse_heads
+from headlab.ablation.heads import ablated, parse_heads
 from headlab.ablation.importance import IMPORTANCE, ImportanceSettings, _metric, importance
 from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden
 from headlab.head import Head
@@ -85,7 +85,7 @@ def prune_curves(model: Any, keep: Sequence[str] = (), settings: ImportanceSetti
                 if n > len(order):  # kept heads make the full fraction unreachable
                     curve.append(None)
                 else:
-                    with ablate(loaded.model, f.n_layers, f.n_heads, _heads_dict(order[:n])):
+                    with ablated(loaded.model, f.n_layers, f.n_heads, _heads_dict(order[:n])):
                         curve.append(_metric(loaded, batches, base_hidden))
                 if bar is not None:
                     bar.update(1)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from headlab.ablation.heads import ablate, output_projections
+from headlab.ablation.heads import ablated, output_projections
 from headlab.attention.adapters import parts
 from headlab.attention.interventions import Gate, intervene
 from headlab.errors import HeadlabError
@@ -159,7 +159,7 @@ def naive_sweep(
         for layer in range(f.n_layers):
             for head in range(f.n_heads):
                 s = n = 0.0
-                with ablate(loaded.model, f.n_layers, f.n_heads, {layer: [head]}):
+                with ablated(loaded.model, f.n_layers, f.n_heads, {layer: [head]}):
                     for i, b in enumerate(batches):
                         vals = token_metric(loaded, b, None if base_hidden is None else base_hidden[i])
                         ds, dn = _sum_count(vals.reshape(1, -1))

@@ -18,7 +18,7 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import claim_file, claim_out, writing
 from headlab.models import LoadedModel
 from headlab.settings import takes
-from headlab.values import check, listed, strings
+from headlab.values import listed, strings, validate
 
 _FILES = ScanResult.files()
 
@@ -129,7 +129,7 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
 
     from headlab.census.per_sample import top as ranked
 
-    check(k=k)
+    validate(k=k)
     from headlab.head import Head
     from headlab.models.loader import load_tokenizer
 

@@ -134,5 +134,5 @@ def induce(config: str | Path, settings: InduceSettings = INDUCE, *, out: str | 
     """
     config = config_path(config)  # a file or a named config; one line when neither (the arms were checked first)
     with saving(out, ["induce.json", "induce.md"], overwrite) as folder:
-        summary = induce_study.induce(config, folder or out, settings, progress=progress)
+        summary = induce_study.run_arms(config, folder or out, settings, progress=progress)
     return Written(Path(out), "induce.md", summary)

@@ -22,7 +22,7 @@ from headlab.study.compare import compare_figure
 from headlab.study.languages import LANGUAGES_SETTINGS, LanguagesResult, LanguagesSettings, by_language
 from headlab.study.rope import KAPPA
 from headlab.study.scale import scale_figure, scan_files
-from headlab.values import check, listed
+from headlab.values import listed, validate
 
 
 @in_callers_words
@@ -66,7 +66,7 @@ def compare(runs: Sequence[str | Path], *, kappa: float = KAPPA, out: str | Path
         c = headlab.compare(["runs/claims/minilm-l6", "runs/claims/smollm2-135m"])
         c.to_pandas(); c.figure()
     """
-    check(kappa=kappa)
+    validate(kappa=kappa)
     keep_apart({"--out": out}, {f"run {r}": r for r in runs})
     with saving(out, ("compare.md", "compare.json", "compare.png"), overwrite) as folder:
         sums = comparison.compare(runs, str(folder), kappa)

@@ -12,7 +12,7 @@ from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import write_csv_atomic
 from headlab.result import Result, per_head
-from headlab.values import check
+from headlab.values import validate
 
 #: patterns that can explain a head's `/` mass (a previous-token head puts mass on whatever precedes it)
 EXPLAINING = ("previous-token", "sink", "duplicate-token", "induction")
@@ -153,7 +153,7 @@ class ScanResult(Result):
 
     def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
         """The ``n`` best heads of one detector: ``(L.H, score, offset Δ or None)``."""
-        check(n=n)
+        validate(n=n)
         mean = self.means[name]
         delta = None
         if mean.ndim == 3:

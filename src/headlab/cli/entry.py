@@ -15,7 +15,7 @@ from typing import Sequence
 
 from headlab.ablation.experiment import AblateSettings
 from headlab.ablation.importance import ImportanceSettings
-from headlab.api import analysis as api
+from headlab.api import experiments as api
 from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
@@ -190,12 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"headlab {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND",
                            title="commands, in the order of the research program")
-    from headlab.cli import census, formation, induce, monitor, retrieval, seeing, study
+    from headlab.cli import census, formation, monitor, retrieval, seeing, study
 
     # find the model, census its heads, characterize and test them, compare models; then formation, the
     # applications, the retrieval problem, and seeing it
     for add in (_add_models, census.register, _add_characterize, _add_stimuli, _add_ablate, _add_importance,
-                _add_prune, study.register, formation.register, induce.register, monitor.register,
+                _add_prune, study.register, formation.register, monitor.register,
                 retrieval.register, seeing.register):
         add(sub)
     complete_help(p)

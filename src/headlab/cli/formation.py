@@ -1,4 +1,4 @@
-"""CLI of the formation work: ``headlab train``, ``headlab track``, ``headlab predict``."""
+"""CLI of the formation work: ``headlab train``, ``track``, ``predict`` and ``induce``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from headlab.api import formation
 from headlab.cli.options import at_least, bind, call, settings_options
+from headlab.formation.induce.arms import InduceSettings
 from headlab.formation.predict import PredictSettings
 from headlab.formation.tracking import TrackSettings
 from headlab.training.config import named_configs
@@ -17,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_train(sub)
     _add_track(sub)
     _add_predict(sub)
+    _add_induce(sub)
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
@@ -75,4 +77,24 @@ def _cmd_predict(a: argparse.Namespace) -> int:
         v = res[k]
         fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
         print(f"  {k:<18} precision {fmt(v['precision'])}  recall {fmt(v['recall'])}  ROC AUC {fmt(v['roc_auc'])}")
+    return 0
+
+
+def _add_induce(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("induce", help="grow a `/` head on purpose: training arms x seeds, with verdicts",
+                       description="Train CONFIG under each arm (the data, auxiliary-loss and initialization "
+                                   "levers, alone and combined) and seed, measure every checkpoint on held-out "
+                                   "probe windows, and write OUT/induce.md, induce.json and induce.png. Finished "
+                                   "runs in OUT/runs are reused and interrupted ones resumed.")
+    p.add_argument("config", help="base training config: a TOML file or a named config (e.g. seeds)")
+    p.add_argument("--out", required=True, help="study folder")
+    settings_options(p, InduceSettings)
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier summary in --out (runs are reused)")
+    p.add_argument("--no-progress", action="store_true")
+    bind(p, formation.induce, _cmd_induce)
+
+
+def _cmd_induce(a: argparse.Namespace) -> int:
+    print(call(a).markdown())
+    print(f"wrote {a.out}/induce.md, induce.json and induce.png (runs in {a.out}/runs)")
     return 0

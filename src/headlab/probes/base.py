@@ -76,13 +76,13 @@ def target_token_positions(tokenizer: Any, text: str, spans: Sequence[tuple[int,
     return list(enc["input_ids"]), positions
 
 
-def write_jsonl(stimuli: Iterable[Stimulus], path: str | Path) -> int:
+def write_stimuli(stimuli: Iterable[Stimulus], path: str | Path) -> int:
     lines = [json.dumps(s.to_json(), ensure_ascii=False) for s in stimuli]
     write_text_atomic(path, "\n".join(lines) + ("\n" if lines else ""))
     return len(lines)
 
 
-def read_jsonl(path: str | Path) -> list[Stimulus]:
+def read_stimuli(path: str | Path) -> list[Stimulus]:
     try:
         return [Stimulus.from_json(json.loads(line)) for line in Path(path).read_text(encoding="utf-8").splitlines()
                 if line.strip()]

@@ -126,9 +126,9 @@ def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, A
 def _ablated_accuracy(
     model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
 ) -> float:
-    from headlab.ablation.heads import ablate
+    from headlab.ablation.heads import ablated
 
-    with ablate(model, model.cfg.n_layers, model.cfg.n_heads, heads):
+    with ablated(model, model.cfg.n_layers, model.cfg.n_heads, heads):
         return accuracy(model, task, exs)
 
 

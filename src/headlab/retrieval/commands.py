@@ -38,7 +38,7 @@ from headlab.retrieval.settings import (
 )
 from headlab.retrieval.training import RetrievalTask, train_retrieval
 from headlab.settings import takes
-from headlab.values import check, listed
+from headlab.values import listed, validate
 
 #: examples one ``generate`` call makes: the list is held in memory and written at once
 MAX_GENERATE = 1_000_000
@@ -58,7 +58,7 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
     from headlab.io import claim_file, write_text_atomic
     from headlab.retrieval.task import generate as examples
 
-    check(n=n, seed=seed, depth=depth, distractors=distractors)
+    validate(n=n, seed=seed, depth=depth, distractors=distractors)
     if n > MAX_GENERATE:
         raise HeadlabError(f"--n {n}: at most {MAX_GENERATE:,} examples a call (they are held in memory); "
                            "generate in parts with different --seed")
@@ -88,7 +88,7 @@ def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progr
         run["success"], run["final_accuracy"]
     """
     st = settings
-    check(depth=depth)
+    validate(depth=depth)
     run = dict(n_layers=st.n_layers, seed=st.seed, eval_every=st.eval_every, progress=progress, **st.shape())
     if st.task == "khop":
         if st.min_depth is not None:

@@ -140,7 +140,7 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def induce(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
+def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
            progress: bool = True) -> dict[str, Any]:
     import tomllib
 

@@ -121,7 +121,7 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
         items = headlab.stimuli("slash", n=5)
         items[0].text, items[0].spans    # the text and its target character spans [start, end)
     """
-    from headlab.probes import make_suite, write_jsonl
+    from headlab.probes import make_suite, write_stimuli
 
     opts: dict[str, Any] = {}
     if suite == "contexts" and model is not None:
@@ -130,5 +130,5 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
         opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
     items = list(make_suite(suite, n, seed, **opts))
     if out is not None:
-        write_jsonl(items, out)
+        write_stimuli(items, out)
     return items
