@@ -26,8 +26,8 @@ Example:
 # No subpackage shares a command's name (tests/unit/test_layout.py): `headlab.train` is the function, the
 # training code is `headlab.training`, and importing any submodule never replaces a function here.
 from headlab import models, monitor, retrieval
-from headlab.api.experiments import ablate, characterize, importance, prune, stimuli
 from headlab.api.census import TopSamples, scan, top
+from headlab.api.experiments import ablate, characterize, importance, prune, stimuli
 from headlab.api.formation import TrainedRun, induce, predict, track, train
 from headlab.api.pattern import Pattern, pattern
 from headlab.api.seeing import ViewerPage, report, view

@@ -1,10 +1,11 @@
 import json
 
+import numpy as np
 import pytest
 
 from headlab import scan
 from headlab.cli import main
-from headlab.study.compare import compare
+from headlab.study.compare import CompareResult, compare
 
 from .conftest import SLASH_TEXTS, named
 
@@ -16,10 +17,13 @@ def test_compare_scan_runs_writes_table_json_and_png(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     scan(lm, SLASH_TEXTS, max_samples=None, progress=False).write(a)
     scan(lm, SLASH_TEXTS[:3], max_samples=None, progress=False).write(b)
-    sums = compare([a, b], tmp_path / "cmp")
+    r = compare([a, b], tmp_path / "cmp")
+    sums = CompareResult.read(tmp_path / "cmp").summaries()  # the folder reads back through the registry
     assert [s.model for s in sums] == ["minilm-l6", "minilm-l6"]
     assert sums[0].token_by_layer.shape == (6,) and 0 < sums[0].depth[0] < sums[0].depth[-1] < 1
+    np.testing.assert_allclose(sums[0].token_by_layer, r.summaries()[0].token_by_layer)
     j = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert "sdh_share_corpus" in j[0]["measures"]
+    assert "sdh_share_corpus" in j["runs"][0]["measures"]
+    assert (tmp_path / "cmp" / "compare.md").read_text() == r.markdown()
     assert (tmp_path / "cmp" / "compare.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["compare", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "x")]) == 2

@@ -13,7 +13,7 @@ from headlab.errors import HeadlabError
 from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.training_run import tracked_training
 from headlab.models.loader import check_source
-from headlab.study.scale import KINDS, scale
+from headlab.study.scale import KINDS, ScaleResult, scale
 from headlab.training import from_dict
 from headlab.training.run_model import load_checkpoint_model
 
@@ -63,7 +63,9 @@ def test_claims_on_a_chosen_corpus_then_scale_against_a_naive_count(run, corpus,
     for folder in ("minilm-l6", run.name):
         sc = ScanResult.read(out / folder / "scan.json")
         assert sc.n_samples == sc.n_samples_with_target == 6  # the filter kept only windows with '/'
-    points = scale([out], tmp_path / "scale")
+    result = scale([out], tmp_path / "scale")
+    assert ScaleResult.read(tmp_path / "scale").points == result.points  # read back from its folder
+    points = result.scale_points()
     assert [p.model for p in points] == [run.name, "minilm-l6"]  # sorted by parameters
     assert [p.kind for p in points] == ["decoder", "encoder"]
     for p, folder in zip(points, (run.name, "minilm-l6")):

@@ -177,5 +177,5 @@ def test_one_string_where_a_list_is_expected_is_one_item(tmp_path) -> None:
     assert items(Path("x")) == [Path("x")] and items(3) == [3]
     root = Path(__file__).parents[2]
     w = headlab.scale(str(root / "results/study/claims"), out=tmp_path / "scale")  # one folder, not its letters
-    assert len(w.data) == 4
+    assert len(w.points) == 4
     assert inspect.signature(headlab.scale).parameters["runs"].annotation  # the twin keeps its signature

@@ -12,16 +12,15 @@ from headlab.models import LoadedModel
 from headlab.models.loader import check_source
 from headlab.reporting.verdicts import Change, rejudge_all
 from headlab.reporting.verdicts import record as verdict_record
-from headlab.result import Written
 from headlab.settings import takes
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
 from headlab.study import scale as scaling
 from headlab.study.claims import CLAIMS_SETTINGS, ClaimsResult, ClaimsSettings, folder_names
-from headlab.study.compare import compare_figure
+from headlab.study.compare import CompareResult
 from headlab.study.languages import LANGUAGES_SETTINGS, LanguagesResult, LanguagesSettings, by_language
 from headlab.study.rope import KAPPA
-from headlab.study.scale import scale_figure, scan_files
+from headlab.study.scale import ScaleResult, scan_files
 from headlab.values import listed, validate
 
 
@@ -55,7 +54,7 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
 @in_callers_words
 @listed("runs")
 def compare(runs: Sequence[str | Path], *, kappa: float = KAPPA, out: str | Path = "runs/compare",
-            overwrite: bool = False) -> Written:
+            overwrite: bool = False) -> CompareResult:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
     slash-pattern share; an earlier comparison in ``out`` is replaced only with ``overwrite``. ``records()``: one
@@ -68,14 +67,13 @@ def compare(runs: Sequence[str | Path], *, kappa: float = KAPPA, out: str | Path
     """
     validate(kappa=kappa)
     keep_apart({"--out": out}, {f"run {r}": r for r in runs})
-    with saving(out, ("compare.md", "compare.json", "compare.png"), overwrite) as folder:
-        sums = comparison.compare(runs, str(folder), kappa)
-    return Written(Path(out), "compare.md", sums, compare_figure)
+    with saving(out, CompareResult.files(), overwrite) as folder:
+        return comparison.compare(runs, str(folder), kappa)
 
 
 @in_callers_words
 @listed("runs")
-def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> Written:
+def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> ScaleResult:
     """Specialization against parameter count, one point per scanned model (scan folders, or folders of them):
     share of heads per kind, highest mass on ``/`` and top SlashScore. Writes ``scale.md``, ``scale.json`` and
     ``scale.png``; ``records()``: one row per model; ``figure()``: the three panels.
@@ -86,9 +84,8 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
         s.to_pandas()[["model", "n_params", "max_slash_mass"]]
     """
     scan_files(runs)  # every folder is checked before the output folder is claimed
-    with saving(out, ["scale.json", "scale.md", "scale.png"], overwrite) as folder:
-        points = scaling.scale(runs, folder)  # type: ignore[arg-type]
-    return Written(Path(out), "scale.md", points, scale_figure)
+    with saving(out, ScaleResult.files(), overwrite) as folder:
+        return scaling.scale(runs, folder)  # type: ignore[arg-type]
 
 
 @in_callers_words

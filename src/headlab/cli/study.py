@@ -75,7 +75,7 @@ def _add_scale(sub: argparse._SubParsersAction) -> None:
 def _cmd_scale(a: argparse.Namespace) -> int:
     r = call(a)
     print(r.markdown())
-    print(f"wrote {a.out}/scale.md, scale.json and scale.png ({len(r.data)} models)")
+    print(f"wrote {a.out}/scale.md, scale.json and scale.png ({len(r.points)} models)")
     return 0
 
 

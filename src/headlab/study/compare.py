@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
-from headlab.io import write_json_atomic, write_text_atomic
+from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
-from headlab.result import found_in
+from headlab.result import Result, found_in
 from headlab.study.characterize import CharacterizeResult
 from headlab.study.rope import KAPPA
 
@@ -79,39 +79,61 @@ def summarize(run: str | Path, kappa: float = KAPPA) -> RunSummary:
     return RunSummary(str(p), str(base["model"]), L, H, m, (np.arange(L) + 0.5) / L, tok, off, marked)  # type: ignore[index]
 
 
-def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = KAPPA) -> list[RunSummary]:
-    """Write ``compare.md``, ``compare.json`` and ``compare.png`` for the given run folders."""
+@dataclass
+class CompareResult(Result):
+    """``compare.json``: one row per run folder (its model, shape, the measures of :func:`summarize` and the
+    per-layer maxima the figure draws)."""
+
+    KIND: ClassVar[str] = "compare.json"
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("compare.md", "compare.png")
+
+    runs: list[dict[str, Any]]
+
+    def summaries(self) -> list[RunSummary]:
+        def arr(v: Any) -> np.ndarray | None:
+            return None if v is None else np.array([np.nan if x is None else x for x in v], dtype=float)
+        return [RunSummary(r["run"], r["model"], r["n_layers"], r["n_heads"], r["measures"],
+                           (np.arange(r["n_layers"]) + 0.5) / r["n_layers"], arr(r["token_by_layer"]),
+                           arr(r["offset_by_layer"]), arr(r["marked_by_layer"])) for r in self.runs]
+
+    def markdown(self) -> str:
+        sums = self.summaries()
+        lines = ["# Cross-model comparison", "", "| measure | " + " | ".join(s.model for s in sums) + " |",
+                 "|---|" + "---|" * len(sums), "| heads (layers x heads) | "
+                 + " | ".join(f"{s.n_layers * s.n_heads} ({s.n_layers}x{s.n_heads})" for s in sums) + " |"]
+        for k in sorted({k for s in sums for k in s.measures}):
+            cells = ["" if s.measures.get(k) is None else f"{s.measures[k]:.3f}" for s in sums]
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"run": r["run"], "model": r["model"], "n_layers": r["n_layers"], "n_heads": r["n_heads"],
+                 **r["measures"]} for r in self.runs]
+
+    def figure(self) -> Any:
+        """Per-layer maxima of the `/` scores against relative depth, one colour per run."""
+        return compare_figure(self.summaries())
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "compare.md", self.markdown())
+        save_figure(self.figure(), folder / "compare.png")
+
+
+def _listed(a: np.ndarray | None) -> list[float | None] | None:
+    return None if a is None else [None if np.isnan(x) else float(x) for x in a]
+
+
+def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = KAPPA) -> CompareResult:
+    """Write ``compare.json``, ``compare.md`` and ``compare.png`` for the given run folders."""
     if not runs:
         raise HeadlabError("compare needs at least one run folder")
     sums = [summarize(r, kappa) for r in runs]
-    out = Path(out_dir)
-    keys = sorted({k for s in sums for k in s.measures})
-    lines = [
-        "# Cross-model comparison",
-        "",
-        "| measure | " + " | ".join(s.model for s in sums) + " |",
-        "|---|" + "---|" * len(sums),
-        "| heads (layers x heads) | "
-        + " | ".join(f"{s.n_layers * s.n_heads} ({s.n_layers}x{s.n_heads})" for s in sums)
-        + " |",
-    ]
-    for k in keys:
-        cells = ["" if s.measures.get(k) is None else f"{s.measures[k]:.3f}" for s in sums]
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
-    write_text_atomic(out / "compare.md", "\n".join(lines) + "\n")
-    write_json_atomic(
-        out / "compare.json",
-        [
-            {"run": s.path, "model": s.model, "n_layers": s.n_layers, "n_heads": s.n_heads, "measures": s.measures}
-            for s in sums
-        ],
-    )
-    _plot(sums, out / "compare.png")
-    return sums
-
-
-def _plot(sums: Sequence[RunSummary], path: Path) -> None:
-    save_figure(compare_figure(sums), path)
+    r = CompareResult([{"run": s.path, "model": s.model, "n_layers": s.n_layers, "n_heads": s.n_heads,
+                        "measures": s.measures, "token_by_layer": _listed(s.token_by_layer),
+                        "offset_by_layer": _listed(s.offset_by_layer), "marked_by_layer": _listed(s.marked_by_layer)}
+                       for s in sums])
+    r.write(out_dir)
+    return r
 
 
 def compare_figure(sums: Sequence[RunSummary]) -> Any:

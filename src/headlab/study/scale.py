@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
-from headlab.io import write_json_atomic, write_text_atomic
+from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
+from headlab.result import Result
 
 # kind -> (scan detector, threshold key of THRESHOLDS)
 KINDS = {"previous-token": ("previous-token", "previous-token"), "induction": ("induction", "induction"),
@@ -97,7 +98,35 @@ def point(sc: ScanResult) -> ScalePoint:
                       n_windows_with_slash=sc.n_samples_with_target)
 
 
-def scale(runs: Sequence[str | Path], out_dir: str | Path) -> list[ScalePoint]:
+@dataclass
+class ScaleResult(Result):
+    """``scale.json``: the scans' shared ``settings`` and one point per model (:class:`ScalePoint`), by size."""
+
+    KIND: ClassVar[str] = "scale.json"
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("scale.md", "scale.png")
+
+    settings: dict[str, Any]
+    points: list[dict[str, Any]]
+
+    def scale_points(self) -> list[ScalePoint]:
+        return [ScalePoint.from_json(p) for p in self.points]
+
+    def markdown(self) -> str:
+        return markdown(self.scale_points(), self.settings)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(p) for p in self.points]
+
+    def figure(self) -> Any:
+        """Share of heads per kind, highest `/` mass and top SlashScore against parameters."""
+        return scale_figure(self.scale_points())
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "scale.md", self.markdown())
+        save_figure(self.figure(), folder / "scale.png")
+
+
+def scale(runs: Sequence[str | Path], out_dir: str | Path) -> ScaleResult:
     """Write ``scale.json``, ``scale.md`` and ``scale.png`` (specialization against parameter count)."""
     files = scan_files(runs)
     scans = [ScanResult.read(f).require_complete(f) for f in files]
@@ -109,12 +138,9 @@ def scale(runs: Sequence[str | Path], out_dir: str | Path) -> list[ScalePoint]:
                                f"({', '.join(f'{k}={sc.settings.get(k)!r}' for k in diff)}); rescan so the models "
                                "are measured alike")
     points = sorted((point(sc) for sc in scans), key=lambda p: p.n_params)
-    out = Path(out_dir)
-    write_json_atomic(out / "scale.json", {"settings": {k: first.get(k) for k in COMPARABLE},
-                                           "points": [p.to_json() for p in points]})
-    write_text_atomic(out / "scale.md", markdown(points, first))
-    plot(points, out / "scale.png")
-    return points
+    r = ScaleResult({k: first.get(k) for k in COMPARABLE}, [p.to_json() for p in points])
+    r.write(out_dir)
+    return r
 
 
 def markdown(points: Sequence[ScalePoint], settings: dict[str, Any]) -> str:
@@ -137,10 +163,6 @@ def markdown(points: Sequence[ScalePoint], settings: dict[str, Any]) -> str:
                      + " | ".join(cells) + f" | {p.max_slash_mass:.3f} | {p.top_slash_score:.3f} "
                      f"({p.top_slash_delta}) |")
     return "\n".join(lines) + "\n"
-
-
-def plot(points: Sequence[ScalePoint], path: Path) -> None:
-    save_figure(scale_figure(points), path)
 
 
 def scale_figure(points: Sequence[ScalePoint]) -> Any:
