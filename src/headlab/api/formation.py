@@ -12,11 +12,11 @@ from headlab.formation import tracking
 from headlab.formation.claims import run_data
 from headlab.formation.induce import study as induce_study
 from headlab.formation.induce.arms import INDUCE, InduceSettings
+from headlab.formation.induce.study import InduceResult
 from headlab.formation.predict import PREDICT, PredictResult, PredictSettings, early_prediction
 from headlab.formation.track_report import THRESHOLDS, write_track_report
 from headlab.formation.tracking import TRACK, TrackResult, TrackSettings
 from headlab.io import read_jsonl, saving, writing
-from headlab.result import Written
 from headlab.settings import takes
 from headlab.training.config import TrainConfig, config_path
 from headlab.values import Rule, listed, refuse
@@ -120,7 +120,7 @@ def predict(runs: Sequence[str | Path], settings: PredictSettings = PREDICT, *,
 @listed("arms", "seeds", "heads")
 @takes(InduceSettings)
 def induce(config: str | Path, settings: InduceSettings = INDUCE, *, out: str | Path, progress: bool = True,
-           overwrite: bool = False) -> Written:
+           overwrite: bool = False) -> InduceResult:
     """Grow a ``/`` head on purpose: train ``config`` under each arm (default: all; the data lever with
     ``slash_share``, the auxiliary loss on ``heads`` with ``weight`` until ``stop`` of the run, the
     initialization lever, and their combinations) and seed; measure every checkpoint on held-out probe windows;
@@ -133,6 +133,5 @@ def induce(config: str | Path, settings: InduceSettings = INDUCE, *, out: str | 
         study            # the verdict table; study.data is induce.json
     """
     config = config_path(config)  # a file or a named config; one line when neither (the arms were checked first)
-    with saving(out, ["induce.json", "induce.md"], overwrite) as folder:
-        summary = induce_study.run_arms(config, folder or out, settings, progress=progress)
-    return Written(Path(out), "induce.md", summary)
+    with saving(out, InduceResult.files(), overwrite) as folder:
+        return induce_study.run_arms(config, folder or out, settings, progress=progress)

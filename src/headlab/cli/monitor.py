@@ -74,6 +74,6 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
 
     r = call(a)
     print(r.markdown())
-    print(json.dumps({k: v["verdict"] for k, v in r.data["kinds"].items()}))
+    print(json.dumps({k: v["verdict"] for k, v in r.kinds.items()}))
     print(f"wrote {a.out}/evaluate.json, evaluate.md and calibration.png")
     return 0

@@ -15,6 +15,7 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.models import LoadedModel
 from headlab.monitor import evaluation
 from headlab.monitor.checking import CHECK_FILES, claim_work, run_check
+from headlab.monitor.comparison import EvaluationResult
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
     check_corpus,
@@ -129,34 +130,32 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | 
 @listed("reference", "kinds")
 @takes(EvaluateSettings)
 def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *, device: str = "cpu",
-             progress: bool = True, out: str | Path = "runs/monitor-evaluate", overwrite: bool = False) -> Any:
+             progress: bool = True, out: str | Path = "runs/monitor-evaluate",
+             overwrite: bool = False) -> EvaluationResult:
     """AUROC of the monitor against attention-free baselines (character classes, the Gopher and C4 rules, an
     n-gram perplexity of the reference and, for decoders, the model's own loss), per kind of structure (default:
     every kind whose corpus is installed), on documents held out in hash folds, and combined with the best
     baseline without labels;
     the calibration check at 0.5-10% targets. Writes ``evaluate.json``, ``evaluate.md`` and
-    ``calibration.png``; returns them as a :class:`~headlab.api.Written` (``data``: the JSON document).
+    ``calibration.png``; returns the :class:`~headlab.monitor.comparison.EvaluationResult`.
 
     Example:
 
         ev = headlab.monitor.evaluate("minilm-l6", kinds=["code", "man"], out="runs/monitor-eval")
-        {k: v["verdict"] for k, v in ev.data["kinds"].items()}
+        {k: v["verdict"] for k, v in ev.kinds.items()}
     """
-    from headlab.io import saving, write_json_atomic, write_text_atomic
-    from headlab.monitor.comparison import markdown
+    from headlab.io import saving
     from headlab.monitor.evaluation import installed_kinds
     from headlab.monitor.settings import KINDS
-    from headlab.result import Written
 
     chosen = installed_kinds(settings.kinds)
-    with saving(out, ["evaluate.json", "evaluate.md", "calibration.png"], overwrite) as folder:
+    with saving(out, [*EvaluationResult.files(), "calibration.png"], overwrite) as folder:
         assert folder is not None
         r = evaluation.evaluate(model, settings, chosen, progress=progress, device=device,
                                 figure=folder / "calibration.png")
-        r["skipped_kinds"] = [k for k in KINDS if k not in chosen]  # not installed here, said on stderr
-        write_json_atomic(folder / "evaluate.json", r)
-        write_text_atomic(folder / "evaluate.md", markdown(r))
-    return Written(Path(out), "evaluate.md", r)
+        result = EvaluationResult.from_json({**r, "skipped_kinds": [k for k in KINDS if k not in chosen]})
+        result.write(folder)  # the kinds not installed here were said on stderr
+    return result
 
 
 __all__ = ["CheckResult", "Profile", "check", "evaluate", "fit"]

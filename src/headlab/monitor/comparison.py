@@ -3,11 +3,15 @@ detectors, the per-kind row and its table."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from headlab.io import write_text_atomic
 from headlab.monitor.baselines import DROPS_AT
+from headlab.result import Result
 from headlab.rulebook import BOOK
 
 
@@ -109,3 +113,40 @@ def markdown(r: dict[str, Any]) -> str:
               f"{100 * c['interval_at_fpr'][1]:.1f}] (Wilson 95%); within [0.5%, 2%]: {c['within_band']}. "
               f"The same fresh documents dropped by the published rules: {fresh}."]
     return "\n".join(lines) + "\n"
+
+
+@dataclass
+class EvaluationResult(Result):
+    """``evaluate.json`` of ``headlab monitor evaluate``: the reference profile (``model``, ``reference``,
+    ``fpr``, ``features``, ``detectors`` and its document counts), the ``calibration`` check, the attention-free
+    ``baselines``, the share of fresh documents each document rule drops, and per kind the AUROCs and verdict;
+    ``evaluate.md`` beside it."""
+
+    KIND: ClassVar[str] = "evaluate.json"
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("evaluate.md",)
+
+    model: str
+    reference: list[str]
+    fpr: float
+    features: int
+    detectors: list[str]
+    reference_documents: int
+    fitted_documents: int
+    calibration_documents: int
+    fresh_documents: int
+    calibration: Any
+    baselines: list[str]
+    fresh_dropped: dict[str, float]
+    kinds: dict[str, Any]
+    dtype: str | None = None          # absent from evaluations written before it was recorded
+    skipped_kinds: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        return markdown(self.to_json())
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"kind": k, **{n: v for n, v in row.items() if not isinstance(v, (list, dict))}}
+                for k, row in self.kinds.items()]
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "evaluate.md", self.markdown())

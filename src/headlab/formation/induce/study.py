@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from headlab.formation.induce.arms import INDUCE, InduceSettings, arm_config
 from headlab.formation.induce.measure import measure_run, persistence
 from headlab.io import write_json_atomic, write_text_atomic
+from headlab.result import Result
 
 
 def run_arm(base: dict[str, Any], arm: str, seed: int, levers: InduceSettings, out: Path, draws: int,
@@ -121,6 +123,28 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n![mass](induce.png)\n"
 
 
+@dataclass
+class InduceResult(Result):
+    """``induce.json``: the study's ``settings`` (config, arms, seeds, levers, draws) and its per-arm ``summary``
+    with the verdicts; ``induce.md`` beside it (``induce.png``, drawn from the per-run records, too)."""
+
+    KIND: ClassVar[str] = "induce.json"
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("induce.md",)
+
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+
+    def markdown(self) -> str:
+        return markdown(self.summary, self.settings)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"arm": arm, **{k: v for k, v in row.items() if not isinstance(v, (list, dict))}}
+                for arm, row in self.summary.items() if isinstance(row, dict)]
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "induce.md", self.markdown())
+
+
 def plot(records: list[dict[str, Any]], path: Path) -> None:
     from headlab.plotting import pyplot
 
@@ -141,7 +165,7 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 
 
 def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
-           progress: bool = True) -> dict[str, Any]:
+           progress: bool = True) -> InduceResult:
     import tomllib
 
     from headlab.errors import HeadlabError
@@ -160,8 +184,7 @@ def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = IND
     records = [run_arm(base, arm, seed, levers, out, draws, progress) for arm in arms for seed in seeds]
     record = {"config": str(config), "arms": list(arms), "seeds": list(seeds), "levers": settings.levers(),
               "draws": draws}
-    summary = summarize(records)
-    write_json_atomic(out / "induce.json", {"settings": record, "summary": summary})
+    result = InduceResult(record, summarize(records))
+    result.write(out)
     plot(records, out / "induce.png")
-    write_text_atomic(out / "induce.md", markdown(summary, record))
-    return summary
+    return result
