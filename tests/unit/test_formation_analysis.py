@@ -83,3 +83,24 @@ def test_prediction_statistics_give_the_declared_rule_its_gains_with_intervals()
     gain, lo, hi = prediction_statistics(flat, "slash_mass", 0.5, fractions=(0.1,), draws=300)["gains"]["0.1"]
     assert lo <= 0.05 and BOOK["formation.prediction"].judge(
         prediction_statistics(flat, "slash_mass", 0.5, fractions=(0.1,), draws=300)).verdict.value != "supported"
+
+
+def test_the_layer_index_and_random_baselines_stand_beside_the_model():
+    """Where a head's fate is its layer, the layer-index baseline predicts it and the scores carry nothing more;
+    a random score's AUROC is near one half."""
+    from headlab.formation.predict import prediction_statistics
+
+    def by_layer(seed):
+        r = _run(seed)
+        scores = r.track.scores["slash_mass"].copy()
+        scores[-2:] = 0.1
+        scores[-2:, 1] = 0.8  # every head of layer 1 ends specialized, none of layer 0
+        t = TrackResult(r.name, r.track.steps, 2, 8, {"slash_mass": scores})
+        return RunData(r.name, t, r.signal_steps, r.signals, r.total_steps)
+
+    runs = [by_layer(s) for s in range(3)]
+    res = early_prediction(runs, "slash_mass", 0.5, early_fraction=0.1)
+    assert res["layer_index"]["roc_auc"] == 1.0 and 0.3 < res["random"]["roc_auc"] < 0.7
+    aurocs = prediction_statistics(runs, "slash_mass", 0.5, fractions=(0.1,), draws=50)["aurocs"]["0.1"]
+    assert set(aurocs) == {"early_model", "early_score_alone", "layer_index", "random"}
+    assert aurocs["layer_index"] == 1.0

@@ -73,10 +73,11 @@ def _cmd_predict(a: argparse.Namespace) -> int:
     res = call(a)
     print(f"{a.metric} >= {res['threshold']} at the end; features from the first {a.early:.0%}; {len(a.runs)} runs, "
           f"{res['n_heads']} heads, {res['n_positive']} specialized ({res['evaluation']})")
-    for k in ("early_model", "early_score_alone"):
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    for k in ("early_model", "early_score_alone", "layer_index", "random"):
         v = res[k]
-        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-        print(f"  {k:<18} precision {fmt(v['precision'])}  recall {fmt(v['recall'])}  ROC AUC {fmt(v['roc_auc'])}")
+        print(f"  {k:<18} precision {fmt(v.get('precision'))}  recall {fmt(v.get('recall'))}  "
+              f"ROC AUC {fmt(v['roc_auc'])}")
     return 0
 
 

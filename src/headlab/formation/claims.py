@@ -45,6 +45,16 @@ class FormationClaimsResult(Result):
         lines = [f"Formation claims on {len(self.runs)} run(s); prediction of `{self.metric}`", "",
                  "| claim | rule | verdict | evidence |", "|---|---|---|---|"]
         lines += [f"| {r['claim']} | `{r['rule']}` | {label(r)} | {r.get('power', '')} |" for r in self.rows]
+        aurocs = next((r["stats"].get("aurocs") for r in self.rows if r["rule"] == "formation.prediction"
+                       and r.get("stats")), None)
+        if aurocs:
+            fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+            names = ("early_model", "early_score_alone", "layer_index", "random")
+            lines += ["", "Early prediction, leave-one-seed-out AUROC by the share of training the features come "
+                      "from:", "", "| first | " + " | ".join(n.replace("_", " ") for n in names) + " |",
+                      "|---|" + "---|" * len(names)]
+            lines += [f"| {float(f):.0%} | " + " | ".join(fmt(a.get(n)) for n in names) + " |"
+                      for f, a in aurocs.items()]
         return "\n".join(lines) + "\n"
 
 

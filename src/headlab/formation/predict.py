@@ -16,7 +16,7 @@ Baseline: the early score alone (its last early value), with a one-feature logis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -90,6 +90,8 @@ def labels(run: RunData, metric: str, threshold: float) -> np.ndarray:
 
 
 Model = Any  # a fitted sklearn Pipeline (StandardScaler, LogisticRegression)
+#: the predictors compared, in the order of their inputs in :func:`loso`
+PREDICTORS = ("early_model", "early_score_alone", "layer_index")
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> Model:
@@ -140,6 +142,8 @@ class PredictResult(Result):
     evaluation: str
     early_model: dict[str, Any]
     early_score_alone: dict[str, Any]
+    layer_index: dict[str, Any] = field(default_factory=dict)  # absent from files written before it was added
+    random: dict[str, Any] = field(default_factory=dict)
 
     def markdown(self) -> str:
         fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
@@ -147,49 +151,58 @@ class PredictResult(Result):
                  f"{self.early_fraction:.0%} of training: {len(self.runs)} runs, {self.n_heads} heads, "
                  f"{self.n_positive} specialized ({self.evaluation})", "",
                  "| predictor | precision | recall | ROC AUC |", "|---|---|---|---|"]
-        for name in ("early_model", "early_score_alone"):
+        for name in ("early_model", "early_score_alone", "layer_index", "random"):
             v = getattr(self, name)
-            lines.append(f"| {name} | {fmt(v['precision'])} | {fmt(v['recall'])} | {fmt(v['roc_auc'])} |")
+            if v:
+                lines.append(f"| {name} | {fmt(v.get('precision'))} | {fmt(v.get('recall'))} | {fmt(v['roc_auc'])} |")
         return "\n".join(lines) + "\n"
 
 
+def layer_index(run: RunData, metric: str) -> np.ndarray:
+    """(L·H, L) one-hot layer of every head, in the layer-major order of :func:`features`: the baseline that
+    knows only where a head sits."""
+    L, H = run.track.scores[metric].shape[1:3]
+    return np.repeat(np.eye(L), H, axis=0)
+
+
 def loso(runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float
-         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray], list[str]]:
-    """Leave-one-seed-out: every head's label and the probabilities of the early model and of the early score
-    alone, each run predicted by models fitted on the other runs (pooled in run order); also each run's raw
-    early scores and the feature names."""
+         ) -> tuple[np.ndarray, dict[str, np.ndarray], list[np.ndarray], list[str]]:
+    """Leave-one-seed-out: every head's label and, per predictor, its probabilities (the early model, the
+    early score alone, the layer index alone), each run predicted by models fitted on the other runs (pooled in
+    run order); also each run's raw early scores and the feature names."""
     if len(runs) < 2:
         raise ValueError("early prediction needs at least 2 runs (seeds); the issue asks for 5 or more")
     data = []
     for r in runs:
         X, base, names = features(r, metric, early_fraction)
-        data.append((X, base, labels(r, metric, threshold)))
-    y_all, p_full, p_base = [], [], []
+        data.append((X, base[:, None], layer_index(r, metric), labels(r, metric, threshold)))
+    y_all: list[np.ndarray] = []
+    probs: dict[str, list[np.ndarray]] = {k: [] for k in PREDICTORS}
     for k in range(len(runs)):
         train = [d for i, d in enumerate(data) if i != k]
-        Xtr, btr, ytr = (np.concatenate([d[j] for d in train]) for j in range(3))
-        if ytr.min() == ytr.max():  # one class only in training: predict its rate
-            pf = np.full(len(data[k][2]), float(ytr[0]))
-            pb = pf
-        else:
-            pf = predict_proba(fit_logistic(Xtr, ytr), data[k][0])
-            pb = predict_proba(fit_logistic(btr[:, None], ytr), data[k][1][:, None])
-        y_all.append(data[k][2])
-        p_full.append(pf)
-        p_base.append(pb)
-    return np.concatenate(y_all), np.concatenate(p_full), np.concatenate(p_base), [d[1] for d in data], names
+        ytr = np.concatenate([d[3] for d in train])
+        for j, name in enumerate(PREDICTORS):
+            if ytr.min() == ytr.max():  # one class only in training: predict its rate
+                probs[name].append(np.full(len(data[k][3]), float(ytr[0])))
+            else:
+                fitted = fit_logistic(np.concatenate([d[j] for d in train]), ytr)
+                probs[name].append(predict_proba(fitted, data[k][j]))
+        y_all.append(data[k][3])
+    return (np.concatenate(y_all), {k: np.concatenate(v) for k, v in probs.items()}, [d[1][:, 0] for d in data],
+            names)
 
 
 def early_prediction(
     runs: Sequence[RunData], metric: str, threshold: float, early_fraction: float = 0.1
 ) -> PredictResult:
     """Leave-one-seed-out evaluation of the early model against the early-score baseline."""
-    y, p_full, p_base, raw, names = loso(runs, metric, threshold, early_fraction)
+    y, probs, raw, names = loso(runs, metric, threshold, early_fraction)
     scores = {}
-    for name, p in (("early_model", p_full), ("early_score_alone", p_base)):
+    for name, p in probs.items():
         prec, rec = _pr(y, p)
         scores[name] = {"precision": prec, "recall": rec, "roc_auc": roc_auc(y, p)}
     scores["early_score_alone"]["roc_auc_raw_score"] = roc_auc(y, np.concatenate(raw))
+    scores["random"] = {"roc_auc": roc_auc(y, np.random.default_rng(0).random(len(y)))}
     return PredictResult(metric=metric, threshold=threshold, early_fraction=early_fraction, runs=[r.name for r in runs],
                          n_heads=int(len(y)), n_positive=int(y.sum()), features=names,
                          evaluation="leave-one-seed-out, pooled", **scores)
@@ -200,18 +213,23 @@ def prediction_statistics(runs: Sequence[RunData], metric: str, threshold: float
                           seed: int = 0) -> dict[str, Any]:
     """The statistics ``formation.prediction`` judges: per early fraction, the leave-one-seed-out AUROC of the
     early model minus that of the early score alone, with a paired bootstrap interval over heads at the
-    Bonferroni level for the fractions (1 - 0.05 / len(fractions)); a fraction whose labels are all one class
-    (or with fewer than 2 early checkpoints) is left out and named."""
+    Bonferroni level for the fractions (1 - 0.05 / len(fractions)); beside it, every predictor's AUROC
+    (``aurocs``: the early model, the score alone, the layer index alone, a seeded random score). A fraction whose
+    labels are all one class (or with fewer than 2 early checkpoints) is left out and named."""
     rng = np.random.default_rng(seed)
     level = 0.05 / len(fractions)
     gains: dict[str, list[float]] = {}
+    aurocs: dict[str, dict[str, float | None]] = {}
     left_out: dict[str, str] = {}
     for f in fractions:
         try:
-            y, p_full, p_base, _, _ = loso(runs, metric, threshold, f)
+            y, probs, _, _ = loso(runs, metric, threshold, f)
         except ValueError as exc:
             left_out[str(f)] = str(exc)
             continue
+        p_full, p_base = probs["early_model"], probs["early_score_alone"]
+        aurocs[str(f)] = {**{k: roc_auc(y, p) for k, p in probs.items()},
+                          "random": roc_auc(y, np.random.default_rng(seed).random(len(y)))}
         full, base = roc_auc(y, p_full), roc_auc(y, p_base)
         if full is None or base is None:
             left_out[str(f)] = "every head has one label"
@@ -224,4 +242,5 @@ def prediction_statistics(runs: Sequence[RunData], metric: str, threshold: float
                 boot.append(a - b)
         lo, hi = np.quantile(boot, [level / 2, 1 - level / 2])
         gains[str(f)] = [full - base, float(lo), float(hi)]
-    return {"seeds": len(runs), "gains": gains, "left_out": left_out, "level": 1 - level, "draws": draws}
+    return {"seeds": len(runs), "gains": gains, "aurocs": aurocs, "left_out": left_out, "level": 1 - level,
+            "draws": draws}
