@@ -25,6 +25,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 from headlab.display import Displayable, field_table
 from headlab.errors import HeadlabError
 from headlab.head import Head
+from headlab.io import write_json_atomic
 
 R = TypeVar("R", bound="Result")
 
@@ -158,7 +159,6 @@ class Result(Displayable):
 
     def write(self, folder: str | Path) -> Path:
         """Write ``KIND`` (and the companion files) into ``folder``, each atomically; returns the folder."""
-        from headlab.io import write_json_atomic
 
         out = Path(folder)
         if out.suffix == ".json" or (out.exists() and not out.is_dir()):

@@ -91,3 +91,23 @@ def test_a_committed_table_is_what_its_script_renders(script: str) -> None:
     got = subprocess.run([sys.executable, str(ROOT / "bench" / "studies" / script)], capture_output=True, text=True,
                          cwd=ROOT / "results", check=True).stdout  # not the root: no table reads the working folder
     assert got == (ROOT / TABLES[script]).read_text(encoding="utf-8"), script
+
+
+def test_headlab_imports_sit_at_the_top_unless_a_comment_says_why() -> None:
+    """An import of headlab's own modules inside a function hides a dependency without making anything lighter
+    (``import headlab`` loads the package anyway); one that must stay there says why on its line."""
+    import ast
+
+    hidden = []
+    for path in sorted((ROOT / "src" / "headlab").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                module = node.module if isinstance(node, ast.ImportFrom) else (
+                    node.names[0].name if isinstance(node, ast.Import) else None)
+                if module and module.split(".")[0] == "headlab" and "#" not in lines[node.lineno - 1]:
+                    hidden.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not hidden, hidden

@@ -38,7 +38,7 @@ from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
-from headlab.probes import SUITES
+from headlab.probes import SUITES, make_suite, to_samples
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
 from headlab.settings import Settings, setting
@@ -127,7 +127,6 @@ def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[in
 
 
 def _suite_part(loaded: LoadedModel, suite: str, n: int, seed: int, batch_size: int) -> Part:
-    from headlab.probes import make_suite, to_samples
 
     opts = {"tokenizer": loaded.tokenizer} if suite == "contexts" else {}
     samples = to_samples(make_suite(suite, n, seed, **opts), loaded.tokenizer, loaded.facts.max_length)

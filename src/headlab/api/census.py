@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.census import scanner
+from headlab.census.per_sample import top as ranked
 from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.census.stream import CKPT_JSON, CKPT_NPZ
 from headlab.display import Displayable
 from headlab.distributed import device_for, world
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.head import Head
 from headlab.io import claim_file, claim_out, writing
 from headlab.models import LoadedModel
+from headlab.models.loader import load_tokenizer
 from headlab.settings import takes
 from headlab.values import listed, strings, validate
 
@@ -127,11 +130,8 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
     """
     import json
 
-    from headlab.census.per_sample import top as ranked
 
     validate(k=k)
-    from headlab.head import Head
-    from headlab.models.loader import load_tokenizer
 
     path = Path(source)
     if path.is_dir():

@@ -11,7 +11,8 @@ from headlab.ablation.importance import IMPORTANCE, ImportanceResult, Importance
 from headlab.ablation.prune import PruneResult, prune_curves, write_prune
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
-from headlab.models import LoadedModel
+from headlab.models import LoadedModel, load
+from headlab.probes import make_suite, write_stimuli
 from headlab.settings import takes
 from headlab.study import characterize as characterization
 from headlab.study.characterize import CHARACTERIZE, CharacterizeResult, CharacterizeSettings
@@ -121,11 +122,9 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
         items = headlab.stimuli("slash", n=5)
         items[0].text, items[0].spans    # the text and its target character spans [start, end)
     """
-    from headlab.probes import make_suite, write_stimuli
 
     opts: dict[str, Any] = {}
     if suite == "contexts" and model is not None:
-        from headlab.models import load
 
         opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
     items = list(make_suite(suite, n, seed, **opts))

@@ -16,8 +16,11 @@ from headlab.formation.induce.study import InduceResult
 from headlab.formation.predict import PREDICT, PredictResult, PredictSettings, early_prediction
 from headlab.formation.track_report import THRESHOLDS, write_track_report
 from headlab.formation.tracking import TRACK, TrackResult, TrackSettings
+from headlab.formation.training_run import tracked_training
 from headlab.io import read_jsonl, saving, writing
 from headlab.settings import takes
+from headlab.training import load_config
+from headlab.training.checkpoint import checkpoints
 from headlab.training.config import TrainConfig, config_path
 from headlab.values import Rule, listed, refuse
 
@@ -53,9 +56,6 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
         run = headlab.train("smoke", out="runs/smoke")      # a named config, or a TOML file
         headlab.track(run.folder).figure("previous-token")
     """
-    from headlab.formation.training_run import tracked_training
-    from headlab.training import load_config
-    from headlab.training.checkpoint import checkpoints
 
     refuse("seed", Rule("whole", 0, optional=True), seed)
     cfg = config if isinstance(config, TrainConfig) else load_config(config)

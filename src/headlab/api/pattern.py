@@ -13,7 +13,10 @@ import numpy as np
 from headlab.display import Displayable, markdown_html
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.head import Head
+from headlab.models import resolve
 from headlab.models.loaded import LoadedModel
+from headlab.plotting import new_figure
+from headlab.viewer.data import capture_maps, text_sample
 
 
 @dataclass
@@ -41,7 +44,6 @@ class Pattern(Displayable):
 
     def figure(self) -> Any:
         """The pattern as a heatmap (matplotlib figure), queries down, keys across, colour scale fixed at 0-1."""
-        from headlab.plotting import new_figure
 
         T = len(self.tokens)
         size = min(12.0, 2.0 + 0.22 * T)
@@ -75,8 +77,6 @@ def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: st
         p                      # in Jupyter: the heatmap and each query's strongest key
         np.asarray(p).shape    # (T, T)
     """
-    from headlab.models import resolve
-    from headlab.viewer.data import capture_maps, text_sample
 
     if not isinstance(text, str):
         raise HeadlabError(f"text {text!r}: give one string")

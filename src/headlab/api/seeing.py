@@ -9,9 +9,13 @@ from typing import Any, Sequence
 
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.io import claim_file, write_text_atomic, writing
 from headlab.models.loaded import LoadedModel
+from headlab.reporting import report as write_report
 from headlab.result import Written
+from headlab.viewer import build
 from headlab.viewer.data import ViewData
+from headlab.viewer.page import render
 
 #: the inline frame runs the page's scripts but gets an opaque origin: no cookies, no storage, no access to the
 #: notebook; the page's own Content-Security-Policy (no request to any host) still applies inside it.
@@ -37,7 +41,6 @@ class ViewerPage(Displayable):
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the page to ``path`` (an ``.html`` file; an existing file is replaced only with ``overwrite``)."""
-        from headlab.io import claim_file, write_text_atomic
 
         claim_file(path, overwrite)
         return write_text_atomic(path, self.html)
@@ -74,11 +77,8 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
         page             # shown inline in Jupyter; no request leaves the page
         page.save("runs/view.html")
     """
-    from headlab.viewer import build
-    from headlab.viewer.page import render
 
     if out is not None:
-        from headlab.io import claim_file
 
         claim_file(out, overwrite)  # before the work, as the command does
     data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale, dtype=dtype)
@@ -98,8 +98,6 @@ def report(run: str | Path, *, title: str | None = None, out: str | Path | None 
 
         headlab.report("runs/study")      # shows report.md; report.html beside it
     """
-    from headlab.io import writing
-    from headlab.reporting import report as write_report
 
     folder = Path(out) if out is not None else Path(run) / "report"
     with writing(folder, ["report.md", "report.html"], overwrite) as o:

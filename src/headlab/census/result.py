@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from headlab.census.stats import SDH
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
+from headlab.interrupts import Terminated
 from headlab.io import write_csv_atomic
 from headlab.result import Result, per_head
 from headlab.values import validate
@@ -131,7 +133,6 @@ class ScanResult(Result):
         """For a command that needs the whole scan: an interrupted scan stops it as the interrupt did (exit 130 for
         Ctrl-C, 143 for SIGTERM) instead of being used as if complete."""
         if self.interrupted:
-            from headlab.interrupts import Terminated
 
             stop = Terminated if self.interrupted_by == "SIGTERM" else KeyboardInterrupt
             raise stop(f"{what}: the scan of {self.model} was interrupted after {self.n_samples} samples")
@@ -195,7 +196,6 @@ class ScanResult(Result):
     def _explained(self, head: str) -> str:
         """`` [previous-token 0.98]`` when another pattern takes most of a top `/` head's attention: its `/` mass
         may then be a side effect of that pattern, not attention to `/`."""
-        from headlab.census.stats import SDH
 
         layer, index = (int(x) for x in head.split("."))
         found = [(float(self.means[k][layer, index]), k) for k in EXPLAINING if k in self.means]

@@ -9,6 +9,8 @@ import sys
 from headlab.api import census
 from headlab.census.settings import ScanSettings
 from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option
+from headlab.corpus import NAMED_SOURCES
+from headlab.distributed import world
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_scan(sub: argparse._SubParsersAction) -> None:
-    from headlab.corpus import NAMED_SOURCES
 
     p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
                        description="Score every head of MODEL with head detectors over a corpus, streaming. "
@@ -35,7 +36,6 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_scan(a: argparse.Namespace) -> int:
-    from headlab.distributed import world
 
     r = call(a, out=default_out(a, "scan"))
     if not world().main:

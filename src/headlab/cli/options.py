@@ -11,6 +11,9 @@ import os
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
+from headlab.models.loader import DTYPES
+from headlab.values import RULES
+
 
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error: the message and where to look (usage stays in ``--help``)."""
@@ -101,7 +104,6 @@ def settings_options(p: argparse.ArgumentParser, cls: Any, skip: Sequence[str] =
     """Add one option per field of the settings class ``cls`` (:mod:`headlab.settings`), as it declares them:
     flag, help, metavar, choices, list syntax and the parse-time check of its rule. Defaults arrive through
     :func:`bind` from the twin, whose keywords are the same fields."""
-    from headlab.values import RULES
 
     for f in cls.fields():
         meta = f.metadata
@@ -171,7 +173,6 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
 
 def dtype_option(p: argparse.ArgumentParser) -> None:
     """``--dtype`` of every command that loads a model (its default comes from the twin's ``dtype=``)."""
-    from headlab.models.loader import DTYPES
 
     p.add_argument("--dtype", choices=DTYPES)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from headlab.api import seeing
 from headlab.cli.options import bind, call, dtype_option
+from headlab.viewer.browser import open_page
 from headlab.viewer.codec import SCALES
 
 
@@ -46,7 +47,6 @@ def _cmd_view(a: argparse.Namespace) -> int:
     call(a, out=out)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
     if a.check:
-        from headlab.viewer.browser import open_page
 
         with open_page(out) as (_, log):
             pass

@@ -15,12 +15,12 @@ from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.tracking import TrackResult, read_signals
 from headlab.result import Result, found_in
 from headlab.rulebook import judge, label
+from headlab.training.config import load_config
 
 
 def run_data(run: str | Path, metric: str | None = None) -> RunData:
     """A tracked run folder's scores, gradient signals and planned steps; one line when it is not tracked or
     has no ``metric``."""
-    from headlab.training.config import load_config
 
     path = Path(run) / "track"
     if TrackResult not in found_in(path):

@@ -30,6 +30,7 @@ import torch
 
 from headlab.head import name as head_name
 from headlab.io import AppendLog, read_jsonl
+from headlab.nn import as_loaded
 from headlab.notices import say
 from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.training.config import MonitorConfig
@@ -106,7 +107,6 @@ class HeadMonitor:
 
     def measure(self, model: torch.nn.Module) -> dict[str, np.ndarray]:
         """(L, H) per metric of :data:`METRICS` for the model as it is now (its train/eval mode is restored)."""
-        from headlab.nn import as_loaded
 
         was_training = model.training
         try:

@@ -13,12 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from headlab.errors import HeadlabError
+from headlab.formation.head_monitor import read_monitor
 from headlab.formation.phases import claim_boundaries, emergence_step, phases
-from headlab.formation.tracking import TrackResult, heatmap_figure
+from headlab.formation.tracking import TrackResult, heatmap_figure, read_signals
 from headlab.head import Head
 from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
 from headlab.plotting import pyplot, save_figure
+from headlab.result import read_json
+from headlab.training.config import load_config
 
 PLOTTED = ("slash_mass", "previous-token", "induction", "offset", "sink")
 THRESHOLDS = {"slash_mass": 0.5, "slash_mass_stimuli": 0.5, "previous-token": 0.4, "induction": 0.4,
@@ -146,7 +150,6 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
 
 def monitor_report(run: Path, out: Path) -> list[str]:
     """``monitor.png`` and the markdown lines of the head monitor's series (nothing for a run without them)."""
-    from headlab.formation.head_monitor import read_monitor
 
     steps, series, said = read_monitor(run)
     if not steps:
@@ -174,8 +177,6 @@ def monitor_report(run: Path, out: Path) -> list[str]:
 def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     """Phases, markdown and plots for a tracked run; returns the phases record."""
 
-    from headlab.formation.tracking import read_signals
-    from headlab.training.config import load_config
 
     total = load_config(run / "config.toml").optim.steps
     ph = all_phases(t)
@@ -218,8 +219,6 @@ def emergence_table(arms: dict[str, list[Path]],
 
 
 def read_phases(run: Path) -> dict[str, Any]:
-    from headlab.errors import HeadlabError
-    from headlab.result import read_json
 
     path = Path(run) / "track" / "phases.json"
     if not path.exists():

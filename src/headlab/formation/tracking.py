@@ -29,6 +29,7 @@ from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_text_atomic
 from headlab.notices import say
 from headlab.plotting import new_figure
+from headlab.probes import make_suite, to_samples
 from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
@@ -105,7 +106,6 @@ class TrackResult(Result):
 
 
 def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed: int) -> dict[str, list[Sample]]:
-    from headlab.probes import make_suite, to_samples
 
     pool, _ = load_pool(run)
     stim = [s for s in make_suite("slash", n_stimuli, seed)]

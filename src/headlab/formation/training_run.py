@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from headlab.formation.head_monitor import HeadMonitor
 from headlab.formation.signals import GradientSignals
 from headlab.training import TrainConfig, Trainer, train
 from headlab.training.data import slash_ids
@@ -27,7 +28,6 @@ def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False,
                                        slash_ids(tok), cfg.model.kind, cfg.model.mask_id,
                                        frozenset(tok.all_special_ids)))
         if cfg.monitor.every > 0:
-            from headlab.formation.head_monitor import HeadMonitor
 
             out.append(HeadMonitor(trainer.run, cfg.monitor, pool.probe_ids, pool.probe_mask, tok,
                                    cfg.model.max_length, cfg.model.kind == "decoder", cfg.optim.warmup_steps))

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from headlab.errors import HeadlabError
+from headlab.io import file_sha256, write_json_atomic
 
 MANIFEST = "headlab-manifest.json"
 
@@ -79,7 +80,6 @@ def check_model_dir(folder: Path) -> None:
 
 def seal(folder: Path) -> None:
     """Write the manifest of ``folder``: every file's size and SHA-256."""
-    from headlab.io import file_sha256, write_json_atomic
 
     files = {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
              for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
@@ -102,7 +102,6 @@ def damage(folder: Path, *, full: bool = False) -> str | None:
     if not (folder / MANIFEST).exists():
         seal(folder)
         return None
-    from headlab.io import file_sha256
 
     try:
         files = json.loads((folder / MANIFEST).read_text())["files"]

@@ -6,13 +6,16 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from headlab.attention.adapters import families_table
 from headlab.errors import in_callers_words
-from headlab.models.registry import install
+from headlab.models.cache import cache_dir, damage
+from headlab.models.inspection import report, skeleton
+from headlab.models.loader import check_source
+from headlab.models.registry import NAMED_MODELS, install
 
 
 def list_() -> list[dict[str, Any]]:
     """Each named offline model: name, whether it is installed, download size (MB) and architecture."""
-    from headlab.models.registry import NAMED_MODELS
 
     return [{"name": m.name, "installed": m.installed(), "download_mb": m.download_mb,
              "architecture": m.architecture} for m in NAMED_MODELS.values()]
@@ -22,8 +25,6 @@ def list_() -> list[dict[str, Any]]:
 def check(model: str) -> dict[str, Any]:
     """Whether headlab supports ``model`` (named, HF directory or hub id), from its config alone: family,
     capture route, census routes, intervention sites. No weights are read."""
-    from headlab.models.inspection import report, skeleton
-    from headlab.models.loader import check_source
 
     check_source(model)  # a missing path says so, before any hub-id rule is consulted
     return report(*skeleton(model))
@@ -31,7 +32,6 @@ def check(model: str) -> dict[str, Any]:
 
 def families() -> str:
     """The supported architecture families as a Markdown table."""
-    from headlab.attention.adapters import families_table
 
     return families_table()
 
@@ -40,7 +40,6 @@ def verify() -> list[dict[str, Any]]:
     """Every cached model copy compared with the digests written with it; a damaged copy is removed (the next
     load rebuilds it; a damaged copy behind a symbolic link is reported and left). One record per copy: folder,
     ``damage`` (None when sound) and ``removed``."""
-    from headlab.models.cache import cache_dir, damage
 
     folders = sorted(p for p in (cache_dir() / "models").glob("*") if p.is_dir() and not p.name.endswith(".partial"))
     out = []

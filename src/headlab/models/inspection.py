@@ -6,8 +6,10 @@ import copy
 from typing import Any
 
 from headlab.attention.adapters import adapter_for, head_dims, parts
+from headlab.attention.rules import fused_unsupported, route
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, remote_code_refusal
+from headlab.models.registry import NAMED_MODELS
 
 
 def skeleton(name_or_path: str) -> tuple[Any, int | None]:
@@ -16,7 +18,6 @@ def skeleton(name_or_path: str) -> tuple[Any, int | None]:
     import torch
     from transformers import AutoConfig, AutoModel
 
-    from headlab.models.registry import NAMED_MODELS
 
     spec = NAMED_MODELS.get(name_or_path)
     source = str(spec.locate()) if spec is not None and spec.installed() else name_or_path
@@ -63,7 +64,6 @@ def _few_layers(config: Any, source: str) -> tuple[Any, int | None]:
 
 def report(model: Any, n_layers: int | None = None) -> dict[str, Any]:
     """What headlab can do with ``model``: family, shape, capture route, census routes, intervention sites."""
-    from headlab.attention.rules import fused_unsupported, route
 
     a = adapter_for(model)
     bound = parts(model)

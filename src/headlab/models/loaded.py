@@ -9,6 +9,7 @@ from typing import Any, Literal
 import torch
 
 from headlab.attention.adapters import Adapter
+from headlab.errors import HeadlabError
 
 PositionEncoding = Literal["learned", "sinusoidal", "rope", "relative", "alibi", "none", "unknown"]
 
@@ -76,7 +77,6 @@ class LoadedModel:
             return
         n = len(self.tokenizer) if self.tokenizer is not None and hasattr(self.tokenizer, "__len__") else 0
         if n > self.facts.vocab_size:
-            from headlab.errors import HeadlabError
 
             raise HeadlabError(f"{self.name}: its tokenizer has {n} tokens but the model embeds "
                                f"{self.facts.vocab_size}; give the model its own tokenizer")

@@ -11,11 +11,15 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
+from headlab.distributed import device_for, world
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.io import claim_file, keep_apart, saving, writing_files
 from headlab.models import LoadedModel
 from headlab.monitor import evaluation
 from headlab.monitor.checking import CHECK_FILES, claim_work, run_check
 from headlab.monitor.comparison import EvaluationResult
+from headlab.monitor.dataset import dataset_files, write_back
+from headlab.monitor.evaluation import installed_kinds
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
     check_corpus,
@@ -26,7 +30,7 @@ from headlab.monitor.fingerprint import (
 )
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult
-from headlab.monitor.settings import CHECKPOINT_EVERY, EVALUATE, MONITOR, WORK, EvaluateSettings, MonitorSettings
+from headlab.monitor.settings import CHECKPOINT_EVERY, EVALUATE, KINDS, MONITOR, WORK, EvaluateSettings, MonitorSettings
 from headlab.settings import takes
 from headlab.values import listed
 
@@ -45,7 +49,6 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
         prof = headlab.monitor.fit("minilm-l6", corpus=["wiki"], max_samples=400)
         res, rows = headlab.monitor.check(prof, corpus=["pydoc"], max_samples=200)
     """
-    from headlab.io import saving
 
     check_corpus(settings.corpus, settings.id_field)
     with saving(out, ["profile.json"], overwrite) as folder:
@@ -93,9 +96,6 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | 
     """
     from contextlib import nullcontext
 
-    from headlab.distributed import device_for, world
-    from headlab.io import claim_file, keep_apart, saving, writing_files
-    from headlab.monitor.dataset import dataset_files, write_back
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
@@ -144,9 +144,6 @@ def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *,
         ev = headlab.monitor.evaluate("minilm-l6", kinds=["code", "man"], out="runs/monitor-eval")
         {k: v["verdict"] for k, v in ev.kinds.items()}
     """
-    from headlab.io import saving
-    from headlab.monitor.evaluation import installed_kinds
-    from headlab.monitor.settings import KINDS
 
     chosen = installed_kinds(settings.kinds)
     with saving(out, [*EvaluationResult.files(), "calibration.png"], overwrite) as folder:

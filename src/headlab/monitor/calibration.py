@@ -11,6 +11,7 @@ import numpy as np
 
 from headlab.census.stats import wilson
 from headlab.monitor.profile import Profile
+from headlab.plotting import pyplot
 
 TARGETS = (0.005, 0.01, 0.02, 0.05, 0.1)
 BAND = (0.005, 0.02)  # the accepted flag rate at the default 1% target
@@ -36,7 +37,6 @@ def calibration_curve(prof: Profile, fresh: np.ndarray, figure: Path | None, tit
 
 
 def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
-    from headlab.plotting import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.2, 3.6))

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from headlab.corpus.records import index_records, jsonl_files
 from headlab.errors import HeadlabError
 from headlab.notices import repeated, say
 
@@ -20,7 +21,6 @@ SCORE_KEY, FLAG_KEY = "headlab_score", "headlab_flag"
 
 def dataset_files(corpus: Sequence[str]) -> list[Path]:
     """The JSONL files of ``corpus``; refused in one line when a source has none (no records to write back)."""
-    from headlab.corpus.records import jsonl_files
 
     files = []
     for spec in corpus:
@@ -48,7 +48,6 @@ def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, 
                scored: Path | None) -> dict[str, int]:
     """Write the kept records' bytes to ``filtered`` and the scored records with :data:`SCORE_KEY` and
     :data:`FLAG_KEY` to ``scored``; what was not scored (past ``--max-samples``) is left out of both and said."""
-    from headlab.corpus.records import index_records
 
     counts = {"kept": 0, "scored": 0, "unscored": 0}
     outs = [(target, target.with_name(target.name + ".tmp")) for target in (filtered, scored) if target is not None]

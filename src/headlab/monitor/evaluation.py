@@ -33,6 +33,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from headlab.corpus import documents
+from headlab.errors import HeadlabError
+from headlab.models import resolve
 from headlab.monitor import anomalies
 from headlab.monitor.baselines import DOCUMENT_BASELINES, DROPS_AT, baselines, per_document
 from headlab.monitor.calibration import calibration_curve
@@ -47,6 +50,7 @@ from headlab.monitor.fingerprint import (
 )
 from headlab.monitor.profile import ForestScorer, fit_profile, fold, held_out
 from headlab.monitor.settings import DERIVED, KINDS, REAL, EvaluateSettings
+from headlab.notices import say
 
 FRESH = 1  # the fold kept out of fitting and calibration
 
@@ -54,9 +58,6 @@ FRESH = 1  # the fold kept out of fitting and calibration
 def installed_kinds(kinds: Sequence[str] | None) -> list[str]:
     """``kinds`` checked before any work: a named kind whose corpus is missing is an error; ``None`` means
     every kind whose corpus is installed (the missing ones are named on stderr)."""
-    from headlab.corpus import documents
-    from headlab.errors import HeadlabError
-    from headlab.notices import say
 
     out = []
     for kind in KINDS if kinds is None else kinds:
@@ -87,7 +88,6 @@ class ColumnScorer:
 
 def raw_texts(specs: Sequence[str], docs: Sequence[str], id_field: str | None) -> dict[str, str]:
     """Each scanned document's own text (its texts joined by a blank line), as a data pipeline reads it."""
-    from headlab.corpus import documents
 
     want = set(docs)
     out = {d.doc_id: "\n\n".join(d.load()) for d in documents(list(specs), id_field) if d.doc_id in want}
@@ -125,7 +125,6 @@ class _Scorer:
 
 
 def _context(seed: int, loaded: Any) -> anomalies.Context:
-    from headlab.corpus import documents
 
     files = documents(["pysrc"])
     picked = random.Random(seed).sample(files, min(50, len(files)))
@@ -140,7 +139,6 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
     reference, max_samples, kind_samples, per_detector, fpr = (st.reference, st.max_samples, st.kind_samples,
                                                                st.per_detector, st.fpr)
     seed, batch_size, id_field, dtype = st.seed, st.batch_size, st.id_field, st.dtype
-    from headlab.models import resolve
 
     loaded = resolve(model, device=device, dtype=dtype, lm_head=True)
     scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS, id_field)

@@ -18,9 +18,12 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from headlab.census.scanner import scan
+from headlab.corpus import documents
 from headlab.corpus.records import ID_FIELD
 from headlab.detectors import DEFAULT_DETECTORS
 from headlab.errors import HeadlabError
+from headlab.notices import repeated
 
 #: the monitor's detectors: the census defaults plus every head's attention entropy
 MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
@@ -41,7 +44,6 @@ def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batc
     samples and ``resume`` continues it (the caller removes ``work`` once its result is written)."""
     from contextlib import ExitStack
 
-    from headlab.census.scanner import scan
 
     with ExitStack() as stack:
         folder = work if work is not None else Path(stack.enter_context(
@@ -173,8 +175,6 @@ def read_columns(path: Path, columns: Sequence[str]) -> Any:
 def check_corpus(corpus: Sequence[str], id_field: str | None) -> dict[str, int]:
     """Refuse an empty corpus or one whose records share an id before a model is loaded (its notices are said
     by the scan that reads it); the position of every document in the corpus's order."""
-    from headlab.corpus import documents
-    from headlab.notices import repeated
 
     with repeated():
         return {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field))}

@@ -12,6 +12,7 @@ import numpy as np
 
 from headlab.io import write_text_atomic
 from headlab.monitor.profile import Profile
+from headlab.plotting import pyplot
 from headlab.result import Result
 
 #: what each detector's score measures, and what an unusually high value of it suggests about the text
@@ -93,7 +94,6 @@ def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
 
 
 def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path) -> None:
-    from headlab.plotting import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.2))

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from headlab.errors import HeadlabError
+from headlab.models import load
 from headlab.models.cache import NO_REMOTE_CODE
+from headlab.models.registry import NAMED_MODELS
 
 SPECIALS = ("<pad>", "<mask>", "<bos>")
 
@@ -52,10 +54,8 @@ def load_tokenizer(spec_or_folder: str | Path) -> Any:
             return AutoTokenizer.from_pretrained(str(p), **NO_REMOTE_CODE)
         except (OSError, ValueError) as exc:
             raise HeadlabError(f"cannot load the tokenizer in {p}: {exc}") from None
-    from headlab.models.registry import NAMED_MODELS
 
     if str(spec_or_folder) in NAMED_MODELS:
-        from headlab.models import load
 
         return load(str(spec_or_folder)).tokenizer
     try:

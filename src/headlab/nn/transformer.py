@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from headlab.nn.init import apply_init
+from headlab.nn.init import INITS, apply_init
 
 Kind = Literal["decoder", "encoder"]
 Positions = Literal["learned", "sinusoidal", "rope"]
@@ -47,7 +47,6 @@ class ModelConfig:
     init: str = "default"  # initialization scheme, one of headlab.nn.init.INITS
 
     def __post_init__(self) -> None:
-        from headlab.nn.init import INITS
 
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, not {self.init!r}")

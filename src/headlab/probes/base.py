@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from headlab.corpus import Sample
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 
@@ -93,7 +94,6 @@ def read_stimuli(path: str | Path) -> list[Stimulus]:
 def to_samples(stimuli: Sequence[Stimulus], tokenizer: Any, max_length: int) -> list["Sample"]:
     """Tokenize stimuli (with the model's special tokens) into samples whose ``targets`` are the token
     positions of the marked spans. A stimulus longer than ``max_length`` tokens is an error, not truncated."""
-    from headlab.corpus import Sample
 
     out = []
     for i, s in enumerate(stimuli):

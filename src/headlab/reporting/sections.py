@@ -22,7 +22,7 @@ from headlab.head import name as head_name
 from headlab.reporting import figures
 from headlab.result import Result
 from headlab.retrieval.analysis import AnalyzeResult
-from headlab.retrieval.grid import SweepResult
+from headlab.retrieval.grid import SweepResult, markdown
 from headlab.retrieval.llm_eval import EvalLLMResult
 from headlab.study.characterize import CharacterizeResult
 from headlab.study.claims import ClaimsResult
@@ -232,7 +232,6 @@ def sweep_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = SweepResult.read(folder)
     g = d["grid"]
     figs = [_copy(folder / n, figdir, tag) for n in ("success_map.png", "learning_curves.png") if (folder / n).exists()]
-    from headlab.retrieval.grid import markdown
 
     table = markdown(d).split("\n", 2)[2].replace("\n## ", "\n#### ")  # the title line is the section's
     lines = [

@@ -28,12 +28,13 @@ import numpy as np
 import torch
 
 from headlab.ablation.experiment import matched_control
+from headlab.ablation.heads import ablated
 from headlab.attention.hooks import capture
 from headlab.errors import HeadlabError
 from headlab.formation.phases import emergence_step
 from headlab.head import Head
 from headlab.head import name as head_name
-from headlab.io import read_jsonl
+from headlab.io import read_jsonl, write_text_atomic
 from headlab.nn import Transformer
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
@@ -126,7 +127,6 @@ def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, A
 def _ablated_accuracy(
     model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
 ) -> float:
-    from headlab.ablation.heads import ablated
 
     with ablated(model, model.cfg.n_layers, model.cfg.n_heads, heads):
         return accuracy(model, task, exs)
@@ -264,7 +264,6 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
 
 
 def write_analysis(r: AnalyzeResult, out: Path) -> None:
-    from headlab.io import write_text_atomic
 
     r.write(out)
     write_text_atomic(out / "analyze.md", analysis_markdown(r))

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import writing
+from headlab.io import claim_file, saving, write_text_atomic, writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
 from headlab.retrieval import analysis, grid, llm_eval
-from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult, write_analysis
+from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult, emergence_table, write_analysis
 from headlab.retrieval.grid import SweepResult
 from headlab.retrieval.khop import KHopTask, train_khop
 from headlab.retrieval.law import DepthLawResult
+from headlab.retrieval.law import depth_law as measure
 from headlab.retrieval.llm_eval import EvalLLMResult, plot_eval
 from headlab.retrieval.settings import (
     ANALYZE,
@@ -36,6 +37,7 @@ from headlab.retrieval.settings import (
     SweepSettings,
     TrainSettings,
 )
+from headlab.retrieval.task import generate as examples
 from headlab.retrieval.training import RetrievalTask, train_retrieval
 from headlab.settings import takes
 from headlab.values import listed, validate
@@ -55,8 +57,6 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
         ex = retrieval.generate(form="assign", depth=3, n=2)
         print(ex[0]["prompt"]); ex[0]["answer"]
     """
-    from headlab.io import claim_file, write_text_atomic
-    from headlab.retrieval.task import generate as examples
 
     validate(n=n, seed=seed, depth=depth, distractors=distractors)
     if n > MAX_GENERATE:
@@ -158,7 +158,6 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
         e = retrieval.emergence([f"runs/sweep/L2-D2-chain-s{s}" for s in range(3)])
         e.most_common_order, e.same_order, e.n_runs
     """
-    from headlab.retrieval.analysis import emergence_table
 
     analyses = []
     for r in runs:
@@ -213,8 +212,6 @@ def depth_law(sweep: str | Path | Sequence[str | Path], *, out: str | Path | Non
                                   out="runs/law")
         law.figure()
     """
-    from headlab.io import saving
-    from headlab.retrieval.law import depth_law as measure
 
     sweeps = [sweep] if isinstance(sweep, (str, Path)) else list(sweep)
     if out is None and len(sweeps) > 1:

@@ -20,6 +20,7 @@ from headlab.plotting import new_figure, pyplot, save_figure
 from headlab.result import Result, read_json
 from headlab.retrieval.settings import SWEEP, SweepSettings
 from headlab.retrieval.training import RetrievalTask
+from headlab.retrieval.training_group import GroupMember, train_group
 
 
 def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
@@ -177,7 +178,6 @@ def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
 def _train_group(g: dict[str, Any]) -> str:
     import shutil
 
-    from headlab.retrieval.training_group import GroupMember, train_group
 
     out = Path(g["out"])
     members = []

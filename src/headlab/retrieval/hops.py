@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from headlab.ablation.experiment import matched_control
+from headlab.ablation.heads import ablated
 from headlab.attention.hooks import capture
 from headlab.errors import HeadlabError
 from headlab.formation.phases import emergence_step
@@ -97,7 +98,6 @@ def _lift_of(profile: np.ndarray, control: np.ndarray, layer: int, head: int, la
 
 
 def _ablated_hops(model: Transformer, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> dict[str, float]:
-    from headlab.ablation.heads import ablated
 
     with ablated(model, model.cfg.n_layers, model.cfg.n_heads, heads):
         return hop_accuracy(model, exs)

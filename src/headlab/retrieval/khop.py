@@ -22,6 +22,9 @@ from typing import Any
 import torch
 
 from headlab.errors import HeadlabError
+from headlab.io import read_jsonl, write_json_atomic
+from headlab.retrieval.training import retrieval_config
+from headlab.training.trainer import Trainer
 
 #: their ``local/errors.json`` for d = 128, 4 heads, unlimited samples: layers -> the largest k with every
 #: hop count 0..k below 5% error (e.g. 3 layers: k = 3; 5 layers: k = 8)
@@ -150,9 +153,6 @@ def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progre
     """Train one decoder on ``task`` into ``run`` (``shape``: the keywords of
     :func:`~headlab.retrieval.training.retrieval_config`); returns and writes ``summary.json``: per-hop error,
     the largest hop count solved (every k up to it below 5% error) and the published value for its depth."""
-    from headlab.io import read_jsonl, write_json_atomic
-    from headlab.retrieval.training import retrieval_config
-    from headlab.training.trainer import Trainer
 
     run = Path(run)
     cfg = retrieval_config(task, **shape)  # type: ignore[arg-type]

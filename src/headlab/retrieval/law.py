@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from headlab.errors import HeadlabError
+from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result, read_json
 from headlab.retrieval.khop import PUBLISHED
@@ -144,7 +145,6 @@ class DepthLawResult(Result):
         return fig
 
     def write_companions(self, folder: Path) -> None:
-        from headlab.io import write_text_atomic
 
         write_text_atomic(folder / "depth_law.md", self.markdown())
         save_figure(self.figure(), folder / "depth_law.png")

@@ -25,6 +25,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
+from headlab.ablation.metrics import load_for_metric
 from headlab.attention.padding import pad_right
 from headlab.census.stats import wilson
 from headlab.errors import HeadlabError
@@ -140,7 +141,6 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
              device: str = "cpu", continuation: int = 8, dtype: str = "float32") -> EvalLLMResult:
     """Accuracy per form and depth by the first-token rule and, unless ``continuation`` is 0, by greedy
     continuations of up to ``continuation`` tokens classified by :mod:`.llm_continuation`."""
-    from headlab.ablation.metrics import load_for_metric
 
     loaded = load_for_metric(model, device, dtype)
     if not loaded.facts.causal:

@@ -31,10 +31,16 @@ import torch
 
 from headlab.attention.padding import pad_right
 from headlab.errors import HeadlabError
-from headlab.io import read_jsonl
+from headlab.io import read_jsonl, write_json_atomic
+from headlab.nn import Transformer
+from headlab.nn.transformer import ModelConfig
+from headlab.notices import say
 from headlab.result import read_json
 from headlab.retrieval.settings import CURRICULA, TRAIN
 from headlab.retrieval.task import MinimalVocab, minimal
+from headlab.training import checkpoint as ckpt
+from headlab.training.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig, load_config
+from headlab.training.trainer import Trainer
 
 if TYPE_CHECKING:
     from headlab.nn import Transformer
@@ -199,9 +205,6 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = TRAIN.n_layers, n_h
                      checkpoint_every: int | None = None, warmup_steps: int | None = TRAIN.warmup_steps
                      ) -> "TrainConfig":
     """The :class:`~headlab.training.config.TrainConfig` of one retrieval decoder (solo or ensemble member)."""
-    from headlab.errors import HeadlabError
-    from headlab.nn.transformer import ModelConfig
-    from headlab.training.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig
 
     try:
         model = ModelConfig(kind="decoder", n_layers=n_layers, n_heads=n_heads, d_model=d_model,
@@ -225,7 +228,6 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = TRAIN.n_layers, n_h
 
 def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float, **extra: Any) -> dict[str, Any]:
     """A finished run's ``summary.json`` (written, and returned) from its ``eval.jsonl``."""
-    from headlab.io import write_json_atomic
 
     rows = read_jsonl(run / "eval.jsonl")
     full = str(task.depth)
@@ -260,8 +262,6 @@ def train_retrieval(
 
     ``shape``: :func:`retrieval_config`'s keywords (layers, width, steps, lr, seed, ...); ``threads`` defaults
     to 1: these models are too small to gain from more, and a sweep can then run one cell per core."""
-    from headlab.io import write_json_atomic
-    from headlab.training.trainer import Trainer
 
     run = Path(run)
     cfg = retrieval_config(task, **shape)
@@ -278,8 +278,6 @@ def train_retrieval(
 def checkpoint_models(run: Path) -> Iterator[tuple[int, "Transformer"]]:
     """(step, model) of every readable checkpoint of a run, in step order: the emergence analyses read a run
     over its checkpoints, and one that cannot be loaded leaves a gap in the curve rather than ending it."""
-    from headlab.notices import say
-    from headlab.training import checkpoint as ckpt
 
     for step, folder in ckpt.sound_checkpoints(run):  # a damaged one is said there
         try:
@@ -292,9 +290,6 @@ def checkpoint_models(run: Path) -> Iterator[tuple[int, "Transformer"]]:
 
 def load_run(run: Path, folder: Path | None = None) -> tuple["Transformer", RetrievalTask]:
     """A run's model (its final weights, or a checkpoint ``folder``'s) in eval mode, and its task."""
-    from headlab.nn import Transformer
-    from headlab.training import checkpoint as ckpt
-    from headlab.training.config import load_config
 
     if not (run / "task.json").exists():
         raise HeadlabError(f"{run} is not a retrieval run (no task.json)")

@@ -29,7 +29,8 @@ from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
 from headlab.models.loader import check_source, dtype_setting
-from headlab.result import Result
+from headlab.notices import say
+from headlab.result import Result, read_json
 from headlab.rulebook import BOOK, VERSION, Verdict, label
 from headlab.rulebook.slash import CLAIMS
 from headlab.settings import Settings, setting
@@ -294,7 +295,6 @@ def folder_names(models: Sequence[str | LoadedModel]) -> list[str]:
 
 
 def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
-    from headlab.result import read_json
 
     path = Path(monitor_dir) / folder_name(model) / "evaluate.json"
     if not path.exists():
@@ -307,7 +307,6 @@ def reread_monitor(result: ClaimsResult, monitor_dir: str | Path) -> ClaimsResul
     """``result`` with claim 9 of every model read again from ``monitor_evaluations/MODEL/evaluate.json`` by the rule
     :func:`claims` uses (a model without an evaluation there stays not measured, and is named on stderr): a
     monitor evaluation rerun does not need the scans, characterizations and ablations measured again."""
-    from headlab.notices import say
 
     for m in result.models:
         try:

@@ -12,8 +12,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from headlab.ablation.experiment import AblateResult
+from headlab.census.result import ScanResult
+from headlab.corpus import DEFAULT_CORPUS
 from headlab.head import Head
 from headlab.head import name as head_name
+from headlab.study.characterize import CharacterizeResult
 
 
 def ablation_heads(heads: Sequence[str], mass: np.ndarray, n_heads: int) -> tuple[list[str], list[str]]:
@@ -40,8 +44,6 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samples: int, seed: int,
                target_filter: str, dtype: str = "float32") -> Any:
-    from headlab.census.result import ScanResult
-    from headlab.corpus import DEFAULT_CORPUS
 
     f = folder / ScanResult.KIND
     if not f.exists():
@@ -54,7 +56,6 @@ def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samp
 
 
 def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float, dtype: str = "float32") -> Any:
-    from headlab.study.characterize import CharacterizeResult
 
     f = folder / CharacterizeResult.KIND
     if not f.exists():
@@ -65,7 +66,6 @@ def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: f
 
 
 def saved_ablation(folder: Path, model: str, heads: Sequence[str], draws: int, samples: int) -> Any:
-    from headlab.ablation.experiment import AblateResult
 
     f = folder / AblateResult.KIND
     if not f.exists():

@@ -27,7 +27,7 @@ from torch import nn
 from headlab.attention.adapters import parts
 from headlab.attention.interventions import Record, intervene
 from headlab.census.engine import collate, score_batches
-from headlab.corpus import Sample, Sampler, documents
+from headlab.corpus import Sample, Sampler, documents, special_tokens
 from headlab.detectors import make
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
@@ -110,7 +110,6 @@ KAPPA = 0.5
 
 def random_token_samples(loaded: LoadedModel, n: int, length: int, seed: int) -> list[Sample]:
     """``n`` prompts of ``length`` uniformly random non-special vocabulary ids (with the model's specials)."""
-    from headlab.corpus import special_tokens
 
     rng = random.Random(seed)
     sp = special_tokens(loaded.tokenizer)

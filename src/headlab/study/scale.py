@@ -22,9 +22,11 @@ import numpy as np
 
 from headlab.census.result import ScanResult
 from headlab.errors import HeadlabError
+from headlab.formation.track_report import THRESHOLDS
 from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
+from headlab.study.claims import folder_name
 
 # kind -> (scan detector, threshold key of THRESHOLDS)
 KINDS = {"previous-token": ("previous-token", "previous-token"), "induction": ("induction", "induction"),
@@ -71,7 +73,6 @@ def scan_files(runs: Sequence[str | Path]) -> list[Path]:
 
 def point(sc: ScanResult) -> ScalePoint:
     """One model's specialization from its scan."""
-    from headlab.formation.track_report import THRESHOLDS
 
     facts = sc.settings["model_facts"]
     shares = {}
@@ -88,7 +89,6 @@ def point(sc: ScanResult) -> ScalePoint:
         top, delta = float(off[l, h, d]), int(d)
     else:
         top, delta = float("nan"), -1
-    from headlab.study.claims import folder_name
 
     return ScalePoint(model=folder_name(sc.model), kind="decoder" if facts["causal"] else "encoder",
                       n_params=int(facts["n_params"]), n_heads=sc.n_layers * sc.n_heads, shares=shares,

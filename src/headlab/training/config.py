@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from headlab.errors import HeadlabError
+from headlab.head import Head
 from headlab.nn.transformer import ModelConfig
 
 
@@ -170,7 +171,6 @@ def _check(cfg: TrainConfig, where: str) -> None:
 
 
 def _check_induce(i: InduceConfig, where: str, cfg_layers: int, cfg_heads: int) -> None:
-    from headlab.head import Head
 
     for h in i.heads:
         try:

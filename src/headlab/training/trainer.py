@@ -25,7 +25,7 @@ from headlab.nn.transformer import Transformer
 from headlab.notices import say
 from headlab.progress import bar as progress_bar
 from headlab.training import checkpoint as ckpt
-from headlab.training.config import TrainConfig, same_but_vocab, to_toml
+from headlab.training.config import TrainConfig, load_config, same_but_vocab, to_toml
 from headlab.training.data import WindowPool, build_pool, fingerprint, load_pool, pool_matches, save_pool, slash_ids
 from headlab.training.induce import SlashAux
 
@@ -135,7 +135,6 @@ class Trainer:
                 raise HeadlabError(f"{self.run} already holds checkpoints; pass --resume to continue it or "
                                    "choose another --out")
             if resume and (self.run / "config.toml").exists():
-                from headlab.training.config import load_config
 
                 if not same_but_vocab(load_config(self.run / "config.toml"), self.cfg):
                     raise HeadlabError(f"the config differs from {self.run}/config.toml; resume with the same one")

@@ -10,12 +10,25 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.census.result import ScanResult
+from headlab.census.scanner import scan
+from headlab.corpus import DEFAULT_CORPUS, Sample, Sampler, documents
 from headlab.errors import HeadlabError
+from headlab.formation.head_monitor import read_monitor
+from headlab.formation.tracking import TrackResult
+from headlab.models import resolve
 from headlab.models.loaded import LoadedModel
 from headlab.models.loader import folder_kind
+from headlab.nn import as_loaded
+from headlab.probes import make_suite
+from headlab.probes.scoring import score_probes
 from headlab.progress import bar as progress_bar
 from headlab.result import found_in
-from headlab.training.run_model import TRAINING_RUN
+from headlab.retrieval.analysis import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of
+from headlab.retrieval.hops import hop_circuit, hop_scores
+from headlab.retrieval.training import eval_set, load_run
+from headlab.training import checkpoint as ckpt
+from headlab.training.data import load_pool
+from headlab.training.run_model import TRAINING_RUN, load_checkpoint_model
 from headlab.viewer.data import ViewData, ViewSample, make_sample, store_maps, text_sample
 
 #: grid scores taken from a scan's per-head scores, in this order
@@ -42,8 +55,6 @@ def kind_of(source: str | Path) -> str:
 def default_texts(loaded: Any, n_stimuli: int = 3, seed: int = 0, n_windows: int = 3) -> list[tuple[str, str]]:
     """(name, text): ``n_windows`` windows of the default corpus that contain '/', then ``n_stimuli`` slash
     stimuli."""
-    from headlab.corpus import DEFAULT_CORPUS, Sampler, documents
-    from headlab.probes import make_suite
 
     out: list[tuple[str, str]] = []
     try:
@@ -76,8 +87,6 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
     """A pretrained model (loaded in ``dtype`` when given by name): maps on ``texts`` (default:
     :func:`default_texts`), scores from ``scan_json`` when given (a corpus scan), else from a scan of the shown
     texts themselves."""
-    from headlab.census.scanner import scan
-    from headlab.models import resolve
 
     loaded = resolve(source, device=device, dtype=dtype)
     texts = list(texts) if texts else default_texts(loaded)
@@ -112,7 +121,6 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-    from headlab.census.result import ScanResult
 
     scan_json = ScanResult.read(folder).to_json()  # its maps in the dtype its scores were measured in
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale,
@@ -123,10 +131,6 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
                   scale: str = "sqrt") -> ViewData:
     """A headlab training run: a checkpoint slider over the tracked scores (``headlab track`` output when present,
     else the shown samples), every checkpoint's maps, and the tracker's phases."""
-    from headlab.formation.tracking import TrackResult
-    from headlab.training import checkpoint as ckpt
-    from headlab.training.data import load_pool
-    from headlab.training.run_model import load_checkpoint_model
 
     if not ckpt.checkpoints(run):
         raise HeadlabError(f"{run} has no checkpoints")
@@ -202,7 +206,6 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
 def _monitor_series(data: ViewData, run: Path) -> None:
     """The head monitor's scores (``monitor.jsonl``) as ``monitor <metric>`` scores of each checkpoint: the
     latest row at or before its step; its warnings as notes."""
-    from headlab.formation.head_monitor import read_monitor
 
     steps, series, said = read_monitor(run)
     if not steps:
@@ -217,15 +220,12 @@ def _monitor_series(data: ViewData, run: Path) -> None:
 
 
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
-    from headlab.corpus import Sample
-    from headlab.probes.scoring import score_probes
 
     natural = [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)]
     return score_probes(loaded, {"natural": natural}, SHOWN_METRICS)
 
 
 def _label_scores(model: Any, task: Any, probes: list[dict[str, Any]], kinds: list[str]) -> dict[str, np.ndarray]:
-    from headlab.retrieval.analysis import KEYS, READERS, head_profile
 
     prof = head_profile(model, task, probes)
     masked = prof.copy()
@@ -238,10 +238,6 @@ def _label_scores(model: Any, task: Any, probes: list[dict[str, Any]], kinds: li
 
 def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
-    from headlab.retrieval.analysis import AnalyzeResult, circuit_of, head_profile, labels_of
-    from headlab.retrieval.hops import hop_circuit, hop_scores
-    from headlab.retrieval.training import eval_set, load_run
-    from headlab.training import checkpoint as ckpt
 
     model, task = load_run(run)
     analysis_file = run / "analyze" / "analyze.json"
@@ -290,7 +286,6 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
         scale=scale,
         marked_label="the chain",
     )
-    from headlab.nn import as_loaded
 
     bar = progress_bar(max(1, len(cks)), f"view {run.name}: checkpoints", "checkpoint", progress)
     for c, (_, folder) in enumerate(cks or [(None, None)]):

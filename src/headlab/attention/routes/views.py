@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from headlab.attention.routes.fused import _kernel
 from headlab.attention.routes.spec import AttentionSpec
 
 
@@ -121,7 +122,6 @@ class LogitsView:
         returns their log-sum-exp L. The mass is exp(L − LSE) with the layer's LSE of that query: no (c, c) block
         is ever formed. Padded slots (after a group's last real one) only feed padded queries.
         """
-        from headlab.attention.routes.fused import _kernel
 
         fq, fk, flse = self._flat_views()
         n = fq.shape[0]

@@ -19,15 +19,22 @@ from typing import Any
 import numpy as np
 import torch
 
+from headlab.ablation import ablate_experiment
+from headlab.ablation.experiment import ABLATE
+from headlab.ablation.metrics import window_losses
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
+from headlab.head import Head
 from headlab.head import name as head_name
 from headlab.probes.scoring import rows_to_samples, sample_scores
+from headlab.training import checkpoint as ckpt
+from headlab.training.config import load_config
+from headlab.training.data import load_pool
+from headlab.training.run_model import load_checkpoint_model
 
 
 def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.ndarray, float]:
     """``(mass (L, H), passed (L, H) bool, held-out loss)`` of one model on the probe windows."""
-    from headlab.ablation.metrics import window_losses
 
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     rule = ConsecutiveRule((L, H), SDH.threshold, SDH.consecutive)
@@ -42,10 +49,6 @@ def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.nda
 
 def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dict[str, Any]:
     """The record of one finished run (``measure.json``)."""
-    from headlab.training import checkpoint as ckpt
-    from headlab.training.config import load_config
-    from headlab.training.data import load_pool
-    from headlab.training.run_model import load_checkpoint_model
 
     cfg = load_config(run / "config.toml")
     pool, _ = load_pool(run)
@@ -79,8 +82,6 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
 
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
-    from headlab.ablation import ablate_experiment
-    from headlab.ablation.experiment import ABLATE
 
     settings = ABLATE.replace(draws=draws, samples=32, window=cfg.data.window, corpus=cfg.data.corpus, seed=seed)
     r = ablate_experiment(loaded, [head], settings, progress=progress)
@@ -95,7 +96,6 @@ def persistence(rec: dict[str, Any]) -> dict[str, Any] | None:
     last checkpoint step at which it did."""
     if rec["aux_stop"] is None:
         return None
-    from headlab.head import Head
 
     out = {}
     for name in rec["induced_heads"]:

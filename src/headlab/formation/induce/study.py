@@ -22,17 +22,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from headlab.errors import HeadlabError
 from headlab.formation.induce.arms import INDUCE, InduceSettings, arm_config
 from headlab.formation.induce.measure import measure_run, persistence
+from headlab.formation.training_run import tracked_training
 from headlab.io import write_json_atomic, write_text_atomic
+from headlab.plotting import pyplot
 from headlab.result import Result
+from headlab.training import checkpoint as ckpt
+from headlab.training import from_dict
+from headlab.training.config import config_path, load_config, same_but_vocab
+from headlab.training.data import build_pool, fingerprint, pool_matches, save_pool
 
 
 def run_arm(base: dict[str, Any], arm: str, seed: int, levers: InduceSettings, out: Path, draws: int,
             progress: bool) -> dict[str, Any]:
-    from headlab.formation.training_run import tracked_training
-    from headlab.training import checkpoint as ckpt
-    from headlab.training import from_dict
 
     run = out / "runs" / f"{arm}-s{seed}"
     done = run / "measure.json"
@@ -52,7 +56,6 @@ def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
     share them, left alone where a run already holds its own."""
     import shutil
 
-    from headlab.training.data import build_pool, fingerprint, pool_matches, save_pool
 
     built: dict[str, Path] = {}
     for run, cfg in configs.items():
@@ -146,7 +149,6 @@ class InduceResult(Result):
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> None:
-    from headlab.plotting import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
@@ -168,9 +170,6 @@ def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = IND
            progress: bool = True) -> InduceResult:
     import tomllib
 
-    from headlab.errors import HeadlabError
-    from headlab.training import from_dict
-    from headlab.training.config import config_path, load_config, same_but_vocab
 
     out, levers, arms, seeds, draws = Path(out), settings, settings.arms, settings.seeds, settings.draws
     base = tomllib.loads(config_path(config).read_text(encoding="utf-8"))
