@@ -127,7 +127,6 @@ def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[in
 
 
 def _suite_part(loaded: LoadedModel, suite: str, n: int, seed: int, batch_size: int) -> Part:
-
     opts = {"tokenizer": loaded.tokenizer} if suite == "contexts" else {}
     samples = to_samples(make_suite(suite, n, seed, **opts), loaded.tokenizer, loaded.facts.max_length)
     dev = device_of(loaded.model)

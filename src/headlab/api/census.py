@@ -130,7 +130,6 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
     """
     import json
 
-
     validate(k=k)
 
     path = Path(source)

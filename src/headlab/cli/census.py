@@ -19,7 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_scan(sub: argparse._SubParsersAction) -> None:
-
     p = sub.add_parser("scan", help="score every attention head over a corpus (streaming)",
                        description="Score every head of MODEL with head detectors over a corpus, streaming. "
                                    "Writes DIR/scan.json and DIR/heads.csv.")
@@ -36,7 +35,6 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_scan(a: argparse.Namespace) -> int:
-
     r = call(a, out=default_out(a, "scan"))
     if not world().main:
         return 0

@@ -74,7 +74,6 @@ def _cmd_models_families(a: argparse.Namespace) -> int:
 def _cmd_models_verify(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-
     copies = call(a)
     for c in copies:
         why = c["damage"]
@@ -87,7 +86,6 @@ def _cmd_models_verify(a: argparse.Namespace) -> int:
 
 
 def _add_stimuli(sub: argparse._SubParsersAction) -> None:
-
     p = sub.add_parser("stimuli", help="write a constructed stimulus suite as JSONL",
                        description="Write a seeded stimulus suite (texts with target character spans) to a "
                                    "JSONL file, to inspect or reuse.")
@@ -139,7 +137,6 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_ablate(a: argparse.Namespace) -> int:
-
     out = _out(a, "ablate")
     r = call(a, out=out)
     print(format_report(r))
@@ -155,7 +152,6 @@ def _add_importance(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_importance(a: argparse.Namespace) -> int:
-
     out = _out(a, "importance")
     r = call(a, out=out)
     print(format_importance(r))

@@ -177,7 +177,6 @@ def monitor_report(run: Path, out: Path) -> list[str]:
 def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     """Phases, markdown and plots for a tracked run; returns the phases record."""
 
-
     total = load_config(run / "config.toml").optim.steps
     ph = all_phases(t)
     sig_steps, sig = read_signals(run)
@@ -219,7 +218,6 @@ def emergence_table(arms: dict[str, list[Path]],
 
 
 def read_phases(run: Path) -> dict[str, Any]:
-
     path = Path(run) / "track" / "phases.json"
     if not path.exists():
         raise HeadlabError(f"{path} does not exist; run headlab track {run} first")

@@ -106,7 +106,6 @@ class TrackResult(Result):
 
 
 def probe_sets(run: Path, tokenizer: Any, max_length: int, n_stimuli: int, seed: int) -> dict[str, list[Sample]]:
-
     pool, _ = load_pool(run)
     stim = [s for s in make_suite("slash", n_stimuli, seed)]
     stim_samples = [s for s in to_samples(stim, tokenizer, 10**6) if len(s.input_ids) <= max_length]

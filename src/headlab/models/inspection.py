@@ -18,7 +18,6 @@ def skeleton(name_or_path: str) -> tuple[Any, int | None]:
     import torch
     from transformers import AutoConfig, AutoModel
 
-
     spec = NAMED_MODELS.get(name_or_path)
     source = str(spec.locate()) if spec is not None and spec.installed() else name_or_path
     try:

@@ -96,7 +96,6 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | 
     """
     from contextlib import nullcontext
 
-
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
     rank = check_corpus(corpus, id_field)

@@ -37,7 +37,6 @@ def calibration_curve(prof: Profile, fresh: np.ndarray, figure: Path | None, tit
 
 
 def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.2, 3.6))
     t = np.array([r["target"] for r in rows])

@@ -125,7 +125,6 @@ class _Scorer:
 
 
 def _context(seed: int, loaded: Any) -> anomalies.Context:
-
     files = documents(["pysrc"])
     picked = random.Random(seed).sample(files, min(50, len(files)))
     return anomalies.Context(vocab=[t for t in loaded._vocab_tokens if t.isalpha()],

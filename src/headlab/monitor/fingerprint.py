@@ -44,7 +44,6 @@ def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batc
     samples and ``resume`` continues it (the caller removes ``work`` once its result is written)."""
     from contextlib import ExitStack
 
-
     with ExitStack() as stack:
         folder = work if work is not None else Path(stack.enter_context(
             tempfile.TemporaryDirectory(prefix="headlab-monitor-")))

@@ -94,7 +94,6 @@ def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
 
 
 def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path) -> None:
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.2))
     bins = np.linspace(0, max(np.max(scores), max(ref_scores or [1.0]), prof.threshold) * 1.05, 40)

@@ -47,7 +47,6 @@ class ModelConfig:
     init: str = "default"  # initialization scheme, one of headlab.nn.init.INITS
 
     def __post_init__(self) -> None:
-
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, not {self.init!r}")
         if self.kind not in ("decoder", "encoder"):

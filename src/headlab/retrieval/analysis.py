@@ -127,7 +127,6 @@ def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, A
 def _ablated_accuracy(
     model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
 ) -> float:
-
     with ablated(model, model.cfg.n_layers, model.cfg.n_heads, heads):
         return accuracy(model, task, exs)
 
@@ -264,7 +263,6 @@ def training_context(run: Path, step: int) -> dict[str, Any]:
 
 
 def write_analysis(r: AnalyzeResult, out: Path) -> None:
-
     r.write(out)
     write_text_atomic(out / "analyze.md", analysis_markdown(r))
     save_figure(circuit_figure(r), out / "circuit.png")

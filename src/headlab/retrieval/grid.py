@@ -178,7 +178,6 @@ def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
 def _train_group(g: dict[str, Any]) -> str:
     import shutil
 
-
     out = Path(g["out"])
     members = []
     for c, s in g["members"]:

@@ -98,7 +98,6 @@ def _lift_of(profile: np.ndarray, control: np.ndarray, layer: int, head: int, la
 
 
 def _ablated_hops(model: Transformer, heads: dict[int, list[int]], exs: list[dict[str, Any]]) -> dict[str, float]:
-
     with ablated(model, model.cfg.n_layers, model.cfg.n_heads, heads):
         return hop_accuracy(model, exs)
 

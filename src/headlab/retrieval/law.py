@@ -145,7 +145,6 @@ class DepthLawResult(Result):
         return fig
 
     def write_companions(self, folder: Path) -> None:
-
         write_text_atomic(folder / "depth_law.md", self.markdown())
         save_figure(self.figure(), folder / "depth_law.png")
 

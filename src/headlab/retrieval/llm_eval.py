@@ -191,7 +191,6 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
 
 def _continuation_cell(loaded: LoadedModel, exs: list[dict[str, Any]], demo: str, form: str, batch_size: int,
                        max_new: int) -> dict[str, Any]:
-
     prompts = [demo + e["prompt"] + ("" if form.endswith("-mc") else " Answer:") for e in exs]
     with _fused_attention(loaded.model):
         texts = continuations(loaded, prompts, batch_size, max_new)

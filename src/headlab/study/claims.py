@@ -295,7 +295,6 @@ def folder_names(models: Sequence[str | LoadedModel]) -> list[str]:
 
 
 def _evaluation(monitor_dir: str | Path, model: str | LoadedModel) -> dict[str, Any]:
-
     path = Path(monitor_dir) / folder_name(model) / "evaluate.json"
     if not path.exists():
         raise HeadlabError(f"--monitor-evaluations: {path} does not exist; write it with headlab monitor evaluate "

@@ -44,7 +44,6 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samples: int, seed: int,
                target_filter: str, dtype: str = "float32") -> Any:
-
     f = folder / ScanResult.KIND
     if not f.exists():
         return None
@@ -56,7 +55,6 @@ def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samp
 
 
 def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float, dtype: str = "float32") -> Any:
-
     f = folder / CharacterizeResult.KIND
     if not f.exists():
         return None
@@ -66,7 +64,6 @@ def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: f
 
 
 def saved_ablation(folder: Path, model: str, heads: Sequence[str], draws: int, samples: int) -> Any:
-
     f = folder / AblateResult.KIND
     if not f.exists():
         return None

@@ -171,7 +171,6 @@ def _check(cfg: TrainConfig, where: str) -> None:
 
 
 def _check_induce(i: InduceConfig, where: str, cfg_layers: int, cfg_heads: int) -> None:
-
     for h in i.heads:
         try:
             Head.parse(h).check(cfg_layers, cfg_heads)

@@ -46,7 +46,6 @@ class BatchSource(Protocol):
 
 class Callback(Protocol):
     """Called on the main process after each optimizer step (``step`` counts steps done, from 1)."""
-
     def on_step(self, trainer: "Trainer", step: int, loss: float) -> None: ...
 
 

@@ -121,7 +121,6 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-
     scan_json = ScanResult.read(folder).to_json()  # its maps in the dtype its scores were measured in
     return from_model(scan_json["model"], texts, scan_json, device, progress, scale,
                       scan_json["settings"].get("dtype", "float32"))
@@ -220,13 +219,11 @@ def _monitor_series(data: ViewData, run: Path) -> None:
 
 
 def _shown_scores(loaded: Any, samples: list[ViewSample]) -> dict[str, np.ndarray]:
-
     natural = [Sample(i, "view", 0, tuple(s.ids)) for i, s in enumerate(samples)]
     return score_probes(loaded, {"natural": natural}, SHOWN_METRICS)
 
 
 def _label_scores(model: Any, task: Any, probes: list[dict[str, Any]], kinds: list[str]) -> dict[str, np.ndarray]:
-
     prof = head_profile(model, task, probes)
     masked = prof.copy()
     masked[..., KEYS.index("bos")] = 0  # a sink is not a retrieval role (as in labels_of)

@@ -82,7 +82,6 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
 
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
-
     settings = ABLATE.replace(draws=draws, samples=32, window=cfg.data.window, corpus=cfg.data.corpus, seed=seed)
     r = ablate_experiment(loaded, [head], settings, progress=progress)
     c = r.control  # on the loss after `/`: the head's effect minus the matched random heads' mean effect

@@ -37,7 +37,6 @@ from headlab.training.data import build_pool, fingerprint, pool_matches, save_po
 
 def run_arm(base: dict[str, Any], arm: str, seed: int, levers: InduceSettings, out: Path, draws: int,
             progress: bool) -> dict[str, Any]:
-
     run = out / "runs" / f"{arm}-s{seed}"
     done = run / "measure.json"
     cfg = from_dict(arm_config(base, arm, levers, seed), f"arm {arm}")
@@ -55,7 +54,6 @@ def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
     after hours of training): built once per data settings and seed, copied (digest-checked) to the runs that
     share them, left alone where a run already holds its own."""
     import shutil
-
 
     built: dict[str, Path] = {}
     for run, cfg in configs.items():
@@ -149,7 +147,6 @@ class InduceResult(Result):
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> None:
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for arm in dict.fromkeys(r["arm"] for r in records):
@@ -169,7 +166,6 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
            progress: bool = True) -> InduceResult:
     import tomllib
-
 
     out, levers, arms, seeds, draws = Path(out), settings, settings.arms, settings.seeds, settings.draws
     base = tomllib.loads(config_path(config).read_text(encoding="utf-8"))
