@@ -105,11 +105,19 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	@echo "site: site/index.html"
 
-test: $(STAMP) $(TEST_MODELS) browser corpora
+# The wheels bench/gpu_check.sh carries to the accelerator machine, which has no network (fetched from PyPI here,
+# as the venv is); its dry run installs them from this folder with --no-index.
+GPU_WHEELS := .whl-gpu/.stamp
+$(GPU_WHEELS): $(STAMP) bench/gpu_wheels.sh
+	bash bench/gpu_wheels.sh > /dev/null
+	touch $(GPU_WHEELS)
+
+test: $(STAMP) $(TEST_MODELS) $(GPU_WHEELS) browser corpora
 	$(VENV)/bin/ruff check src tests bench docsite
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	bash bench/gpu_check.sh --dry-run > /dev/null || { cat runs/gpu-check-dry/report.md; exit 1; }
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 bench: $(STAMP)
