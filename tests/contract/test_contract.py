@@ -155,6 +155,12 @@ ROWS += [
     Row("view --out is a folder", "view minilm-l6 --out {tmp}".split(), 2, "is a folder"),
     Row("unknown model name", "scan no-such-model-xyz --out {tmp}/o".split(), 2, "unknown model", absent=["o"]),
     Row("model path that does not exist", "scan ./no/such/dir --out {tmp}/o".split(), 2, "does not exist"),
+    # with the hub reachable in principle (offline mode off), a name that can only be a local path is refused at
+    # once instead of asked of the hub five times: under a folder that exists here, or a model file's name
+    Row("mistyped path under an existing folder", "scan tests/no-such-model --out {tmp}/o".split(), 2,
+        "does not exist", env={"HF_HUB_OFFLINE": "0"}, absent=["o"]),
+    Row("missing .gguf file", "scan no-such-model.gguf --out {tmp}/o".split(), 2, "does not exist",
+        env={"HF_HUB_OFFLINE": "0"}, absent=["o"]),
     Row("folder without config.json", "scan {tmp} --out {tmp}/o".split(), 2, "config.json"),
     Row("unknown detector", "scan minilm-l6 --detectors slashiness".split(), 2, "--detectors"),
     Row("unknown corpus source", "scan minilm-l6 --corpus no-such-source --out {tmp}/o".split(), 2,

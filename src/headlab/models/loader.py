@@ -161,7 +161,7 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
     if p.is_dir() and not (p / "config.json").exists():
         raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json) nor a headlab "
                            "training run (no config.toml)")
-    if not p.exists() and (name.startswith((".", "/", "~")) or name.count("/") > 1):
+    if not p.exists() and _looks_local(name):
         raise HeadlabError(f"model path {name} does not exist")
     if not p.exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
         from huggingface_hub import try_to_load_from_cache
@@ -169,6 +169,19 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
         if not isinstance(try_to_load_from_cache(name, "config.json"), str):
             raise HeadlabError(f"unknown model '{name}': not a named model (see `headlab models list`), not a "
                                "directory, and not in the local Hugging Face cache (HF_HUB_OFFLINE=1)")
+
+
+#: file suffixes a hub id never ends with: a name with one is a local file
+LOCAL_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".json")
+
+
+def _looks_local(name: str) -> bool:
+    """A name that can only be a local path (a hub id is ``org/name``): it starts with ``.``, ``/`` or ``~``,
+    ends with ``/``, has more than one ``/``, names a model file, or starts with a folder that exists here
+    (``runs/mdl`` when ``runs/`` does): refused at once when missing, instead of asking the hub for it."""
+    first = name.split("/", 1)[0]
+    return (name.startswith((".", "/", "~")) or name.endswith("/") or name.count("/") > 1
+            or name.lower().endswith(LOCAL_SUFFIXES) or ("/" in name and Path(first).is_dir()))
 
 
 def _resolve_path(name: str) -> str | Path:
@@ -182,7 +195,7 @@ def _resolve_path(name: str) -> str | Path:
         return p
     if p.exists():
         raise HeadlabError(f"{p} is neither a model directory nor a .gguf file")
-    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+    if _looks_local(name):
         raise HeadlabError(f"model path {name} does not exist")
     return name  # a hub id
 
