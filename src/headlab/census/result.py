@@ -149,8 +149,10 @@ class ScanResult(Result):
         """``heads.csv``: one row per head, every detector's mean and the SDH mark."""
         heads = self.heads()
         keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
-        write_csv_atomic(folder / "heads.csv", ["layer", "head", *keys, "sdh"],
-                         ([h["layer"], h["head"], *[h["scores"][k] for k in keys], int(h["sdh"])] for h in heads))
+        sdh = ["sdh"] if "token" in self.means else []  # the slash-dominance rule reads the token detector
+        write_csv_atomic(folder / "heads.csv", ["layer", "head", *keys, *sdh],
+                         ([h["layer"], h["head"], *[h["scores"][k] for k in keys], *[int(h["sdh"])] * len(sdh)]
+                          for h in heads))
 
     def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
         """The ``n`` best heads of one detector: ``(L.H, score, offset Δ or None)``."""
@@ -204,8 +206,9 @@ class ScanResult(Result):
 
     def _summary(self, n: int) -> tuple[str, str | None, list[tuple[str, list[str]]], str | None]:
         """The parts of every summary: header, route, each detector's ``n`` top heads, the SDH rule's count."""
-        header = (f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples "
-                  f"({self.n_samples_with_target} with target), {self.n_tokens} tokens"
+        target = f" ({self.n_samples_with_target} with target)" if "token" in self.means else ""
+        header = (f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples{target}, "
+                  f"{self.n_tokens} tokens"
                   + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
                      if self.interrupted else ""))
         route = (f"route: {self.settings['route']}{_picked(self.settings.get('route_by_shape'))} "

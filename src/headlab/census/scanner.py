@@ -31,7 +31,7 @@ __all__ = ["ScanResult", "ScanSettings", "scan"]
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
          settings: ScanSettings = DEFAULTS, progress: bool = True, device: str = "cpu",
          checkpoint_dir: str | Path | None = None, resume: bool = False, per_sample: str | Path | None = None,
-         **options: Any) -> ScanResult:
+         rule_notes: bool = True, **options: Any) -> ScanResult:
     """Score every attention head of ``model`` over a corpus, streaming.
 
     Args:
@@ -40,6 +40,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         settings: what to measure and how (:class:`~headlab.census.settings.ScanSettings`); ``options`` are
             fields of it that replace those of ``settings`` (``scan(lm, max_samples=64)``).
         device: where a model given by name is loaded (``cpu``, ``cuda``, ``auto``).
+        rule_notes: say when too few samples hold the target for the slash-dominance rule (False for a caller
+            that reads the token detector's scores but not the rule: the head monitor).
         checkpoint_dir, resume: write the merged statistics every ``settings.checkpoint_every`` samples into
             ``checkpoint_dir`` (default: every 2048 samples for scans of more than 4096, else never; 0: never),
             and with ``resume`` continue from the checkpoint there (:mod:`headlab.census.stream`).
@@ -80,7 +82,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         picked = plan.route.report() if isinstance(plan.route, RoutePicker) else None
         record = {**plan.record, "world_size": w.size, "checkpoint_every": every, "route_by_shape": picked,
                   "per_sample": str(Path(per_sample).resolve()) if per_sample is not None else None}
-        result = _result(loaded, s, census, record, plan.has_token, interrupted)
+        result = _result(loaded, s, census, record, plan.has_token and rule_notes, interrupted)
     result.warnings = list(said)
     return result
 

@@ -58,8 +58,10 @@ def _cmd_fit(a: argparse.Namespace) -> int:
 
 def _cmd_check(a: argparse.Namespace) -> int:
     res, _ = call(a, rows=False)  # the rows are in --out's monitor.jsonl; holding them would grow with the records
-    print(f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; reference rate "
-          f"{100 * res.fpr:.0f}%)")
+    print(f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; "
+          f"{res.reference_rate()})")
+    for r in res.most_flagged:
+        print(f"  flagged: {r['doc']}  score {r['score']:.1f}")
     for t in res.top_features:
         print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
     print(f"wrote {a.out}/monitor.md, monitor.jsonl, monitor.parquet, check.json and scores.png")

@@ -53,7 +53,7 @@ def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batc
         rows = folder / "rows.parquet"
         r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
                  batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows,
-                 id_field=id_field, dtype=dtype, **kept)
+                 id_field=id_field, dtype=dtype, rule_notes=False, **kept)
         # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
         r.stop_if_interrupted("the monitor" if work is None else f"the monitor (finish it with --resume; {work} "
                               "holds its checkpoint)")

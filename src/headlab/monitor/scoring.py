@@ -75,7 +75,8 @@ def score_check(prof: Profile, path: Path, rank: dict[str, int], corpus: list[st
     top = [{"feature": prof.features[j], "mean_z": float(mean_z[j])} for j in np.argsort(-np.abs(mean_z))[:5]]
     res = CheckResult(model=prof.model, corpus=corpus, n_documents=n, n_flagged=flagged,
                       flag_rate=flagged / max(1, n), threshold=prof.threshold, fpr=prof.fpr, top_features=top,
-                      notices=list(said or []))
+                      notices=list(said or []), reference_flag_rate=prof.calibration_flag_rate,
+                      most_flagged=[{"doc": r["doc"], "score": r["score"]} for r in worst if r["flag"]])
     if out is not None:
         write_summary(out, res, worst, prof, verdicts.score[scored])
     return res, kept, verdicts

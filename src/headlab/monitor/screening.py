@@ -48,10 +48,21 @@ class CheckResult(Result):
     fpr: float
     top_features: list[dict[str, Any]]
     notices: list[str] = field(default_factory=list)  # what the check skipped or repaired, as said on stderr
+    # measured when the profile was fitted: the share of its held-out reference documents the threshold flags
+    # (absent from checks written before it was recorded)
+    reference_flag_rate: float | None = None
+    most_flagged: list[dict[str, Any]] = field(default_factory=list)  # the highest-scoring flagged documents
+
+    def reference_rate(self) -> str:
+        """The false-alarm rate said one way everywhere: measured on the held-out reference, beside the target."""
+        if self.reference_flag_rate is None:
+            return f"the profile's threshold {self.threshold:.2f} targets {100 * self.fpr:.0f}% of reference documents"
+        return (f"the profile's threshold {self.threshold:.2f} flags {100 * self.reference_flag_rate:.1f}% of "
+                f"held-out reference documents (target {100 * self.fpr:.0f}%)")
 
     def markdown(self) -> str:
         lines = [f"**{self.n_flagged} of {self.n_documents}** documents of {', '.join(self.corpus)} flagged "
-                 f"({100 * self.flag_rate:.1f}%; the profile flags {100 * self.fpr:.0f}% of its reference)", "",
+                 f"({100 * self.flag_rate:.1f}%; {self.reference_rate()})", "",
                  "| feature | mean robust z over the flagged documents |", "|---|---|"]
         lines += [f"| {t['feature']} | {t['mean_z']:+.1f} |" for t in self.top_features]
         return "\n".join(lines + notice_lines(self.notices)) + "\n"
@@ -81,8 +92,8 @@ def notice_lines(notices: list[str]) -> list[str]:
 def markdown(res: CheckResult, worst: list[dict], figure: str) -> str:
     """``monitor.md``; ``worst``: the rows of the highest scores, highest first."""
     lines = [f"# Head monitor: {res.model} on {', '.join(res.corpus)}", "",
-             f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; the profile's "
-             f"threshold {res.threshold:.2f} flags {100 * res.fpr:.0f}% of reference documents).", "",
+             f"{res.n_flagged} of {res.n_documents} documents flagged ({100 * res.flag_rate:.1f}%; "
+             f"{res.reference_rate()}).", "",
              f"![scores]({figure})", "", "Features that deviate most across the flagged documents (mean signed z):",
              ""]
     lines += [f"- `{t['feature']}` {t['mean_z']:+.1f}: {explain(t['feature'], t['mean_z'])}" for t in res.top_features]

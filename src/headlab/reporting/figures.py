@@ -23,6 +23,8 @@ def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: 
     """One ``(L, H)`` heatmap per score, SDHs boxed in orange. A share (every value in [0, 1]) is drawn on a fixed
     0-1 scale, so a panel whose largest score is 0.01 does not look as vivid as one that reaches 1; other scores
     span their range. Every panel has its colour bar."""
+    from matplotlib.ticker import MaxNLocator  # matplotlib loads when a figure is drawn, not with headlab
+
     plt = pyplot()
     n = len(arrays)
     L, H = next(iter(arrays.values())).shape
@@ -33,6 +35,8 @@ def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: 
             for l, h in zip(*np.nonzero(sdh)):
                 ax.add_patch(plt.Rectangle((h - 0.5, l - 0.5), 1, 1, fill=False, ec="#e65100", lw=1.5))
         ax.set(title=name, xlabel="head", ylabel="layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # heads and layers are whole numbers: no 2.5
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         fig.colorbar(im, ax=ax, fraction=0.05, label=(units or {}).get(name, "score (0-1)"))
     fig.suptitle(title + (" (orange: slash-dominance heads)" if sdh is not None and sdh.any() else ""))
     fig.tight_layout()

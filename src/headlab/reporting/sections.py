@@ -73,7 +73,8 @@ def _f(v: Any, nd: int = 3) -> str:
 def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = ScanResult.read(folder).to_json()
     L, H = d["n_layers"], d["n_heads"]
-    keys = [k for k in ("token", "offset", "previous-token", "induction", "sink") if k in d["heads"][0]["scores"]]
+    keys = [k for k in ("token", "offset", "previous-token", "duplicate-token", "induction", "sink")
+            if k in d["heads"][0]["scores"]]
     arrays = {k: np.full((L, H), np.nan) for k in keys}
     sdh = np.zeros((L, H), bool)
     for h in d["heads"]:
@@ -82,6 +83,7 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
             v = h["scores"].get(k)
             arrays[k][h["layer"], h["head"]] = np.nan if v is None else v
     names = {"token": "'/' mass (token)", "offset": "SlashScore(Δ) best Δ", "previous-token": "previous-token",
+             "duplicate-token": "duplicate-token",
              "induction": "induction", "sink": "sink (first token)"}
     fig = figures.head_heatmaps({names[k]: arrays[k] for k in keys}, sdh, f"{d['model']}: head scores, "
                                 f"{d['n_samples']} corpus samples", figdir / f"{tag}-scan_heatmaps.png",
@@ -90,12 +92,16 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     share = d.get("sdh_share")
     partial = (f"**Interrupted** (by {d['interrupted_by'] or 'a signal'}): these statistics cover the "
                f"{d['n_samples']} samples that finished, not the scan asked for.\n\n" if d["interrupted"] else "")
-    lines = [f"{partial}Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples "
-             f"({d['n_samples_with_target']} with `{rule['target']}`), {d['n_tokens']} tokens.",
-             "", f"Slash-dominance rule: share on `{rule['target']}` > {rule['threshold']} in {rule['consecutive']} "
-             f"consecutive corpus samples → **{count(d['n_sdh'], 'SDH')} on the corpus** ("
-             + ("undefined: no sample with the target" if share is None else f"{100 * share:.1f}% of heads") + ").",
-             "", _img(fig, figdir, "head score heatmaps"), "", "| score | top heads (score) |", "|---|---|"]
+    slash = "token" in keys  # the slash-dominance rule reads the token detector; a scan without it has no SDHs
+    target = f" ({d['n_samples_with_target']} with `{rule['target']}`)" if slash else ""
+    lines = [f"{partial}Model **{d['model']}**, {L} layers × {H} heads; {d['n_samples']} samples{target}, "
+             f"{d['n_tokens']} tokens.", ""]
+    if slash:
+        lines += [f"Slash-dominance rule: share on `{rule['target']}` > {rule['threshold']} in "
+                  f"{rule['consecutive']} consecutive corpus samples → **{count(d['n_sdh'], 'SDH')} on the corpus** ("
+                  + ("undefined: no sample with the target" if share is None else f"{100 * share:.1f}% of heads")
+                  + ").", ""]
+    lines += [_img(fig, figdir, "head score heatmaps"), "", "| score | top heads (score) |", "|---|---|"]
     for k in keys:
         top = sorted(((arrays[k][l, h], head_name(l, h)) for l in range(L) for h in range(H)
                       if np.isfinite(arrays[k][l, h])), reverse=True)[:5]
