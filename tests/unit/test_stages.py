@@ -113,3 +113,5 @@ def test_formation_claims_read_tracked_run_folders_and_judge_each_claim(tmp_path
     r.write(tmp_path / "claims")
     assert FormationClaimsResult.read(tmp_path / "claims").rows == json.loads(json.dumps(r.rows))
     assert "| initialization | `formation.init` | not measured |" in r.markdown()
+    assert (tmp_path / "claims" / "formation_claims.md").read_text() == r.markdown()
+    assert "| first | early model | early score alone | layer index | random |" in r.markdown()

@@ -13,6 +13,7 @@ from headlab.formation.predict import RunData, prediction_statistics
 from headlab.formation.stages import gradient_stage_statistics, stage_statistics
 from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.tracking import TrackResult, read_signals
+from headlab.io import write_text_atomic
 from headlab.result import Result, found_in
 from headlab.rulebook import judge, label
 from headlab.training.config import load_config
@@ -37,6 +38,7 @@ class FormationClaimsResult(Result):
     """``formation_claims.json``: one row per formation claim, its rule, statistics and verdict."""
 
     KIND = "formation_claims.json"
+    COMPANIONS = ("formation_claims.md",)
     runs: list[str]
     metric: str
     rows: list[dict[str, Any]]
@@ -56,6 +58,9 @@ class FormationClaimsResult(Result):
             lines += [f"| {float(f):.0%} | " + " | ".join(fmt(a.get(n)) for n in names) + " |"
                       for f, a in aurocs.items()]
         return "\n".join(lines) + "\n"
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "formation_claims.md", self.markdown())
 
 
 def formation_claims(runs: Sequence[str | Path], metric: str = "slash_mass",
