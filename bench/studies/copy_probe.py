@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from headlab.corpus import Sample
+from headlab.corpus import Sample, repeat_probe
 from headlab.detectors import make
-from headlab.probes.scoring import mean_scores, repeat_probe
+from headlab.probes.scoring import mean_scores
 from headlab.training.data import load_pool
 from headlab.training.run_model import load_checkpoint_model
 

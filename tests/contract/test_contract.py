@@ -159,6 +159,10 @@ ROWS += [
     # once instead of asked of the hub five times: under a folder that exists here, or a model file's name
     Row("mistyped path under an existing folder", "scan tests/no-such-model --out {tmp}/o".split(), 2,
         "does not exist", env={"HF_HUB_OFFLINE": "0"}, absent=["o"]),
+    Row("stimuli beside a corpus", "scan minilm-l6 --stimuli repeat --corpus wiki --out {tmp}/o".split(), 2,
+        "replaces the corpus", model="minilm-l6", absent=["o"]),
+    Row("stimuli without a count", "scan minilm-l6 --stimuli repeat --max-samples 0 --out {tmp}/o".split(), 2,
+        "--max-samples", absent=["o"]),
     Row("missing .gguf file", "scan no-such-model.gguf --out {tmp}/o".split(), 2, "does not exist",
         env={"HF_HUB_OFFLINE": "0"}, absent=["o"]),
     Row("folder without config.json", "scan {tmp} --out {tmp}/o".split(), 2, "config.json"),

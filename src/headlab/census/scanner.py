@@ -15,7 +15,7 @@ from headlab.census.per_sample import PerSampleWriter
 from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.census.stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
-from headlab.corpus import DEFAULT_CORPUS, Document, Sampler, documents
+from headlab.corpus import DEFAULT_CORPUS, Document, Sampler, documents, repeat_probe
 from headlab.detectors import Detector, bind_to, make
 from headlab.distributed import world
 from headlab.errors import HeadlabError
@@ -65,7 +65,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         if bar is not None and census.position:
             bar.update(census.position)
         try:
-            samples = plan.sampler.samples(plan.documents, s.max_samples)
+            samples = (repeat_probe(loaded.tokenizer, s.max_samples or 0, plan.record["window"], s.seed)
+                       if s.stimuli == "repeat" else plan.sampler.samples(plan.documents, s.max_samples))
             interrupted = run(loaded, plan.detectors, samples, census, w, settings=s, route=plan.route, bar=bar,
                               every=every, folder=folder, print_=plan.fingerprint, writer=writer,
                               rows=per_sample is not None)
@@ -109,7 +110,9 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     token = next((d for d in dets if d.name == "token"), None)
     if s.target_filter != "any" and token is None:
         raise HeadlabError("--filter needs the token detector (it defines the target)")
-    docs = _documents(texts, corpus, s.id_field)
+    if s.stimuli is not None and (texts is not None or corpus):
+        raise HeadlabError(f"--stimuli {s.stimuli} replaces the corpus: give --stimuli or --corpus (texts=), not both")
+    docs = [] if s.stimuli is not None else _documents(texts, corpus, s.id_field)
     targets = token.target_ids if token is not None else ()  # type: ignore[attr-defined]
     window = min(s.max_length, loaded.facts.max_length)
     if window < s.max_length:
@@ -117,7 +120,8 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
             f"windows are {window} tokens")
     sampler = Sampler(loaded.tokenizer, window, s.stride, s.seed, targets, s.target_filter)  # type: ignore[arg-type]
     record = {
-        "corpus": list(corpus or DEFAULT_CORPUS) if texts is None else f"{len(texts)} texts (Python API)",
+        "corpus": (f"stimuli: {s.stimuli}" if s.stimuli is not None else list(corpus or DEFAULT_CORPUS)
+                   if texts is None else f"{len(texts)} texts (Python API)"),
         "detectors": {d.name: d.settings() for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
         "batch_size": s.batch_size, "window": window, "stride": sampler.stride,
         "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter,

@@ -21,6 +21,8 @@ from headlab.settings import Settings, setting
 from headlab.values import items
 
 FILTERS = ("any", "with-target", "without-target")
+#: constructed stimuli a scan can read instead of a corpus
+STIMULI = ("repeat",)
 QUERIES = ("can-see", "all")
 #: scans of more samples than this checkpoint every :data:`CHECKPOINT_EVERY` samples unless told otherwise
 CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048
@@ -63,6 +65,9 @@ class ScanSettings(Settings):
     id_field: str | None = setting(ID_FIELD, "the JSONL field that names a record (each record is a document); '' "
                                    "names records by line", metavar="FIELD")
     dtype: str = dtype_setting()
+    stimuli: str | None = setting(None, "score constructed stimuli instead of a corpus: repeat (random tokens "
+                                  "repeated twice, TransformerLens's induction probe), --max-samples of them, "
+                                  "--max-length tokens each", choices=(None, *STIMULI))
 
     def __post_init__(self) -> None:
         if self.max_samples == 0:  # the CLI's "0: the whole corpus"
@@ -77,6 +82,8 @@ class ScanSettings(Settings):
         out = [] if self.detectors else ["no detector selected (--detectors)"]
         if not isinstance(self.target, str) or not self.target:
             out.append(f"--target {self.target!r}: give a non-empty string")
+        if self.stimuli is not None and self.max_samples is None:
+            out.append(f"--stimuli {self.stimuli}: give --max-samples N (how many stimuli; 0 means a whole corpus)")
         if self.id_field is not None and not isinstance(self.id_field, str):
             out.append(f"--id-field {self.id_field!r}: give a field name ('' or None: name records by line)")
         return out

@@ -119,8 +119,9 @@ def settings_options(p: argparse.ArgumentParser, cls: Any, skip: Sequence[str] =
                 raise ValueError(f"{cls.__name__}.{f.name}: a flag that is on by default needs a --no- option")
             p.add_argument(flag, action="store_true", **kw)
         else:
+            choices = meta.get("choices")  # None in a field's choices is "not set": the option left out
             p.add_argument(flag, type=_parse(meta.get("rule") or RULES.get(f.name), f.type),
-                           choices=meta.get("choices"), **kw)
+                           choices=None if choices is None else [c for c in choices if c is not None], **kw)
 
 
 #: parameters whose command-line default differs on purpose: the CLI always writes a folder (its default name

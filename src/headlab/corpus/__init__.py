@@ -1,8 +1,8 @@
 """Corpora: named offline sources and user files → seeded token windows (samples)."""
 
 from headlab.corpus.document import Document
-from headlab.corpus.samples import Sample, Sampler, SpecialTokens, special_tokens, windows
+from headlab.corpus.samples import Sample, Sampler, SpecialTokens, repeat_probe, special_tokens, windows
 from headlab.corpus.sources import DEFAULT_CORPUS, NAMED_SOURCES, documents
 
 __all__ = ["DEFAULT_CORPUS", "Document", "NAMED_SOURCES", "Sample", "Sampler", "SpecialTokens", "documents",
-           "special_tokens", "windows"]
+           "repeat_probe", "special_tokens", "windows"]

@@ -19,6 +19,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
+import numpy as np
+
 from headlab.corpus.document import Document
 from headlab.errors import HeadlabError
 
@@ -196,3 +198,13 @@ class Sampler:
             if max_samples is not None and produced >= max_samples:
                 return
             yield emit(item)
+
+
+def repeat_probe(tokenizer: Any, n: int, length: int, seed: int = 0) -> list[Sample]:
+    """``n`` samples: [bos] + r + r for a random token sequence r of ``(length - 1) // 2`` (non-special) tokens."""
+    rng = np.random.default_rng(seed)
+    special = set(tokenizer.all_special_ids)
+    pool = np.array([i for i in range(len(tokenizer)) if i not in special])
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    half = (length - len(bos)) // 2
+    return [Sample(i, "repeat", 0, tuple(bos + (r := rng.choice(pool, half).tolist()) + r)) for i in range(n)]

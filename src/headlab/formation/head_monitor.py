@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from headlab.corpus import repeat_probe
 from headlab.head import name as head_name
 from headlab.io import AppendLog, read_jsonl
 from headlab.nn import as_loaded
 from headlab.notices import say
-from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
+from headlab.probes.scoring import rows_to_samples, score_probes
 from headlab.training.config import MonitorConfig
 
 METRICS = ("slash_mass", "previous-token", "induction", "sink", "entropy")

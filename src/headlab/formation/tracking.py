@@ -23,14 +23,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from headlab.corpus import Sample
+from headlab.corpus import Sample, repeat_probe
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_text_atomic
 from headlab.notices import say
 from headlab.plotting import new_figure
 from headlab.probes import make_suite, to_samples
-from headlab.probes.scoring import repeat_probe, rows_to_samples, score_probes
+from headlab.probes.scoring import rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
 from headlab.settings import Settings, setting

@@ -93,13 +93,3 @@ def _reduced(metric: Metric, means: dict[str, np.ndarray], shape: tuple[int, int
 def rows_to_samples(ids: torch.Tensor, mask: torch.Tensor, tag: str) -> list[Sample]:
     """Padded probe windows ``(N, T)`` with their mask as samples (padding dropped)."""
     return [Sample(i, tag, 0, tuple(int(x) for x in ids[i][mask[i]].tolist())) for i in range(len(ids))]
-
-
-def repeat_probe(tokenizer: Any, n: int, length: int, seed: int = 0) -> list[Sample]:
-    """``n`` samples: [bos] + r + r for a random token sequence r of ``(length - 1) // 2`` (non-special) tokens."""
-    rng = np.random.default_rng(seed)
-    special = set(tokenizer.all_special_ids)
-    pool = np.array([i for i in range(len(tokenizer)) if i not in special])
-    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    half = (length - len(bos)) // 2
-    return [Sample(i, "repeat", 0, tuple(bos + (r := rng.choice(pool, half).tolist()) + r)) for i in range(n)]
