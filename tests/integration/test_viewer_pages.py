@@ -163,6 +163,15 @@ def test_viewer_in_headless_chromium(tracked_run, tmp_path):
         assert "step 1" in page.inner_text("#steplabel")
         page.hover("#cell-0-1")
         assert "head 0.1" in page.inner_text("#tip")
+        # it opens on the share with the highest score at the last checkpoint (where the signal is)
+        meta = json.loads(page.inner_text("#hl-meta"))
+        last = meta["scores"][-1]
+        shares = [m for m in meta["metrics"] if all(v is None or 0 <= v <= 1 for sc in meta["scores"]
+                                                    for row in sc.get(m, []) for v in row)]
+        tops = {m: max((v for row in last.get(m, []) for v in row if v is not None), default=-1) for m in shares}
+        assert page.input_value("#metric") == max(shares, key=lambda m: (tops[m], -shares.index(m)))
+        page.select_option("#metric", meta["metrics"][0])  # the scale checks below read the first score
+        page.dispatch_event("#metric", "change")
         # a share is drawn on a fixed 0-1 scale by default, with a colour bar; unticked it stretches to its range
         assert page.is_checked("#fixed") and page.inner_text("#cblo") == "0.000" and page.inner_text("#cbhi") == "1.000"
         assert "gradient" in page.get_attribute("#cbar", "style")

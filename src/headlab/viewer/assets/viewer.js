@@ -4,7 +4,7 @@
   'use strict';
   const meta = JSON.parse(document.getElementById('hl-meta').textContent);
   const L = meta.n_layers, H = meta.n_heads;
-  const state = { metric: meta.metrics[0] || null, ck: meta.steps.length - 1, sample: 0, layer: null, head: null,
+  const state = { metric: strongest(), ck: meta.steps.length - 1, sample: 0, layer: null, head: null,
                   query: null };
   const decoded = new Map();  // "ck-s-l-h" -> Uint8Array (T*T, row-major, quantized)
   const $ = (id) => document.getElementById(id);
@@ -26,6 +26,16 @@
       if (Number.isFinite(v) && (v < 0 || v > 1)) return false;
     }
     return true;
+  }
+  function strongest() {  // the page opens on the share with the highest score at the last checkpoint: where the
+    // signal is (a grid of 0.03 masses on a 0-1 scale looks empty), not on whichever metric comes first
+    let best = meta.metrics[0] || null, top = -Infinity;
+    const last = meta.scores[meta.steps.length - 1] || {};
+    for (const m of meta.metrics) {
+      if (!isShare(m)) continue;
+      for (const row of (last[m] || [])) for (const v of row) if (Number.isFinite(v) && v > top) { top = v; best = m; }
+    }
+    return best;
   }
   function range(metric) {  // one colour scale over all checkpoints, so the slider replay is comparable
     if (state.fixed) return [0, 1];
@@ -260,6 +270,7 @@
     $('subtitle').textContent = meta.subtitle || '';
     const ms = $('metric');
     for (const m of meta.metrics) ms.appendChild(Object.assign(document.createElement('option'), { value: m, textContent: m }));
+    ms.value = state.metric;
     const fixed = $('fixed');
     const pickScale = () => { state.fixed = isShare(state.metric); fixed.checked = state.fixed; };
     pickScale();
