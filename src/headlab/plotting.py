@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend (figures are written to files; no display is needed). Inside a
@@ -38,3 +40,11 @@ def save_figure(fig: Any, path: Path) -> None:
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     tmp.replace(path)
+
+
+def color_limits(a: np.ndarray) -> dict[str, float]:
+    """``vmin``/``vmax`` of a heatmap: 0 and 1 for a share (every finite value in [0, 1]), else its own range."""
+    finite = np.asarray(a, dtype=float)[np.isfinite(a)]
+    if finite.size == 0 or (finite.min() >= 0 and finite.max() <= 1):
+        return {"vmin": 0.0, "vmax": 1.0}
+    return {"vmin": float(finite.min()), "vmax": float(finite.max())}

@@ -28,7 +28,7 @@ from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_text_atomic
 from headlab.notices import say
-from headlab.plotting import new_figure
+from headlab.plotting import color_limits, new_figure
 from headlab.probes import make_suite, to_samples
 from headlab.probes.scoring import rows_to_samples, score_probes
 from headlab.progress import bar as progress_bar
@@ -194,11 +194,13 @@ def heatmap_figure(t: TrackResult, m: str) -> Any:
     a = t.scores[m]  # (S, L, H)
     fig = new_figure(figsize=(7, 0.3 * t.n_layers * t.n_heads + 1.5))
     ax = fig.subplots()
-    im = ax.imshow(a.reshape(len(t.steps), -1).T, aspect="auto", cmap="viridis", interpolation="nearest")
+    limits = color_limits(a)  # a share on a fixed 0-1 scale: noise in 0.07-0.09 does not look like a head
+    im = ax.imshow(a.reshape(len(t.steps), -1).T, aspect="auto", cmap="viridis", interpolation="nearest", **limits)
     ax.set_xticks(range(len(t.steps)), [str(s) for s in t.steps], rotation=90, fontsize=7)
     ax.set_yticks(range(t.n_layers * t.n_heads),
                   [head_name(l, h) for l in range(t.n_layers) for h in range(t.n_heads)], fontsize=7)
     ax.set(xlabel="checkpoint step", ylabel="head (layer.head)", title=f"{m} score per head over training")
-    fig.colorbar(im, ax=ax, label=f"{m} score")
+    scale = "fixed 0-1 scale" if limits == {"vmin": 0.0, "vmax": 1.0} else "its range"
+    fig.colorbar(im, ax=ax, label=f"{m} score ({scale})")
     fig.tight_layout()
     return fig

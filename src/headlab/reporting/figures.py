@@ -7,15 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from headlab.plotting import pyplot
-
-
-def color_limits(a: np.ndarray) -> dict[str, float]:
-    """``vmin``/``vmax`` of a heatmap: 0 and 1 for a share (every finite value in [0, 1]), else its own range."""
-    finite = np.asarray(a, dtype=float)[np.isfinite(a)]
-    if finite.size == 0 or (finite.min() >= 0 and finite.max() <= 1):
-        return {"vmin": 0.0, "vmax": 1.0}
-    return {"vmin": float(finite.min()), "vmax": float(finite.max())}
+from headlab.plotting import color_limits, pyplot
 
 
 def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: str, path: Path,
