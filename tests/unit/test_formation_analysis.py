@@ -104,3 +104,66 @@ def test_the_layer_index_and_random_baselines_stand_beside_the_model():
     aurocs = prediction_statistics(runs, "slash_mass", 0.5, fractions=(0.1,), draws=50)["aurocs"]["0.1"]
     assert set(aurocs) == {"early_model", "early_score_alone", "layer_index", "random"}
     assert aurocs["layer_index"] == 1.0
+
+
+def _naive_sse(x, y):
+    """One least-squares fit per segment (numpy's lstsq): the computation LineCost replaces."""
+    if len(x) < 2:
+        return 0.0
+    A = np.stack([x, np.ones_like(x)], 1)
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    return float(((A @ coef - y) ** 2).sum())
+
+
+def _naive_fit(x, y, min_gain):
+    n = len(x)
+    one = _naive_sse(x, y)
+    best = (one, [(0, n - 1)])
+    if n >= 4:
+        for i in range(2, n - 1):
+            e = _naive_sse(x[:i], y[:i]) + _naive_sse(x[i:], y[i:])
+            if e < best[0] and one - e >= min_gain * one:
+                best = (e, [(0, i - 1), (i, n - 1)])
+    if n >= 6:
+        two = best
+        for i in range(2, n - 3):
+            for j in range(i + 2, n - 1):
+                e = _naive_sse(x[:i], y[:i]) + _naive_sse(x[i:j], y[i:j]) + _naive_sse(x[j:], y[j:])
+                if e < best[0] and two[0] - e >= min_gain * one:
+                    best = (e, [(0, i - 1), (i, j - 1), (j, n - 1)])
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_prefix_sum_segments_find_the_same_breakpoints_as_one_fit_per_segment(seed):
+    from headlab.formation.phases import LineCost, _fit
+    from headlab.formation.stages import best_split
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 40))
+    x = np.log10(np.sort(rng.choice(np.arange(1, 10_000), n, replace=False)).astype(float))
+    y = np.cumsum(rng.normal(0, 0.1, n)) + (seed % 3) * np.clip(x - x.mean(), 0, None)
+    cost = LineCost(x, y)
+    for a, b in [(0, n), (0, 2), (1, n - 1), (n // 2, n)]:
+        assert float(cost(a, b)) == pytest.approx(_naive_sse(x[a:b], y[a:b]), rel=1e-7, abs=1e-9)
+    want_e, want = _naive_fit(x, y, 0.1)
+    got = _fit(x, y, 0.1)
+    got_e = sum(_naive_sse(x[a:b + 1], y[a:b + 1]) for a, b in got)
+    assert got == want or got_e == pytest.approx(want_e, rel=1e-9, abs=1e-12)  # the same split, or an equal one
+    for k in (1, 2, 3):
+        e, cuts = best_split(x, y, k)
+        edges = (0, *cuts, n)
+        if cuts or k == 1:
+            assert e == pytest.approx(sum(_naive_sse(x[a:b], y[a:b]) for a, b in zip(edges, edges[1:])),
+                                      rel=1e-7, abs=1e-9)
+
+
+def test_phases_of_a_long_run_signal_find_its_step():
+    """2,000 gradient-signal steps (a 100k-step run, every 50): the search over two breakpoints covers them all
+    (one fit per segment would take hours here)."""
+    from headlab.formation.phases import phases
+
+    steps = list(range(50, 100_001, 50))
+    y = np.where(np.arange(len(steps)) < 200, 0.1, 0.8) + 0.01 * np.random.default_rng(0).standard_normal(len(steps))
+    ph = phases(steps, y)
+    assert len(ph) == 2 and ph[1].start == 10_050 and ph[1].y0 > 0.7  # the jump, found among 2,000 steps

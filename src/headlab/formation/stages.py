@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.formation.phases import line_sse
+from headlab.formation.phases import LineCost
 from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.tracking import TrackResult
 
@@ -40,13 +40,13 @@ class Segments:
 def best_split(x: np.ndarray, y: np.ndarray, k: int) -> tuple[float, tuple[int, ...]]:
     """The least total squared error of ``k`` segments and the indices where segments 2..k start;
     ``(inf, ())`` when the points are too few for ``k`` segments."""
-    n = len(x)
+    n, cost = len(x), LineCost(x, y)
     best: tuple[float, tuple[int, ...]] = (math.inf, ())
     for cuts in combinations(range(MIN_POINTS, n - MIN_POINTS + 1), k - 1):
         edges = (0, *cuts, n)
         if any(b - a < MIN_POINTS for a, b in zip(edges, edges[1:])):
             continue
-        e = sum(line_sse(x[a:b], y[a:b]) for a, b in zip(edges, edges[1:]))
+        e = float(sum(cost(a, b) for a, b in zip(edges, edges[1:])))
         if e < best[0]:
             best = (e, tuple(cuts))
     return best
