@@ -1,23 +1,26 @@
 """The formation claims of the long study, judged by their declared rules on the finished runs given
-(fewer than three: inconclusive), written to the folder above them as claims/ (formation_claims.json and .md).
+(fewer than three: inconclusive), written beside them: claims/ for the document's metric (`/` mass), claims-METRIC/
+for another (--metric sink: early prediction of the heads that do specialize in these runs).
 
-    python bench/studies/formation_claims.py results/formation/long/s0 results/formation/long/s1 ...
+    python bench/studies/formation_claims.py [--metric slash_mass] results/formation/long/s0 results/formation/long/s1
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from headlab.formation.claims import formation_claims
 
 
-def main(runs: list[str]) -> int:
-    if not runs:
-        print("usage: formation_claims.py RUN [RUN ...] (tracked run folders)", file=sys.stderr)
-        return 2
-    result = formation_claims(runs)
-    result.write(Path(runs[0]).parent / "claims")
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", help="tracked run folders (seeds of one config)")
+    ap.add_argument("--metric", default="slash_mass", help="the score whose specialized heads are predicted")
+    a = ap.parse_args(argv)
+    result = formation_claims(a.runs, metric=a.metric)
+    result.write(Path(a.runs[0]).parent / ("claims" if a.metric == "slash_mass" else f"claims-{a.metric}"))
     print(result.markdown())
     return 0
 

@@ -47,6 +47,17 @@ class FormationClaimsResult(Result):
         lines = [f"Formation claims on {len(self.runs)} run(s); prediction of `{self.metric}`", "",
                  "| claim | rule | verdict | evidence |", "|---|---|---|---|"]
         lines += [f"| {r['claim']} | `{r['rule']}` | {label(r)} | {r.get('power', '')} |" for r in self.rows]
+        stages = [r for r in self.rows if r["rule"] == "formation.stages" and r.get("stats")]
+        if stages:
+            lines += ["", "Three stages, by BIC against log step (1, 2 or 3 segments per head); the median boundaries "
+                      "beside the document's 10,000 and 100,000 steps:", "",
+                      "| trajectories | specialized heads | best fit 1 / 2 / 3 segments | median boundaries (steps) |",
+                      "|---|---|---|---|"]
+            for r in stages:
+                st, k = r["stats"], {str(a): b for a, b in r["stats"]["by_k"].items()}  # JSON keys are strings
+                bounds = ", ".join(f"{b:,.0f}" for b in st.get("boundaries") or []) or "-"
+                lines.append(f"| {r['claim'].split('(')[-1].rstrip(')')} | {st['heads']} | {k.get('1', 0)} / "
+                             f"{k.get('2', 0)} / {k.get('3', 0)} | {bounds} |")
         aurocs = next((r["stats"].get("aurocs") for r in self.rows if r["rule"] == "formation.prediction"
                        and r.get("stats")), None)
         if aurocs:
