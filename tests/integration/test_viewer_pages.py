@@ -269,3 +269,18 @@ def test_a_page_built_from_hostile_names_renders_and_runs_nothing(tmp_path):
         assert page.locator("#grid [id^=cell-]").count() == 72
         assert page.evaluate("() => window.pwned === undefined")
     assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []
+
+
+def test_every_folder_kind_is_recognized_by_the_registry_and_a_claims_study_opens(tmp_path):
+    """The folder kinds come from FOLDER_SOURCES (registered result and run kinds), not from a chain of file
+    checks; a claims study (results/study/claims) opens on its first model's scan."""
+    need("minilm-l6")
+    from headlab.viewer.sources import FOLDER_SOURCES
+
+    root = Path(__file__).resolve().parents[2] / "results" / "study" / "claims"
+    assert [s.kind for s in FOLDER_SOURCES] == ["retrieval", "training", "scan", "claims"]
+    assert kind_of(root) == "claims" and kind_of(root / "minilm-l6") == "scan"
+    data = build(root, progress=False)
+    assert "minilm-l6" in data.title and data.n_layers == 6
+    with pytest.raises(HeadlabError, match="no claims study"):
+        kind_of(tmp_path)

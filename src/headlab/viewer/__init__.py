@@ -1,7 +1,8 @@
 """``headlab view``: one self-contained, offline HTML page to explore a model's or a run's attention heads.
 
-:func:`view` builds the page's data from a model name or path, a scan folder (``scan.json``), a training run
-(checkpoints; ``headlab track`` output when present) or a retrieval run (``task.json``), and writes the file.
+:func:`view` builds the page's data from a model name or path, a scan folder (``scan.json``), a claims study
+(its first model's scan), a training run (checkpoints; ``headlab track`` output when present) or a retrieval run
+(``task.json``), and writes the file.
 See :mod:`headlab.viewer.page` for the file format.
 """
 
@@ -15,7 +16,7 @@ from headlab.models.loaded import LoadedModel
 from headlab.viewer.codec import SCALES, dequantize, quantize
 from headlab.viewer.data import ViewData, ViewSample
 from headlab.viewer.page import render, write_html
-from headlab.viewer.sources import from_model, from_retrieval, from_scan, from_training, kind_of
+from headlab.viewer.sources import claims_scan, from_model, from_retrieval, from_scan, from_training, kind_of
 
 
 def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
@@ -36,6 +37,8 @@ def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] |
         return from_training(Path(source), texts, progress, scale)
     if kind == "scan":
         return from_scan(Path(source), texts, device, progress, scale)
+    if kind == "claims":
+        return from_scan(claims_scan(Path(source)), texts, device, progress, scale)
     return from_model(str(source), texts, None, device, progress, scale, dtype)
 
 

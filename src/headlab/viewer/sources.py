@@ -1,11 +1,13 @@
 """Build a :class:`ViewData` from what the user points at: a model, a scan folder, a training run or a
-retrieval run. Which one is decided by the files present (see :func:`kind_of`)."""
+retrieval run, or a claims study (its first model's scan). Which one is decided by :data:`FOLDER_SOURCES`, in
+order: the registered result and run kinds a folder holds (see :func:`kind_of`)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from headlab.result import found_in
 from headlab.retrieval.analysis import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of
 from headlab.retrieval.hops import hop_circuit, hop_scores
 from headlab.retrieval.training import eval_set, load_run
+from headlab.study.claims import ClaimsResult, folder_name
 from headlab.training import checkpoint as ckpt
 from headlab.training.data import load_pool
 from headlab.training.run_model import TRAINING_RUN, load_checkpoint_model
@@ -37,19 +40,45 @@ SHOWN_METRICS = ("slash_mass", "offset", "previous-token", "sink")
 SCAN_SCORES = ("token", "token_frac_above", "offset", "previous-token", "duplicate-token", "induction", "sink")
 
 
+@dataclass(frozen=True)
+class FolderSource:
+    """One kind of folder the viewer opens, and how it is recognized: by the registered result kinds it holds
+    (:func:`headlab.result.found_in`) or the registered run kinds (:func:`headlab.models.loader.folder_kind`);
+    a retrieval run is known by its task file."""
+
+    kind: str
+    recognizes: Callable[[Path], bool]
+
+
+#: the folder kinds the viewer opens, in the order they are tried (a model directory is the fallback)
+FOLDER_SOURCES = (
+    FolderSource("retrieval", lambda p: (p / "task.json").is_file()),
+    FolderSource("training", lambda p: folder_kind(p) is TRAINING_RUN and (p / "checkpoints").is_dir()),
+    FolderSource("scan", lambda p: ScanResult in found_in(p)),
+    FolderSource("claims", lambda p: ClaimsResult in found_in(p)),
+)
+
+
 def kind_of(source: str | Path) -> str:
     p = Path(source)
     if p.is_dir():
-        if (p / "task.json").exists():
-            return "retrieval"
-        if folder_kind(p) is TRAINING_RUN and (p / "checkpoints").is_dir():
-            return "training"
-        if ScanResult in found_in(p):
-            return "scan"
+        found = next((s.kind for s in FOLDER_SOURCES if s.recognizes(p)), None)
+        if found is not None:
+            return found
         if not (p / "config.json").exists():
-            raise HeadlabError(f"{p} holds no run headlab can show: no scan.json, no training run (config.toml and "
-                               "checkpoints/), no retrieval run (task.json), and no model (config.json)")
+            raise HeadlabError(f"{p} holds no run headlab can show: no scan.json, no claims study, no training run "
+                               "(config.toml and checkpoints/), no retrieval run (task.json), and no model "
+                               "(config.json)")
     return "model"
+
+
+def claims_scan(folder: Path) -> Path:
+    """The scan folder a claims study opens on: its first model's (in the table's order) that holds a scan."""
+    for m in ClaimsResult.read(folder).models:
+        sub = folder / folder_name(m.model)
+        if ScanResult in found_in(sub):
+            return sub
+    raise HeadlabError(f"{folder}: the claims study holds no model folder with a scan.json")
 
 
 def default_texts(loaded: Any, n_stimuli: int = 3, seed: int = 0, n_windows: int = 3) -> list[tuple[str, str]]:
