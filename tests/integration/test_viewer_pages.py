@@ -55,6 +55,7 @@ def test_training_run_page_has_every_checkpoint_map_and_nothing_external(tracked
     at = {r["step"]: r for r in mon}
     assert meta["scores"][-1]["monitor entropy"] == pytest.approx(np.array(at[12]["scores"]["entropy"]))
     assert any(n.startswith("Head monitor:") for n in meta["notes"])
+    assert meta["samples"][-1]["name"] == "repeated random tokens (the induction probe)"  # the repeat probe shown
     n_maps = len(meta["steps"]) * len(meta["samples"]) * 2 * 2
     assert len(data.maps) == n_maps and meta["map_checkpoints"] == list(range(len(meta["steps"])))
     page = render(data)

@@ -13,7 +13,7 @@ import numpy as np
 
 from headlab.census.result import ScanResult
 from headlab.census.scanner import scan
-from headlab.corpus import DEFAULT_CORPUS, Sample, Sampler, documents
+from headlab.corpus import DEFAULT_CORPUS, Sample, Sampler, documents, repeat_probe
 from headlab.errors import HeadlabError
 from headlab.formation.head_monitor import read_monitor
 from headlab.formation.tracking import TrackResult
@@ -184,6 +184,9 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
             ids = pool.probe_ids[with_slash[0]][pool.probe_mask[with_slash[0]]].tolist()
             samples.append(make_sample(first.tokenizer, f"probe window {with_slash[0]} (with '/')", ids,
                                        [i for i, t in enumerate(ids) if t in slash]))
+        # the tracker's induction probe: an induction head draws its stripe one token past each earlier copy
+        rep = list(repeat_probe(first.tokenizer, 1, min(64, first.facts.max_length), seed=0)[0].input_ids)
+        samples.append(make_sample(first.tokenizer, "repeated random tokens (the induction probe)", rep, []))
     L, H = first.facts.n_layers, first.facts.n_heads
     data = ViewData(
         title=f"headlab · training run {run.name}",
