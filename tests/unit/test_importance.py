@@ -103,3 +103,10 @@ def test_exact_sweep_with_reuse_equals_naive_sweep(kind):
     np.testing.assert_allclose(d_fast, d_naive, rtol=1e-3, atol=1e-3 * scale)
     assert not any(m._forward_pre_hooks or m._forward_hooks for m in lm.model.modules())
     assert not any("forward" in m.__dict__ for m in lm.model.modules())
+
+
+def test_the_summary_says_which_ranking_to_trust_where_they_disagree():
+    from headlab.ablation.importance import AGREE, ranking_note
+
+    assert "disagrees" in ranking_note(-0.02) and "trust the exact" in ranking_note(-0.02)
+    assert "agrees" in ranking_note(AGREE) and "trust" not in ranking_note(0.95)

@@ -72,6 +72,19 @@ def gradient_importance(loaded: LoadedModel, batches: list[Any]) -> np.ndarray:
     return (imp / imp.norm(dim=1, keepdim=True).clamp_min(1e-20)).numpy()
 
 
+#: Spearman correlation below which the gradient ranking is said to disagree with the exact one (ours)
+AGREE = 0.7
+
+
+def ranking_note(rho: float) -> str:
+    """What the rank agreement says, and which ranking to trust where they part."""
+    said = f"Spearman(exact, gradient) = {rho:.3f}"
+    if rho >= AGREE:
+        return f"{said}: the gradient ranking agrees with the exact one"
+    return (f"{said}: the gradient ranking disagrees with the exact one (below {AGREE}, ours); trust the exact Δ, "
+            "the metric's change when the head alone is zeroed; the gradient is a first-order estimate of it")
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
     ra = np.argsort(np.argsort(a.ravel())).astype(float)
     rb = np.argsort(np.argsort(b.ravel())).astype(float)
@@ -100,7 +113,7 @@ class ImportanceResult(Result):
             grad = "-" if h.get("gradient") is None else f"{h['gradient']:.3f}"
             lines.append(f"| {h['name']} | {h['exact_delta']:+.4f} | {grad} |")
         if self.spearman_exact_vs_gradient is not None:
-            lines += ["", f"Spearman(exact, gradient) = {self.spearman_exact_vs_gradient:.3f}"]
+            lines += ["", ranking_note(self.spearman_exact_vs_gradient)]
         return "\n".join(lines) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
@@ -168,5 +181,5 @@ def format_importance(r: ImportanceResult, top: int = 10) -> str:
     if r["spearman_exact_vs_gradient"] is not None:
         g = sorted(r["heads"], key=lambda h: -(h["gradient"] or 0))[:top]
         lines.append(f"  top {top} by gradient: " + "  ".join(f"{h['name']} {h['gradient']:.3f}" for h in g))
-        lines.append(f"  Spearman(exact, gradient) = {r['spearman_exact_vs_gradient']:.3f}")
+        lines.append("  " + ranking_note(r["spearman_exact_vs_gradient"]))
     return "\n".join(lines)
