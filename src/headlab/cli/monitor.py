@@ -7,7 +7,7 @@ from typing import Any
 
 from headlab import monitor
 from headlab.cli.options import at_least, bind, call, list_option, settings_options
-from headlab.monitor.settings import EvaluateSettings, MonitorSettings
+from headlab.monitor.settings import CheckSettings, EvaluateSettings, MonitorSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,15 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = ms.add_parser("check", help="score and flag every document of a corpus against a profile")
     c.add_argument("profile", help="a folder written by headlab monitor fit")
     list_option(c, "--corpus", required=True, metavar="SRC")
-    c.add_argument("--max-samples", type=at_least(0), help="windows to score (default %(default)s: every document)")
-    _shared(c)
+    settings_options(c, CheckSettings)
+    _shared(c, CheckSettings)
     c.add_argument("--write-filtered", metavar="OUT.jsonl",
                    help="also write the JSONL records that were not flagged, byte for byte")
     c.add_argument("--write-scores", metavar="OUT.jsonl",
                    help="also write every scored JSONL record with headlab_score and headlab_flag added")
     c.add_argument("--resume", action="store_true", help="finish the interrupted check in --out")
-    c.add_argument("--checkpoint-every", type=at_least(1), metavar="N",
-                   help="windows between the check's checkpoints (default %(default)s)")
     bind(c, monitor.check, _cmd_check)
     e = ms.add_parser("evaluate", help="AUROC of the monitor vs the filters pipelines run (Gopher, C4, n-gram "
                                          "perplexity, ...), per kind of structure")

@@ -30,7 +30,16 @@ from headlab.monitor.fingerprint import (
 )
 from headlab.monitor.profile import Profile, fit_profile
 from headlab.monitor.screening import CheckResult
-from headlab.monitor.settings import CHECKPOINT_EVERY, EVALUATE, KINDS, MONITOR, WORK, EvaluateSettings, MonitorSettings
+from headlab.monitor.settings import (
+    CHECK,
+    EVALUATE,
+    KINDS,
+    MONITOR,
+    WORK,
+    CheckSettings,
+    EvaluateSettings,
+    MonitorSettings,
+)
 from headlab.settings import takes
 from headlab.values import listed
 
@@ -70,12 +79,12 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
 
 @in_callers_words
 @listed("corpus")
-def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | LoadedModel | None = None,
-          max_samples: int = 0, seed: int = MONITOR.seed, batch_size: int = MONITOR.batch_size,
-          id_field: str | None = MONITOR.id_field, write_filtered: str | Path | None = None,
-          write_scores: str | Path | None = None, resume: bool = False,
-          checkpoint_every: int = CHECKPOINT_EVERY, device: str = "cpu", rows: bool = True, progress: bool = True,
-          out: str | Path | None = None, overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
+@takes(CheckSettings)
+def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, corpus: Sequence[str],
+          model: str | LoadedModel | None = None, write_filtered: str | Path | None = None,
+          write_scores: str | Path | None = None, resume: bool = False, device: str = "cpu", rows: bool = True,
+          progress: bool = True, out: str | Path | None = None,
+          overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` (or its first ``max_samples`` windows; 0: all) against the profile
     (a :class:`Profile` or the folder of ``monitor fit``; a model given by name is loaded in the profile's dtype);
     returns the summary and one record per document
@@ -98,6 +107,9 @@ def check(profile: Profile | str | Path, *, corpus: Sequence[str], model: str | 
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
+    st = settings
+    max_samples, seed, batch_size, id_field, checkpoint_every = (st.max_samples, st.seed, st.batch_size, st.id_field,
+                                                                 st.checkpoint_every)
     rank = check_corpus(corpus, id_field)
     keep_apart({"--write-filtered": write_filtered, "--write-scores": write_scores, "--out": out},
                {**{f"--corpus {c}": c for c in corpus}, "profile": None if isinstance(profile, Profile) else profile})

@@ -98,3 +98,25 @@ class EvaluateSettings(Settings):
 
 #: evaluate given no options
 EVALUATE = EvaluateSettings()
+
+
+@dataclass(frozen=True)
+class CheckSettings(Settings):
+    """What ``headlab monitor check`` reads of the corpus: up to ``max_samples`` windows (0: every document), in
+    ``seed``'s order, ``batch_size`` at a time, records named by ``id_field``; a checkpoint every
+    ``checkpoint_every`` windows when it has a folder. (The windows' length and the weights' dtype are the
+    profile's.)"""
+
+    FAMILY: ClassVar[str] = "monitor check"
+
+    max_samples: int = setting(0, "windows to score (0: every document)")
+    seed: int = setting(MONITOR.seed, "random seed (sample order)")
+    batch_size: int = setting(MONITOR.batch_size, "samples per forward pass")
+    id_field: str | None = setting(MONITOR.id_field, "the JSONL field that names a record (each record is a "
+                                   "document); '' names records by line", metavar="FIELD")
+    checkpoint_every: int = setting(CHECKPOINT_EVERY, "windows between the check's checkpoints",
+                                    rule=Rule("whole", 1), metavar="N")
+
+
+#: check given no options
+CHECK = CheckSettings()
