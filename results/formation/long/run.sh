@@ -4,7 +4,7 @@
 # each, niced so other work on the machine keeps its cores), then headlab track on every finished run. A run
 # that was stopped resumes from its last checkpoint (exactly: the resume tests of test_faults.py), so the runs
 # may be spread over several sittings. What is committed (no weights): each run's tracked scores, phases,
-# figures, gradient signals and loss log under results/formation/long/sSEED/, and one row per sitting of a run
+# figures, gradient signals and loss log (every 100th step) under results/formation/long/sSEED/, and one row per sitting of a run
 # in results/formation/long/runs.jsonl (its command, the steps it reached, its wall time). Run from the root.
 set -euo pipefail
 OUT=${OUT:-runs/formation-long}
@@ -28,7 +28,10 @@ one() {  # seed
     [ -f "$run/final.safetensors" ] || return 0
     [ -f "$run/track/phases.json" ] || nice -n 10 .venv/bin/headlab track "$run" --no-progress > /dev/null
     mkdir -p "$HERE/s$1"
-    cp -r "$run/track" "$run/signals.jsonl" "$run/metrics.jsonl" "$run/config.toml" "$HERE/s$1/"
+    cp -r "$run/track" "$run/signals.jsonl" "$run/config.toml" "$HERE/s$1/"
+    # the loss log every 100th step (and the first 100): every step is 10 MB a run
+    awk -F'"step": ' '{ split($2, a, ","); s = a[1] + 0; if (s <= 100 || s % 100 == 0) print }' \
+        "$run/metrics.jsonl" > "$HERE/s$1/metrics.jsonl"
 }
 export -f one
 export OUT HERE CONFIG
