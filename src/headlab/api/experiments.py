@@ -125,7 +125,6 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
 
     opts: dict[str, Any] = {}
     if suite == "contexts" and model is not None:
-
         opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
     items = list(make_suite(suite, n, seed, **opts))
     if out is not None:

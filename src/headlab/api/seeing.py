@@ -79,7 +79,6 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
     """
 
     if out is not None:
-
         claim_file(out, overwrite)  # before the work, as the command does
     data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale, dtype=dtype)
     page = ViewerPage(data, render(data))

@@ -133,7 +133,6 @@ class ScanResult(Result):
         """For a command that needs the whole scan: an interrupted scan stops it as the interrupt did (exit 130 for
         Ctrl-C, 143 for SIGTERM) instead of being used as if complete."""
         if self.interrupted:
-
             stop = Terminated if self.interrupted_by == "SIGTERM" else KeyboardInterrupt
             raise stop(f"{what}: the scan of {self.model} was interrupted after {self.n_samples} samples")
 

@@ -8,7 +8,13 @@ from pathlib import Path
 
 from headlab import retrieval
 from headlab.cli.options import at_least, bind, call, settings_options
-from headlab.retrieval.settings import AnalyzeSettings, EvalLLMSettings, SweepSettings, TrainSettings
+from headlab.retrieval.settings import (
+    AnalyzeSettings,
+    EvalLLMSettings,
+    GenerateSettings,
+    SweepSettings,
+    TrainSettings,
+)
 from headlab.retrieval.task import FORMS
 
 
@@ -19,9 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = rs.add_parser("generate", help="write seeded examples, one JSON a line (each checked by the solver)")
     g.add_argument("--form", required=True, choices=FORMS)
     g.add_argument("--depth", type=at_least(1), required=True)
-    g.add_argument("--n", type=at_least(1), default=100)
-    g.add_argument("--distractors", type=at_least(0), default=2, help="distractor chains")
-    g.add_argument("--seed", type=int, default=0)
+    settings_options(g, GenerateSettings)
     g.add_argument("--out", required=True, help="FILE.jsonl")
     g.add_argument("--overwrite", action="store_true", help="replace an existing FILE.jsonl")
     bind(g, retrieval.generate, _cmd_generate)

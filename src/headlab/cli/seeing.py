@@ -47,7 +47,6 @@ def _cmd_view(a: argparse.Namespace) -> int:
     call(a, out=out)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, offline: open it in any browser)")
     if a.check:
-
         with open_page(out) as (_, log):
             pass
         print(f"  Chromium: ready in {log['load_s']:.2f} s; console errors {len(log['console_errors'])}, page errors "

@@ -28,7 +28,6 @@ def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False,
                                        slash_ids(tok), cfg.model.kind, cfg.model.mask_id,
                                        frozenset(tok.all_special_ids)))
         if cfg.monitor.every > 0:
-
             out.append(HeadMonitor(trainer.run, cfg.monitor, pool.probe_ids, pool.probe_mask, tok,
                                    cfg.model.max_length, cfg.model.kind == "decoder", cfg.optim.warmup_steps))
         return out

@@ -77,7 +77,6 @@ class LoadedModel:
             return
         n = len(self.tokenizer) if self.tokenizer is not None and hasattr(self.tokenizer, "__len__") else 0
         if n > self.facts.vocab_size:
-
             raise HeadlabError(f"{self.name}: its tokenizer has {n} tokens but the model embeds "
                                f"{self.facts.vocab_size}; give the model its own tokenizer")
         self._vocabulary_checked = self.tokenizer

@@ -110,11 +110,9 @@ def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
                         "dropped_features": [f for f, c in zip(features, flat) if c]}  # no spread: no z to give
     X, features = X[:, ~flat], [f for f, c in zip(features, flat) if not c]
     if not features:
-
         raise HeadlabError("no head feature varies over the reference documents; fit on a larger or more varied "
                            "--corpus")
     if cal.sum() < 10 or (~cal).sum() < 20:
-
         raise HeadlabError(f"the reference has {len(docs)} documents ({int(cal.sum())} held out): too few to "
                            "calibrate; use more --max-samples or a larger corpus")
     fit = X[~cal]

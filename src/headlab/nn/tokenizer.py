@@ -56,7 +56,6 @@ def load_tokenizer(spec_or_folder: str | Path) -> Any:
             raise HeadlabError(f"cannot load the tokenizer in {p}: {exc}") from None
 
     if str(spec_or_folder) in NAMED_MODELS:
-
         return load(str(spec_or_folder)).tokenizer
     try:
         return AutoTokenizer.from_pretrained(str(spec_or_folder), **NO_REMOTE_CODE)

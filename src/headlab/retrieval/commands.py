@@ -30,10 +30,12 @@ from headlab.retrieval.llm_eval import EvalLLMResult, plot_eval
 from headlab.retrieval.settings import (
     ANALYZE,
     EVAL_LLM,
+    GENERATE,
     SWEEP,
     TRAIN,
     AnalyzeSettings,
     EvalLLMSettings,
+    GenerateSettings,
     SweepSettings,
     TrainSettings,
 )
@@ -42,13 +44,11 @@ from headlab.retrieval.training import RetrievalTask, train_retrieval
 from headlab.settings import takes
 from headlab.values import listed, validate
 
-#: examples one ``generate`` call makes: the list is held in memory and written at once
-MAX_GENERATE = 1_000_000
-
 
 @in_callers_words
-def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed: int = 0,
-             out: str | Path | None = None, overwrite: bool = False) -> list[dict[str, Any]]:
+@takes(GenerateSettings)
+def generate(settings: GenerateSettings = GENERATE, *, form: str, depth: int, out: str | Path | None = None,
+             overwrite: bool = False) -> list[dict[str, Any]]:
     """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
     by the solver; with ``out`` (a ``.jsonl`` file, never replaced unless ``overwrite``), written one JSON a line.
 
@@ -58,14 +58,11 @@ def generate(*, form: str, depth: int, n: int = 100, distractors: int = 2, seed:
         print(ex[0]["prompt"]); ex[0]["answer"]
     """
 
-    validate(n=n, seed=seed, depth=depth, distractors=distractors)
-    if n > MAX_GENERATE:
-        raise HeadlabError(f"--n {n}: at most {MAX_GENERATE:,} examples a call (they are held in memory); "
-                           "generate in parts with different --seed")
+    validate(depth=depth)
     if out is not None:
         claim_file(out, overwrite)  # before the work: a folder, an existing file or a read-only place is refused
-    rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in examples(form, depth, n, seed,
-                                                                            n_distractors=distractors)]
+    rows = [{k: v for k, v in ex.items() if k != "chain"} for ex in examples(
+        form, depth, settings.n, settings.seed, n_distractors=settings.distractors)]
     if out is not None:
         write_text_atomic(out, "\n".join(json.dumps(r) for r in rows) + "\n")
     return rows

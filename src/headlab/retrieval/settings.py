@@ -127,6 +127,27 @@ class EvalLLMSettings(Settings):
         return [f"--depths {bad[0]!r}: give whole numbers of at least 1"] if bad else []
 
 
+#: examples one ``generate`` call makes: the list is held in memory and written at once
+MAX_GENERATE = 1_000_000
+
+
+@dataclass(frozen=True)
+class GenerateSettings(Settings):
+    """How many examples ``headlab retrieval generate`` writes (``n``), with ``distractors`` distractor chains,
+    drawn with ``seed`` (the form and depth are the command's own arguments)."""
+
+    FAMILY: ClassVar[str] = "retrieval generate"
+
+    n: int = setting(100, f"examples (at most {MAX_GENERATE:,} a call)")
+    distractors: int = setting(2, "distractor chains beside the answer's")
+    seed: int = setting(0, "random seed (the examples)")
+
+    def more_problems(self) -> list[str]:
+        return [f"--n {self.n}: at most {MAX_GENERATE:,} examples a call (they are held in memory); generate in "
+                "parts with different --seed"] if isinstance(self.n, int) and self.n > MAX_GENERATE else []
+
+
 #: the settings given no options
 DECODER, TRAIN, SWEEP, ANALYZE, EVAL_LLM = (DecoderSettings(), TrainSettings(), SweepSettings(), AnalyzeSettings(),
                                             EvalLLMSettings())
+GENERATE = GenerateSettings()

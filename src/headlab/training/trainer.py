@@ -134,7 +134,6 @@ class Trainer:
                 raise HeadlabError(f"{self.run} already holds checkpoints; pass --resume to continue it or "
                                    "choose another --out")
             if resume and (self.run / "config.toml").exists():
-
                 if not same_but_vocab(load_config(self.run / "config.toml"), self.cfg):
                     raise HeadlabError(f"the config differs from {self.run}/config.toml; resume with the same one")
         self._barrier()
@@ -175,7 +174,6 @@ class Trainer:
         found = ckpt.latest_good(self.run)
         if found is None:
             if self.main:
-
                 say(f"{self.run} has no usable checkpoint; starting from step 0 (and its logs afresh)")
                 for name in LOGS:  # rows of the lost steps would be logged twice
                     (self.run / name).unlink(missing_ok=True)

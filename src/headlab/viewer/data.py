@@ -182,7 +182,6 @@ def capture_maps(loaded: LoadedModel, ids: Sequence[int], sink: Callable[[int, i
 def store_maps(data: ViewData, loaded: LoadedModel, checkpoint: int) -> None:
     """Capture and quantize every head's map on every sample of ``data`` for one checkpoint."""
     for s, sample in enumerate(data.samples):
-
         def sink(layer: int, head: int, m: np.ndarray, s: int = s) -> None:
             data.maps[(checkpoint, s, layer, head)] = quantize(m, loaded.facts.causal, data.scale)
 

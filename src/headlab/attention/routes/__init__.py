@@ -142,7 +142,6 @@ class LayerScorer:
             if route == "fused":
                 out, lse, mass = fused.attend(q, k, v, spec, self.indicators, self.block_mb)
             else:
-
                 def on_rows(probs: torch.Tensor, q0: int, k0: int) -> None:
                     for d in self.rows:
                         part = d.reduce_rows(probs, q0, k0, self.batch)
