@@ -2,15 +2,15 @@
 # The GPU check, for the accelerator machine this project is sometimes lent (no network; its own Python 3.12 with
 # torch, transformers, accelerate, scipy, scikit-learn, pyarrow, matplotlib, markdown and pytest; not gguf).
 # One call, under 8 minutes (the stages' timeouts add up to 7.5), every stage under a hard timeout, its output
-# appended to $OUT/log.txt; four files come back in all (the device returns at most 8):
+# appended to $OUT/log.txt; five files come back in all (the device returns at most 8):
 #
 #   stage         what                                                                 timeout  writes
 #   setup         the carried wheels (.whl-gpu, from bench/gpu_wheels.sh) into a         60 s  log.txt
 #                 throwaway target with --no-index; headlab from src/ on PYTHONPATH
 #   device        torch, the CUDA device, transformers; import headlab                   30 s  log.txt
-#   parity        the capture routes' parity tests (fused and chunked against eager      120 s  log.txt
+#   parity        the capture routes' parity tests (fused and chunked against eager       90 s  log.txt
 #                 on tiny models of every family) with HEADLAB_TEST_DEVICE
-#   census        a Llama-3-8B-shaped decoder (bf16, random weights) at T = 2k, 8k and   180 s  census-8b.json
+#   census        a Llama-3-8B-shaped decoder (bf16, random weights) at T = 2k, 8k and   150 s  census-8b.json
 #                 32k, batch 1: census, plain SDPA forward and eager output_attentions,
 #                 time and peak GPU memory as ratios to the plain forward
 #   census-batch  the same shape at T = 2k, batch 4                                       60 s  census-8b-b4.json
@@ -73,7 +73,7 @@ print('device:', torch.cuda.get_device_name(0) if cuda else 'cpu', '|',
 sys.exit(0 if cuda or '$DEVICE' == 'cpu' else 'torch sees no CUDA device')
 " || { tail -3 "$OUT/log.txt"; exit 2; }
 failed=0
-HEADLAB_TEST_DEVICE=$DEVICE stage parity 120 "$PY" -m pytest -q -p no:cacheprovider \
+HEADLAB_TEST_DEVICE=$DEVICE stage parity 90 "$PY" -m pytest -q -p no:cacheprovider \
     tests/unit/test_routes.py tests/unit/test_capture.py || failed=1
 parity=$(sed -n '/^== parity/,$p' "$OUT/log.txt" | grep -E "passed|failed|error" | tail -1)
 census() {  # stage limit json: bench/gpu_census.py with the rest of the arguments, its table into the report
@@ -84,7 +84,7 @@ census() {  # stage limit json: bench/gpu_census.py with the rest of the argumen
 if [ $DRY = 1 ]; then
     census census 120 census.json --dry-run || failed=1
 else
-    census census 180 census-8b.json --device cuda --shapes llama3-8b --lengths 2048 8192 32768 --batches 1 \
+    census census 150 census-8b.json --device cuda --shapes llama3-8b --lengths 2048 8192 32768 --batches 1 \
         || failed=1
     census census-batch 60 census-8b-b4.json --device cuda --shapes llama3-8b --lengths 2048 --batches 4 \
         --rounds 2 || failed=1
