@@ -130,6 +130,18 @@ def test_initialization_rule_against_scipy_permutation_test():
     assert f"exact p = {ref:.3f}" in j.power
 
 
+def test_initialization_rule_can_reach_its_threshold_at_its_minimum():
+    """At the declared minimum of seeds, a complete separation of the two arms is supported; below it, the
+    smallest reachable p is above 0.05 and the verdict is underpowered."""
+    from headlab.rulebook.formation import MIN_INIT_SEEDS
+
+    n = MIN_INIT_SEEDS
+    apart = BOOK["formation.init"].judge({"a": list(range(10, 10 + n)), "b": list(range(n))})
+    assert apart.verdict == Verdict.SUPPORTED
+    below = BOOK["formation.init"].judge({"a": list(range(10, 9 + n)), "b": list(range(n - 1))})
+    assert below.verdict == Verdict.INCONCLUSIVE and "smallest reachable 0.100" in below.power
+
+
 def test_committed_verdicts_follow_from_the_rule_book():
     """Every committed claims table and the retrieval table are what the current rule book says of their
     statistics (a rule changed without `headlab verdicts` re-judging them fails here)."""

@@ -14,6 +14,9 @@ MIN_SEEDS = 3
 MIN_STEPS = 100_000          # the document's third stage starts at 100k steps
 STAGES = (10_000, 100_000)   # the document's stage boundaries
 NEAR = 3.0                   # a boundary within a factor of 3 of the document's (half a decade on a log axis)
+# An exact two-sided permutation test of 3 against 3 runs cannot go below p = 2/20 = 0.1, so it could never reach
+# 0.05; 4 against 4 reaches 2/70 = 0.029.
+MIN_INIT_SEEDS = 4
 S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
 
 
@@ -58,7 +61,7 @@ def initialization(s: Mapping[str, Any]) -> Judgement:
                       / max(len(b), 1)) >= observed - 1e-12 for c in splits)
     p = extreme / len(splits) if splits else math.nan
     power = f"{len(a)} and {len(b)} seeds; exact p = {p:.3f} (smallest reachable {2 / max(len(splits), 1):.3f})"
-    if min(len(a), len(b)) < MIN_SEEDS:
+    if min(len(a), len(b)) < MIN_INIT_SEEDS:
         return Judgement(I, "underpowered", power)
     return Judgement(S, "", power) if p < 0.05 else Judgement(I, "no difference detected", power)
 
@@ -79,5 +82,6 @@ RULES = (
     declare(Rule("formation.init", DOC, "some initializations favour specialization", "specialized heads per "
                  "run under two initializations, same budget and seeds", "exact permutation test of the means, "
                  "two-sided", "p < 0.05", "ours", "initialization labels exchangeable",
-                 f"≥ {MIN_SEEDS} seeds per initialization", initialization)),
+                 f"≥ {MIN_INIT_SEEDS} seeds per initialization (3 against 3 cannot reach p < 0.05)",
+                 initialization)),
 )
