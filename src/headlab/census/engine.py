@@ -38,7 +38,23 @@ def collate(samples: Sequence[Sample], pad_id: int, causal: bool, device: torch.
             marked[i, list(s.targets)] = 1.0
     batch = Batch(ids.to(device), mask.to(device), causal)
     batch.cache["marked"] = marked.to(device)  # (B, T): marked target positions of constructed stimuli
+    batch.links = _links(samples, device)
     return batch
+
+
+def _links(samples: Sequence[Sample], device: torch.device) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The samples' links by label: (n, 3) rows (sample in the batch, query, key) and (n,) weights."""
+    rows: dict[str, list[tuple[int, int, int]]] = {}
+    weights: dict[str, list[float]] = {}
+    for b, s in enumerate(samples):
+        for label, i, j, w in s.links:
+            if not (0 <= i < len(s.input_ids) and 0 <= j < len(s.input_ids)):
+                raise HeadlabError(f"sample {s.index}: link {label!r} ({i} → {j}) lies outside its "
+                                   f"{len(s.input_ids)} tokens")
+            rows.setdefault(label, []).append((b, i, j))
+            weights.setdefault(label, []).append(w)
+    return {label: (torch.tensor(r, dtype=torch.long, device=device),
+                    torch.tensor(weights[label], dtype=torch.float32, device=device)) for label, r in rows.items()}
 
 
 def forward(loaded: LoadedModel, batch: Batch) -> None:

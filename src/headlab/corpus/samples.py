@@ -41,6 +41,8 @@ class Sample:
     window: int  # window number within its text
     input_ids: tuple[int, ...]
     targets: tuple[int, ...] = ()  # token positions of marked targets (constructed stimuli), if any
+    # (label, query position, key position, weight) pairs a constructed probe names (the ``linked`` detector)
+    links: tuple[tuple[str, int, int, float], ...] = ()
 
 
 @dataclass(frozen=True)

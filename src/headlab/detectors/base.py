@@ -4,8 +4,8 @@ A detector turns one layer's attention into one score per head per sample, ``(B,
 detectors with C columns (e.g. offsets), without ever seeing a ``(T, T)`` matrix. It says what it needs:
 
 * ``needs = "pairs"`` (default): sums of probabilities over sparse (query, key) pairs, declared in
-  :meth:`Detector.prepare` with ``batch.key_mass`` / ``batch.diagonal_mass`` / ``batch.match_mass`` (the
-  three shapes of :mod:`headlab.detectors.needs`) and read back in :meth:`Detector.score` with
+  :meth:`Detector.prepare` with ``batch.key_mass`` / ``diagonal_mass`` / ``match_mass`` / ``link_mass`` (the
+  four shapes of :mod:`headlab.detectors.needs`) and read back in :meth:`Detector.score` with
   ``batch.pair_mass(name)``. Every capture route serves these: fused, chunked and eager.
 * ``needs = "rows"``: whole probability rows. :meth:`Detector.reduce_rows` gets blocks of rows and returns
   partial sums that the engine adds up; ``score`` reads the total with ``batch.row_sum(self.name)``. Served by
@@ -31,7 +31,7 @@ from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
 
 import torch
 
-from headlab.detectors.needs import Diagonal, Groups, KeySet, Matches, Needs, token_groups
+from headlab.detectors.needs import Diagonal, Groups, KeySet, Links, Matches, Needs, token_groups
 from headlab.errors import HeadlabError
 
 
@@ -42,12 +42,15 @@ class Batch:
     input_ids: (B, T) long; attention_mask: (B, T) bool, False on padding; causal: decoder attention.
     ``cache`` holds per-batch tensors that every layer reuses (built once, by the first layer that asks).
     ``needs`` collects the pair sums the detectors declared; a route fills ``pair_mass`` layer by layer.
+    ``links``: the (query, key) pairs the batch's samples name (``Sample.links``), by label: ``(n, 3)`` long rows
+    (sample, query, key) and ``(n,)`` weights.
     """
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     causal: bool
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
+    links: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     needs: Needs = field(default_factory=Needs, repr=False)
     _groups: Groups | None = field(default=None, repr=False)
     _layer: dict[str, torch.Tensor] | None = field(default=None, repr=False)
@@ -84,6 +87,20 @@ class Batch:
     def match_mass(self, name: str, shift: int, queries: torch.Tensor) -> None:
         """Ask for ``Σ_i queries[b, i] Σ_{j < i, token[j] = token[i]} p[b, h, i, j + shift]``."""
         self.needs.matches.setdefault(name, Matches(shift, queries.float()))
+
+    def link_mass(self, name: str, label: str) -> None:
+        """Ask for ``Σ_n w_n · p[b, h, i_n, j_n]`` over the batch's links labelled ``label`` (none: zero)."""
+        at, w = self.links.get(label) or (torch.zeros(0, 3, dtype=torch.long, device=self.input_ids.device),
+                                          torch.zeros(0, device=self.input_ids.device))
+        self.needs.links.setdefault(name, Links(at, w, (self.input_ids.shape[0], self.input_ids.shape[1])))
+
+    def link_weight(self, label: str) -> torch.Tensor:
+        """(B,) total weight of each sample's links labelled ``label``."""
+        total = torch.zeros(self.input_ids.shape[0], device=self.input_ids.device)
+        if label in self.links:
+            at, w = self.links[label]
+            total.index_add_(0, at[:, 0], w)
+        return total
 
     @property
     def groups(self) -> Groups:

@@ -1,7 +1,7 @@
 """What detectors ask of a layer's attention, declared sparsely, and how any capture route answers it.
 
 Every ``pairs`` score headlab ships is a sum of attention probabilities ``p[b, h, i, j]`` over a small set of
-(query, key) pairs, each query carrying a weight ``w[b, i]``. Three shapes of pair set cover them all, and none
+(query, key) pairs, each query carrying a weight ``w[b, i]``. Four shapes of pair set cover them all, and none
 needs a ``(T, T)`` tensor to declare or to evaluate:
 
 * :class:`KeySet` — a fixed key set (the ``/`` tokens, position 0 and separators, marked stimuli):
@@ -11,6 +11,9 @@ needs a ``(T, T)`` tensor to declare or to evaluate:
   1): ``Σ_i w_i Σ_{j<i, tok_j = tok_i} p_{i, j+shift}``. Positions are grouped by token id, so the pairs of
   one group form a small ``(c, c)`` block and are evaluated as one batched matrix product, never as gathers
   of single pairs (which would be memory-bound at long context).
+* :class:`Links` — explicit (query, key) pairs that a probe names, each with a weight (the retrieval task's
+  reader → definition lookups, one key per reader): ``Σ_n w_n · p_{i_n, j_n}``. Read as blocks of one pair, so
+  they suit probes with a few links a sample, not every query of a long text.
 
 A :class:`LayerView` answers three primitive questions (per-query key-set mass, a band of diagonals, blocks
 of pairs);
@@ -41,6 +44,13 @@ class Diagonal:
 class Matches:
     shift: int
     queries: torch.Tensor  # (B, T)
+
+
+@dataclass(frozen=True)
+class Links:
+    at: torch.Tensor       # (n, 3) long: sample, query position, key position of each link
+    weights: torch.Tensor  # (n,) float
+    shape: tuple[int, int]  # the batch's (B, T)
 
 
 @dataclass
@@ -103,9 +113,10 @@ class Needs:
     keysets: dict[str, KeySet] = field(default_factory=dict)
     diagonals: dict[str, Diagonal] = field(default_factory=dict)
     matches: dict[str, Matches] = field(default_factory=dict)
+    links: dict[str, Links] = field(default_factory=dict)
 
     def names(self) -> list[str]:
-        return [*self.keysets, *self.diagonals, *self.matches]
+        return [*self.keysets, *self.diagonals, *self.matches, *self.links]
 
     def key_indicators(self) -> torch.Tensor | None:
         """(B, T, m) indicators of the declared key sets (m = number of distinct sets), or None."""
@@ -196,4 +207,25 @@ def evaluate(
             total.index_add_(0, sl.sample, torch.einsum("ghrs,grs->ghs", per_query, sl.weights))
         for c, name in enumerate(needs.matches):
             out[name] = total[..., c]
+    if needs.links:
+        out.update(_link_mass(needs.links, view, n_heads))
+    return out
+
+
+def _link_mass(links: dict[str, Links], view: LayerView, n_heads: int) -> dict[str, torch.Tensor]:
+    """Every declared link set in one call of ``view.blocks``: each link a block of one (query, key) pair."""
+    first = next(iter(links.values()))
+    B, T = first.shape
+    out = {name: first.weights.new_zeros(B, n_heads) for name in links}
+    at = torch.cat([lk.at for lk in links.values()])  # (n, 3)
+    if not at.shape[0]:
+        return out
+    rows, cols = (at[:, 0] * T + at[:, 1])[:, None], (at[:, 0] * T + at[:, 2])[:, None]
+    keep = torch.ones(at.shape[0], 1, 1, dtype=torch.bool, device=at.device)
+    p = view.blocks(rows, cols, keep).float()[:, :, 0, 0]  # (n, H)
+    start = 0
+    for name, lk in links.items():
+        n = lk.at.shape[0]
+        out[name].index_add_(0, lk.at[:, 0], p[start:start + n] * lk.weights[:, None])
+        start += n
     return out

@@ -101,7 +101,9 @@ class LoadedModel:
 
     @property
     def pad_id(self) -> int:
-        for cand in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, 0):
+        # a model trained on token ids (the retrieval task) has no tokenizer: pad with 0, which no key reads
+        tok = self.tokenizer
+        for cand in (getattr(tok, "pad_token_id", None), getattr(tok, "eos_token_id", None), 0):
             if cand is not None:
                 return int(cand)
         return 0

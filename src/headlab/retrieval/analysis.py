@@ -25,11 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from headlab.ablation.experiment import matched_control
 from headlab.ablation.heads import ablated
-from headlab.attention.hooks import capture
 from headlab.errors import HeadlabError
 from headlab.formation.phases import emergence_step
 from headlab.head import Head
@@ -39,6 +37,7 @@ from headlab.nn import Transformer
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
 from headlab.retrieval.hops import hop_analysis, hops_markdown
+from headlab.retrieval.probes import link_sample, pooled_mass
 from headlab.retrieval.training import RetrievalTask, accuracy, checkpoint_models, eval_set, load_run
 
 READERS = ("query", "ref", "var")
@@ -74,25 +73,18 @@ def _positions(
     return seq, readers
 
 
-@torch.no_grad()
-def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]]) -> np.ndarray:
-    """(L, H, readers, keys) mean attention mass."""
-    L, H = model.cfg.n_layers, model.cfg.n_heads
-    tot = np.zeros((L, H, len(READERS), len(KEYS)))
-    cnt = np.zeros((len(READERS), len(KEYS)))
-    for ex in examples:
+def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]],
+                 route: str = "auto") -> np.ndarray:
+    """(L, H, readers, keys) mean attention mass, 0 where no reader has that key."""
+    labels = [f"{r}→{k}" for r in READERS for k in KEYS]
+    samples = []
+    for n, ex in enumerate(examples):
         seq, readers = _positions(task, ex)
-        probs: dict[int, torch.Tensor] = {}
-        with capture(model, lambda layer, p, probs=probs: probs.__setitem__(layer, p[0].clone())):
-            model(torch.tensor([seq]))
-        for ri, r in enumerate(READERS):
-            for pos, keys in readers[r]:
-                for ki, k in enumerate(KEYS):
-                    if k in keys and keys[k] >= 0:
-                        for layer in range(L):
-                            tot[layer, :, ri, ki] += probs[layer][:, pos, keys[k]].numpy()
-                        cnt[ri, ki] += 1
-    return tot / np.maximum(cnt, 1)
+        links = [(f"{r}→{k}", pos, keys[k], 1.0) for r in READERS for pos, keys in readers[r]
+                 for k in KEYS if k in keys and keys[k] >= 0]
+        samples.append(link_sample(n, seq, links))
+    mass = pooled_mass(model, samples, labels, route)  # (L, H, readers · keys)
+    return np.nan_to_num(mass).reshape(*mass.shape[:2], len(READERS), len(KEYS))
 
 
 def labels_of(profile: np.ndarray, min_mass: float = 0.3) -> list[list[str]]:

@@ -22,16 +22,15 @@ import random
 from typing import Any, Sequence
 
 import numpy as np
-import torch
 
 from headlab.ablation.experiment import matched_control
 from headlab.ablation.heads import ablated
-from headlab.attention.hooks import capture
 from headlab.errors import HeadlabError
 from headlab.formation.phases import emergence_step
 from headlab.head import name as head_name
 from headlab.io import read_jsonl
 from headlab.nn import Transformer
+from headlab.retrieval.probes import link_sample, pooled_mass
 from headlab.retrieval.training import RetrievalTask, checkpoint_models, hop_accuracy
 
 KEYS = ("def-var", "def-ref", "prev")
@@ -44,39 +43,41 @@ def _definitions(task: RetrievalTask, tokens: Sequence[int]) -> dict[int, int]:
     return {tokens[1 + stride * j]: 1 + stride * j for j in range((len(tokens) - 3) // stride)}
 
 
-@torch.no_grad()
-def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]]
+def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]], route: str = "auto"
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean attention mass (L, H, D, keys) from each hop's references to each key, and its control: for the
     definition keys, the mass on the same keys of the other chains' variable at that hop (defined earlier too),
     so a head that reads every value or every definition alike gains nothing; for ``prev``, what even attention
     over the visible keys gives. Hop k is index k - 1 (hop 1 copies its value: no definition to find); a
     reference with no earlier distractor definition is left out of the definition keys."""
-    L, H, D = model.cfg.n_layers, model.cfg.n_heads, task.depth
-    tot, ctl = np.zeros((L, H, D, len(KEYS))), np.zeros((L, H, D, len(KEYS)))
-    cnt = np.zeros((D, len(KEYS)))
-    for ex in examples:
+    D = task.depth
+    mine = [f"{k}@{d}" for d in range(1, D + 1) for k in KEYS]
+    theirs = [f"control {k}@{d}" for d in range(1, D + 1) for k in KEYS[:2]]
+    even, reads = np.zeros(D), np.zeros(D)  # prev's control: 1 / visible keys, summed per hop
+    samples = []
+    for n, ex in enumerate(examples):
         seq, defined = ex["tokens"], _definitions(task, ex["tokens"])
-        probs: dict[int, torch.Tensor] = {}
-        with capture(model, lambda layer, p, probs=probs: probs.__setitem__(layer, p[0].clone())):
-            model(torch.tensor([seq]))
-        P = torch.stack([probs[layer] for layer in range(L)]).numpy()  # (L, H, T, T)
+        links = []
         for pos, value, hop in ex["dense"]:
-            prev = KEYS.index("prev")
-            tot[:, :, hop - 1, prev] += P[:, :, pos, pos - 1]
-            ctl[:, :, hop - 1, prev] += 1.0 / (pos + 1)
-            cnt[hop - 1, prev] += 1
+            links.append((f"prev@{hop}", pos, pos - 1, 1.0))
+            even[hop - 1] += 1.0 / (pos + 1)
+            reads[hop - 1] += 1
             others = [r for r, v, k in ex["dense"] if k == hop - 1 and v != value and r < pos]  # their refs
             if hop < 2 or not others or defined.get(seq[pos], pos) >= pos - 1:
                 continue
             at = defined[seq[pos]]
-            for ki, shift in ((KEYS.index("def-var"), 0), (KEYS.index("def-ref"), 1)):
-                tot[:, :, hop - 1, ki] += P[:, :, pos, at + shift]
-                ctl[:, :, hop - 1, ki] += np.mean([P[:, :, pos, r - 1 + shift] for r in others], axis=0)
-                cnt[hop - 1, ki] += 1
+            for key, shift in (("def-var", 0), ("def-ref", 1)):
+                links.append((f"{key}@{hop}", pos, at + shift, 1.0))
+                links += [(f"control {key}@{hop}", pos, r - 1 + shift, 1.0 / len(others)) for r in others]
+        samples.append(link_sample(n, seq, links))
+    mass = pooled_mass(model, samples, mine + theirs, route)
+    L, H = mass.shape[:2]
+    prof = mass[..., :len(mine)].reshape(L, H, D, len(KEYS))
+    control = np.full_like(prof, np.nan)
+    control[..., :2] = mass[..., len(mine):].reshape(L, H, D, 2)
     with np.errstate(invalid="ignore"):
-        n = np.where(cnt, cnt, np.nan)
-        return tot / n, ctl / n
+        control[..., KEYS.index("prev")] = (even / np.where(reads, reads, np.nan))[None, None, :]
+    return prof, control
 
 
 def hop_labels(profile: np.ndarray, control: np.ndarray, min_lift: float = 0.2) -> list[list[str]]:
