@@ -1,13 +1,13 @@
 """Circuits and emergence order for every successful run of a sweep (default results/retrieval/map).
 
 For each run whose summary says success: ``headlab retrieval analyze`` (64 probes, 10 matched-control draws;
-kept if already there), then per cell (layers x depth x curriculum) ``emergence_table`` over its successful
+kept if already there), then per cell (layers x depth x curriculum) ``circuit_emergence`` over its successful
 seeds, written to OUT/emergence/<cell>.json. Prints a markdown table: per cell the labels found (count of
 each layer:label over seeds), the ablation check (full-depth accuracy, with the labelled heads zero-ablated,
 with as many matched random heads; and each head alone, averaged over labelled and over unlabelled heads: the
 control that exists when a layer has no unlabelled heads left), and the most common emergence order.
 
-    OMP_NUM_THREADS=1 .venv/bin/python results/retrieval/circuits.py [SWEEP_FOLDER] > results/retrieval/circuits.md
+    OMP_NUM_THREADS=1 .venv/bin/python bench/studies/circuits.py [SWEEP_FOLDER] > results/retrieval/circuits.md
 """
 
 import json
@@ -17,7 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from headlab.retrieval.analysis import AnalyzeResult, analyze, emergence_table, write_analysis
+from headlab.io import write_json_atomic
+from headlab.retrieval.analysis import AnalyzeResult, analyze, circuit_emergence, write_analysis
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "results/retrieval/map")
 t0 = time.perf_counter()
@@ -55,8 +56,8 @@ for cell, runs in sorted(cells.items()):
         for k, v in r["ablation"]["single_head"].items():
             li, h = map(int, k.split("."))
             one[r["labels"][li][h] != "-"].append(v)
-    em = emergence_table(runs)
-    em.write(root / "emergence" / f"{cell}.json")
+    em = circuit_emergence(runs)
+    write_json_atomic(root / "emergence" / f"{cell}.json", em.to_json())  # one file per cell, not a folder
     order = " → ".join(em["most_common_order"]) or "none"
     if em["same_order"] == 1 and em["n_runs"] > 1:
         order = "no order shared by two runs; e.g. " + order

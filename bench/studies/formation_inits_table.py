@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from headlab.formation.track_report import emergence_table
+from headlab.formation.track_report import specialization_table
 
 
 def main() -> None:
     out = Path("runs/formation-inits")
     arms = {init: sorted(out.glob(f"{init}-s*")) for init in ("default", "small-qk", "gpt2-scaled", "mimetic")}
-    print(emergence_table(arms))
+    print(specialization_table(arms))
 
 
 if __name__ == "__main__":

@@ -121,9 +121,9 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
               "monitor.png"):
         assert (run / "track" / f).stat().st_size > 0
     assert "## Head monitor" in (run / "track" / "track.md").read_text()
-    from headlab.formation.track_report import emergence_table
+    from headlab.formation.track_report import specialization_table
 
-    table = emergence_table({"tiny": [run, run]})  # the same run as two seeds: every count appears twice
+    table = specialization_table({"tiny": [run, run]})  # the same run as two seeds: every count appears twice
     row = table.splitlines()[2].split(" | ")
     emerged = [v for v in ph["scores"]["previous-token"].values() if v["emerged_at"] is not None]
     rose = [v for v in ph["scores"]["previous-token"].values() if v["rise"] is not None]
@@ -131,7 +131,7 @@ def test_track_scores_every_checkpoint_through_the_detectors(uninterrupted, tmp_
                        f"{len(rose)}, {len(rose)}"]
     assert len(table.splitlines()) == 2 + 4  # one row per metric
     with pytest.raises(HeadlabError, match="run headlab track"):
-        emergence_table({"x": [tmp_path / "nothing"]})
+        specialization_table({"x": [tmp_path / "nothing"]})
     assert main(["predict", str(run)]) == 2  # one seed is not enough: one-line error
     assert main(["track", str(tmp_path / "nothing")]) == 2
 

@@ -123,10 +123,10 @@ def test_eval_llm_result_renders_intervals() -> None:
 
 
 def test_a_result_without_a_table_says_so() -> None:
-    from headlab.retrieval.analysis import EmergenceResult
+    from headlab.formation.emergence import EmergenceResult
 
     e = EmergenceResult(runs=[], most_common_order=[], same_order=0, n_runs=0, pairwise=[])
-    assert "n_runs | 0" in e.markdown()
+    assert "in 0 of 0 runs" in e.markdown()
     with pytest.raises(HeadlabError, match="no natural table"):
         e.to_pandas()
 

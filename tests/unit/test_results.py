@@ -8,10 +8,11 @@ from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.errors import HeadlabError
+from headlab.formation.emergence import EmergenceResult
 from headlab.formation.predict import PredictResult
 from headlab.head import Head
 from headlab.io import _clean
-from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult
+from headlab.retrieval.analysis import AnalyzeResult
 from headlab.retrieval.grid import SweepResult
 from headlab.retrieval.llm_eval import EvalLLMResult
 

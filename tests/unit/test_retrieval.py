@@ -55,14 +55,14 @@ def test_curricula_encode_their_targets():
     assert all((a == b).all() for a, b in zip((ids, mask, labels), again))
 
 
-def test_emergence_table_counts_orders_pairwise_across_runs():
-    from headlab.retrieval.analysis import emergence_table
+def test_circuit_emergence_counts_orders_pairwise_across_runs():
+    from headlab.retrieval.analysis import circuit_emergence
 
     def analysis(run, labels, emerged):
         return {"run": run, "labels": labels, "emergence": {"emerged_at": emerged}}
 
     lab = [["ref→prev", "-"], ["query→def-ref", "ref→def-ref"]]
-    t = emergence_table([analysis("a", lab, {"0.0": 100, "1.0": 150, "1.1": None}),
+    t = circuit_emergence([analysis("a", lab, {"0.0": 100, "1.0": 150, "1.1": None}),
                          analysis("b", lab, {"0.0": 200, "1.0": 200, "1.1": 250}),
                          analysis("c", lab, {"0.0": 50, "1.0": 300, "1.1": 100})])
     assert t["n_runs"] == 3 and [o["types"][0] for o in t["runs"]] == ["L0:ref→prev"] * 3

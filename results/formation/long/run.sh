@@ -40,4 +40,6 @@ for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'on
 done=$(ls -d "$HERE"/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
 if [ -n "$done" ]; then
     .venv/bin/python bench/studies/formation_claims.py $done
+    .venv/bin/python bench/studies/formation_claims.py --metric sink $done
+    .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
 fi

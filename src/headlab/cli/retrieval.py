@@ -118,20 +118,7 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
 
 
 def _cmd_emergence(a: argparse.Namespace) -> int:
-    t = call(a)
-    for title, tab in (("by layer and label", t), ("by layer and key (reader dropped)", t["by_layer_and_key"])):
-        print(f"{title}:")
-        for o in tab["runs"]:
-            print(f"  {o['run']}: " + (" → ".join(o["order"]) or "nothing emerged"))
-        print(
-            f"  the most common order ({' → '.join(tab['most_common_order']) or 'none'}) in {tab['same_order']} "
-            f"of {tab['n_runs']} runs"
-        )
-        for p in tab["pairwise"]:
-            print(
-                f"  {p['a']} before {p['b']} in {p['a_first']} of {p['runs']} runs, after in {p['b_first']}, "
-                f"same checkpoint in {p['same_step']}"
-            )
+    print(call(a).markdown(), end="")
     return 0
 
 

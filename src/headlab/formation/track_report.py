@@ -192,7 +192,7 @@ def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
     return record
 
 
-def emergence_table(arms: dict[str, list[Path]],
+def specialization_table(arms: dict[str, list[Path]],
                     metrics: tuple[str, ...] = ("previous-token", "induction", "sink", "slash_mass")) -> str:
     """Markdown, one row per arm (tracked runs, one per seed) and metric: per seed the heads that emerged (score
     crosses :data:`THRESHOLDS` and stays above) and the heads that rose (a change-point rise of at least

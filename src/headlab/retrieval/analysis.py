@@ -29,6 +29,7 @@ import numpy as np
 from headlab.ablation.experiment import matched_control
 from headlab.ablation.heads import ablated
 from headlab.errors import HeadlabError
+from headlab.formation.emergence import EmergenceResult, emergence_table
 from headlab.formation.phases import emergence_step
 from headlab.head import Head
 from headlab.head import name as head_name
@@ -143,20 +144,6 @@ class AnalyzeResult(Result):
     def figure(self) -> Any:
         """The labelled circuit (matplotlib figure)."""
         return circuit_figure(self)
-
-
-@dataclass
-class EmergenceResult(Result):
-    """``emergence.json``: each run's order of emerging head roles, how often it repeats, pairwise precedence;
-    ``by_layer_and_key`` is the same table with the reader dropped (None inside it)."""
-
-    KIND = "emergence.json"
-    runs: list[dict[str, Any]]
-    most_common_order: list[str]
-    same_order: int
-    n_runs: int
-    pairwise: list[dict[str, Any]]
-    by_layer_and_key: "EmergenceResult | None" = None
 
 
 def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, min_lift: float = 0.2,
@@ -332,52 +319,25 @@ def circuit_figure(r: AnalyzeResult) -> Any:
     return fig
 
 
-def emergence_table(analyses: list[Any], coarse: bool = False) -> EmergenceResult:
-    """Across seeds: each run's order of label types (by emergence step) and how often the order is the same.
-
-    Heads are compared by label (``reader→key``) and layer, since head indices are arbitrary across seeds:
-    a run's order is the sequence of ``L<layer>:<label>`` in order of emergence (ties by step kept together).
-    ``coarse`` compares ``L<layer>:→<key>`` instead (the reader dropped), so that a hop head read from the query
-    in one seed and from the pairs in another counts as the same role; the full table holds both."""
-    orders = []
-    for a in analyses:
-        em = a["emergence"]["emerged_at"]
-        seq = []
-        for k, step in sorted(((k, s) for k, s in em.items() if s is not None), key=lambda kv: kv[1]):
-            layer, head = Head.parse(k)
-            label = a["labels"][layer][head]
-            tag = f"L{layer}:→{label.split('→')[1]}" if coarse else f"L{layer}:{label}"
-            if tag not in [t for t, _ in seq]:
-                seq.append((tag, step))
-        orders.append({"run": a["run"], "order": [f"{t}@{s}" for t, s in seq], "types": [t for t, _ in seq]})
-    types = [tuple(o["types"]) for o in orders]
-    most = max(set(types), key=types.count) if types else ()
-    return EmergenceResult(runs=orders, most_common_order=list(most), same_order=types.count(most) if types else 0,
-                           n_runs=len(orders), pairwise=pairwise_order(orders),
-                           by_layer_and_key=None if coarse else emergence_table(analyses, coarse=True))
-
-
-def pairwise_order(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """For every two label types that both emerged in at least two runs: in how many runs A came first, B came
-    first, or both at the same checkpoint. Robust to runs that grew different sets of types."""
-    steps = [
-        {o["order"][i].rsplit("@", 1)[0]: int(o["order"][i].rsplit("@", 1)[1]) for i in range(len(o["order"]))}
-        for o in orders
-    ]
-    names = sorted({t for s in steps for t in s})
+def role_events(analysis: Any) -> list[tuple[str, int]]:
+    """An analyzed run's events for :func:`headlab.formation.emergence.emergence_table`: ``L<layer>:<label>`` at
+    each labelled head's emergence step, in step order (ties in the order the analysis lists its heads)."""
+    em = analysis["emergence"]["emerged_at"]
     out = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            both = [s for s in steps if a in s and b in s]
-            if len(both) >= 2:
-                out.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "runs": len(both),
-                        "a_first": sum(s[a] < s[b] for s in both),
-                        "b_first": sum(s[b] < s[a] for s in both),
-                        "same_step": sum(s[a] == s[b] for s in both),
-                    }
-                )
+    for k, step in sorted(((k, s) for k, s in em.items() if s is not None), key=lambda kv: kv[1]):
+        layer, head = Head.parse(k)
+        out.append((f"L{layer}:{analysis['labels'][layer][head]}", step))
     return out
+
+
+def by_key(role: str) -> str:
+    """``L1:query→def-ref`` → ``L1:→def-ref``: a hop head read from the query in one seed and from the pairs in
+    another counts as the same role."""
+    layer, label = role.split(":", 1)
+    return f"{layer}:→{label.split('→')[1]}"
+
+
+def circuit_emergence(analyses: list[Any]) -> EmergenceResult:
+    """Across analyzed runs (seeds): the order of their labelled heads' roles, by layer and label, and by layer
+    and key (the reader dropped)."""
+    return emergence_table([(a["run"], role_events(a)) for a in analyses], coarse=by_key)

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.formation.emergence import EmergenceResult
 from headlab.io import claim_file, saving, write_text_atomic, writing
 from headlab.models import LoadedModel
 from headlab.result import Summary
 from headlab.retrieval import analysis, grid, llm_eval
-from headlab.retrieval.analysis import AnalyzeResult, EmergenceResult, emergence_table, write_analysis
+from headlab.retrieval.analysis import AnalyzeResult, circuit_emergence, write_analysis
 from headlab.retrieval.grid import SweepResult
 from headlab.retrieval.khop import KHopTask, train_khop
 from headlab.retrieval.law import DepthLawResult
@@ -162,7 +163,7 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
         if not f.exists():
             raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
         analyses.append(AnalyzeResult.read(f))
-    t = emergence_table(analyses)
+    t = circuit_emergence(analyses)
     if out is not None:
         t.write(Path(out))
     return t
