@@ -4,6 +4,7 @@ stages of training, early prediction of which heads specialize, and initializati
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from typing import Any, Mapping
 
 from headlab.rulebook.book import Judgement, Rule, Verdict, declare
@@ -51,8 +52,6 @@ def early_prediction(s: Mapping[str, Any]) -> Judgement:
 def initialization(s: Mapping[str, Any]) -> Judgement:
     """Specialized heads per run under two initializations at one budget and seed set: an exact permutation test
     of the difference in means (two-sided)."""
-    from itertools import combinations
-
     a, b = list(s["a"]), list(s["b"])
     pooled, n = a + b, len(a)
     observed = abs(sum(a) / max(len(a), 1) - sum(b) / max(len(b), 1))
