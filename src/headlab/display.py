@@ -44,6 +44,7 @@ def safe_markdown(text: str) -> str:
     """``text`` (Markdown with pipe tables) as HTML, with every raw HTML tag escaped and every link or image whose
     target is not relative or http(s)/mailto dropped: the one escaping rule for everything headlab renders from
     data (model names, corpus text, labels read from result folders someone else may have written)."""
+    # deferred: markdown adds 23 modules; only HTML reports need it
     import markdown
     from markdown.treeprocessors import Treeprocessor
 
@@ -81,6 +82,7 @@ class Displayable:
     def to_pandas(self) -> Any:
         """The rows of :meth:`records` as a ``pandas.DataFrame`` (needs pandas: ``pip install pandas``)."""
         try:
+            # deferred: pandas is optional (the notebook extra)
             import pandas as pd
         except ImportError:
             raise HeadlabError("to_pandas needs pandas: pip install pandas") from None
@@ -89,6 +91,7 @@ class Displayable:
     def to_polars(self) -> Any:
         """The rows of :meth:`records` as a ``polars.DataFrame`` (needs polars: ``pip install polars``)."""
         try:
+            # deferred: polars is optional
             import polars as pl
         except ImportError:
             raise HeadlabError("to_polars needs polars: pip install polars") from None

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+import torch
+import torch.distributed as dist
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,6 @@ class World:
         """Element-wise sums over ranks (float64 and int64 exactly as sent)."""
         if self.size == 1:
             return [a.copy() for a in arrays]
-        import torch
-        import torch.distributed as dist
 
         out = []
         for a in arrays:
@@ -45,7 +45,6 @@ class World:
         """Every rank's ``obj``, in rank order (picklable objects; the payloads here are small)."""
         if self.size == 1:
             return [obj]
-        import torch.distributed as dist
 
         out: list[Any] = [None] * self.size
         dist.all_gather_object(out, obj)
@@ -53,14 +52,11 @@ class World:
 
     def barrier(self) -> None:
         if self.size > 1:
-            import torch.distributed as dist
 
             dist.barrier()
 
 
 def _device() -> Any:
-    import torch
-    import torch.distributed as dist
 
     return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
 
@@ -70,8 +66,6 @@ def world() -> World:
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size == 1:
         return World()
-    import torch
-    import torch.distributed as dist
 
     if not dist.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -84,7 +78,6 @@ def world() -> World:
 def device_for(requested: str, w: World) -> str:
     """Under torchrun with CUDA, each process takes its local GPU unless a device is named explicitly."""
     if w.size > 1 and requested in ("auto", "cuda"):
-        import torch
 
         if torch.cuda.is_available():
             return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"

@@ -12,7 +12,9 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import os
 import re
+import types
 from typing import Any, Callable, Iterator
 
 
@@ -74,7 +76,6 @@ def _union(annotation: str) -> list[str]:
 
 def _expand(members: list[str], names: dict[str, Any]) -> list[str]:
     """Members with a module's union alias (``Model = str | LoadedModel``) replaced by its own members."""
-    import types
 
     out = []
     for m in members:
@@ -89,7 +90,6 @@ def _expand(members: list[str], names: dict[str, Any]) -> list[str]:
 def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
     """Whether ``value`` fits one union member; None where the member is not one this door checks (``names``:
     the twin's module globals, where a class name is looked up; an alias or unknown name is not checked)."""
-    import os
 
     if member == "None":
         return value is None

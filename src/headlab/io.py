@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
+import hashlib
+import io as _io
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -28,7 +32,6 @@ _FILE_MODE = 0o666 & ~_umask()
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file, read in 1 MiB blocks (checkpoints and data pools carry it to detect damage)."""
-    import hashlib
 
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -72,7 +75,6 @@ MIN_FREE_BYTES = 1 << 20
 
 def _probe(base: Path, out: Path) -> None:
     """A real write under ``base`` (root passes every permission check, a read-only mount fails only here)."""
-    import shutil
 
     free = shutil.disk_usage(base).free
     if free < MIN_FREE_BYTES:
@@ -193,7 +195,6 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
 
 
 def write_csv_atomic(path: str | os.PathLike[str], header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    import io as _io
 
     buf = _io.StringIO()
     writer = csv.writer(buf)
@@ -246,7 +247,6 @@ class FolderLock:
         self._created = False
 
     def acquire(self) -> "FolderLock":
-        import fcntl
 
         self._created = not self.folder.exists()
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,8 @@ import contextvars
 import sys
 from typing import Iterator
 
+from tqdm import tqdm
+
 _RECORDS: contextvars.ContextVar[tuple[list[str], ...]] = contextvars.ContextVar("headlab_notices", default=())
 
 
@@ -21,7 +23,6 @@ _REPEAT: contextvars.ContextVar[bool] = contextvars.ContextVar("headlab_notices_
 
 def say(message: str) -> None:
     """Tell the user what was skipped or repaired, and record it."""
-    from tqdm import tqdm
 
     if _REPEAT.get():
         return

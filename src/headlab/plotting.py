@@ -16,10 +16,12 @@ import numpy as np
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend (figures are written to files; no display is needed). Inside a
     Jupyter kernel the notebook's backend is left alone, so the notebook's own plots still show."""
+    # deferred: matplotlib takes ~0.6 s to import and only figures need it
     import matplotlib
 
     if "ipykernel" not in sys.modules:
         matplotlib.use("Agg")
+    # deferred: matplotlib takes ~0.6 s to import and only figures need it
     import matplotlib.pyplot as plt
 
     return plt
@@ -27,6 +29,7 @@ def pyplot() -> Any:
 
 def new_figure(**kwargs: Any) -> Any:
     """A ``matplotlib.figure.Figure`` not registered with pyplot (``kwargs`` as for ``Figure``)."""
+    # deferred: matplotlib takes ~0.6 s to import and only figures need it
     from matplotlib.figure import Figure
 
     return Figure(**kwargs)

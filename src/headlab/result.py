@@ -22,6 +22,8 @@ import typing
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
 
+import numpy as np
+
 from headlab.display import Displayable, field_table
 from headlab.errors import HeadlabError
 from headlab.head import Head
@@ -67,14 +69,12 @@ def read_json(path: str | Path) -> Any:
 
 def floats(values: Any) -> Any:
     """JSON numbers (null for NaN) as a float array."""
-    import numpy as np
 
     return np.array(values, dtype=object).astype(float) if values is not None else None
 
 
 def per_head(heads: list[dict[str, Any]], n_layers: int, n_heads: int, get: Any) -> Any:
     """An ``(L, H, ...)`` float array from a result's per-head records (in layer-major order)."""
-    import numpy as np
 
     arr = floats([get(h) for h in heads])
     return np.asarray(arr).reshape(n_layers, n_heads, *np.asarray(arr).shape[1:])

@@ -7,7 +7,10 @@ without a rule is a programming error, not a user's.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -83,7 +86,6 @@ def refuse(flag: str, rule: Rule, value: Any) -> None:
 def items(value: Any) -> Any:
     """A value given where a list is expected, as a list: one string (or path, or model) is one item, not its
     characters; None stays None."""
-    import os
 
     if value is None:
         return None
@@ -107,8 +109,6 @@ def strings(name: str, value: Any) -> list[str] | None:
 
 def listed(*names: str) -> Any:
     """Decorate a twin so that its parameters ``names`` go through :func:`items` (its signature is kept)."""
-    import functools
-    import inspect
 
     def wrap(fn: Any) -> Any:
         sig = inspect.signature(fn)

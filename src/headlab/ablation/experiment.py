@@ -16,7 +16,9 @@ Modes: ``zero``, ``mean`` (each head's mean over all tokens of the experiment's 
 from __future__ import annotations
 
 import random
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -257,7 +259,6 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
 
 def _boot_diff(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int = 1000) -> tuple[float, float]:
     """95% bootstrap interval over samples of mean(a) − mean(b), a and b paired (n,) or (draws, n)."""
-    import warnings
 
     n = a.shape[-1]
     boots = []
@@ -319,7 +320,6 @@ def _report(loaded: LoadedModel, target: HeadSet, mode: str, draws: int, res: di
 
 
 def write_report(report: AblateResult, out_dir: str) -> None:
-    from pathlib import Path
 
     report.write(Path(out_dir))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -128,7 +129,6 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
         headlab.scan("minilm-l6", per_sample="runs/s.parquet", out="runs/s")
         headlab.top("runs/s", head="0.4", k=5)        # rank, score, document, window, text
     """
-    import json
 
     validate(k=k)
 

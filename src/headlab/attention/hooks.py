@@ -153,6 +153,7 @@ def _register() -> None:
     global _REGISTERED
     if _REGISTERED:
         return
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask
 

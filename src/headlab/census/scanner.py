@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -138,8 +140,6 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
 def corpus_stamp(texts: Sequence[str] | None, corpus: Sequence[str] | None) -> str:
     """What identifies the text a scan reads: the texts themselves, or every corpus file's path, size and
     modification time (named sources are installed packages, identified by their name)."""
-    import hashlib
-    import os
 
     h = hashlib.sha256()
     if texts is not None:

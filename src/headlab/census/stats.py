@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest
 
 #: a share or statistic with its interval: value, lower, upper
 Interval = tuple[float, float, float]
@@ -96,7 +97,6 @@ def wilson(k: int, n: int, level: float = 0.95) -> Interval:
     """Share k/n with its Wilson score interval (scipy's ``binomtest``); NaN when n = 0."""
     if n == 0:
         return (math.nan, math.nan, math.nan)
-    from scipy.stats import binomtest
 
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return (k / n, float(ci.low), float(ci.high))

@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 import warnings
+from pathlib import Path
 from typing import Sequence
 
 from headlab import __version__, models
@@ -72,7 +73,6 @@ def _cmd_models_families(a: argparse.Namespace) -> int:
 
 
 def _cmd_models_verify(a: argparse.Namespace) -> int:
-    from pathlib import Path
 
     copies = call(a)
     for c in copies:
@@ -237,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _quiet_transformers() -> None:
     try:
+        # deferred: transformers takes ~0.9 s to import and only loading a model needs it
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()

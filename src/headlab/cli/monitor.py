@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from headlab import monitor
@@ -70,7 +71,6 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(a: argparse.Namespace) -> int:
-    import json
 
     r = call(a)
     print(r.markdown())

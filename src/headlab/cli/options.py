@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 from typing import Any, Callable, NoReturn, Sequence
@@ -132,7 +133,6 @@ CLI_OWN = ("out", "progress")
 def bind(p: argparse.ArgumentParser, api: Callable[..., Any], cmd: Callable[[argparse.Namespace], int]) -> None:
     """Make ``cmd`` run ``p``'s command and take every option default from ``api``, the command's Python twin
     (the one place each default is defined)."""
-    import inspect
 
     dests = {a.dest for a in p._actions}
     defaults = {name: prm.default for name, prm in inspect.signature(api).parameters.items()
@@ -143,7 +143,6 @@ def bind(p: argparse.ArgumentParser, api: Callable[..., Any], cmd: Callable[[arg
 def call(a: argparse.Namespace, **given: Any) -> Any:
     """The command's Python twin (``a.api``) called with the parsed options that are its parameters;
     ``--no-progress`` becomes ``progress``; ``given`` adds or replaces arguments."""
-    import inspect
 
     params = inspect.signature(a.api).parameters
     kwargs = {k: v for k, v in vars(a).items() if k in params}

@@ -97,6 +97,7 @@ PREDICTORS = ("early_model", "early_score_alone", "layer_index")
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> Model:
     """A standardized L2 logistic regression (penalty ``l2/2 · |w|²`` on the standardized weights, none on the
     intercept: scikit-learn's ``C = 1 / l2``)."""
+    # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -110,6 +111,7 @@ def predict_proba(model: Model, X: np.ndarray) -> np.ndarray:
 
 def roc_auc(y: np.ndarray, score: np.ndarray) -> float | None:
     """Area under the ROC curve (ties count half); None when one class is absent."""
+    # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
     from sklearn.metrics import roc_auc_score
 
     if y.min() == y.max():
@@ -119,6 +121,7 @@ def roc_auc(y: np.ndarray, score: np.ndarray) -> float | None:
 
 def _pr(y: np.ndarray, p: np.ndarray) -> tuple[float | None, float | None]:
     """Precision and recall at probability 0.5; None where undefined (nothing predicted, or no positive)."""
+    # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
     from sklearn.metrics import precision_score, recall_score
 
     pred = (p >= 0.5).astype(int)

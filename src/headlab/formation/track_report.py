@@ -8,6 +8,7 @@ warnings marked) with a section of ``track.md`` listing the warnings.
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +199,6 @@ def specialization_table(arms: dict[str, list[Path]],
     crosses :data:`THRESHOLDS` and stays above) and the heads that rose (a change-point rise of at least
     :data:`MIN_RISE` that ends stable or at the run's end), the median step (emergence, else the rise's end),
     their layers, and per seed the top head's final score. Reads each run's ``track/phases.json``."""
-    import statistics
 
     lines = ["| arm | metric | emerged (≥ threshold) per seed | rose (≥ 0.1) per seed | median step | layers | "
              "top final score per seed |", "|---|---|---|---|---|---|---|"]

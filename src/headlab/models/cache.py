@@ -150,6 +150,7 @@ def gguf_to_safetensors(gguf: Path, key: str) -> Path:
     if usable(target):
         return target
     writable_cache("models")
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     print(f"headlab: dequantizing {gguf.name} once into {target} (this takes a minute)", flush=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import torch
+
 from headlab.attention.adapters import adapter_for, head_dims, parts
 from headlab.attention.rules import fused_unsupported, route
 from headlab.errors import HeadlabError
@@ -15,7 +17,7 @@ from headlab.models.registry import NAMED_MODELS
 def skeleton(name_or_path: str) -> tuple[Any, int | None]:
     """The model built from its config on the meta device (its module tree, no memory for weights; at most
     :data:`SKELETON_LAYERS` layers of it), and the config's layer count."""
-    import torch
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AutoConfig, AutoModel
 
     spec = NAMED_MODELS.get(name_or_path)

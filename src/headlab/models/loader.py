@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import torch
+
 from headlab.attention.adapters import adapter_for, parts
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
@@ -44,7 +46,6 @@ def dtype_setting() -> Any:
 def torch_dtype(dtype: Any) -> Any:
     """``dtype`` (a name of :data:`DTYPES`, a torch dtype, or None for float32) as a torch dtype; any other value
     is refused in one line that lists the choices."""
-    import torch
 
     if dtype is None:
         return torch.float32
@@ -132,6 +133,7 @@ def resolve(model: "str | os.PathLike[str] | LoadedModel", *, device: str = "cpu
 
 def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:
     """The tokenizer of a named model, a model directory or a hub id, without loading the weights."""
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AutoTokenizer
 
     name = str(name_or_path)
@@ -164,6 +166,7 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
     if not p.exists() and _looks_local(name):
         raise HeadlabError(f"model path {name} does not exist")
     if not p.exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
+        # deferred: this import loads the hub client (~0.17 s, 112 modules); only hub names need it
         from huggingface_hub import try_to_load_from_cache
 
         if not isinstance(try_to_load_from_cache(name, "config.json"), str):
@@ -201,6 +204,7 @@ def _resolve_path(name: str) -> str | Path:
 
 
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]:
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(path, **NO_REMOTE_CODE)
@@ -220,6 +224,7 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
 def _quiet_weight_loading() -> Iterator[None]:
     """Transformers' own "Loading weights" bar off while a model loads: it ignores --no-progress and
     ``progress=False``, and a packaged model loads in about a second."""
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers.utils import logging as hf_logging
 
     was = hf_logging.is_progress_bar_enabled()
@@ -238,6 +243,7 @@ def _names_a_causal_lm(config: Any) -> bool:
 def declares_causal_lm(name_or_path: str | os.PathLike[str]) -> bool | None:
     """Whether a model's config names a causal language model, read without its weights; None where no config
     can be read first (a ``.gguf`` file, a run folder, a hub id offline)."""
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AutoConfig
 
     name = str(name_or_path)
@@ -252,7 +258,6 @@ def declares_causal_lm(name_or_path: str | os.PathLike[str]) -> bool | None:
 
 
 def _device(spec: str) -> Any:
-    import torch
 
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

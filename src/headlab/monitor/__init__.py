@@ -8,6 +8,7 @@ and explanations: :mod:`.screening`, writing back into a dataset: :mod:`.dataset
 from __future__ import annotations
 
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -103,7 +104,6 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
         res                                    # flagged share, the features that moved most
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
-    from contextlib import nullcontext
 
     if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")

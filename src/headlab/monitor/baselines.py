@@ -39,6 +39,7 @@ def char_features(text: str) -> list[float]:
 
 def per_document(rows: Any, values: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Mean of per-window ``values`` (windows x k) per document, documents sorted by id."""
+    # deferred: pandas is optional (the notebook extra)
     import pandas as pd
 
     df = pd.DataFrame(values.reshape(len(rows), -1))

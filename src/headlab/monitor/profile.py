@@ -100,6 +100,7 @@ def fit_profile(X: np.ndarray, docs: list[str], features: list[str], fpr: float,
                 exclude: np.ndarray | None = None, **meta: Any) -> Profile:
     """A profile from reference fingerprints ``X`` (documents x features); rows where ``exclude`` is true are
     neither fitted nor calibrated on (the evaluation keeps them as fresh reference documents)."""
+    # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
     from sklearn.covariance import LedoitWolf
 
     if exclude is not None:
@@ -138,6 +139,7 @@ class ForestScorer:
     did better and why the profile uses the distance)."""
 
     def __init__(self, prof: Profile, X: np.ndarray, docs: list[str], exclude: np.ndarray, seed: int = 0):
+        # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
         from sklearn.ensemble import IsolationForest
 
         keep = ~exclude

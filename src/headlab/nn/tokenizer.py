@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
 from headlab.errors import HeadlabError
 from headlab.models import load
 from headlab.models.cache import NO_REMOTE_CODE
@@ -22,7 +24,7 @@ SPECIALS = ("<pad>", "<mask>", "<bos>")
 
 def train_bpe(texts: Iterable[str], vocab_size: int) -> Any:
     """A byte-level BPE (PreTrainedTokenizerFast) trained on ``texts``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import PreTrainedTokenizerFast
 
     if vocab_size < 256 + len(SPECIALS):
@@ -46,6 +48,7 @@ def save_tokenizer(tokenizer: Any, folder: str | Path) -> None:
 
 def load_tokenizer(spec_or_folder: str | Path) -> Any:
     """A tokenizer saved in a run folder, a named model's tokenizer, or any Hugging Face tokenizer."""
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AutoTokenizer
 
     p = Path(spec_or_folder)

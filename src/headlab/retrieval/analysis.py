@@ -297,6 +297,7 @@ def analysis_markdown(r: AnalyzeResult) -> str:
 
 def circuit_figure(r: AnalyzeResult) -> Any:
     """Each head's reader→key label in a layers x heads grid (matplotlib figure)."""
+    # deferred: matplotlib takes ~0.6 s to import and only figures need it
     from matplotlib.patches import Rectangle
 
     L = len(r["labels"])

@@ -10,9 +10,17 @@ layers x depth for each curriculum, with the bound layers = log_3(2D)) and ``lea
 from __future__ import annotations
 
 import math
+import multiprocessing
+import shutil
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
+
+import numpy as np
 
 from headlab.errors import HeadlabError
 from headlab.io import read_jsonl
@@ -64,8 +72,6 @@ def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = 
     with 1 and 2 layers (the bound log_3(2D) is 1.26 and 1.63 layers there); checkpoints every 50 steps are
     what ``headlab retrieval analyze`` orders head emergence by. ``no_train`` only aggregates the finished
     cells: the others show as not run (0 seeds), for a time-boxed sweep."""
-    import sys
-    import time
 
     st = settings
     layers, depths, curricula, seeds, jobs = st.layers, st.depths, st.curricula, st.seeds, st.jobs
@@ -164,8 +170,6 @@ def _check_settings(run: Path, settings: dict[str, Any], task: dict[str, Any]) -
 def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
     """Train the groups, ``jobs`` processes at a time; yields a line per finished group."""
     if jobs > 1 and len(groups) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for f in as_completed([pool.submit(_train_group, g) for g in groups]):
@@ -176,7 +180,6 @@ def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
 
 
 def _train_group(g: dict[str, Any]) -> str:
-    import shutil
 
     out = Path(g["out"])
     members = []
@@ -198,7 +201,6 @@ def _train_group(g: dict[str, Any]) -> str:
 def markdown(result: SweepResult) -> str:
     """Per curriculum, a layers x depth table: successes/seeds, the median step of success, and the mean final
     held-out accuracy at full depth; the bound log_3(2D) per depth."""
-    import statistics
 
     g = result["grid"]
     lines = [f"# Retrieval sweep: {g['steps']} steps of {g['batch_size']}, d={g['d_model']}, {g['n_heads']} heads, "
@@ -247,7 +249,6 @@ def plot_sweep(result: SweepResult, out: Path) -> None:
 
 def success_figure(result: SweepResult) -> Any:
     """Per curriculum, the layers x depth success rate with the bound log_3(2D) (matplotlib figure)."""
-    import numpy as np
 
     g = result["grid"]
     L, D, C = g["layers"], g["depths"], g["curricula"]

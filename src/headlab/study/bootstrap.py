@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,6 @@ class _quiet:
     """Silence numpy's 'mean of empty slice' warnings: undefined statistics are NaN by design."""
 
     def __enter__(self) -> None:
-        import warnings
 
         self._w = warnings.catch_warnings()
         self._w.__enter__()

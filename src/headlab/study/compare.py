@@ -155,6 +155,7 @@ def compare_figure(sums: Sequence[RunSummary]) -> Any:
         ax.set_xlim(0, 1)
         ax.axvspan(1 / 3, 2 / 3, color="0.92", zorder=0)
     axes[0].set_ylabel("per-layer maximum over heads")
+    # deferred: matplotlib takes ~0.6 s to import and only figures need it
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=s.model) for i, s in enumerate(sums)]

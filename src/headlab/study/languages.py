@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.errors import HeadlabError
@@ -125,7 +126,6 @@ def by_language(model: str | LoadedModel, languages: Sequence[str] = LANGUAGES, 
                 top: int = 3, threshold: float = SDH.threshold, consecutive: int = SDH.consecutive, batch_size: int = 8,
                 device: str = "cpu", dtype: str = "float32") -> LanguagesResult:
     """Measure ``model`` on the slash suite of each language; the first language is the reference."""
-    from scipy.stats import spearmanr
 
     check_languages(languages)
     lm = resolve(model, device=device, dtype=dtype)

@@ -18,6 +18,8 @@ import hashlib
 import itertools
 import json
 import shutil
+import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -83,8 +85,6 @@ def slash_ids(tokenizer: Any) -> frozenset[int]:
 
 def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[WindowPool, Any]:
     """Tokenizer and window pool from the configured corpus (seeded)."""
-    import sys
-    import time
 
     t0 = time.perf_counter()
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
 from headlab.errors import HeadlabError
 from headlab.io import FolderLock, write_text_atomic
@@ -122,7 +123,6 @@ class Trainer:
             write_text_atomic(self.run / "config.toml", to_toml(cfg))
         self.ddp = None
         if self.world > 1:
-            from torch.nn.parallel import DistributedDataParallel
 
             self.ddp = DistributedDataParallel(self.model)
 

@@ -34,6 +34,7 @@ def open_page(html: str | Path, width: int = 1400, height: int = 900,
     ``console_errors``, ``page_errors``, ``requests`` (every URL other than the file itself) and ``load_s``
     (seconds until the ``ready`` selector appears: the viewer sets ``data-ready``; None: the load event)."""
     try:
+        # deferred: playwright is optional (dev: the browser tests)
         from playwright.sync_api import sync_playwright
     except ImportError:  # pragma: no cover - dev dependency
         raise HeadlabError("the browser check needs Playwright: pip install playwright") from None

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -53,7 +55,6 @@ def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
     """Every run's data pool before the first run trains (a corpus too small for an arm's settings fails here, not
     after hours of training): built once per data settings and seed, copied (digest-checked) to the runs that
     share them, left alone where a run already holds its own."""
-    import shutil
 
     built: dict[str, Path] = {}
     for run, cfg in configs.items():
@@ -165,7 +166,6 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 
 def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
            progress: bool = True) -> InduceResult:
-    import tomllib
 
     out, levers, arms, seeds, draws = Path(out), settings, settings.arms, settings.seeds, settings.draws
     base = tomllib.loads(config_path(config).read_text(encoding="utf-8"))
