@@ -205,6 +205,12 @@ ROWS += [
     Row("head not of the form L.H", "ablate minilm-l6 --heads x --out {tmp}/o".split(), 2, "L.H", model="minilm-l6"),
     Row("every corpus sample has '/'", "ablate minilm-l6 --heads 0.1 --corpus {tmp}/s.txt --samples 4 --draws 1 "
         "--out {tmp}/o".split(), 2, "every sample", _file("s.txt", "a/b c/d e/f g/h " * 40), model="minilm-l6"),
+    Row("ablate --positions marked without a suite", "ablate minilm-l6 --heads 0.1 --positions marked "
+        "--out {tmp}/o".split(), 2, "--suites", model="minilm-l6", absent=["o/ablate.json"]),
+    Row("ablate with an empty --symbol", ["ablate", "minilm-l6", "--heads", "0.1", "--symbol", "", "--out",
+                                          "{tmp}/o"], 2, "--symbol", model="minilm-l6"),
+    Row("ablate --within 0", "ablate minilm-l6 --heads 0.1 --within 0 --out {tmp}/o".split(), 2, "--within",
+        model="minilm-l6"),
     Row("training config file missing", "train {tmp}/none.toml --out {tmp}/t".split(), 2, "none.toml"),
     Row("training config of the wrong type", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "steps",
         _file("bad.toml", "[optim]\nsteps = 'many'\n")),

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from headlab.ablation import ablated, output_projections, record_head_inputs
-from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
+from headlab.ablation.result import AblateResult
 
 from ..support import assert_round_trip
 from .conftest import SLASH_TEXTS, named
@@ -79,6 +79,31 @@ def test_ablate_resample_mode_and_stimulus_suites(tmp_path):
     assert main(["ablate", "minilm-l6", "--heads", "2.3", "--suites", "nope", "--no-progress",
                  "--out", str(tmp_path)]) == 2
     assert main(["ablate", "minilm-l6", "--heads", "9.0", "--no-progress", "--out", str(tmp_path)]) == 2
+
+
+def test_ablate_scores_the_positions_asked_for(tmp_path):
+    """--positions repeat on smollm2's induction head 18.6: the second copy of repeated random tokens gets much
+    harder with the head gone, against matched random heads, and the first copy (nothing to copy) does not;
+    --positions all on any text scores every token and leaves no rest."""
+    import json
+
+    from headlab.cli import main
+
+    assert main(["ablate", "smollm2-135m", "--heads", "18.6", "--positions", "repeat", "--draws", "2", "--samples",
+                 "8", "--window", "48", "--no-progress", "--out", str(tmp_path / "rep")]) == 0
+    r = AblateResult.read(tmp_path / "rep")
+    assert_round_trip(AblateResult, tmp_path / "rep" / "ablate.json")
+    second, first = r.slash["loss"], r.no_slash["loss"]
+    assert second["base"] < first["base"] - 5  # the copy is predictable, random tokens are not
+    assert second["delta"] > 0.5 and r.control["difference"] > 0.3 and r.control["interval"][0] > 0
+    assert r.rest_control is not None and abs(first["delta"]) < 0.1 and r.suites == {}
+    assert r.part_names() == ("second copy", "first copy")
+    assert main(["ablate", "minilm-l6", "--heads", "0.1", "--positions", "all", "--draws", "2", "--samples", "6",
+                 "--corpus", "pydoc", "--no-progress", "--out", str(tmp_path / "all")]) == 0
+    a = json.loads((tmp_path / "all" / "ablate.json").read_text())
+    assert a["positions"] == "all" and a["no_slash"] == {} and a["rest_control"] is None
+    assert a["slash_definition"] == "every token" and a["slash"]["cosine_distance"]["delta"] > 0
+    assert main(["report", str(tmp_path / "all"), "--out", str(tmp_path / "report")]) == 0
 
 
 def test_importance_cli_on_an_encoder(tmp_path):

@@ -81,7 +81,7 @@ import pytest  # noqa: E402
 @pytest.mark.parametrize("kind", ["lm", "bert", "mpnet"])
 def test_exact_sweep_with_reuse_equals_naive_sweep(kind):
     """Replaying the plain layers below and stacking one layer's ablations gives the naive sweep's numbers."""
-    from headlab.ablation.importance import _metric, primary_metric
+    from headlab.ablation.importance import pooled_metric, primary_metric
     from headlab.ablation.metrics import reference_hidden
     from headlab.ablation.sweep import exact_sweep, naive_sweep
 
@@ -96,7 +96,7 @@ def test_exact_sweep_with_reuse_equals_naive_sweep(kind):
     # group_tokens small enough to split a layer's heads into several stacked passes
     fast = exact_sweep(lm, batches, ref, primary_metric, group_tokens=60, progress=False)
     with torch.inference_mode():
-        base = _metric(lm, batches, ref) if lm.facts.causal else 0.0
+        base = pooled_metric(lm, batches, ref) if lm.facts.causal else 0.0
     d_naive, d_fast = naive - base, fast - base
     scale = np.abs(d_naive).max()  # random encoders move hidden states by ~1e-6: compare relative to that
     assert scale > 0 and np.ptp(d_naive) > 0.1 * scale  # heads differ: not a comparison of constants
@@ -110,3 +110,40 @@ def test_the_summary_says_which_ranking_to_trust_where_they_disagree():
 
     assert "disagrees" in ranking_note(-0.02) and "trust the exact" in ranking_note(-0.02)
     assert "agrees" in ranking_note(AGREE) and "trust" not in ranking_note(0.95)
+
+
+def test_per_sample_sweep_sums_to_the_pooled_one_and_intervals_cover_the_samples():
+    """sample_sweep's rows are each sample's own sums (one sample alone gives its row); the interval of a head
+    whose Δ is the same on every sample has no width; a naive bootstrap loop draws the same interval."""
+    from headlab.ablation.importance import delta_intervals, primary_metric
+    from headlab.ablation.sweep import sample_sweep
+
+    lm = tiny_lm()
+    batches = _padded_batches(64, [[10, 7, 9], [8, 8]], seed=3)
+    sums, counts = sample_sweep(lm, batches, None, primary_metric, group_tokens=60, progress=False)
+    assert sums.shape == (5, *counts.shape[1:]) and (counts[:, 0, 0] == [9, 6, 8, 7, 7]).all()  # predicted tokens
+    alone = _padded_batches(64, [[8]], seed=3)  # not the same tokens: only the shapes and counts are compared
+    one, n_one = sample_sweep(lm, alone, None, primary_metric, progress=False)
+    assert one.shape == (1, *sums.shape[1:]) and (n_one == 7).all()
+    rng = np.random.default_rng(0)
+    base_s, base_c = rng.uniform(1, 2, 5) * 8, np.full(5, 8.0)
+    flat = np.broadcast_to((base_s + 8 * 0.25)[:, None, None], (5, 2, 3)).copy()  # Δ = 0.25 on every sample
+    iv = delta_intervals(flat, np.full((5, 2, 3), 8.0), base_s, base_c, seed=1, resamples=200)
+    np.testing.assert_allclose(iv, 0.25, atol=1e-12)
+    noisy = flat + rng.normal(0, 1, flat.shape)
+    iv = delta_intervals(noisy, np.full((5, 2, 3), 8.0), base_s, base_c, seed=1, resamples=200)
+    draw = np.random.default_rng(1).integers(0, 5, (200, 5))
+    naive = [[np.percentile([noisy[d, l, h].sum() / 40 - base_s[d].sum() / 40 for d in draw], [2.5, 97.5])
+              for h in range(3)] for l in range(2)]
+    np.testing.assert_allclose(iv, naive, rtol=1e-10)
+    assert (iv[..., 0] < iv[..., 1]).all()
+
+
+def test_the_top_heads_the_gradient_ranks_far_lower_are_named():
+    from headlab.ablation.importance import disagreements
+
+    heads = [{"name": f"0.{i}", "exact_delta": 100 - i, "gradient": float(i)} for i in range(35)]
+    named = disagreements(heads)  # exact order 0.0, 0.1, ...; the gradient's the reverse
+    assert named[0] == "0.0 (exact #1, gradient #35)" and len(named) == 5  # 0.5 is the gradient's #30: not far
+    assert disagreements([{**h, "gradient": -h["gradient"]} for h in heads]) == []
+    assert disagreements([{**h, "gradient": None} for h in heads]) == []

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
+from headlab.ablation.result import AblateResult
 from headlab.errors import HeadlabError
 from headlab.formation.emergence import EmergenceResult
 from headlab.formation.predict import PredictResult

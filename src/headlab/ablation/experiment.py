@@ -1,14 +1,24 @@
 """Group ablation with a matched random control (``headlab ablate``).
 
-Metrics and token sets are those of :mod:`headlab.ablation.metrics` (decoders: loss and accuracy of targets
-within ``k`` tokens after a `/`; encoders: cosine distance of the final hidden states at `/` positions and of
-the pooled sentence embedding). Measured on corpus text (half the samples with `/`, half without) and, with
-``suites``, on the constructed stimulus suites of the characterization work (near the marked symbol vs the
-rest of each item).
+Metrics and token sets are those of :mod:`headlab.ablation.metrics` (decoders: loss and accuracy of predicted
+tokens; encoders: cosine distance of the final hidden states and of the pooled sentence embedding). Which tokens
+are *scored* is ``positions``:
+
+* ``after`` (default): targets within ``k`` tokens after ``symbol`` (default `/`; encoders: the symbol's
+  positions) in corpus text drawn half with the symbol, half without; the *rest* is every token of the samples
+  without it;
+* ``all``: every token of corpus text drawn with no filter (any corpus; nothing is left as the rest);
+* ``marked``: the marked spans of the first of ``suites`` (constructed stimuli; near the marked symbol as
+  above), the rest being the other tokens of the same items. No corpus is drawn;
+* ``repeat``: ``samples`` sequences of random tokens repeated twice (the induction probe of
+  :func:`headlab.corpus.repeat_probe`, ``window`` tokens): the second copy is scored, the first is the rest.
+
+With ``suites``, each suite's effects are reported as well (near the marked symbol vs the rest of each item).
 The control ablates, in each of ``draws`` draws, as many random heads per layer as the target set has there
-(never a target head). Reported: the target set's effect, the controls' mean effect, their difference with a
-bootstrap 95% interval over samples, and a permutation p-value: the share of control draws whose effect on
-slash tokens is at least the target set's, (1 + count) / (1 + draws).
+(never a target head). Reported for the scored tokens, and for the rest where there is one: the target set's
+effect, the controls' mean effect, their difference with a bootstrap 95% interval over samples, and a
+permutation p-value: the share of control draws whose effect is at least the target set's,
+(1 + count) / (1 + draws).
 Modes: ``zero``, ``mean`` (each head's mean over all tokens of the experiment's corpus batches) and
 ``resample`` (each sample gets the head's output on the next sample of its batch, rolled by one).
 """
@@ -17,8 +27,7 @@ from __future__ import annotations
 
 import random
 import warnings
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -34,15 +43,15 @@ from headlab.ablation.metrics import (
     token_metrics,
     token_sets,
 )
+from headlab.ablation.result import AblateResult
 from headlab.census.engine import collate
-from headlab.corpus import Sample, Sampler, documents
+from headlab.corpus import Sample, Sampler, documents, repeat_probe
 from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
 from headlab.probes import SUITES, make_suite, to_samples
 from headlab.progress import bar as progress_bar
-from headlab.result import Result
 from headlab.settings import Settings, setting
 from headlab.values import Rule
 
@@ -66,8 +75,26 @@ class Condition:
     away: dict[str, list[np.ndarray]]
 
 
+#: which tokens an ablation scores (see the module docstring)
+POSITIONS = ("after", "all", "marked", "repeat")
+
+
+def scored_sets(batch: Any, positions: str, symbol_ids: frozenset[int], causal: bool, k: int,
+                stimuli: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(scored, rest) bool masks (B, T) of one batch under ``positions``."""
+    real = batch.attention_mask.numpy()
+    if positions == "all":
+        return real, np.zeros_like(real)
+    if positions == "repeat":  # the second copy against the first (position 0, the BOS, in neither)
+        second = batch.cache["marked"].numpy() > 0
+        first = real & ~second
+        first[:, 0] = False
+        return second & real, first
+    return token_sets(batch, symbol_mask(batch, symbol_ids), causal, k, stimuli)
+
+
 def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: str, means: dict | None,
-                  slash_ids: frozenset[int], k: int) -> Condition:
+                  slash_ids: frozenset[int], k: int, positions: str = "after") -> Condition:
     f = loaded.facts
     near: dict[str, list[np.ndarray]] = {}
     away: dict[str, list[np.ndarray]] = {}
@@ -78,7 +105,7 @@ def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: 
                 values = part.sources[i] if mode == "resample" and part.sources else means
                 with ablated(loaded.model, f.n_layers, f.n_heads, heads, mode, values):
                     vals = token_metrics(loaded, b, part.base_hidden[i] if part.base_hidden else None)
-                nm, am = token_sets(b, symbol_mask(b, slash_ids), f.causal, k, part.stimuli)
+                nm, am = scored_sets(b, positions, slash_ids, f.causal, k, part.stimuli)
                 rows_n.append([per_sample(v, nm) for v in vals])
                 rows_a.append([per_sample(v, am) for v in vals])
             cat = lambda rows: [np.concatenate([r[j] for r in rows]) for j in range(len(rows[0]))]  # noqa: E731
@@ -128,60 +155,23 @@ def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[in
     return out
 
 
+def _batched(loaded: LoadedModel, name: str, samples: Sequence[Sample], batch_size: int, stimuli: bool) -> Part:
+    dev = device_of(loaded.model)
+    return Part(name, [collate(samples[i:i + batch_size], loaded.pad_id, loaded.facts.causal, dev)
+                       for i in range(0, len(samples), batch_size)], stimuli=stimuli)
+
+
 def _suite_part(loaded: LoadedModel, suite: str, n: int, seed: int, batch_size: int) -> Part:
     opts = {"tokenizer": loaded.tokenizer} if suite == "contexts" else {}
     samples = to_samples(make_suite(suite, n, seed, **opts), loaded.tokenizer, loaded.facts.max_length)
-    dev = device_of(loaded.model)
-    return Part(suite, [collate(samples[i:i + batch_size], loaded.pad_id, loaded.facts.causal, dev)
-                        for i in range(0, len(samples), batch_size)], stimuli=True)
-
-
-@dataclass
-class AblateResult(Result):
-    """``ablate.json``: the target set's effect and its matched random controls (schema: docs/ablation.md)."""
-
-    KIND = "ablate.json"
-    model: str
-    mode: str
-    heads: list[Head]
-    metric: str
-    metrics: list[str]
-    slash_definition: str
-    slash: dict[str, Any]
-    no_slash: dict[str, Any]
-    control: dict[str, Any]
-    suites: dict[str, Any]
-    n_samples: int
-    n_tokens: int
-
-    def markdown(self) -> str:
-        """The effect per text part and metric, then the target against its matched controls with the
-        interval and p-value."""
-        c = self.control
-        lines = [f"**{self.model}**: {self.mode}-ablating {', '.join(map(str, self.heads))}; {self.n_samples} "
-                 f"samples, {self.n_tokens} tokens; slash = {self.slash_definition}", "",
-                 "| part | metric | base | ablated | Δ | controls' mean Δ |", "|---|---|---|---|---|---|"]
-        for r in self.records():
-            lines.append(f"| {r['part']} | {r['metric']} | {r['base']:.4f} | {r['ablated']:.4f} | {r['delta']:+.4f} | "
-                         f"{r['control_delta_mean']:+.4f} |")
-        lines += ["", f"Target minus {c['draws']} matched random sets ({self.metric} on slash tokens): "
-                  f"**{c['difference']:+.4f}** [{c['interval'][0]:+.4f}, {c['interval'][1]:+.4f}] (95%), "
-                  f"permutation p = {c['p_value']:.3f}."]
-        return "\n".join(lines) + "\n"
-
-    def records(self) -> list[dict[str, Any]]:
-        """One row per (text part, metric): base, ablated, the change and the controls' mean change."""
-        parts = [("slash", self.slash), ("no_slash", self.no_slash)]
-        parts += [(f"suite {s}", v["near"]) for s, v in self.suites.items()]
-        return [{"part": part, "metric": name, **{k: v for k, v in values.items() if not isinstance(v, list)}}
-                for part, block in parts for name, values in block.items()]
+    return _batched(loaded, suite, samples, batch_size, stimuli=True)
 
 
 @dataclass(frozen=True)
 class AblateSettings(Settings):
-    """How ``headlab ablate`` measures: the ablation ``mode``; ``draws`` matched random head sets; ``samples``
-    corpus windows of ``window`` tokens (half with ``/``) from ``corpus`` (None: the default sources), accuracy
-    at top-``k``; stimulus ``suites`` with ``suite_n`` items each; ``seed``, ``batch_size``."""
+    """How ``headlab ablate`` measures: the ablation ``mode``; ``draws`` matched random head sets; which tokens
+    are scored (``positions``, ``symbol``, ``k``); ``samples`` corpus windows of ``window`` tokens from ``corpus``
+    (None: the default sources); stimulus ``suites`` with ``suite_n`` items each; ``seed``, ``batch_size``."""
 
     FAMILY: ClassVar[str] = "ablate"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus", "suites")
@@ -190,9 +180,16 @@ class AblateSettings(Settings):
                         "head's output on the next sample of the batch)", choices=MODES)
     draws: int = setting(20, "matched random head sets the target is compared with (p cannot go below "
                          "1/(draws+1))", rule=Rule("whole", 1))
-    samples: int = setting(48, "corpus windows, half with '/', half without", rule=Rule("whole", 2))
+    positions: str = setting("after", "the tokens scored: after (within --within tokens after --symbol, against "
+                             "samples without it), all (every token of any corpus), marked (the marked spans of the "
+                             "first --suites suite, against the items' other tokens), repeat (the second copy of "
+                             "random tokens repeated twice, against the first: induction)", choices=POSITIONS)
+    symbol: str = setting("/", "the symbol --positions after scores after (every token whose text holds it)")
+    samples: int = setting(48, "corpus windows (--positions after: half with the symbol, half without)",
+                           rule=Rule("whole", 2))
     window: int = setting(64, "tokens per sample")
-    k: int = setting(3, "accuracy at top-k", cli=False)
+    k: int = setting(3, "decoders: score the targets within this many tokens after the symbol", flag="within",
+                     rule=Rule("whole", 1))
     corpus: tuple[str, ...] | None = setting(None, "named sources or files/folders (default: wiki pydoc)",
                                              metavar="SRC", annotation="Sequence[str] | None")
     suites: tuple[str, ...] = setting((), "also measure on these stimulus suites, e.g. slash controls positions "
@@ -213,48 +210,72 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
 
     ``settings.suites`` (names of :data:`headlab.probes.SUITES`) adds per-suite effects."""
     st = settings
-    mode, draws, samples, window, k, corpus = st.mode, st.draws, st.samples, st.window, st.k, st.corpus
-    suites, suite_n, seed, batch_size = st.suites, st.suite_n, st.seed, st.batch_size
     loaded = load_for_metric(model, device, dtype)
     f = loaded.facts
     target = parse_heads(heads, f.n_layers, f.n_heads)
     if not target:
         raise HeadlabError("no heads to ablate (--heads L.H,...)")
-    slash_ids = loaded.ids_containing("/")
-    docs = documents(list(corpus) if corpus else None)
-    half = max(1, samples // 2)
-    picked: list[Sample] = []
-    for filt in ("with-target", "without-target"):
-        sampler = Sampler(loaded.tokenizer, min(window, f.max_length), seed=seed, target_ids=slash_ids,
-                          target_filter=filt)  # type: ignore[arg-type]
-        picked += list(sampler.samples(docs, half))
-    has_slash = [any(i in slash_ids for i in s.input_ids) for s in picked]
-    if not any(has_slash):
-        raise HeadlabError("the corpus has no sample with '/'; pass --corpus with slash text")
-    if all(has_slash):
-        raise HeadlabError("every sample of the corpus has '/', but the effect is compared with text without '/'; "
-                           "pass --corpus with some text without '/'")
-    dev = device_of(loaded.model)
-    parts = [Part("corpus", [collate(picked[i:i + batch_size], loaded.pad_id, f.causal, dev)
-                             for i in range(0, len(picked), batch_size)], stimuli=False)]
-    parts += [_suite_part(loaded, s, suite_n, seed, batch_size) for s in suites]
-    means = _means(loaded, parts[0].batches) if mode == "mean" else None
+    if st.positions == "marked" and not st.suites:
+        raise HeadlabError("--positions marked scores the marked spans of stimulus suites: pass --suites "
+                           "(e.g. --suites slash)")
+    if not st.symbol:
+        raise HeadlabError("--symbol '': give the text whose tokens --positions after scores after, e.g. --symbol /")
+    symbol_ids = loaded.ids_containing(st.symbol)
+    if st.positions == "after" and not symbol_ids:
+        raise HeadlabError(f"--symbol {st.symbol!r}: no token of {loaded.name}'s vocabulary holds it")
+    first = {"marked": [], "repeat": [_batched(loaded, "repeat", _repeated(loaded, st), st.batch_size, stimuli=True)]}
+    parts = first.get(st.positions) or [_batched(loaded, "corpus", _corpus(loaded, st, symbol_ids), st.batch_size,
+                                                 stimuli=False)]
+    parts += [_suite_part(loaded, s, st.suite_n, st.seed, st.batch_size) for s in st.suites]
+    means = _means(loaded, parts[0].batches) if st.mode == "mean" else None
     for part in parts:
         part.base_hidden = reference_hidden(loaded, part.batches)
-        if mode == "resample":
+        if st.mode == "resample":
             part.sources = _resample_sources(loaded, part.batches)
-    rng = random.Random(seed)
+    rng = random.Random(st.seed)
     conds = [("base", {}), ("target", target)] + [(f"control{i}", matched_control(target, f.n_heads, rng))
-                                                   for i in range(draws)]
+                                                   for i in range(st.draws)]
     bar = progress_bar(len(conds), f"ablate {loaded.name}", "condition", progress)
     res = {}
     for name, hs in conds:
-        res[name] = run_condition(loaded, parts, hs, mode, means, slash_ids, k)
+        res[name] = run_condition(loaded, parts, hs, st.mode, means, symbol_ids, st.k, st.positions)
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
-    return _report(loaded, target, mode, draws, res, parts, k)
+    return _report(loaded, target, st, res, parts)
+
+
+def _repeated(loaded: LoadedModel, st: AblateSettings) -> list[Sample]:
+    """Random tokens repeated twice, the second copy marked."""
+    probe = repeat_probe(loaded.tokenizer, st.samples, min(st.window, loaded.facts.max_length), st.seed)
+    start = 1 if loaded.tokenizer.bos_token_id is not None else 0
+    return [replace(s, targets=tuple(range(start + (len(s.input_ids) - start) // 2, len(s.input_ids))))
+            for s in probe]
+
+
+def _corpus(loaded: LoadedModel, st: AblateSettings, symbol_ids: frozenset[int]) -> list[Sample]:
+    """The corpus samples: half with the symbol and half without (``after``), or unfiltered (``all``)."""
+    docs = documents(list(st.corpus) if st.corpus else None)
+    length = min(st.window, loaded.facts.max_length)
+    if st.positions == "all":
+        picked = list(Sampler(loaded.tokenizer, length, seed=st.seed).samples(docs, st.samples))
+        if not picked:
+            raise HeadlabError("the corpus produced no samples")
+        return picked
+    picked = []
+    for filt in ("with-target", "without-target"):
+        sampler = Sampler(loaded.tokenizer, length, seed=st.seed, target_ids=symbol_ids,
+                          target_filter=filt)  # type: ignore[arg-type]
+        picked += list(sampler.samples(docs, max(1, st.samples // 2)))
+    has = [any(i in symbol_ids for i in s.input_ids) for s in picked]
+    if not any(has):
+        raise HeadlabError(f"the corpus has no sample with {st.symbol!r}; pass --corpus with such text, or "
+                           "--positions all to score every token")
+    if all(has):
+        raise HeadlabError(f"every sample of the corpus has {st.symbol!r}, but the effect is compared with text "
+                           f"without it; pass --corpus with some text without {st.symbol!r}, or --positions all")
+    return picked
 
 
 def _boot_diff(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int = 1000) -> tuple[float, float]:
@@ -288,62 +309,53 @@ def _blocks(res: dict[str, Condition], side: str, part: str, names: Sequence[str
     return out
 
 
-def _report(loaded: LoadedModel, target: HeadSet, mode: str, draws: int, res: dict[str, Condition],
-            parts: list[Part], k: int) -> AblateResult:
-    causal = loaded.facts.causal
-    names = metric_names(loaded)
-    rng = np.random.default_rng(0)
-    # control on the primary metric (loss or cosine distance) of slash tokens in corpus text
-    tgt = res["target"].near["corpus"][0]
-    ctrl = np.stack([res[f"control{i}"].near["corpus"][0] for i in range(draws)])  # (draws, n)
-    base = res["base"].near["corpus"][0] if causal else np.zeros_like(tgt)
+def _control(res: dict[str, Condition], side: str, part: str, draws: int, causal: bool,
+             rng: np.random.Generator) -> dict[str, Any] | None:
+    """The target set against its matched controls on the primary metric of one token set; None if it is
+    empty."""
+    tgt = getattr(res["target"], side)[part][0]
+    if not np.isfinite(tgt).any():
+        return None
+    ctrl = np.stack([getattr(res[f"control{i}"], side)[part][0] for i in range(draws)])  # (draws, n)
+    base = getattr(res["base"], side)[part][0] if causal else np.zeros_like(tgt)
     d_t = float(np.nanmean(tgt - base))
     d_c = np.nanmean(ctrl - base[None], axis=1)  # (draws,)
     lo, hi = _boot_diff(tgt - base, ctrl - base[None], rng)
-    p = (1 + int((d_c >= d_t).sum())) / (1 + draws)
+    return {"draws": draws, "matched": "same number of random heads per layer, never a target head",
+            "delta_target": d_t, "delta_mean": float(np.mean(d_c)), "difference": float(d_t - np.mean(d_c)),
+            "interval": [lo, hi], "p_value": (1 + int((d_c >= d_t).sum())) / (1 + draws)}
+
+
+def _definition(st: AblateSettings, causal: bool, primary: str) -> str:
+    if st.positions == "all":
+        return "every predicted token" if causal else "every token"
+    if st.positions == "repeat":
+        return "the second copy of random tokens repeated twice"
+    where = f"a '{st.symbol}'" if st.positions == "after" else f"the marked symbol of the {primary} suite"
+    return f"targets within {st.k} tokens after {where}" if causal else (
+        f"the '{st.symbol}' positions" if st.positions == "after" else f"the marked positions of the {primary} suite")
+
+
+def _report(loaded: LoadedModel, target: HeadSet, st: AblateSettings, res: dict[str, Condition],
+            parts: list[Part]) -> AblateResult:
+    causal = loaded.facts.causal
+    names = metric_names(loaded)
+    rng = np.random.default_rng(0)
+    primary = parts[0].name
+    control = _control(res, "near", primary, st.draws, causal, rng)
+    if control is None:
+        raise HeadlabError(f"no token of {primary} was scored under --positions {st.positions}")
+    rest = _control(res, "away", primary, st.draws, causal, rng)
     suites = {part.name: {"near": _blocks(res, "near", part.name, names, causal, rng),
                           "away": _blocks(res, "away", part.name, names, causal, rng),
                           "n_items": int(sum(len(b.input_ids) for b in part.batches))}
-              for part in parts[1:]}
+              for part in parts if part.name in st.suites}
     return AblateResult(
-        model=loaded.name, mode=mode, heads=[Head(l, h) for l, hs in sorted(target.items()) for h in hs],
-        metric=names[0], metrics=list(names),
-        slash_definition=(f"targets within {k} tokens after a '/'" if causal else "the '/' positions"),
-        slash=_blocks(res, "near", "corpus", names, causal, rng),
-        no_slash=_blocks(res, "away", "corpus", names, causal, rng),
-        control={"draws": draws, "matched": "same number of random heads per layer, never a target head",
-                 "delta_target": d_t, "delta_mean": float(np.mean(d_c)),
-                 "difference": float(d_t - np.mean(d_c)), "interval": [lo, hi], "p_value": p},
-        suites=suites,
-        n_samples=len(tgt), n_tokens=int(sum(int(b.attention_mask.sum()) for b in parts[0].batches)),
+        model=loaded.name, mode=st.mode, heads=[Head(l, h) for l, hs in sorted(target.items()) for h in hs],
+        metric=names[0], metrics=list(names), slash_definition=_definition(st, causal, primary),
+        slash=_blocks(res, "near", primary, names, causal, rng),
+        no_slash=_blocks(res, "away", primary, names, causal, rng) if rest is not None else {},
+        control=control, suites=suites, n_samples=len(res["target"].near[primary][0]),
+        n_tokens=int(sum(int(b.attention_mask.sum()) for b in parts[0].batches)),
+        positions=st.positions, symbol=st.symbol, rest_control=rest,
     )
-
-
-def write_report(report: AblateResult, out_dir: str) -> None:
-
-    report.write(Path(out_dir))
-
-
-def format_report(r: AblateResult) -> str:
-    m = r["metric"]
-    c = r["control"]
-    lines = [f"{r['model']}: {r['mode']}-ablating {len(r['heads'])} heads ({', '.join(r['heads'])}); "
-             f"{r['n_samples']} samples, {r['n_tokens']} tokens; slash = {r['slash_definition']}"]
-
-    def cells(block: dict[str, Any]) -> str:
-        out = []
-        for name, v in block.items():
-            extra = (f" ({v['delta_points']:+.2f} points [{v['interval_points'][0]:+.2f}, "
-                     f"{v['interval_points'][1]:+.2f}])") if "delta_points" in v else ""
-            out.append(f"{name} {v['base']:.4f} -> {v['ablated']:.4f} (Δ {v['delta']:+.4f}{extra}; "
-                       f"controls Δ {v['control_delta_mean']:+.4f})")
-        return "; ".join(out)
-
-    for part in ("slash", "no_slash"):
-        lines.append(f"  {part:<9} " + cells(r[part]))
-    for suite, v in r.suites.items():
-        lines.append(f"  suite {suite} ({v['n_items']} items), near the symbol: " + cells(v["near"]))
-    lines.append(f"  control   {c['draws']} matched random sets: Δ{m} on slash tokens {c['delta_mean']:+.4f}; "
-                 f"target minus control {c['difference']:+.4f} [{c['interval'][0]:+.4f}, {c['interval'][1]:+.4f}], "
-                 f"permutation p = {c['p_value']:.3f}")
-    return "\n".join(lines)

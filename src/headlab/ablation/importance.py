@@ -2,12 +2,14 @@
 
 * exact: the metric change when each head alone is zero-ablated (decoders: mean next-token loss in nats;
   encoders: mean cosine distance of the final hidden states to the plain model's), computed by
-  :func:`headlab.ablation.sweep.exact_sweep`, which reuses the plain pass below each ablated layer;
+  :func:`headlab.ablation.sweep.sample_sweep`, which reuses the plain pass below each ablated layer;
 * gradient (decoders): Michel et al. (2019), I_h = E_batches |∂L/∂g_h| for a gate g_h = 1 multiplying the
   head's slice of the output projection's input, then L2-normalised within each layer as in their paper;
   one forward and backward per batch. Encoders without a language-model head have no loss to differentiate:
   their gradient importance is not computed.
-Both are reported with their Spearman rank correlation.
+Both are reported with their Spearman rank correlation. The exact Δ carries a 95% bootstrap interval over the
+samples (the metric pooled over each resample's tokens, the plain model's on the same resample subtracted), and
+the heads of the exact top ten that the gradient ranks far lower are named.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import torch
 
 from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden, token_metrics
-from headlab.ablation.sweep import exact_sweep
+from headlab.ablation.sweep import sample_sweep
 from headlab.attention.interventions import Gate, intervene
 from headlab.head import name as head_name
 from headlab.models import LoadedModel
@@ -35,12 +37,51 @@ def primary_metric(loaded: LoadedModel, batch: Any, base_hidden: torch.Tensor | 
     return token_metrics(loaded, batch, base_hidden)[0]
 
 
-def _metric(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None) -> float:
-    vals = []
+def _sample_metric(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample (N,): the sum and count of the plain model's per-token primary metric."""
+    sums, counts = [], []
     for i, b in enumerate(batches):
         v = primary_metric(loaded, b, base_hidden[i] if base_hidden else None)
-        vals.append(v[~np.isnan(v)])
-    return float(np.concatenate(vals).mean())
+        ok = ~np.isnan(v)
+        sums.append(np.where(ok, v, 0.0).sum(-1))
+        counts.append(ok.sum(-1))
+    return np.concatenate(sums).astype(np.float64), np.concatenate(counts).astype(np.float64)
+
+
+def pooled_metric(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None) -> float:
+    """The per-token primary metric pooled over every scored token of ``batches``."""
+    sums, counts = _sample_metric(loaded, batches, base_hidden)
+    return float(sums.sum() / max(counts.sum(), 1))
+
+
+#: bootstrap resamples of the exact Δ's interval
+RESAMPLES = 1000
+
+
+def delta_intervals(sums: np.ndarray, counts: np.ndarray, base_sums: np.ndarray, base_counts: np.ndarray,
+                    seed: int, resamples: int = RESAMPLES) -> np.ndarray:
+    """(L, H, 2) 95% percentile interval of each head's pooled Δ over ``resamples`` resamples of the samples;
+    ``sums``/``counts`` (N, L, H) ablated, ``base_*`` (N,) plain."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(base_sums), (resamples, len(base_sums)))
+    base = base_sums[idx].sum(1) / np.maximum(base_counts[idx].sum(1), 1)  # (R,)
+    deltas = sums[idx].sum(1) / np.maximum(counts[idx].sum(1), 1) - base[:, None, None]  # (R, L, H)
+    return np.moveaxis(np.percentile(deltas, [2.5, 97.5], axis=0), 0, -1)
+
+
+#: a head of the exact top ``TOP`` is named when the gradient ranks it below ``FAR`` times that (ours)
+TOP, FAR = 10, 3
+
+
+def disagreements(heads: list[dict[str, Any]]) -> list[str]:
+    """Heads of the exact top ten that the gradient ranks below thirty: ``L.H (exact #i, gradient #j)``."""
+    if any(h.get("gradient") is None for h in heads):
+        return []
+    by_grad = {h["name"]: r for r, h in enumerate(sorted(heads, key=lambda h: -h["gradient"]), 1)}
+    top = sorted(heads, key=lambda h: -h["exact_delta"])[:TOP]
+    return [f"{h['name']} (exact #{r}, gradient #{by_grad[h['name']]})" for r, h in enumerate(top, 1)
+            if by_grad[h["name"]] > FAR * TOP]
 
 
 def _gates(model: torch.nn.Module, n_layers: int, n_heads: int, gates: torch.Tensor) -> Any:
@@ -104,16 +145,25 @@ class ImportanceResult(Result):
     gradient: str
     spearman_exact_vs_gradient: float | None
     heads: list[dict[str, Any]]
+    interval: str | None = None  # how each head's ``interval`` was drawn (None: written before intervals)
 
     def markdown(self, top: int = 10) -> str:
-        """The ``top`` heads by exact importance with their gradient importance, and the rank agreement."""
+        """The ``top`` heads by exact importance with their interval and gradient importance, the rank agreement
+        and the top heads the gradient ranks far lower."""
         lines = [f"**{self.model}**: {self.n_samples} samples, {self.n_tokens} tokens; metric {self.metric}, base "
-                 f"{self.base:.4f}", "", "| head | exact Δ | gradient |", "|---|---|---|"]
+                 f"{self.base:.4f}", "", "| head | exact Δ | 95% interval | gradient |", "|---|---|---|---|"]
         for h in sorted(self.heads, key=lambda h: -h["exact_delta"])[:top]:
             grad = "-" if h.get("gradient") is None else f"{h['gradient']:.3f}"
-            lines.append(f"| {h['name']} | {h['exact_delta']:+.4f} | {grad} |")
+            iv = h.get("interval")
+            iv_text = "-" if iv is None else f"[{iv[0]:+.4f}, {iv[1]:+.4f}]"
+            lines.append(f"| {h['name']} | {h['exact_delta']:+.4f} | {iv_text} | {grad} |")
+        if self.interval:
+            lines += ["", f"Intervals: {self.interval}."]
         if self.spearman_exact_vs_gradient is not None:
             lines += ["", ranking_note(self.spearman_exact_vs_gradient)]
+        far = disagreements(self.heads)
+        if far:
+            lines += ["", f"Of the exact top {TOP}, the gradient ranks these below {FAR * TOP}: {', '.join(far)}."]
         return "\n".join(lines) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
@@ -157,8 +207,12 @@ def importance(model: str | LoadedModel, settings: ImportanceSettings = IMPORTAN
     if base_hidden is None:
         base_hidden = reference_hidden(loaded, batches)
     with torch.inference_mode():
-        base = _metric(loaded, batches, base_hidden) if f.causal else 0.0
-    exact = exact_sweep(loaded, batches, base_hidden, primary_metric, progress=progress) - base
+        base_sums, base_counts = _sample_metric(loaded, batches, base_hidden) if f.causal else (
+            np.zeros(sum(len(b.input_ids) for b in batches)), np.ones(sum(len(b.input_ids) for b in batches)))
+    base = float(base_sums.sum() / max(base_counts.sum(), 1))
+    sums, counts = sample_sweep(loaded, batches, base_hidden, primary_metric, progress=progress)
+    exact = sums.sum(0) / np.maximum(counts.sum(0), 1) - base
+    bounds = delta_intervals(sums, counts, base_sums, base_counts, st.seed)
     grad = gradient_importance(loaded, batches) if f.causal else None
     metric = "next-token loss (nats)" if f.causal else "cosine distance of final hidden states"
     return ImportanceResult(
@@ -168,8 +222,11 @@ def importance(model: str | LoadedModel, settings: ImportanceSettings = IMPORTAN
                  if grad is not None else "not computed: encoder without a language-model head",
         spearman_exact_vs_gradient=spearman(exact, grad) if grad is not None else None,
         heads=[{"layer": l, "head": h, "name": head_name(l, h), "exact_delta": float(exact[l, h]),
+                "interval": [float(bounds[l, h, 0]), float(bounds[l, h, 1])],
                 "gradient": None if grad is None else float(grad[l, h])}
                for l in range(f.n_layers) for h in range(f.n_heads)],
+        interval=f"95% percentile bootstrap over the {len(base_sums)} samples ({RESAMPLES} resamples, seed "
+                 f"{st.seed}), the metric pooled over each resample's tokens minus the plain model's",
     )
 
 
@@ -182,4 +239,7 @@ def format_importance(r: ImportanceResult, top: int = 10) -> str:
         g = sorted(r["heads"], key=lambda h: -(h["gradient"] or 0))[:top]
         lines.append(f"  top {top} by gradient: " + "  ".join(f"{h['name']} {h['gradient']:.3f}" for h in g))
         lines.append("  " + ranking_note(r["spearman_exact_vs_gradient"]))
+        far = disagreements(r["heads"])
+        if far:
+            lines.append(f"  of the exact top {TOP}, the gradient ranks these below {FAR * TOP}: {', '.join(far)}")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from headlab.ablation.heads import ablated, parse_heads
-from headlab.ablation.importance import IMPORTANCE, ImportanceSettings, _metric, importance
+from headlab.ablation.importance import IMPORTANCE, ImportanceSettings, importance, pooled_metric
 from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden
 from headlab.head import Head
 from headlab.plotting import new_figure, save_figure
@@ -86,7 +86,7 @@ def prune_curves(model: Any, keep: Sequence[str] = (), settings: ImportanceSetti
                     curve.append(None)
                 else:
                     with ablated(loaded.model, f.n_layers, f.n_heads, _heads_dict(order[:n])):
-                        curve.append(_metric(loaded, batches, base_hidden))
+                        curve.append(pooled_metric(loaded, batches, base_hidden))
                 if bar is not None:
                     bar.update(1)
             curves[name] = curve

@@ -99,7 +99,17 @@ def _sum_count(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None,
                 token_metric: TokenMetric, *, group_tokens: int | None = None, progress: bool = True) -> np.ndarray:
-    """(L, H) mean per-token metric with each head alone zero-ablated, reusing the plain pass below each layer.
+    """(L, H) mean per-token metric with each head alone zero-ablated (:func:`sample_sweep`, pooled)."""
+    sums, counts = sample_sweep(loaded, batches, base_hidden, token_metric, group_tokens=group_tokens,
+                                progress=progress)
+    return sums.sum(0) / np.maximum(counts.sum(0), 1)
+
+
+def sample_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None,
+                 token_metric: TokenMetric, *, group_tokens: int | None = None, progress: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample (N, L, H): the sum and count of the per-token metric with each head alone zero-ablated, reusing
+    the plain pass below each layer (per sample, so intervals can be drawn over samples).
 
     ``token_metric(loaded, batch, base_hidden)`` returns per-token values (B, T), NaN where not scored.
     ``group_tokens`` bounds the stacked batch (copies × batch tokens). Default: 4096 tokens, and for a model with
@@ -113,8 +123,9 @@ def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch
         head = getattr(loaded.model, "get_output_embeddings", lambda: None)() if f.causal else None
         vocab = int(head.weight.shape[0]) if head is not None else 0
         group_tokens = min(4096, (64 << 20) // (4 * vocab)) if vocab else 4096
-    sums = np.zeros((L, H))
-    counts = np.zeros((L, H))
+    N = sum(len(b.input_ids) for b in batches)
+    sums, counts = np.zeros((N, L, H)), np.zeros((N, L, H))
+    first = 0  # the batch's first sample
     bar = progress_bar(len(batches) * L * H, f"importance {loaded.name}", "head", progress)
     with torch.inference_mode():
         for bi, b in enumerate(batches):
@@ -133,14 +144,15 @@ def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch
                               else contextlib.nullcontext())
                     with replay, _per_copy_heads(loaded.model, L, H, layer, heads):
                         vals = token_metric(loaded, _Stacked(b, g), ref)  # (g·B, T)
-                    s, n = _sum_count(vals.reshape(g, B * T))
-                    sums[layer, heads] += s
-                    counts[layer, heads] += n
+                    s, n = _sum_count(vals.reshape(g, B, T))  # (g, B)
+                    sums[first:first + B, layer, heads] += s.T
+                    counts[first:first + B, layer, heads] += n.T
                     if bar is not None:
                         bar.update(g)
+            first += B
     if bar is not None:
         bar.close()
-    return sums / np.maximum(counts, 1)
+    return sums, counts
 
 
 def naive_sweep(

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.ablation import importance as importance_study
-from headlab.ablation.experiment import ABLATE, AblateResult, AblateSettings, ablate_experiment
+from headlab.ablation.experiment import ABLATE, AblateSettings, ablate_experiment
 from headlab.ablation.importance import IMPORTANCE, ImportanceResult, ImportanceSettings
 from headlab.ablation.prune import PruneResult, prune_curves, write_prune
+from headlab.ablation.result import AblateResult
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel, load

@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 import numpy as np
 
-from headlab.ablation.experiment import AblateResult
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
+from headlab.ablation.result import AblateResult
 from headlab.census.result import ScanResult
 from headlab.display import count
 from headlab.formation.tracking import TrackResult
@@ -157,8 +157,12 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     c = d["control"]
     plt = figures.pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.4))
-    vals = [d["slash"][m]["delta"], d["no_slash"][m]["delta"], c["delta_mean"]]
-    ax.bar(["near '/'", "elsewhere", f"matched random ({c['draws']})"], vals, color=["#e65100", "#607d8b", "#9e9e9e"])
+    scored, rest = d.part_names()
+    bars = [(scored, d["slash"][m]["delta"], "#e65100")]
+    if d["no_slash"]:
+        bars.append((rest, d["no_slash"][m]["delta"], "#607d8b"))
+    bars.append((f"matched random ({c['draws']})", c["delta_mean"], "#9e9e9e"))
+    ax.bar([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
     ax.axhline(0, color="black", lw=0.6)
     ax.set(title=f"{d['model']}: ablating {', '.join(d['heads'])} ({d['mode']})", ylabel=f"change in {m}",
            xlabel="tokens scored")
@@ -167,12 +171,11 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     lines = [f"Heads {', '.join(d['heads'])} of **{d['model']}**, {d['mode']}-ablated; {d['n_samples']} samples, "
-             f"{d['n_tokens']} tokens; '/' tokens: {d['slash_definition']}.", "", _img(path, figdir, "ablation"), "",
-             "| metric | near '/': base → ablated (Δ) | elsewhere: base → ablated (Δ) |", "|---|---|---|"]
+             f"{d['n_tokens']} tokens; scored tokens: {d['slash_definition']}.", "", _img(path, figdir, "ablation"),
+             "", f"| metric | {scored}: base → ablated (Δ) | {rest}: base → ablated (Δ) |", "|---|---|---|"]
+    cell = lambda v: f"{_f(v['base'])} → {_f(v['ablated'])} ({_f(v['delta'])})" if v else "-"  # noqa: E731
     for k in d["metrics"]:
-        s, n = d["slash"][k], d["no_slash"][k]
-        lines.append(f"| {k} | {_f(s['base'])} → {_f(s['ablated'])} ({_f(s['delta'])}) | "
-                     f"{_f(n['base'])} → {_f(n['ablated'])} ({_f(n['delta'])}) |")
+        lines.append(f"| {k} | {cell(d['slash'][k])} | {cell(d['no_slash'].get(k))} |")
     lines += ["", f"Control ({c['matched']}): target Δ {_f(c['delta_target'])} vs mean of random sets "
               f"{_f(c['delta_mean'])}; difference {_f(c['difference'])}, interval "
               f"[{_f(c['interval'][0])}, {_f(c['interval'][1])}], p = {_f(c['p_value'])}."]

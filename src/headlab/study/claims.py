@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from headlab.ablation import ablate_experiment
-from headlab.ablation.experiment import ABLATE, write_report
+from headlab.ablation.experiment import ABLATE
+from headlab.ablation.result import write_report
 from headlab.census.scanner import scan
 from headlab.corpus import documents
 from headlab.errors import HeadlabError

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.ablation.experiment import AblateResult
+from headlab.ablation.result import AblateResult
 from headlab.census.result import ScanResult
 from headlab.corpus import DEFAULT_CORPUS
 from headlab.head import Head
