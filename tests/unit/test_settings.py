@@ -179,3 +179,18 @@ def test_one_string_where_a_list_is_expected_is_one_item(tmp_path) -> None:
     w = headlab.scale(str(root / "results/study/claims"), out=tmp_path / "scale")  # one folder, not its letters
     assert len(w.points) == 4
     assert inspect.signature(headlab.scale).parameters["runs"].annotation  # the twin keeps its signature
+
+
+def test_every_command_prints_its_help() -> None:
+    """argparse formats help strings with %: a default shown in the help holding a '%' (characterize's placebos)
+    broke ``characterize --help`` until the settings' options escaped it."""
+    import argparse
+
+    from headlab.cli.entry import build_parser
+
+    def walk(p: argparse.ArgumentParser) -> int:
+        p.format_help()
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        return 1 + sum(walk(c) for s in subs for c in s.choices.values())
+
+    assert walk(build_parser()) > 30

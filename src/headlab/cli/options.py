@@ -110,7 +110,9 @@ def settings_options(p: argparse.ArgumentParser, cls: Any, skip: Sequence[str] =
         meta = f.metadata
         if not meta.get("cli", True) or f.name in skip:
             continue
-        flag, kw = "--" + cls.flag(f.name), {"dest": f.name, "help": meta.get("help")}
+        # argparse formats help with %: a declared help is plain text
+        help_text = meta.get("help")
+        flag, kw = "--" + cls.flag(f.name), {"dest": f.name, "help": help_text and help_text.replace("%", "%%")}
         if meta.get("metavar"):
             kw["metavar"] = meta["metavar"]
         if f.name in cls.LISTS:
@@ -239,5 +241,5 @@ def complete_help(parser: argparse.ArgumentParser) -> None:
         unset = default is None or default is False or default == argparse.SUPPRESS
         if action.option_strings and "default" not in text and not unset:
             shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
-            text += f" (default: {shown})"
+            text += f" (default: {shown})".replace("%", "%%")  # argparse formats help with %
         action.help = text
