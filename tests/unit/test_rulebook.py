@@ -130,6 +130,15 @@ def test_initialization_rule_against_scipy_permutation_test():
     assert f"exact p = {ref:.3f}" in j.power
 
 
+def test_early_prediction_with_nothing_to_predict_is_inconclusive_not_refuted():
+    """Without a single measured gain (no head specialized), 'every upper end under 0.02' holds vacuously; the
+    rule must not read that as not supported."""
+    j = BOOK["formation.prediction"].judge({"seeds": 3, "gains": {}})
+    assert j.verdict == Verdict.INCONCLUSIVE and "nothing to predict" in j.reason
+    low = BOOK["formation.prediction"].judge({"seeds": 3, "gains": {"1%": [-0.1, -0.2, 0.01]}})
+    assert low.verdict == Verdict.NOT_SUPPORTED
+
+
 def test_initialization_rule_can_reach_its_threshold_at_its_minimum():
     """At the declared minimum of seeds, a complete separation of the two arms is supported; below it, the
     smallest reachable p is above 0.05 and the verdict is underpowered."""

@@ -42,6 +42,9 @@ def early_prediction(s: Mapping[str, Any]) -> Judgement:
         f"{f}: {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]" for f, g in gains.items())
     if s["seeds"] < MIN_SEEDS:
         return Judgement(I, f"underpowered: {s['seeds']} seeds", power)
+    if not gains:
+        return Judgement(I, "nothing to predict: no AUROC gain could be measured (no head, or every head, "
+                            "specialized)", power)
     if any(g[1] > 0 for g in gains.values()):
         return Judgement(S, "", power)
     if all(g[2] < 0.02 for g in gains.values()):
