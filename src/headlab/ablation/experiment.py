@@ -223,9 +223,12 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
     symbol_ids = loaded.ids_containing(st.symbol)
     if st.positions == "after" and not symbol_ids:
         raise HeadlabError(f"--symbol {st.symbol!r}: no token of {loaded.name}'s vocabulary holds it")
-    first = {"marked": [], "repeat": [_batched(loaded, "repeat", _repeated(loaded, st), st.batch_size, stimuli=True)]}
-    parts = first.get(st.positions) or [_batched(loaded, "corpus", _corpus(loaded, st, symbol_ids), st.batch_size,
-                                                 stimuli=False)]
+    if st.positions == "marked":
+        parts = []
+    elif st.positions == "repeat":
+        parts = [_batched(loaded, "repeat", _repeated(loaded, st), st.batch_size, stimuli=True)]
+    else:
+        parts = [_batched(loaded, "corpus", _corpus(loaded, st, symbol_ids), st.batch_size, stimuli=False)]
     parts += [_suite_part(loaded, s, st.suite_n, st.seed, st.batch_size) for s in st.suites]
     means = _means(loaded, parts[0].batches) if st.mode == "mean" else None
     for part in parts:
