@@ -6,11 +6,10 @@ their median emergence step and the median top final score, from each tracked ru
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from headlab.formation.track_report import THRESHOLDS
+from headlab.formation.track_report import THRESHOLDS, read_phases
 
 
 def main() -> None:
@@ -24,7 +23,7 @@ def main() -> None:
         for m in METRICS:
             counts, steps, top = [], [], []
             for run in sorted(Path("runs/induction/runs").glob(f"{arm}-s*")):
-                heads = json.loads((run / "track" / "phases.json").read_text())["scores"][m]
+                heads = read_phases(run).scores[m]
                 em = [v["emerged_at"] for v in heads.values() if v["emerged_at"] is not None]
                 counts.append(len(em))
                 steps += em

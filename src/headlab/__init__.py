@@ -39,12 +39,13 @@ from headlab.detectors import make as make_detector
 from headlab.detectors import register as register_detector
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel, ModelFacts, load
-from headlab.result import Summary, Written
+from headlab.reporting import Report
+from headlab.retrieval.record import RunSummary
 
 __version__ = "0.1.0"
 
 __all__ = ["ablate", "capture", "characterize", "claims", "compare", "DEFAULT_DETECTORS", "Detector", "DETECTORS",
            "HeadlabError", "importance", "induce", "languages", "load", "LoadedModel", "make_detector", "ModelFacts",
-           "models", "monitor", "Pattern", "pattern", "predict", "prune", "register_detector", "report", "retrieval",
-           "scale", "scan", "ScanResult", "stimuli", "Summary", "top", "TopSamples", "track", "train", "TrainedRun",
-           "verdicts", "view", "ViewerPage", "Written"]
+           "models", "monitor", "Pattern", "pattern", "predict", "prune", "register_detector", "Report", "report",
+           "retrieval", "RunSummary", "scale", "scan", "ScanResult", "stimuli", "top", "TopSamples", "track", "train",
+           "TrainedRun", "verdicts", "view", "ViewerPage"]

@@ -20,7 +20,7 @@ import dataclasses
 import json
 import typing
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -185,46 +185,3 @@ def found_in(folder: str | Path) -> list[type[Result]]:
     """The result kinds written in ``folder``, in registration order."""
     p = Path(folder)
     return [cls for kind, cls in RESULTS.items() if (p / kind).is_file()]
-
-
-@dataclasses.dataclass
-class Written(Displayable):
-    """What a folder-writing command returns: the folder, its Markdown summary, and the data behind it.
-
-    ``data`` is the command's own value (a list of per-run records, or the JSON document it wrote);
-    ``records()`` are its rows where it is a list.
-    """
-
-    folder: Path
-    summary: str
-    data: Any
-    figure_of: Callable[[Any], Any] | None = dataclasses.field(default=None, repr=False)
-
-    def markdown(self) -> str:
-        return (self.folder / self.summary).read_text(encoding="utf-8")
-
-    def figure(self) -> Any:
-        """The command's figure drawn again from ``data`` (a matplotlib figure)."""
-        if self.figure_of is None:
-            raise HeadlabError(f"{self.summary} has no figure to draw in Python; its PNG files are in {self.folder}")
-        return self.figure_of(self.data)
-
-    def records(self) -> list[dict[str, Any]]:
-        if not isinstance(self.data, list):
-            return super().records()
-        return [dataclasses.asdict(x) if dataclasses.is_dataclass(x) and not isinstance(x, type) else dict(x)
-                for x in self.data]
-
-
-@dataclasses.dataclass
-class Summary(Displayable):
-    """A command's JSON-like outcome (``data``) under a title; shows its scalar entries as a table."""
-
-    title: str
-    data: dict[str, Any]
-
-    def markdown(self) -> str:
-        return field_table(self.title, self.data.items())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]

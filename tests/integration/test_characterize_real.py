@@ -75,8 +75,8 @@ def test_claims_table_on_one_model(tmp_path):
     from headlab.reporting import report  # the report finds the scan, the characterization and the table
 
     rep = report(tmp_path, tmp_path / "report")
-    assert rep["sections"] == ["Scan — minilm-l6", "Characterization — minilm-l6", "Claims table"]
-    assert rep["figures"] == 4 and "| 8. ablating" in (tmp_path / "report" / "report.md").read_text()
+    assert rep.sections == ["Scan — minilm-l6", "Characterization — minilm-l6", "Claims table"]
+    assert rep.figures == 4 and "| 8. ablating" in (tmp_path / "report" / "report.md").read_text()
     from headlab.study.claims import ClaimsResult
 
     ClaimsResult.from_json(j).write(tmp_path / "again")  # the JSON round trip gives the same files

@@ -46,9 +46,9 @@ def test_a_hostile_result_folder_reports_and_views_safely(tmp_path: Path) -> Non
     run = tmp_path / f"run{'<b>'}"
     _hostile_scan(run / f"m{'<i>x</i>'}")
     paths = report(run, tmp_path / "report")
-    html = Path(paths["html"]).read_text()
+    html = paths.html_file.read_text()
     assert "Content-Security-Policy" in html and "<script" not in html.split("</title>")[1]
-    with open_page(paths["html"], ready=None) as (page, log):
+    with open_page(paths.html_file, ready=None) as (page, log):
         assert page.evaluate("window.__pwned") is None
         assert IMG in page.inner_text("body") and not page.query_selector("a[href^='javascript']")
         assert all(r.startswith("file://") for r in log["requests"]), log["requests"]  # its own figures only

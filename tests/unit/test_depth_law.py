@@ -14,8 +14,8 @@ def _run(folder: Path, name: str, layers: int, curriculum: str, by_hop: dict[str
     (folder / name).mkdir(parents=True)
     key = "final_hops" if curriculum == "dense" else "final_accuracy"
     summary = {"task": {"depth": depth, "curriculum": curriculum}, "n_layers": layers, "steps": steps,
-               "batch_size": 64, "d_model": 64, "n_heads": 4, "lr": 1e-3,
-               "final_accuracy": {}, "final_hops": {}, key: by_hop}
+               "batch_size": 64, "d_model": 64, "n_heads": 4, "lr": 1e-3, "positions": "rope", "seed": 0,
+               "warmup_steps": 10, "final_accuracy": {}, "final_hops": {}, key: by_hop}
     (folder / name / "summary.json").write_text(json.dumps(summary))
 
 
@@ -60,7 +60,8 @@ def test_depth_law_reads_khop_runs_beside_the_published_threshold(tmp_path: Path
                            (3, {"0": 0.0, "1": 0.0, "2": 0.01, "3": 0.02, "4": 0.049})):
         (tmp_path / f"L{layers}").mkdir()
         summary = {"task": {"task": "khop", "max_hops": 4, "seq_len": 100, "n_chars": 4}, "n_layers": layers,
-                   "steps": 100, "batch_size": 32, "d_model": 128, "n_heads": 4, "lr": 1e-3,
+                   "steps": 100, "batch_size": 32, "d_model": 128, "n_heads": 4, "lr": 1e-3, "positions": "learned",
+                   "seed": 0, "warmup_steps": 10,
                    "final_errors": errors, "solved": -99}  # read from the errors, not the run's own count
         (tmp_path / f"L{layers}" / "summary.json").write_text(json.dumps(summary))
     law = depth_law(tmp_path)

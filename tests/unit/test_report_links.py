@@ -22,8 +22,8 @@ def test_figure_links_survive_odd_folder_names_and_a_damaged_result_is_named(tmp
     (run / "broken" / "scan.json").write_text('{"model": "x", "n_lay')
     with recorded() as said:
         r = report(run, tmp_path / "out")
-    assert r["figures"] >= 1 and any("broken" in w for w in r["left_out"]) and any("left out" in m for m in said)
-    md = Path(r["markdown"]).read_text()
+    assert r.figures >= 1 and any("broken" in w for w in r.left_out) and any("left out" in m for m in said)
+    md = r.markdown_file.read_text()
     assert "## Left out" in md and "broken/scan.json" in md
     links = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", md)
     assert links and all((tmp_path / "out" / unquote(link)).exists() for link in links)

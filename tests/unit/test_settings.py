@@ -55,8 +55,23 @@ def _listed(value):
     return list(value) if isinstance(value, (list, tuple)) else value
 
 
+#: commands without a settings class, and why: their options are inputs or run options only
+WITHOUT_SETTINGS = {
+    **dict.fromkeys(("models check", "models families", "models install", "models list", "models verify"),
+                    "a model name (and --force) is all they take"),
+    "report": "a run folder, the output and its title",
+    "retrieval depth-law": "sweep folders in, a table out",
+    "retrieval emergence": "run folders in, a table out",
+    "scale": "scan folders in, a table out",
+    "train": "its settings are the TOML config (TrainConfig); --seed replaces the config's seed",
+    "verdicts": "the results folder and the reason a new rule book is recorded",
+}
+
+
 def test_the_families_that_declare_their_settings() -> None:
-    assert {"scan", "characterize", "ablate", "importance", "prune", "claims", "monitor fit"} <= set(DECLARED)
+    assert {"scan", "characterize", "ablate", "importance", "prune", "claims", "monitor fit", "top", "stimuli",
+            "view", "compare"} <= set(DECLARED)
+    assert set(leaves(build_parser())) - set(DECLARED) == set(WITHOUT_SETTINGS)
 
 
 @pytest.mark.parametrize("cmd", sorted(DECLARED))

@@ -9,6 +9,5 @@ not the files); ``overwrite`` and ``progress`` mean what ``--overwrite`` and ``-
 from __future__ import annotations
 
 from headlab.io import saving
-from headlab.result import Summary, Written
 
-__all__ = ["Summary", "Written", "saving"]
+__all__ = ["saving"]

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.census import scanner
 from headlab.census.per_sample import top as ranked
 from headlab.census.result import ScanResult
-from headlab.census.settings import DEFAULTS, ScanSettings
+from headlab.census.settings import DEFAULTS, TOP, ScanSettings, TopSettings
 from headlab.census.stream import CKPT_JSON, CKPT_NPZ
 from headlab.display import Displayable
 from headlab.distributed import device_for, world
@@ -21,8 +20,9 @@ from headlab.head import Head
 from headlab.io import claim_file, claim_out, writing
 from headlab.models import LoadedModel
 from headlab.models.loader import load_tokenizer
+from headlab.result import found_in
 from headlab.settings import takes
-from headlab.values import listed, strings, validate
+from headlab.values import listed, strings
 
 _FILES = ScanResult.files()
 
@@ -118,8 +118,8 @@ class TopSamples(Displayable):
 
 
 @in_callers_words
-def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
-        model: str | None = None) -> TopSamples:
+@takes(TopSettings)
+def top(source: str | Path, settings: TopSettings = TOP, *, head: str) -> TopSamples:
     """The ``k`` samples where ``head`` (``L.H``) scores highest under ``detector``, read from a scan's
     per-sample Parquet (``source``: the file, or the scan folder that names it); texts decoded with ``model``'s
     tokenizer (default: the scan's model).
@@ -130,16 +130,15 @@ def top(source: str | Path, *, head: str, detector: str = "token", k: int = 20,
         headlab.top("runs/s", head="0.4", k=5)        # rank, score, document, window, text
     """
 
-    validate(k=k)
+    detector, k, model = settings.detector, settings.k, settings.model
 
     path = Path(source)
     if path.is_dir():
-        scan_json = path / "scan.json"
-        if not scan_json.exists():
+        if ScanResult not in found_in(path):
             raise HeadlabError(f"{path} holds no scan.json; give the .parquet file of scan --per-sample")
-        settings = json.loads(scan_json.read_text())
-        model = model or settings["model"]
-        found = settings["settings"].get("per_sample")
+        scanned = ScanResult.read(path)
+        model = model or scanned.model
+        found = scanned.settings.get("per_sample")
         if not found:
             raise HeadlabError(f"the scan in {path} wrote no per-sample file; rerun it with --per-sample FILE.parquet")
         path = Path(found)

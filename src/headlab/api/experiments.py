@@ -14,6 +14,7 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import saving
 from headlab.models import LoadedModel, load
 from headlab.probes import make_suite, write_stimuli
+from headlab.probes.settings import STIMULI, StimuliSettings
 from headlab.settings import takes
 from headlab.study import characterize as characterization
 from headlab.study.characterize import CHARACTERIZE, CharacterizeResult, CharacterizeSettings
@@ -113,7 +114,8 @@ def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequ
 
 
 @in_callers_words
-def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = None,
+@takes(StimuliSettings)
+def stimuli(suite: str, settings: StimuliSettings = STIMULI, *, model: Model | None = None,
             out: str | Path | None = None) -> list[Any]:
     """A seeded stimulus suite (texts with their target character spans); ``model``'s tokenizer draws the
     random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there.
@@ -127,7 +129,7 @@ def stimuli(suite: str, *, n: int = 20, seed: int = 0, model: Model | None = Non
     opts: dict[str, Any] = {}
     if suite == "contexts" and model is not None:
         opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
-    items = list(make_suite(suite, n, seed, **opts))
+    items = list(make_suite(suite, settings.n, settings.seed, **opts))
     if out is not None:
         write_stimuli(items, out)
     return items

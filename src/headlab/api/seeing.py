@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import claim_file, write_text_atomic, writing
 from headlab.models.loaded import LoadedModel
+from headlab.reporting import Report
 from headlab.reporting import report as write_report
-from headlab.result import Written
+from headlab.settings import takes
 from headlab.viewer import build
 from headlab.viewer.data import ViewData
 from headlab.viewer.page import render
+from headlab.viewer.settings import VIEW, ViewSettings
 
 #: the inline frame runs the page's scripts but gets an opaque origin: no cookies, no storage, no access to the
 #: notebook; the page's own Content-Security-Policy (no request to any host) still applies inside it.
@@ -62,9 +64,10 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
 
 
 @in_callers_words
-def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None = None,
-         texts_file: str | Path | None = None, scale: str = "sqrt", device: str = "cpu", dtype: str = "float32",
-         progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
+@takes(ViewSettings)
+def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, text: Sequence[str] | str | None = None,
+         texts_file: str | Path | None = None, device: str = "cpu", progress: bool = True,
+         out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
     """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores
     colour the grid), a training run (a checkpoint slider) or a retrieval run (the labelled circuit). ``text``
     (one or several) or ``texts_file`` (one text a line) replace the default texts; ``scale``: sqrt (default;
@@ -80,7 +83,8 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
 
     if out is not None:
         claim_file(out, overwrite)  # before the work, as the command does
-    data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=scale, dtype=dtype)
+    data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=settings.scale,
+                 dtype=settings.dtype)
     page = ViewerPage(data, render(data))
     if out is not None:
         page.save(out, overwrite=True)
@@ -89,7 +93,7 @@ def view(source: str | Path | LoadedModel, *, text: Sequence[str] | str | None =
 
 @in_callers_words
 def report(run: str | Path, *, title: str | None = None, out: str | Path | None = None,
-           overwrite: bool = False) -> Written:
+           overwrite: bool = False) -> Report:
     """A Markdown and HTML report with PNG figures of every headlab result found in ``run`` (two levels deep),
     written to ``out`` (default RUN/report).
 
@@ -100,5 +104,4 @@ def report(run: str | Path, *, title: str | None = None, out: str | Path | None 
 
     folder = Path(out) if out is not None else Path(run) / "report"
     with writing(folder, ["report.md", "report.html"], overwrite) as o:
-        r: Any = write_report(run, o, title)
-    return Written(folder, "report.md", r)
+        return write_report(run, o, title)

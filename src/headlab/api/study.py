@@ -17,11 +17,10 @@ from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
 from headlab.study import scale as scaling
 from headlab.study.claims import CLAIMS_SETTINGS, ClaimsResult, ClaimsSettings, folder_names
-from headlab.study.compare import CompareResult
+from headlab.study.compare import COMPARE, CompareResult, CompareSettings
 from headlab.study.languages import LANGUAGES_SETTINGS, LanguagesResult, LanguagesSettings, by_language
-from headlab.study.rope import KAPPA
 from headlab.study.scale import ScaleResult, scan_files
-from headlab.values import listed, validate
+from headlab.values import listed
 
 
 @in_callers_words
@@ -53,7 +52,8 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
 
 @in_callers_words
 @listed("runs")
-def compare(runs: Sequence[str | Path], *, kappa: float = KAPPA, out: str | Path = "runs/compare",
+@takes(CompareSettings)
+def compare(runs: Sequence[str | Path], settings: CompareSettings = COMPARE, *, out: str | Path = "runs/compare",
             overwrite: bool = False) -> CompareResult:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
@@ -65,10 +65,9 @@ def compare(runs: Sequence[str | Path], *, kappa: float = KAPPA, out: str | Path
         c = headlab.compare(["runs/claims/minilm-l6", "runs/claims/smollm2-135m"])
         c.to_pandas(); c.figure()
     """
-    validate(kappa=kappa)
     keep_apart({"--out": out}, {f"run {r}": r for r in runs})
     with saving(out, CompareResult.files(), overwrite) as folder:
-        return comparison.compare(runs, str(folder), kappa)
+        return comparison.compare(runs, str(folder), settings.kappa)
 
 
 @in_callers_words

@@ -102,3 +102,18 @@ class ScanSettings(Settings):
 
 #: the settings of a scan given no options
 DEFAULTS = ScanSettings()
+
+
+@dataclass(frozen=True)
+class TopSettings(Settings):
+    """What ``headlab top`` lists from a scan's per-sample scores: the ``k`` samples ranked by ``detector``'s
+    score, their texts decoded with ``model``'s tokenizer (None: the scan's model)."""
+
+    FAMILY: ClassVar[str] = "top"
+
+    detector: str = setting("token", "the detector whose score ranks the samples")
+    k: int = setting(20, "samples listed")
+    model: str | None = setting(None, "tokenizer for the text (default: the scan's model)")
+
+
+TOP = TopSettings()

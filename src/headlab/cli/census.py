@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from headlab.api import census
-from headlab.census.settings import ScanSettings
-from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option
+from headlab.census.settings import ScanSettings, TopSettings
+from headlab.cli.options import at_least, bind, call, common_options, default_out, list_option, settings_options
 from headlab.corpus import NAMED_SOURCES
 from headlab.distributed import world
 
@@ -54,9 +54,7 @@ def _add_top(sub: argparse._SubParsersAction) -> None:
                                    "scores highest under DETECTOR, with their text.")
     p.add_argument("source", help="a FILE.parquet written by scan --per-sample, or the scan folder holding it")
     p.add_argument("--head", required=True, metavar="L.H")
-    p.add_argument("--detector", default="token")
-    p.add_argument("--k", type=at_least(1), default=20)
-    p.add_argument("--model", default=None, help="tokenizer for the text (default: the scan's model)")
+    settings_options(p, TopSettings)
     bind(p, census.top, _cmd_top)
 
 

@@ -20,13 +20,14 @@ from headlab.ablation.experiment import AblateSettings
 from headlab.ablation.importance import ImportanceSettings, format_importance
 from headlab.api import experiments as api
 from headlab.cli import census, formation, monitor, retrieval, seeing, study
-from headlab.cli.options import Parser, at_least, bind, call, complete_help, list_option
+from headlab.cli.options import Parser, bind, call, complete_help, list_option, settings_options
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
 from headlab.errors import HeadlabError, from_cli
 from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
 from headlab.models.cache import cache_dir
 from headlab.probes import SUITES
+from headlab.probes.settings import StimuliSettings
 from headlab.study.characterize import CharacterizeSettings
 
 
@@ -90,8 +91,7 @@ def _add_stimuli(sub: argparse._SubParsersAction) -> None:
                        description="Write a seeded stimulus suite (texts with target character spans) to a "
                                    "JSONL file, to inspect or reuse.")
     p.add_argument("suite", choices=sorted(SUITES))
-    p.add_argument("--n", type=at_least(1), default=20, help="number of base items")
-    p.add_argument("--seed", type=int, default=0)
+    settings_options(p, StimuliSettings)
     p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
     p.add_argument("--out", required=True, help="output .jsonl file")
     bind(p, api.stimuli, _cmd_stimuli)

@@ -78,14 +78,14 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 
 
 def _cmd_train(a: argparse.Namespace) -> int:
-    r = call(a).data
-    if "solved" in r:
-        print(f"k-hop: hop counts 0..{r['solved']} solved (error < 5%; published for {r['n_layers']} layers: "
-              f"{r['published_solved']}); final error by hop count {r['final_errors']}")
+    r = call(a)
+    if r.solved is not None:
+        print(f"k-hop: hop counts 0..{r.solved} solved (error < 5%; published for {r.n_layers} layers: "
+              f"{r.published_solved}); final error by hop count {r.final_errors}")
         return 0
-    print(f"success: {r['success']} (step {r['success_step']}); final accuracy by depth {r['final_accuracy']}")
-    if r.get("final_hops"):
-        print(f"final accuracy by hop count {r['final_hops']}")
+    print(f"success: {r.success} (step {r.success_step}); final accuracy by depth {r.final_accuracy}")
+    if r.final_hops:
+        print(f"final accuracy by hop count {r.final_hops}")
     return 0
 
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from headlab.api import seeing
-from headlab.cli.options import bind, call, dtype_option
+from headlab.cli.options import bind, call, settings_options
 from headlab.viewer.browser import open_page
-from headlab.viewer.codec import SCALES
+from headlab.viewer.settings import ViewSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,14 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                   "window with '/' and two slash stimuli)")
     v.add_argument("--texts-file", default=None, help="one text per line, shown in that order")
     v.add_argument("--out", default=None, help="FILE.html (default runs/view-NAME.html)")
-    v.add_argument("--scale", default="sqrt", choices=SCALES,
-                   help="map quantization: sqrt (default; diffuse attention stays visible) or linear (about 5x "
-                        "smaller files for long inputs)")
+    settings_options(v, ViewSettings)
     v.add_argument("--check", action="store_true", help="open the page in headless Chromium and report its load "
                                                         "time, console errors and network requests")
     v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
     v.add_argument("--device", default="cpu")
-    dtype_option(v)
     v.add_argument("--no-progress", action="store_true")
     bind(v, seeing.view, _cmd_view)
 
@@ -58,9 +55,9 @@ def _cmd_view(a: argparse.Namespace) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    r = call(a).data
-    print(f"report: {len(r['sections'])} sections, {r['figures']} figures")
-    for s in r["sections"]:
+    r = call(a)
+    print(f"report: {len(r.sections)} sections, {r.figures} figures")
+    for s in r.sections:
         print(f"  {s}")
-    print(f"wrote {r['markdown']} and {r['html']}")
+    print(f"wrote {r.markdown_file} and {r.html_file}")
     return 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import bind, call, real_in, settings_options
+from headlab.cli.options import bind, call, settings_options
 from headlab.study.claims import ClaimsSettings
+from headlab.study.compare import CompareSettings
 from headlab.study.languages import LanguagesSettings
 
 
@@ -48,7 +49,7 @@ def _cmd_claims(a: argparse.Namespace) -> int:
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
-    p.add_argument("--kappa", type=real_in(0, 1), help="SlashScore threshold for the slash-pattern share")
+    settings_options(p, CompareSettings)
     p.add_argument("--out", default="runs/compare", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.compare, _cmd_compare)

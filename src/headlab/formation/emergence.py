@@ -87,7 +87,7 @@ def tracked_events(run: str | Path, metrics: Sequence[str] = ("previous-token", 
                    ) -> list[Event]:
     """A tracked run's events: ``L<layer>:<metric>`` at each head's emergence step (its score crosses the
     metric's :data:`~headlab.formation.track_report.THRESHOLDS` and stays above), in step order."""
-    scores = read_phases(Path(run))["scores"]
+    scores = read_phases(Path(run)).scores
     found = [(v["emerged_at"], f"L{Head.parse(h).layer}:{m}") for m in metrics if m in THRESHOLDS
              for h, v in scores.get(m, {}).items() if v["emerged_at"] is not None]
     return [(role, int(step)) for step, role in sorted(found, key=lambda x: x[0])]

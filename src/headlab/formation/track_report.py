@@ -9,8 +9,9 @@ warnings marked) with a section of ``track.md`` listing the warnings.
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -20,10 +21,24 @@ from headlab.formation.phases import claim_boundaries, emergence_step, phases
 from headlab.formation.tracking import TrackResult, heatmap_figure, read_signals
 from headlab.head import Head
 from headlab.head import name as head_name
-from headlab.io import read_jsonl, write_json_atomic, write_text_atomic
+from headlab.io import read_jsonl, write_text_atomic
 from headlab.plotting import pyplot, save_figure
-from headlab.result import read_json
+from headlab.result import Result
 from headlab.training.config import load_config
+
+
+@dataclass
+class PhasesResult(Result):
+    """A tracked run's phases (``track/phases.json``): per metric and head, its change-point phases, emergence
+    and rise (:func:`all_phases`); the same for the slash-gradient share; the run's length, and the document's
+    stage boundaries scaled to it (kept for reading; the stage test compares absolute steps)."""
+
+    KIND: ClassVar[str] = "phases.json"
+    scores: dict[str, dict[str, Any]]
+    total_steps: int | None = None
+    claim_boundaries_scaled: list[float] | None = None
+    slash_gradient_share: dict[str, Any] | None = None
+
 
 PLOTTED = ("slash_mass", "previous-token", "induction", "offset", "sink")
 THRESHOLDS = {"slash_mass": 0.5, "slash_mass_stimuli": 0.5, "previous-token": 0.4, "induction": 0.4,
@@ -175,16 +190,16 @@ def monitor_report(run: Path, out: Path) -> list[str]:
     return lines
 
 
-def write_track_report(t: TrackResult, run: Path, out: Path) -> dict[str, Any]:
+def write_track_report(t: TrackResult, run: Path, out: Path) -> PhasesResult:
     """Phases, markdown and plots for a tracked run; returns the phases record."""
 
     total = load_config(run / "config.toml").optim.steps
     ph = all_phases(t)
     sig_steps, sig = read_signals(run)
     sp = signal_phases(sig_steps, sig)
-    record = {"claim_boundaries_scaled": claim_boundaries(total), "total_steps": total, "scores": ph,
-              "slash_gradient_share": sp}
-    write_json_atomic(out / "phases.json", record)
+    record = PhasesResult(scores=ph, total_steps=total, claim_boundaries_scaled=list(claim_boundaries(total)),
+                          slash_gradient_share=sp)
+    record.write(out)
     write_text_atomic(out / "track.md", markdown(t, ph, sp, total) + "\n".join(monitor_report(run, out) + [""]))
     rows = []
     if (run / "metrics.jsonl").exists():
@@ -203,7 +218,7 @@ def specialization_table(arms: dict[str, list[Path]],
     lines = ["| arm | metric | emerged (≥ threshold) per seed | rose (≥ 0.1) per seed | median step | layers | "
              "top final score per seed |", "|---|---|---|---|---|---|---|"]
     for arm, runs in arms.items():
-        scores = [read_phases(r)["scores"] for r in runs]
+        scores = [read_phases(r).scores for r in runs]
         for m in metrics:
             emerged = [{h: v["emerged_at"] for h, v in s[m].items() if v["emerged_at"] is not None} for s in scores]
             rose = [{h: v["rise"]["rise_end"] for h, v in s[m].items() if v["rise"] is not None} for s in scores]
@@ -217,8 +232,8 @@ def specialization_table(arms: dict[str, list[Path]],
     return "\n".join(lines) + "\n"
 
 
-def read_phases(run: Path) -> dict[str, Any]:
-    path = Path(run) / "track" / "phases.json"
+def read_phases(run: Path) -> PhasesResult:
+    path = Path(run) / "track" / PhasesResult.KIND
     if not path.exists():
         raise HeadlabError(f"{path} does not exist; run headlab track {run} first")
-    return read_json(path)
+    return PhasesResult.read(path)

@@ -9,10 +9,10 @@ The HTML file is offline: figures are files beside it, the style is inline, noth
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from headlab.display import safe_markdown
+from headlab.display import Displayable, safe_markdown
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.notices import say
@@ -66,8 +66,30 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
     return sections
 
 
-def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[str, Any]:
-    """Write ``out/report.md`` and ``out/report.html``; returns their paths and the section titles."""
+@dataclass
+class Report(Displayable):
+    """A written report: its folder (``report.md``, ``report.html``, ``figures/``), the titles of its sections,
+    how many figures they drew, and the results it found but could not read (each with why)."""
+
+    folder: Path
+    sections: list[str]
+    figures: int
+    left_out: list[str]
+
+    @property
+    def markdown_file(self) -> Path:
+        return self.folder / "report.md"
+
+    @property
+    def html_file(self) -> Path:
+        return self.folder / "report.html"
+
+    def markdown(self) -> str:
+        return self.markdown_file.read_text(encoding="utf-8")
+
+
+def report(run: str | Path, out: str | Path, title: str | None = None) -> Report:
+    """Write ``out/report.md`` and ``out/report.html``; returns the :class:`Report`."""
     run, out = Path(run), Path(out)
     skipped: list[str] = []
     sections = collect(run, out, skipped)
@@ -88,9 +110,7 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> dict[s
     write_text_atomic(out / "report.html", f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                       f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\"><title>"
                       f"{html.escape(title)}</title><style>{CSS}</style></head><body>{body}</body></html>\n")
-    return {"markdown": str(out / "report.md"), "html": str(out / "report.html"),
-            "sections": [s.title for s in sections], "figures": sum(len(s.figures) for s in sections),
-            "left_out": skipped}
+    return Report(out, [s.title for s in sections], sum(len(s.figures) for s in sections), skipped)
 
 
 __all__ = ["SECTIONS", "Section", "collect", "report"]

@@ -20,7 +20,6 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.formation.emergence import EmergenceResult
 from headlab.io import claim_file, saving, write_text_atomic, writing
 from headlab.models import LoadedModel
-from headlab.result import Summary
 from headlab.retrieval import analysis, grid, llm_eval
 from headlab.retrieval.analysis import AnalyzeResult, circuit_emergence, write_analysis
 from headlab.retrieval.grid import SweepResult
@@ -28,6 +27,7 @@ from headlab.retrieval.khop import KHopTask, train_khop
 from headlab.retrieval.law import DepthLawResult
 from headlab.retrieval.law import depth_law as measure
 from headlab.retrieval.llm_eval import EvalLLMResult, plot_eval
+from headlab.retrieval.record import RunSummary
 from headlab.retrieval.settings import (
     ANALYZE,
     EVAL_LLM,
@@ -71,14 +71,15 @@ def generate(settings: GenerateSettings = GENERATE, *, form: str, depth: int, ou
 
 @in_callers_words
 @takes(TrainSettings)
-def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progress: bool = True) -> Summary:
+def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progress: bool = True) -> RunSummary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed, chain or
     dense) into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``min_depth``: each step's training chains have a depth drawn from min_depth..depth (held-out
-    sets stay at full length). ``warmup_steps`` defaults to min(100, steps/10). ``data`` holds the run's summary
-    (success, the step of success, final accuracy by depth). ``task="khop"``: the k-hop induction task of Sanford et al.
-    instead (:mod:`headlab.retrieval.khop`; ``depth`` is the largest hop count, the curriculum and
-    distractors do not apply), its summary the per-hop error and the hop counts solved.
+    sets stay at full length). ``warmup_steps`` defaults to min(100, steps/10). Returns the run's summary
+    (success, the step of success, final accuracy by depth), also written to ``OUT/summary.json``.
+    ``task="khop"``: the k-hop induction task of Sanford et al. instead (:mod:`headlab.retrieval.khop`;
+    ``depth`` is the largest hop count, the curriculum and distractors do not apply), its summary the per-hop
+    error and the hop counts solved.
 
     Example:
 
@@ -97,10 +98,10 @@ def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progr
         if unused:
             raise HeadlabError(f"{', '.join(unused)}: the minimal task's option(s); the k-hop task has no curriculum, "
                                "distractor chains or separator")
-        return Summary(f"k-hop run {out}", train_khop(KHopTask(max_hops=depth), out, **run))
+        return train_khop(KHopTask(max_hops=depth), out, **run)
     task = RetrievalTask(depth, st.curriculum, n_distractors=st.distractors, separator=st.separator,
                          min_depth=st.min_depth)
-    return Summary(f"retrieval run {out}", train_retrieval(task, out, **run))
+    return train_retrieval(task, out, **run)
 
 
 @in_callers_words

@@ -25,7 +25,8 @@ import numpy as np
 from headlab.errors import HeadlabError
 from headlab.io import read_jsonl
 from headlab.plotting import new_figure, pyplot, save_figure
-from headlab.result import Result, read_json
+from headlab.result import Result, found_in
+from headlab.retrieval.record import RunSummary
 from headlab.retrieval.settings import SWEEP, SweepSettings
 from headlab.retrieval.training import RetrievalTask
 from headlab.retrieval.training_group import GroupMember, train_group
@@ -91,7 +92,7 @@ def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = 
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
-        if (run / "summary.json").exists():
+        if RunSummary in found_in(run):
             _check_settings(run, shape, {"n_distractors": n_distractors, "separator": separator,
                                             "min_depth": min_depth})
         else:
@@ -113,8 +114,8 @@ def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = 
     for i, name in enumerate(_run_groups(groups, jobs)):
         if progress:
             print(f"headlab: sweep ensemble {i + 1}/{len(groups)} done: {name}", file=sys.stderr, flush=True)
-    runs = [read_json(out / cell_name(*c) / "summary.json") for c in cells
-            if (out / cell_name(*c) / "summary.json").exists()]
+    runs = [RunSummary.read(out / cell_name(*c)).to_json() for c in cells
+            if RunSummary in found_in(out / cell_name(*c))]
     for r in runs:
         r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
     table = _cell_table(runs, layers, depths, curricula)
@@ -155,11 +156,7 @@ def _cell_table(runs: list[dict[str, Any]], layers: Sequence[int], depths: Seque
 def _check_settings(run: Path, settings: dict[str, Any], task: dict[str, Any]) -> None:
     """Refuse a sweep folder whose finished cell ``run`` was trained with other model/optimizer ``settings`` or
     other ``task`` fields (a missing task field reads as its default: files written before it existed)."""
-    old = read_json(run / "summary.json")
-    old.setdefault("positions", "rope")  # summaries written before these were recorded
-    old.setdefault("init", "default")
-    old.setdefault("untied", False)
-    old.setdefault("warmup_steps", settings["warmup_steps"])
+    old = RunSummary.read(run).to_json()  # fields recorded later read as the defaults of the runs before them
     defaults = {f.name: f.default for f in fields(RetrievalTask)}
     if (any(old.get(k) != v for k, v in settings.items())
             or any(old["task"].get(k, defaults[k]) != v for k, v in task.items())):

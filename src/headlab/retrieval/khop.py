@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from headlab.errors import HeadlabError
-from headlab.io import read_jsonl, write_json_atomic
+from headlab.io import read_jsonl
+from headlab.retrieval.record import RunSummary, RunTask
+from headlab.retrieval.task import KHopTask
 from headlab.retrieval.training import retrieval_config
 from headlab.training.trainer import Trainer
 
@@ -30,42 +30,6 @@ from headlab.training.trainer import Trainer
 #: hop count 0..k below 5% error (e.g. 3 layers: k = 3; 5 layers: k = 8)
 PUBLISHED = {2: 1, 3: 3, 4: 5, 5: 8, 6: 15}
 SOLVED_ERROR = 0.05
-
-
-@dataclass(frozen=True)
-class KHopTask:
-    max_hops: int = 16
-    seq_len: int = 100
-    n_chars: int = 4
-
-    def __post_init__(self) -> None:
-        # every hop lands at least one position earlier, so past seq_len - 1 hops every target is "none"
-        if not 1 <= self.max_hops <= self.seq_len - 1:
-            raise HeadlabError(f"--depth {self.max_hops}: k-hop sequences of {self.seq_len} characters hold hop "
-                               f"counts 1..{self.seq_len - 1}")
-
-    # token ids: hop counts 0..max_hops, then the characters, then "none" and "blank" (their order)
-    @property
-    def vocab_size(self) -> int:
-        return self.max_hops + 1 + self.n_chars + 2
-
-    @property
-    def none(self) -> int:
-        return self.max_hops + 1 + self.n_chars
-
-    @property
-    def blank(self) -> int:
-        return self.none + 1
-
-    @property
-    def max_length(self) -> int:
-        return self.seq_len
-
-    def char(self, c: int) -> int:
-        return self.max_hops + 1 + c
-
-    def to_json(self) -> dict[str, Any]:
-        return {"task": "khop", **asdict(self)}
 
 
 def hops(chars: list[int], k: int) -> list[int | None]:
@@ -149,7 +113,7 @@ class KHopEval:
 
 
 def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progress: bool = True,
-               resume: bool = False, **shape: Any) -> dict[str, Any]:
+               resume: bool = False, **shape: Any) -> RunSummary:
     """Train one decoder on ``task`` into ``run`` (``shape``: the keywords of
     :func:`~headlab.retrieval.training.retrieval_config`); returns and writes ``summary.json``: per-hop error,
     the largest hop count solved (every k up to it below 5% error) and the published value for its depth."""
@@ -157,18 +121,18 @@ def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progre
     run = Path(run)
     cfg = retrieval_config(task, **shape)  # type: ignore[arg-type]
     run.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run / "task.json", task.to_json())
+    RunTask(task).write(run)
     if not resume and (run / "eval.jsonl").exists():
         (run / "eval.jsonl").unlink()
     Trainer(cfg, run, resume=resume, progress=progress, source=KHopSource(task),
             callbacks=[KHopEval(run, task, eval_every)]).fit()
     rows = read_jsonl(run / "eval.jsonl")
     m, o = cfg.model, cfg.optim
-    summary = {"task": task.to_json(), "n_layers": m.n_layers, "n_heads": m.n_heads, "d_model": m.d_model,
-               "positions": m.positions, "init": m.init, "untied": not m.tie_embeddings, "steps": o.steps,
-               "batch_size": o.batch_size, "lr": o.lr,
-               "warmup_steps": o.warmup_steps, "seed": o.seed, "final_errors": rows[-1]["errors"] if rows else {},
-               "solved": rows[-1]["solved"] if rows else -1, "published_solved": PUBLISHED.get(m.n_layers),
-               "curve": [{"step": r["step"], "solved": r["solved"]} for r in rows]}
-    write_json_atomic(run / "summary.json", summary)
+    summary = RunSummary(
+        task=task.to_json(), n_layers=m.n_layers, n_heads=m.n_heads, d_model=m.d_model, positions=m.positions,
+        init=m.init, untied=not m.tie_embeddings, steps=o.steps, batch_size=o.batch_size, lr=o.lr,
+        warmup_steps=o.warmup_steps, seed=o.seed, final_errors=rows[-1]["errors"] if rows else {},
+        solved=rows[-1]["solved"] if rows else -1, published_solved=PUBLISHED.get(m.n_layers),
+        curve=[{"step": r["step"], "solved": r["solved"]} for r in rows])
+    summary.write(run)
     return summary

@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
-from headlab.result import Result, read_json
+from headlab.result import Result
 from headlab.retrieval.khop import PUBLISHED
+from headlab.retrieval.record import finished_runs
 
 SOLVED = 0.95
 
@@ -152,7 +153,7 @@ class DepthLawResult(Result):
 def _sweep_cells(folder: Path, solved: float) -> list[dict[str, Any]]:
     """The cells of one sweep folder (one depth and budget), each naming its folder, trained depth and steps."""
 
-    summaries = [read_json(p) for p in sorted(folder.glob("*/summary.json"))]
+    summaries = [s.to_json() for s in finished_runs(folder)]
     if not summaries:
         raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
     budget = ("steps", "batch_size", "d_model", "n_heads", "lr")

@@ -17,6 +17,9 @@ and other values. The paper's exact formats are not public; these are ours:
 
 Every generated example is checked by an independent solver (:func:`solve`) that parses the prompt (or the
 tokens) from scratch and follows the references.
+
+What a run is trained on: :class:`RetrievalTask` (this problem, under a curriculum) or :class:`KHopTask` (the
+k-hop induction task of :mod:`headlab.retrieval.khop`), each recorded in the run's ``task.json``.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from __future__ import annotations
 import random
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
 from headlab.errors import HeadlabError
+from headlab.retrieval.settings import CURRICULA
 
 FORMS = ("minimal", "assign", "relatives", "assign-mc", "relatives-mc")
 NAMES = ("Ann", "Bob", "Cara", "Dan", "Eve", "Finn", "Gia", "Hal", "Ida", "Jon", "Kim", "Leo", "Mia", "Ned",
@@ -290,3 +294,76 @@ def solve(ex: dict[str, Any], vocab: MinimalVocab = MinimalVocab()) -> Any:
         options = re.findall(r"([ABCD])\) (\w+)", opts)
         return next(letter for letter, text in options if text == answer)
     return answer
+
+
+@dataclass
+class RetrievalTask:
+    depth: int
+    curriculum: str = "chain"
+    n_distractors: int = 2
+    n_vars: int = 24
+    n_values: int = 10
+    shuffle: bool = True
+    separator: bool = False  # a <sep> token after every (variable, reference) pair
+    # Training chains' depth, drawn per batch from min_depth..depth (None: always depth); held-out sets stay at
+    # every depth of full-length chains, so short chains only shape what the model learns.
+    min_depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.curriculum not in CURRICULA:
+            raise HeadlabError(f"unknown curriculum {self.curriculum!r}; known: {', '.join(CURRICULA)}")
+        if self.min_depth is not None and not 1 <= self.min_depth <= self.depth:
+            raise HeadlabError(f"--min-depth {self.min_depth}: must lie in 1..{self.depth} (the depth)")
+
+    @property
+    def vocab(self) -> MinimalVocab:
+        return MinimalVocab(self.n_vars, self.n_values)
+
+    @property
+    def max_length(self) -> int:
+        return 1 + (3 if self.separator else 2) * self.depth * (1 + self.n_distractors) + 2 + self.depth
+
+    def example(self, rng: random.Random, query_depth: int | None = None, depth: int | None = None
+                ) -> dict[str, Any]:
+        return minimal(depth or self.depth, rng, n_distractors=self.n_distractors, vocab=self.vocab,
+                       shuffle=self.shuffle, query_depth=query_depth, separator=self.separator,
+                       definitions_first=self.curriculum == "dense")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class KHopTask:
+    max_hops: int = 16
+    seq_len: int = 100
+    n_chars: int = 4
+
+    def __post_init__(self) -> None:
+        # every hop lands at least one position earlier, so past seq_len - 1 hops every target is "none"
+        if not 1 <= self.max_hops <= self.seq_len - 1:
+            raise HeadlabError(f"--depth {self.max_hops}: k-hop sequences of {self.seq_len} characters hold hop "
+                               f"counts 1..{self.seq_len - 1}")
+
+    # token ids: hop counts 0..max_hops, then the characters, then "none" and "blank" (their order)
+    @property
+    def vocab_size(self) -> int:
+        return self.max_hops + 1 + self.n_chars + 2
+
+    @property
+    def none(self) -> int:
+        return self.max_hops + 1 + self.n_chars
+
+    @property
+    def blank(self) -> int:
+        return self.none + 1
+
+    @property
+    def max_length(self) -> int:
+        return self.seq_len
+
+    def char(self, c: int) -> int:
+        return self.max_hops + 1 + c
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task": "khop", **asdict(self)}

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -31,13 +30,14 @@ import torch
 
 from headlab.attention.padding import pad_right
 from headlab.errors import HeadlabError
-from headlab.io import read_jsonl, write_json_atomic
+from headlab.io import read_jsonl
 from headlab.nn import Transformer
 from headlab.nn.transformer import ModelConfig
 from headlab.notices import say
-from headlab.result import read_json
-from headlab.retrieval.settings import CURRICULA, TRAIN
-from headlab.retrieval.task import MinimalVocab, minimal
+from headlab.result import found_in
+from headlab.retrieval.record import RunSummary, RunTask
+from headlab.retrieval.settings import TRAIN
+from headlab.retrieval.task import RetrievalTask
 from headlab.training import checkpoint as ckpt
 from headlab.training.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig, load_config
 from headlab.training.trainer import Trainer
@@ -47,43 +47,6 @@ if TYPE_CHECKING:
     from headlab.training.config import TrainConfig
 
 PAPER_LIKE = "chain"
-
-
-@dataclass
-class RetrievalTask:
-    depth: int
-    curriculum: str = "chain"
-    n_distractors: int = 2
-    n_vars: int = 24
-    n_values: int = 10
-    shuffle: bool = True
-    separator: bool = False  # a <sep> token after every (variable, reference) pair
-    # Training chains' depth, drawn per batch from min_depth..depth (None: always depth); held-out sets stay at
-    # every depth of full-length chains, so short chains only shape what the model learns.
-    min_depth: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.curriculum not in CURRICULA:
-            raise HeadlabError(f"unknown curriculum {self.curriculum!r}; known: {', '.join(CURRICULA)}")
-        if self.min_depth is not None and not 1 <= self.min_depth <= self.depth:
-            raise HeadlabError(f"--min-depth {self.min_depth}: must lie in 1..{self.depth} (the depth)")
-
-    @property
-    def vocab(self) -> MinimalVocab:
-        return MinimalVocab(self.n_vars, self.n_values)
-
-    @property
-    def max_length(self) -> int:
-        return 1 + (3 if self.separator else 2) * self.depth * (1 + self.n_distractors) + 2 + self.depth
-
-    def example(self, rng: random.Random, query_depth: int | None = None, depth: int | None = None
-                ) -> dict[str, Any]:
-        return minimal(depth or self.depth, rng, n_distractors=self.n_distractors, vocab=self.vocab,
-                       shuffle=self.shuffle, query_depth=query_depth, separator=self.separator,
-                       definitions_first=self.curriculum == "dense")
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def encode(task: RetrievalTask, ex: dict[str, Any]) -> tuple[list[int], list[int]]:
@@ -226,25 +189,21 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = TRAIN.n_layers, n_h
     )
 
 
-def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float, **extra: Any) -> dict[str, Any]:
+def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float, **extra: Any) -> RunSummary:
     """A finished run's ``summary.json`` (written, and returned) from its ``eval.jsonl``."""
 
     rows = read_jsonl(run / "eval.jsonl")
     full = str(task.depth)
     hit = next((r["step"] for r in rows if r["accuracy"][full] >= success), None)
     m, o = cfg.model, cfg.optim
-    summary = {
-        "task": task.to_json(), "n_layers": m.n_layers, "n_heads": m.n_heads, "d_model": m.d_model,
-        "positions": m.positions, "init": m.init, "untied": not m.tie_embeddings, "steps": o.steps,
-        "seed": o.seed, "lr": o.lr,
-        "warmup_steps": o.warmup_steps,
-        "batch_size": o.batch_size, "checkpoint_every": cfg.checkpoints.every, "success_threshold": success,
-        "success": hit is not None, "success_step": hit,
-        "final_accuracy": rows[-1]["accuracy"] if rows else {}, "final_loss": rows[-1]["loss"] if rows else None,
-        "final_hops": rows[-1].get("hops", {}) if rows else {},
-        **extra,
-    }
-    write_json_atomic(run / "summary.json", summary)
+    summary = RunSummary(
+        task=task.to_json(), n_layers=m.n_layers, n_heads=m.n_heads, d_model=m.d_model, positions=m.positions,
+        init=m.init, untied=not m.tie_embeddings, steps=o.steps, seed=o.seed, lr=o.lr, warmup_steps=o.warmup_steps,
+        batch_size=o.batch_size, checkpoint_every=cfg.checkpoints.every, success_threshold=success,
+        success=hit is not None, success_step=hit,
+        final_accuracy=rows[-1]["accuracy"] if rows else {}, final_loss=rows[-1]["loss"] if rows else None,
+        final_hops=rows[-1].get("hops", {}) if rows else {}, **extra)
+    summary.write(run)
     return summary
 
 
@@ -257,7 +216,7 @@ def train_retrieval(
     progress: bool = True,
     resume: bool = False,
     **shape: Any,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Train one decoder on ``task`` into ``run``; returns its summary (also written to ``summary.json``).
 
     ``shape``: :func:`retrieval_config`'s keywords (layers, width, steps, lr, seed, ...); ``threads`` defaults
@@ -266,7 +225,7 @@ def train_retrieval(
     run = Path(run)
     cfg = retrieval_config(task, **shape)
     run.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run / "task.json", task.to_json())
+    RunTask(task).write(run)
     ev = RetrievalEval(run, task, eval_every)
     if not resume and (run / "eval.jsonl").exists():
         (run / "eval.jsonl").unlink()
@@ -291,9 +250,11 @@ def checkpoint_models(run: Path) -> Iterator[tuple[int, "Transformer"]]:
 def load_run(run: Path, folder: Path | None = None) -> tuple["Transformer", RetrievalTask]:
     """A run's model (its final weights, or a checkpoint ``folder``'s) in eval mode, and its task."""
 
-    if not (run / "task.json").exists():
+    if RunTask not in found_in(run):
         raise HeadlabError(f"{run} is not a retrieval run (no task.json)")
-    task = RetrievalTask(**read_json(run / "task.json"))
+    task = RunTask.read(run).task
+    if not isinstance(task, RetrievalTask):
+        raise HeadlabError(f"{run} is a k-hop run: its heads are not read as retrieval roles")
     model = Transformer(load_config(run / "config.toml").model)
     if folder is None:
         ckpt.load_weights_file(run / "final.safetensors", model, f"{run.name} final weights")

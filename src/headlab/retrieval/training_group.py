@@ -18,8 +18,8 @@ from typing import Any, Sequence
 import torch
 
 from headlab.errors import HeadlabError
-from headlab.io import write_json_atomic
 from headlab.nn import stacked
+from headlab.retrieval.record import RunSummary, RunTask
 from headlab.retrieval.settings import SWEEP, TRAIN
 from headlab.retrieval.training import (
     RetrievalSource,
@@ -112,7 +112,7 @@ def train_group(members: Sequence[GroupMember], *, n_layers: int = TRAIN.n_layer
                 positions: str = TRAIN.positions, init: str = TRAIN.init, untied: bool = TRAIN.untied,
                 eval_every: int = TRAIN.eval_every, eval_n: int = SWEEP.eval_n, checkpoint_every: int | None = None,
                 success: float = 0.99,
-                progress: bool = True, threads: int = 1) -> list[dict[str, Any]]:
+                progress: bool = True, threads: int = 1) -> list[RunSummary]:
     """Train every member into its folder at once; returns their summaries (also each ``summary.json``)."""
     first = members[0].task
     for m in members:
@@ -128,7 +128,7 @@ def train_group(members: Sequence[GroupMember], *, n_layers: int = TRAIN.n_layer
             for m in members]
     for m in members:
         Path(m.run).mkdir(parents=True, exist_ok=True)
-        write_json_atomic(Path(m.run) / "task.json", m.task.to_json())
+        RunTask(m.task).write(m.run)
     ens = Ensemble([Member(c, Path(m.run), RetrievalSource(m.task)) for c, m in zip(cfgs, members)],
                    callbacks=[StackedRetrievalEval(members, eval_every, steps, n=eval_n)], progress=progress,
                    threads=threads)

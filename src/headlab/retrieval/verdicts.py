@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from headlab.result import read_json
+from headlab.retrieval.record import RunSummary, finished_runs
 from headlab.rulebook import BOOK, VERSION, label
 
 #: (row, rule, sweeps whose depth laws it reads) for the depth law, on the document's task and on k-hop
@@ -25,7 +26,7 @@ DENSE_ANALYZED = ("init/dense-d3", "depth_law", "depth_law_long", "depth_law_d8"
 
 
 def _summaries(folder: Path) -> list[dict[str, Any]]:
-    return [read_json(p) for p in sorted(folder.glob("*/summary.json"))]
+    return [s.to_json() for s in finished_runs(folder)]
 
 
 def law_cells(root: Path, sweeps: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -93,7 +94,7 @@ def dense_order_stats(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     in_order = runs = 0
     for f in (f for s in DENSE_ANALYZED for f in sorted((root / s).glob("*/analyze/analyze.json"))):
         run = f.parent.parent
-        summary = read_json(run / "summary.json")
+        summary = RunSummary.read(run).to_json()
         hops = read_json(f).get("hops")
         if not hops or summary["final_hops"].get("2", 0) < 0.95:
             continue

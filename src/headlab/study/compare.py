@@ -17,12 +17,13 @@ from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result, found_in
+from headlab.settings import Settings, setting
 from headlab.study.characterize import CharacterizeResult
 from headlab.study.rope import KAPPA
 
 
 @dataclass
-class RunSummary:
+class ComparedModel:
     path: str
     model: str
     n_layers: int
@@ -47,7 +48,7 @@ def _layer_max(g: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(g).all(1), np.nan, np.nanmax(np.where(np.isnan(g), -np.inf, g), 1))
 
 
-def summarize(run: str | Path, kappa: float = KAPPA) -> RunSummary:
+def summarize(run: str | Path, kappa: float = KAPPA) -> ComparedModel:
     p = Path(run)
     kinds = found_in(p)
     if ScanResult not in kinds and CharacterizeResult not in kinds:
@@ -76,7 +77,7 @@ def summarize(run: str | Path, kappa: float = KAPPA) -> RunSummary:
         m["top_heads_median_specificity"] = (
             float(np.median([h["specificity"]["pooled"][0] for h in top])) if top else None
         )
-    return RunSummary(str(p), str(base["model"]), L, H, m, (np.arange(L) + 0.5) / L, tok, off, marked)  # type: ignore[index]
+    return ComparedModel(str(p), str(base["model"]), L, H, m, (np.arange(L) + 0.5) / L, tok, off, marked)  # type: ignore[index]
 
 
 @dataclass
@@ -89,10 +90,10 @@ class CompareResult(Result):
 
     runs: list[dict[str, Any]]
 
-    def summaries(self) -> list[RunSummary]:
+    def summaries(self) -> list[ComparedModel]:
         def arr(v: Any) -> np.ndarray | None:
             return None if v is None else np.array([np.nan if x is None else x for x in v], dtype=float)
-        return [RunSummary(r["run"], r["model"], r["n_layers"], r["n_heads"], r["measures"],
+        return [ComparedModel(r["run"], r["model"], r["n_layers"], r["n_heads"], r["measures"],
                            (np.arange(r["n_layers"]) + 0.5) / r["n_layers"], arr(r["token_by_layer"]),
                            arr(r["offset_by_layer"]), arr(r["marked_by_layer"])) for r in self.runs]
 
@@ -123,6 +124,18 @@ def _listed(a: np.ndarray | None) -> list[float | None] | None:
     return None if a is None else [None if np.isnan(x) else float(x) for x in a]
 
 
+@dataclass(frozen=True)
+class CompareSettings(Settings):
+    """The one setting of a comparison: ``kappa``, the SlashScore threshold of the slash-pattern share."""
+
+    FAMILY: ClassVar[str] = "compare"
+
+    kappa: float = setting(KAPPA, "SlashScore threshold for the slash-pattern share")
+
+
+COMPARE = CompareSettings()
+
+
 def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = KAPPA) -> CompareResult:
     """Write ``compare.json``, ``compare.md`` and ``compare.png`` for the given run folders."""
     if not runs:
@@ -136,7 +149,7 @@ def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = KAPP
     return r
 
 
-def compare_figure(sums: Sequence[RunSummary]) -> Any:
+def compare_figure(sums: Sequence[ComparedModel]) -> Any:
     """Per-layer maxima of the `/` scores against relative depth, one colour per run (matplotlib figure)."""
     panels = [
         ("token_by_layer", "max mean mass on '/' (corpus)"),

@@ -4,7 +4,6 @@ order: the registered result and run kinds a folder holds (see :func:`kind_of`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -16,6 +15,7 @@ from headlab.census.scanner import scan
 from headlab.corpus import DEFAULT_CORPUS, Sample, Sampler, documents, repeat_probe
 from headlab.errors import HeadlabError
 from headlab.formation.head_monitor import read_monitor
+from headlab.formation.track_report import PhasesResult
 from headlab.formation.tracking import TrackResult
 from headlab.models import resolve
 from headlab.models.loaded import LoadedModel
@@ -27,6 +27,7 @@ from headlab.progress import bar as progress_bar
 from headlab.result import found_in
 from headlab.retrieval.analysis import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of
 from headlab.retrieval.hops import hop_circuit, hop_scores
+from headlab.retrieval.record import RunTask
 from headlab.retrieval.training import eval_set, load_run
 from headlab.study.claims import ClaimsResult, folder_name
 from headlab.training import checkpoint as ckpt
@@ -43,8 +44,8 @@ SCAN_SCORES = ("token", "token_frac_above", "offset", "previous-token", "duplica
 @dataclass(frozen=True)
 class FolderSource:
     """One kind of folder the viewer opens, and how it is recognized: by the registered result kinds it holds
-    (:func:`headlab.result.found_in`) or the registered run kinds (:func:`headlab.models.loader.folder_kind`);
-    a retrieval run is known by its task file."""
+    (:func:`headlab.result.found_in`: a retrieval run by its ``task.json``, a :class:`RunTask`) or the registered
+    run kinds (:func:`headlab.models.loader.folder_kind`)."""
 
     kind: str
     recognizes: Callable[[Path], bool]
@@ -52,7 +53,7 @@ class FolderSource:
 
 #: the folder kinds the viewer opens, in the order they are tried (a model directory is the fallback)
 FOLDER_SOURCES = (
-    FolderSource("retrieval", lambda p: (p / "task.json").is_file()),
+    FolderSource("retrieval", lambda p: RunTask in found_in(p)),
     FolderSource("training", lambda p: folder_kind(p) is TRAINING_RUN and (p / "checkpoints").is_dir()),
     FolderSource("scan", lambda p: ScanResult in found_in(p)),
     FolderSource("claims", lambda p: ClaimsResult in found_in(p)),
@@ -216,12 +217,9 @@ def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: 
     if bar is not None:
         bar.close()
     _monitor_series(data, run)
-    phases_file = run / "track" / "phases.json"
-    if phases_file.exists():
-        data.phases = {
-            m: {k: v["phases"] for k, v in heads.items()}
-            for m, heads in json.loads(phases_file.read_text())["scores"].items()
-        }
+    if PhasesResult in found_in(run / "track"):
+        data.phases = {m: {k: v["phases"] for k, v in heads.items()}
+                       for m, heads in PhasesResult.read(run / "track").scores.items()}
     data.notes.append(
         "Scores: "
         + (
