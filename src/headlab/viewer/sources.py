@@ -112,33 +112,27 @@ def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.nd
 
 
 def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | None,
-               scan_json: dict[str, Any] | None = None, device: str = "cpu", progress: bool = True,
+               scanned: ScanResult | None = None, device: str = "cpu", progress: bool = True,
                scale: str = "sqrt", dtype: str = "float32") -> ViewData:
     """A pretrained model (loaded in ``dtype`` when given by name): maps on ``texts`` (default:
-    :func:`default_texts`), scores from ``scan_json`` when given (a corpus scan), else from a scan of the shown
-    texts themselves."""
+    :func:`default_texts`), scores from ``scanned`` when given (a corpus scan), else from a scan of the shown
+    texts themselves; either way read from one :class:`ScanResult`."""
 
     loaded = resolve(source, device=device, dtype=dtype)
     texts = list(texts) if texts else default_texts(loaded)
     samples = [text_sample(loaded, t, name) for name, t in texts]
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
-    notes = []
-    if scan_json is not None:
-        scores = _scan_scores(scan_json["heads"], L, H)
-        sdh = np.zeros((L, H), bool)
-        for h in scan_json["heads"]:
-            sdh[h["layer"], h["head"]] = h["sdh"]
-        notes.append(f"Scores: corpus scan of {scan_json['n_samples']} samples ({scan_json['n_samples_with_target']} "
-                     "with '/'); SDH = the strict rule of that scan.")
+    if scanned is not None:
+        r, note = scanned, (f"Scores: corpus scan of {scanned.n_samples} samples ({scanned.n_samples_with_target} "
+                            "with '/'); SDH = the strict rule of that scan.")
     else:
         r = scan(loaded, texts=[t for _, t in texts], max_samples=None, progress=False,
                  max_length=loaded.facts.max_length, consecutive=min(3, len(texts)))
-        scores = _scan_scores(r.heads(), L, H)
-        sdh = r.sdh
-        notes.append(f"Scores: the {len(texts)} shown texts only (pass a scan folder for corpus scores); "
-                     f"SDH rule with {min(3, len(texts))} consecutive samples.")
+        note = (f"Scores: the {len(texts)} shown texts only (pass a scan folder for corpus scores); "
+                f"SDH rule with {min(3, len(texts))} consecutive samples.")
+    scores, sdh, notes = _scan_scores(r.heads(), L, H), r.sdh, [note]
     data = ViewData(title=f"headlab · {loaded.name}", subtitle=f"{L} layers × {H} heads, {loaded.facts.kind}",
-                    kind="scan" if scan_json is not None else "model", n_layers=L, n_heads=H,
+                    kind="scan" if scanned is not None else "model", n_layers=L, n_heads=H,
                     causal=loaded.facts.causal, samples=samples, steps=[None], scores=[scores], sdh=sdh,
                     notes=notes, scale=scale)
     bar = progress_bar(1, f"view {loaded.name}: attention maps", "model", progress)
@@ -151,9 +145,9 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
 
 def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
               progress: bool = True, scale: str = "sqrt") -> ViewData:
-    scan_json = ScanResult.read(folder).to_json()  # its maps in the dtype its scores were measured in
-    return from_model(scan_json["model"], texts, scan_json, device, progress, scale,
-                      scan_json["settings"].get("dtype", "float32"))
+    scanned = ScanResult.read(folder)  # its maps in the dtype its scores were measured in
+    return from_model(scanned.model, texts, scanned, device, progress, scale,
+                      scanned.settings.get("dtype", "float32"))
 
 
 def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: bool = True,
