@@ -75,63 +75,52 @@ def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = 
     cells: the others show as not run (0 seeds), for a time-boxed sweep."""
 
     st = settings
-    layers, depths, curricula, seeds, jobs = st.layers, st.depths, st.curricula, st.seeds, st.jobs
-    steps, d_model, n_heads, batch_size, lr = st.steps, st.d_model, st.n_heads, st.batch_size, st.lr
-    n_distractors, checkpoint_every, positions, init = st.distractors, st.checkpoint_every, st.positions, st.init
-    untied, separator, min_depth, warmup_steps = st.untied, st.separator, st.min_depth, st.warmup_steps
-    eval_every, eval_n, train = st.eval_every, st.eval_n, not st.no_train
-
-    for d in depths:  # every task of the grid is valid before anything trains (RetrievalTask says what is not)
-        RetrievalTask(d, "dense", n_distractors=n_distractors, separator=separator, min_depth=min_depth)
+    for d in st.depths:  # every task of the grid is valid before anything trains (RetrievalTask says what is not)
+        RetrievalTask(d, "dense", n_distractors=st.distractors, separator=st.separator, min_depth=st.min_depth)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cells = [(l, d, c, s) for l in layers for d in depths for c in curricula for s in seeds]
-    shape = {"steps": steps, "d_model": d_model, "n_heads": n_heads, "lr": lr, "batch_size": batch_size,
-                "positions": positions, "init": init, "untied": untied,
-                "warmup_steps": min(100, steps // 10) if warmup_steps is None else warmup_steps}
+    cells = [(l, d, c, s) for l in st.layers for d in st.depths for c in st.curricula for s in st.seeds]
+    warmup = min(100, st.steps // 10) if st.warmup_steps is None else st.warmup_steps
+    shape = {"steps": st.steps, "d_model": st.d_model, "n_heads": st.n_heads, "lr": st.lr,
+             "batch_size": st.batch_size, "positions": st.positions, "init": st.init, "untied": st.untied,
+             "warmup_steps": warmup}
     todo: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for l, d, c, s in cells:
         run = out / cell_name(l, d, c, s)
         if RunSummary in found_in(run):
-            _check_settings(run, shape, {"n_distractors": n_distractors, "separator": separator,
-                                            "min_depth": min_depth})
+            _check_settings(run, shape, {"n_distractors": st.distractors, "separator": st.separator,
+                                         "min_depth": st.min_depth})
         else:
             todo.setdefault((l, d), []).append((c, s))
-    groups: list[dict[str, Any]] = [
-        dict(out=str(out), layers=l, depth=d, members=m, steps=steps, d_model=d_model, n_heads=n_heads,
-             batch_size=batch_size, lr=lr, n_distractors=n_distractors, eval_every=eval_every, eval_n=eval_n,
-             checkpoint_every=checkpoint_every, positions=positions, init=init, untied=untied,
-             separator=separator, min_depth=min_depth, warmup_steps=warmup_steps)
-        for (l, d), m in todo.items() if train]
+    groups = [_Group(str(out), l, d, tuple(m), st) for (l, d), m in todo.items()] if not st.no_train else []
     # cheapest first (layers x sequence length): an interrupted or time-boxed sweep keeps the most cells
-    groups.sort(key=lambda g: g["layers"] * RetrievalTask(g["depth"], "chain", n_distractors=n_distractors,
-                                                          separator=separator).max_length)
+    groups.sort(key=lambda g: g.layers * RetrievalTask(g.depth, "chain", n_distractors=st.distractors,
+                                                       separator=st.separator).max_length)
     t0 = time.perf_counter()
-    n_todo = sum(len(g["members"]) for g in groups)
+    n_todo = sum(len(g.members) for g in groups)
     if progress and groups:
-        print(f"headlab: sweep: {n_todo} of {len(cells)} runs to train in {len(groups)} ensembles, {jobs} at a "
+        print(f"headlab: sweep: {n_todo} of {len(cells)} runs to train in {len(groups)} ensembles, {st.jobs} at a "
               "time", file=sys.stderr)
-    for i, name in enumerate(_run_groups(groups, jobs)):
+    for i, name in enumerate(_run_groups(groups, st.jobs)):
         if progress:
             print(f"headlab: sweep ensemble {i + 1}/{len(groups)} done: {name}", file=sys.stderr, flush=True)
     runs = [RunSummary.read(out / cell_name(*c)).to_json() for c in cells
             if RunSummary in found_in(out / cell_name(*c))]
     for r in runs:
         r.setdefault("run", cell_name(r["n_layers"], r["task"]["depth"], r["task"]["curriculum"], r["seed"]))
-    table = _cell_table(runs, layers, depths, curricula)
+    table = _cell_table(runs, st.layers, st.depths, st.curricula)
     by_curriculum = {c: {"runs": sum(v["seeds"] for v in table.values() if v["curriculum"] == c),
                          "successes": sum(v["successes"] for v in table.values() if v["curriculum"] == c)}
-                     for c in curricula}
-    result = SweepResult(
-        grid={"layers": list(layers), "depths": list(depths), "curricula": list(curricula), "seeds": list(seeds),
-              "steps": steps, "d_model": d_model, "n_heads": n_heads, "batch_size": batch_size, "lr": lr,
-              "n_distractors": n_distractors, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
-              "positions": positions, "init": init, "untied": untied, "separator": separator,
-              "min_depth": min_depth, "warmup_steps": warmup_steps, "eval_n": eval_n,
-              "not_run": len(cells) - len(runs)},
-        trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
-        success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
-        cells=table, by_curriculum=by_curriculum, runs=runs)
+                     for c in st.curricula}
+    grid = {"layers": list(st.layers), "depths": list(st.depths), "curricula": list(st.curricula),
+            "seeds": list(st.seeds), "steps": st.steps, "d_model": st.d_model, "n_heads": st.n_heads,
+            "batch_size": st.batch_size, "lr": st.lr, "n_distractors": st.distractors, "eval_every": st.eval_every,
+            "checkpoint_every": st.checkpoint_every, "positions": st.positions, "init": st.init,
+            "untied": st.untied, "separator": st.separator, "min_depth": st.min_depth,
+            "warmup_steps": st.warmup_steps, "eval_n": st.eval_n, "not_run": len(cells) - len(runs)}
+    result = SweepResult(grid=grid, trained_now=n_todo, wall_s_this_call=round(time.perf_counter() - t0, 1),
+                         success_rule="held-out full-depth accuracy >= 0.99 at an evaluation step",
+                         cells=table, by_curriculum=by_curriculum, runs=runs)
     result.write(out)
     plot_sweep(result, out)
     (out / "sweep.md").write_text(markdown(result))
@@ -164,7 +153,7 @@ def _check_settings(run: Path, settings: dict[str, Any], task: dict[str, Any]) -
         raise HeadlabError(f"{run} was trained with other settings ({was}); use another --out")
 
 
-def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
+def _run_groups(groups: list["_Group"], jobs: int) -> Any:
     """Train the groups, ``jobs`` processes at a time; yields a line per finished group."""
     if jobs > 1 and len(groups) > 1:
 
@@ -176,23 +165,32 @@ def _run_groups(groups: list[dict[str, Any]], jobs: int) -> Any:
             yield _train_group(g)
 
 
-def _train_group(g: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class _Group:
+    """The cells of one (layers, depth) that train together as one ensemble: (curriculum, seed) members."""
 
-    out = Path(g["out"])
-    members = []
-    for c, s in g["members"]:
-        run = out / cell_name(g["layers"], g["depth"], c, s)
+    out: str
+    layers: int
+    depth: int
+    members: tuple[tuple[str, int], ...]
+    settings: SweepSettings
+
+
+def _train_group(g: _Group) -> str:
+    st, out, members = g.settings, Path(g.out), []
+    for c, s in g.members:
+        run = out / cell_name(g.layers, g.depth, c, s)
         if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
             shutil.rmtree(run)
-        task = RetrievalTask(g["depth"], c, n_distractors=g["n_distractors"], separator=g["separator"],
-                             min_depth=g["min_depth"])
-        members.append(GroupMember(task, run, seed=s, lr=g["lr"], warmup_steps=g["warmup_steps"]))
-    done = train_group(members, n_layers=g["layers"], n_heads=g["n_heads"], d_model=g["d_model"], steps=g["steps"],
-                       batch_size=g["batch_size"], positions=g["positions"], init=g["init"], untied=g["untied"],
-                       eval_every=g["eval_every"],
-                       eval_n=g["eval_n"], checkpoint_every=g["checkpoint_every"], progress=False)
-    wins = sum(r["success"] for r in done)
-    return f"L{g['layers']}-D{g['depth']}: {wins}/{len(done)} runs succeeded ({done[0]['ensemble_wall_s']} s)"
+        task = RetrievalTask(g.depth, c, n_distractors=st.distractors, separator=st.separator,
+                             min_depth=st.min_depth)
+        members.append(GroupMember(task, run, seed=s, lr=st.lr, warmup_steps=st.warmup_steps))
+    done = train_group(members, n_layers=g.layers, n_heads=st.n_heads, d_model=st.d_model, steps=st.steps,
+                       batch_size=st.batch_size, positions=st.positions, init=st.init, untied=st.untied,
+                       eval_every=st.eval_every, eval_n=st.eval_n, checkpoint_every=st.checkpoint_every,
+                       progress=False)
+    wins = sum(bool(r.success) for r in done)
+    return f"L{g.layers}-D{g.depth}: {wins}/{len(done)} runs succeeded ({done[0].ensemble_wall_s} s)"
 
 
 def markdown(result: SweepResult) -> str:
