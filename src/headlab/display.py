@@ -8,6 +8,7 @@ and the written files never disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from typing import Any
@@ -67,8 +68,39 @@ def markdown_html(text: str) -> str:
     return f'{_STYLE}<div class="headlab-result">{safe_markdown(text)}</div>'
 
 
+def short(value: Any, width: int = 60) -> str:
+    """``value`` as a repr of at most about ``width`` characters: an array by its shape and dtype, a long container
+    by its type and length, anything else cut with an ellipsis."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "dtype"):
+        return f"<array {tuple(shape)} {value.dtype}>"
+    text = repr(value)
+    if len(text) <= width:
+        return text
+    if isinstance(value, (list, tuple, dict, set)):
+        return f"<{type(value).__name__} of {len(value)}>"
+    return text[: width - 3] + "..."
+
+
+def _short_repr(self: Any) -> str:
+    if not dataclasses.is_dataclass(self):
+        return object.__repr__(self)
+    shown = (f"{f.name}={short(getattr(self, f.name))}" for f in dataclasses.fields(self) if f.repr)
+    return f"{type(self).__name__}({', '.join(shown)})"
+
+
 class Displayable:
-    """Mixin: ``_repr_html_`` from ``markdown()``, data frames from ``records()``."""
+    """Mixin: ``_repr_html_`` from ``markdown()``, data frames from ``records()``; ``print()`` shows the Markdown
+    summary, and ``repr()`` one short line (arrays by shape, long lists by length: a result can hold megabytes)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # set before @dataclass runs, which never replaces a __repr__ the class itself holds
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = _short_repr  # type: ignore[method-assign]
+
+    def __str__(self) -> str:
+        return self.markdown()
 
     def markdown(self) -> str:
         raise NotImplementedError

@@ -82,3 +82,24 @@ def device_for(requested: str, w: World) -> str:
         if torch.cuda.is_available():
             return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     return requested
+
+
+def spare_cores() -> tuple[int, int, float]:
+    """(cores this process may use, cores it should use, the load other processes put on them): the cores of the
+    affinity mask (which a container or ``taskset`` narrows) less the 1-minute load average, at least one."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return cores, max(1, min(cores, int(cores - load + 0.5))), load
+
+
+def use_threads(threads: int | None) -> tuple[int, str | None]:
+    """Set torch's intra-op threads to ``threads`` (None: what the machine can give, :func:`spare_cores`): a
+    busy machine shared with other jobs is slowed, not sped up, by more threads than free cores. Returns the
+    number set and, when the default chose fewer than the cores, the line that says why."""
+    cores, spare, load = spare_cores()
+    n = spare if threads is None else threads
+    torch.set_num_threads(n)
+    said = None
+    if threads is None and spare < cores:
+        said = (f"{n} of {cores} cores: the machine's load is {load:.1f} from other work; --threads N to choose")
+    return n, said

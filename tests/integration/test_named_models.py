@@ -160,3 +160,24 @@ def test_pattern_is_output_attentions_for_one_head():
     assert np.asarray(p).shape == ref.shape == (len(p.tokens), len(p.tokens))
     np.testing.assert_allclose(np.asarray(p), ref, atol=1e-6)
     assert p.tokens[0] == "[CLS]" and "<img" in p._repr_html_() and "strongest key" in p.markdown()
+
+
+def test_the_pattern_command_prints_each_querys_key_and_writes_the_heatmap(tmp_path, capsys):
+    import numpy as np
+
+    import headlab
+    from headlab.cli import main
+
+    named("minilm-l6")
+    text = "See a/b and c/d."
+    out = tmp_path / "p.png"
+    assert main(["pattern", "minilm-l6", "--head", "0.2", "--text", text, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    p = headlab.pattern("minilm-l6", text, "0.2")
+    j = int(np.argmax(np.asarray(p)[1]))
+    assert f"| 1 `{p.tokens[1]}` | {j} `{p.tokens[j]}` |" in printed and out.read_bytes()[:4] == b"\x89PNG"
+    assert main(["pattern", "minilm-l6", "--head", "0.2", "--text", text, "--out", str(out)]) == 2  # not replaced
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["pattern", "minilm-l6", "--head", "0.2", "--text", text, "--out", str(tmp_path / "p.jpg")]) == 2
+    assert "ending in .png" in capsys.readouterr().err
+    assert len(repr(p)) < 200 and "<array" in repr(p)  # a repr names the array's shape, never prints it

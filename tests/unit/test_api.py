@@ -34,11 +34,11 @@ TWINS = {
     "retrieval depth-law": headlab.retrieval.depth_law,
     "retrieval analyze": headlab.retrieval.analyze, "retrieval emergence": headlab.retrieval.emergence,
     "retrieval eval-llm": headlab.retrieval.eval_llm, "view": headlab.view, "report": headlab.report,
-    "verdicts": headlab.verdicts,
+    "verdicts": headlab.verdicts, "pattern": headlab.pattern,
 }
 #: options that only shape what the command prints or checks after the work (no Python counterpart)
 PRINT_ONLY = {"scan": {"top"}, "view": {"check"}}
-PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd"}
+PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd", "threads"}
 
 
 LEAVES = leaves(build_parser())
@@ -77,6 +77,31 @@ def test_every_command_that_loads_a_model_takes_its_dtype() -> None:
             assert "dtype" in actions, f"{cmd}: --device but no --dtype"
             assert tuple(actions["dtype"].choices) == DTYPES and p.get_default("dtype") == "float32", cmd
     assert "dtype" in inspect.signature(headlab.pattern).parameters
+
+
+def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, capsys) -> None:
+    """--threads beside every --device (train's threads are its config's); the default takes the cores the
+    machine can give and says so when that is fewer than its cores."""
+    import torch
+
+    from headlab import distributed
+    from headlab.cli import main
+
+    for cmd, p in LEAVES.items():
+        dests = {a.dest for a in p._actions}
+        if "device" in dests and cmd != "train":
+            assert "threads" in dests and p.get_default("threads") is None, cmd
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(distributed.os, "getloadavg", lambda: (99.0, 0.0, 0.0))
+        assert distributed.use_threads(None)[0] == 1 and "--threads N" in distributed.use_threads(None)[1]
+        assert distributed.use_threads(2) == (2, None) and torch.get_num_threads() == 2
+        main(["top", "nowhere.parquet", "--head", "0.1"])  # top takes no --threads: nothing said
+        assert "cores" not in capsys.readouterr().err
+        assert main(["scan", "no-such-model-dir/", "--threads", "0"]) == 2
+        assert "--threads: 0 is below the minimum 1" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_every_twin_has_its_parameter_table_on_the_api_pages() -> None:

@@ -194,3 +194,17 @@ def test_top_heads_refuse_a_count_that_would_slice():
     for bad in (-1, 0, 2.5, True):
         with pytest.raises(HeadlabError):
             r.top("token", bad)
+
+
+def test_a_result_prints_its_summary_and_reprs_in_one_short_line() -> None:
+    import numpy as np
+
+    from headlab.api.pattern import Pattern
+
+    p = Pattern("m", Head(0, 1), ["t"] * 2000, np.zeros((2000, 2000), np.float32))
+    assert repr(p) == ("Pattern(model='m', head=Head(layer=0, head=1), tokens=<list of 2000>, "
+                       "probs=<array (2000, 2000) float32>)")
+    assert str(p) == p.markdown() and len(str(p)) < 2000
+    r = PruneResult(model="m", metric="loss", fractions=[0.0], curves={"exact": [1.0]}, kept=[Head(0, 1)] * 500,
+                    n_heads=2, importance={})
+    assert "kept=<list of 500>" in repr(r) and len(repr(r)) < 300

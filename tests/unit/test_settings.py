@@ -60,6 +60,7 @@ WITHOUT_SETTINGS = {
     **dict.fromkeys(("models check", "models families", "models install", "models list", "models verify"),
                     "a model name (and --force) is all they take"),
     "report": "a run folder, the output and its title",
+    "pattern": "a model, a text and a head in, a PNG out (the device and dtype as every loader)",
     "retrieval depth-law": "sweep folders in, a table out",
     "retrieval emergence": "run folders in, a table out",
     "scale": "scan folders in, a table out",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,9 +14,10 @@ import numpy as np
 from headlab.display import Displayable, markdown_html
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.head import Head
+from headlab.io import claim_file
 from headlab.models import resolve
 from headlab.models.loaded import LoadedModel
-from headlab.plotting import new_figure
+from headlab.plotting import new_figure, save_figure
 from headlab.viewer.data import capture_maps, text_sample
 
 
@@ -67,9 +69,10 @@ class Pattern(Displayable):
 
 @in_callers_words
 def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: str = "cpu",
-            dtype: str = "float32") -> Pattern:
+            dtype: str = "float32", out: str | Path | None = None, overwrite: bool = False) -> Pattern:
     """One head's attention probabilities on ``text`` (tokenized with the model's special tokens; longer than the
-    model's window is refused, never truncated); a model given by name is loaded in ``dtype``.
+    model's window is refused, never truncated); a model given by name is loaded in ``dtype``. With ``out`` (a
+    ``.png`` file, never replaced unless ``overwrite``), the heatmap is written there too.
 
     Example:
 
@@ -81,6 +84,10 @@ def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: st
     if not isinstance(text, str):
         raise HeadlabError(f"text {text!r}: give one string")
     wanted = head if isinstance(head, Head) else Head.parse(str(head))
+    if out is not None:
+        if Path(out).suffix.lower() != ".png":
+            raise HeadlabError(f"--out {out}: the heatmap is a PNG file; give a name ending in .png")
+        claim_file(out, overwrite)  # before the model loads
     loaded = resolve(model, device=device, dtype=dtype)
     wanted.check(loaded.facts.n_layers, loaded.facts.n_heads)
     sample = text_sample(loaded, text, "text")
@@ -91,4 +98,7 @@ def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: st
             got["map"] = m.astype(np.float32, copy=True)
 
     capture_maps(loaded, sample.ids, sink)
-    return Pattern(loaded.name, wanted, list(sample.tokens), got["map"])
+    found = Pattern(loaded.name, wanted, list(sample.tokens), got["map"])
+    if out is not None:
+        save_figure(found.figure(), Path(out))
+    return found

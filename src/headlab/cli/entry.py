@@ -23,6 +23,7 @@ from headlab.cli import census, formation, monitor, retrieval, seeing, study
 from headlab.cli.options import Parser, bind, call, complete_help, list_option, settings_options
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
+from headlab.distributed import use_threads
 from headlab.errors import HeadlabError, from_cli
 from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
 from headlab.models.cache import cache_dir
@@ -208,6 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_transformers()
     previous_format = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
+    if hasattr(args, "threads"):
+        said = use_threads(args.threads)[1]
+        if said:
+            print(f"headlab: {said}", file=sys.stderr)
     try:
         with sigterm_as_interrupt(), from_cli():  # refusals name flags, not keywords
             return int(args.func(args) or 0)

@@ -166,11 +166,20 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
     if batch and "batch_size" not in declared:
         p.add_argument("--batch-size", type=at_least(1), default=8)
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    threads_option(p)
     if "dtype" not in declared:
         dtype_option(p)
     p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")
+
+
+def threads_option(p: argparse.ArgumentParser) -> None:
+    """``--threads``: torch's CPU threads for the command, set by the entry point before the work (a process
+    setting, not a parameter of the twin: from Python, :func:`headlab.distributed.use_threads`)."""
+    p.add_argument("--threads", type=at_least(1), default=None,
+                   help="CPU threads (default: the cores the machine can give now, its cores less the load of "
+                        "other work; the choice is said when it is fewer than the cores)")
 
 
 def dtype_option(p: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from headlab import retrieval
-from headlab.cli.options import at_least, bind, call, settings_options
+from headlab.cli.options import at_least, bind, call, settings_options, threads_option
 from headlab.retrieval.settings import (
     AnalyzeSettings,
     EvalLLMSettings,
@@ -65,6 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("model")
     settings_options(e, EvalLLMSettings)
     e.add_argument("--device", default="cpu")
+    threads_option(e)
     e.add_argument("--out", default=None, help="folder for eval_llm.json and .png (default runs/eval-llm-MODEL)")
     e.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     e.add_argument("--no-progress", action="store_true")

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from headlab.api import seeing
-from headlab.cli.options import bind, call, settings_options
+from headlab.api.pattern import pattern
+from headlab.cli.options import bind, call, dtype_option, settings_options, threads_option
 from headlab.viewer.browser import open_page
 from headlab.viewer.settings import ViewSettings
 
@@ -28,8 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                         "time, console errors and network requests")
     v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
     v.add_argument("--device", default="cpu")
+    threads_option(v)
     v.add_argument("--no-progress", action="store_true")
     bind(v, seeing.view, _cmd_view)
+    _add_pattern(sub)
 
     r = sub.add_parser("report", help="Markdown + HTML report with PNG figures of every result in a run folder")
     r.add_argument("run", help="a folder of headlab results (searched two levels deep)")
@@ -37,6 +40,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--title", default=None)
     r.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     bind(r, seeing.report, _cmd_report)
+
+
+def _add_pattern(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pattern", help="one head's attention pattern on one text: each query's strongest key, and "
+                                       "the heatmap as a PNG",
+                       description="Prints, for each query token of TEXT, the key head L.H attends to most and its "
+                                   "share; writes the (T, T) heatmap on a fixed 0-1 scale.")
+    p.add_argument("model", help="named model (headlab models list), HF model directory or hub id")
+    p.add_argument("--head", required=True, metavar="L.H")
+    p.add_argument("--text", required=True, help="the text (longer than the model's window is refused)")
+    p.add_argument("--out", default=None, help="FILE.png (default runs/pattern-MODEL-L.H.png)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing FILE.png")
+    p.add_argument("--device", default="cpu")
+    threads_option(p)
+    dtype_option(p)
+    bind(p, pattern, _cmd_pattern)
+
+
+def _cmd_pattern(a: argparse.Namespace) -> int:
+    name = os.path.basename(str(a.model).rstrip("/"))
+    out = Path(a.out or os.path.join("runs", f"pattern-{name}-{a.head}.png"))
+    print(call(a, out=out).markdown(), end="")
+    print(f"wrote {out}")
+    return 0
 
 
 def _cmd_view(a: argparse.Namespace) -> int:

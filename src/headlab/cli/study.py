@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import bind, call, settings_options
+from headlab.cli.options import bind, call, settings_options, threads_option
 from headlab.study.claims import ClaimsSettings
 from headlab.study.compare import CompareSettings
 from headlab.study.languages import LanguagesSettings
@@ -30,6 +30,7 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
     p.add_argument("models", nargs="+")
     settings_options(p, ClaimsSettings)
     p.add_argument("--device", default="cpu")
+    threads_option(p)
     p.add_argument("--out", default="runs/claims", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--resume", action="store_true",
@@ -88,6 +89,7 @@ def _add_languages(sub: argparse._SubParsersAction) -> None:
     p.add_argument("models", nargs="+")
     settings_options(p, LanguagesSettings)
     p.add_argument("--device", default="cpu")
+    threads_option(p)
     p.add_argument("--out", default="runs/languages", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, study.languages, _cmd_languages)
