@@ -41,3 +41,13 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     GitHub); on the site the figures live at ``results/...`` under the site root."""
     up = "../" * page.file.src_uri.count("/")
     return markdown.replace(f"](../{up}results/", f"]({up}results/")
+
+
+_ROLE = re.compile(r":(?:func|class|data|mod|meth|attr|obj|exc):<code>~?([^<]*)</code>")
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    """Docstrings name code with Sphinx roles (``:func:`x```, for Python's help() and editors); mkdocstrings
+    shows them as written, so on the site a role becomes the code it names (``~a.b.c``: ``c``)."""
+    return _ROLE.sub(lambda m: f"<code>{m.group(1).rsplit('.', 1)[-1] if m.group(0).count('~') else m.group(1)}</code>",
+                     html)

@@ -26,3 +26,11 @@ def test_relative_links_resolve(page: Path) -> None:
         if not path.exists() and path not in SITE_PAGES:
             broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)}: links to missing files {broken}"
+
+
+def test_the_site_shows_a_docstrings_sphinx_role_as_the_code_it_names() -> None:
+    from docsite.hooks import on_page_content
+
+    html = "see :func:<code>headlab.scan</code> and :data:<code>~headlab.values.RULES</code>; a:b <code>x</code>"
+    assert on_page_content(html, None, None, None) == ("see <code>headlab.scan</code> and <code>RULES</code>; "
+                                                       "a:b <code>x</code>")

@@ -72,6 +72,13 @@ def test_results_hold_data_commands_and_tables_not_code() -> None:
     assert not code and not inline, (code, inline)
 
 
+def test_the_results_index_names_every_folder_and_file_at_its_top() -> None:
+    index = (ROOT / "results" / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([^`]+?)/?` \|", index, flags=re.M))
+    top = {p.name for p in (ROOT / "results").iterdir() if p.name != "README.md"}
+    assert rows == top, (sorted(top - rows), sorted(rows - top))
+
+
 #: bench/studies script -> the committed table it renders, byte for byte
 TABLES = {
     "d1_table.py": "results/retrieval/d1/d1.md",
