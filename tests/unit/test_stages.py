@@ -115,3 +115,8 @@ def test_formation_claims_read_tracked_run_folders_and_judge_each_claim(tmp_path
     assert "| initialization | `formation.init` | not measured |" in r.markdown()
     assert (tmp_path / "claims" / "formation_claims.md").read_text() == r.markdown()
     assert "| first | early model | early score alone | layer index | random |" in r.markdown()
+    from headlab.formation.claims import specialized_counts
+
+    assert specialized_counts(runs) == [2, 2, 2]  # heads 0.0 and 0.1 of every run; 0.2 never specializes
+    arms = formation_claims(runs, draws=50, init_arms=(specialized_counts(runs), [0])).rows[-1]
+    assert arms["verdict"] == "inconclusive"  # one run of the other arm: below the rule's minimum of seeds

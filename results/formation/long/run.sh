@@ -38,8 +38,13 @@ export OUT HERE CONFIG
 for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
 # the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)
 done=$(ls -d "$HERE"/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
+# the initialization claim: the default arm against the small-qk arm's finished runs (none yet: not measured)
+others=""
+if [ "$HERE" = results/formation/long ]; then
+    others=$(ls -d results/formation/long/small-qk/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
+fi
 if [ -n "$done" ]; then
-    .venv/bin/python bench/studies/formation_claims.py $done
+    .venv/bin/python bench/studies/formation_claims.py $done ${others:+--other-init $others}
     .venv/bin/python bench/studies/formation_claims.py --metric sink $done
     .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
 fi

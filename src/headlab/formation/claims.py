@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
 from headlab.formation.predict import RunData, prediction_statistics
-from headlab.formation.stages import gradient_stage_statistics, stage_statistics
+from headlab.formation.stages import gradient_stage_statistics, specialized, stage_statistics
 from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.tracking import TrackResult, read_signals
 from headlab.io import write_text_atomic
@@ -31,6 +31,12 @@ def run_data(run: str | Path, metric: str | None = None) -> RunData:
         raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(track.scores)}")
     steps, sig = read_signals(run)
     return RunData(str(run), track, steps, sig, load_config(Path(run) / "config.toml").optim.steps)
+
+
+def specialized_counts(runs: Sequence[str | Path]) -> list[int]:
+    """Per tracked run, how many heads specialize under any tracked metric (peak at or above its threshold,
+    :func:`headlab.formation.stages.specialized`): what the initialization claim compares between two arms."""
+    return [len(specialized(run_data(r).track)) for r in runs]
 
 
 @dataclass
