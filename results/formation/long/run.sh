@@ -48,3 +48,7 @@ if [ -n "$done" ]; then
     .venv/bin/python bench/studies/formation_claims.py --metric sink $done
     .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
 fi
+# the viewer page of the first seed (its checkpoint slider, the tracked phases): about 2 MB
+if [ -f "$OUT/s0/final.safetensors" ] && [ ! -f "$HERE/s0/view.html" ]; then
+    .venv/bin/headlab view "$OUT/s0" --out "$HERE/s0/view.html" --no-progress --threads 1 > /dev/null
+fi
