@@ -116,6 +116,7 @@ def test_importance_cli_on_an_encoder(tmp_path):
     assert_round_trip(ImportanceResult, tmp_path / "importance.json")
     assert len(r["heads"]) == 72 and r["spearman_exact_vs_gradient"] is None
     assert all(h["exact_delta"] > 0 for h in r["heads"])  # every head moves the final states a little
+    assert (tmp_path / "importance.md").read_text() == ImportanceResult.read(tmp_path).markdown()
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0  # the report's section
     md = (tmp_path / "report" / "report.md").read_text()
     assert "## Head importance — minilm-l6" in md and any((tmp_path / "report" / "figures").glob("*importance.png"))
@@ -135,6 +136,9 @@ def test_prune_curves_start_at_zero_and_end_equal(tmp_path):
     assert c["exact-keep-specialized"][-1] is None  # one head is kept, so 100% is unreachable
     assert c["exact"][1] <= c["random"][1]  # removing the least important 10% hurts less than random
     assert (tmp_path / "prune.png").read_bytes()[:4] == b"\x89PNG"
+    md = (tmp_path / "prune.md").read_text()
+    assert md == PruneResult.read(tmp_path).markdown() and "| 100% | " in md
+    assert "Kept in exact-keep-specialized: 0.2" in md
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0
     md = (tmp_path / "report" / "report.md").read_text()
     assert "## Pruning — minilm-l6" in md and "exact-keep-specialized" in md

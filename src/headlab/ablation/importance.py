@@ -15,6 +15,7 @@ the heads of the exact top ten that the gradient ranks far lower are named.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,6 +25,7 @@ from headlab.ablation.metrics import load_for_metric, metric_batches, reference_
 from headlab.ablation.sweep import sample_sweep
 from headlab.attention.interventions import Gate, intervene
 from headlab.head import name as head_name
+from headlab.io import write_text_atomic
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
 from headlab.models.loader import dtype_setting
@@ -137,6 +139,7 @@ class ImportanceResult(Result):
     """``importance.json``: every head's exact single-head ablation effect and gradient importance."""
 
     KIND = "importance.json"
+    COMPANIONS = ("importance.md",)
     model: str
     metric: str
     base: float
@@ -165,6 +168,9 @@ class ImportanceResult(Result):
         if far:
             lines += ["", f"Of the exact top {TOP}, the gradient ranks these below {FAR * TOP}: {', '.join(far)}."]
         return "\n".join(lines) + "\n"
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "importance.md", self.markdown())
 
     def records(self) -> list[dict[str, Any]]:
         """One row per head: the exact single-head ablation change and the gradient importance."""

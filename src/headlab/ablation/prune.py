@@ -18,6 +18,7 @@ from headlab.ablation.heads import ablated, parse_heads
 from headlab.ablation.importance import IMPORTANCE, ImportanceSettings, importance, pooled_metric
 from headlab.ablation.metrics import load_for_metric, metric_batches, reference_hidden
 from headlab.head import Head
+from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
@@ -35,6 +36,7 @@ class PruneResult(Result):
     """``prune.json``: the metric after removing each fraction of heads, per removal order (null: unreachable)."""
 
     KIND = "prune.json"
+    COMPANIONS = ("prune.md",)
     model: str
     metric: str
     fractions: list[float]
@@ -42,6 +44,22 @@ class PruneResult(Result):
     kept: list[Head]
     n_heads: int
     importance: dict[str, Any]
+
+    def markdown(self) -> str:
+        """The metric after removing each fraction of the heads, one column per removal order."""
+        orders = list(self.curves)
+        lines = [f"**{self.model}**: {self.metric} after removing a fraction of its {self.n_heads} heads "
+                 "(- : the order cannot remove that many)", "",
+                 "| removed | " + " | ".join(orders) + " |", "|---|" + "---|" * len(orders)]
+        for i, x in enumerate(self.fractions):
+            cells = ["-" if self.curves[o][i] is None else f"{self.curves[o][i]:.4f}" for o in orders]
+            lines.append(f"| {x:.0%} | " + " | ".join(cells) + " |")
+        if self.kept:
+            lines += ["", f"Kept in exact-keep-specialized: {', '.join(map(str, self.kept))}."]
+        return "\n".join(lines) + "\n"
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "prune.md", self.markdown())
 
     def records(self) -> list[dict[str, Any]]:
         """One row per (removal order, fraction removed): the metric, None where the order cannot get there."""
