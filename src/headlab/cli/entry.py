@@ -211,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
     if hasattr(args, "threads"):
         said = use_threads(args.threads)[1]
-        if said:
+        # said where progress is shown, to a person: a refusal or a piped run keeps its stderr to what went wrong
+        if said and not getattr(args, "no_progress", False) and sys.stderr.isatty():
             print(f"headlab: {said}", file=sys.stderr)
     try:
         with sigterm_as_interrupt(), from_cli():  # refusals name flags, not keywords

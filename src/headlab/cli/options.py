@@ -179,7 +179,7 @@ def threads_option(p: argparse.ArgumentParser) -> None:
     setting, not a parameter of the twin: from Python, :func:`headlab.distributed.use_threads`)."""
     p.add_argument("--threads", type=at_least(1), default=None,
                    help="CPU threads (default: the cores the machine can give now, its cores less the load of "
-                        "other work; the choice is said when it is fewer than the cores)")
+                        "other work; said at a terminal when it is fewer than the cores)")
 
 
 def dtype_option(p: argparse.ArgumentParser) -> None:
