@@ -197,6 +197,11 @@ def test_one_string_where_a_list_is_expected_is_one_item(tmp_path) -> None:
     assert inspect.signature(headlab.scale).parameters["runs"].annotation  # the twin keeps its signature
 
 
+def test_every_command_describes_itself() -> None:
+    for cmd, p in leaves(build_parser()).items():
+        assert p.description and len(p.description) > 20, cmd
+
+
 def test_every_command_prints_its_help() -> None:
     """argparse formats help strings with %: a default shown in the help holding a '%' (characterize's placebos)
     broke ``characterize --help`` until the settings' options escaped it."""

@@ -235,9 +235,14 @@ SHARED_HELP = {
 
 def complete_help(parser: argparse.ArgumentParser) -> None:
     """Every option of every subcommand says what it is and its default (taken from the option's value, which
-    ``bind`` took from the Python twin): the shared wording where the option has none of its own."""
+    ``bind`` took from the Python twin): the shared wording where the option has none of its own; every command
+    has a description (its line in the command list where it has none of its own)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            for listed in action._choices_actions:  # a command without its own description says its listed line
+                sub = action.choices[listed.dest]
+                if sub.description is None and listed.help:
+                    sub.description = listed.help[0].upper() + listed.help[1:] + "."
             for sub in action.choices.values():
                 complete_help(sub)
             continue
