@@ -1,4 +1,5 @@
-"""headlab against its peers on the same job: score every head of smollm2-135m for previous-token, duplicate-token
+"""headlab against its peers on the same job: score every head of a model (smollm2-135m; ``--model minilm-l6``: the
+encoder, windows up to its 512 positions) for previous-token, duplicate-token
 and induction over the same token windows, with headlab's census (default route), transformers'
 ``output_attentions=True`` scored in numpy, TransformerLens 4.3 (``TransformerBridge`` + its ``head_detector``
 patterns) and nnsight 0.8 (the eager attention probabilities saved in a trace, scored in numpy). Each peer runs in
@@ -11,6 +12,7 @@ their Spearman correlation; where a tool cannot run a cell, the reason instead (
 in ``--memory-gb``, or it ran past ``--timeout``). Writes ``OUT/peers.json`` and ``OUT/peers.md``.
 
     .venv/bin/python bench/peers.py [--windows 128 512 2048 8192] [--repeats 3] [--out results/peers]
+    .venv/bin/python bench/peers.py --model minilm-l6 --windows 128 512 --out results/peers/minilm-l6
 """
 
 from __future__ import annotations
@@ -39,17 +41,18 @@ KEPT = {"headlab": 0, "transformers": 8, "transformerlens": 24, "nnsight": 8}
 DETECTORS = ("previous-token", "duplicate-token", "induction")
 
 
-def prepare(windows: list[int], n: int, n_long: int) -> tuple[Path, dict[int, Path], int, int]:
+def prepare(model: str, windows: list[int], n: int, n_long: int) -> tuple[Path, dict[int, Path], int, int]:
     """The model as a Hugging Face folder and, per window length, ``n`` windows of token ids (``n_long`` at 8192
-    and beyond) cut from the default corpus's texts joined, each starting with the BOS token."""
+    and beyond) cut from the default corpus's texts joined, each starting with the BOS token (an encoder's
+    [CLS])."""
     from transformers import AutoTokenizer  # deferred: transformers takes ~0.9 s to import
 
     from headlab.corpus import documents
     from headlab.models import load
 
-    model_dir = WORK / "smollm2-135m"
+    model_dir = WORK / model
     if not (model_dir / "config.json").exists():
-        lm = load("smollm2-135m", lm_head=True)
+        lm = load(model, lm_head=True)
         lm.model.save_pretrained(model_dir)
         lm.tokenizer.save_pretrained(model_dir)
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -64,8 +67,9 @@ def prepare(windows: list[int], n: int, n_long: int) -> tuple[Path, dict[int, Pa
         body, count = T - 1, n if T < 8192 else n_long
         if len(ids) < count * body:
             raise SystemExit(f"the corpus gives {len(ids)} tokens, fewer than {count} windows of {T}")
-        files[T] = WORK / f"ids-{T}.json"
-        files[T].write_text(json.dumps([[tok.bos_token_id] + ids[i * body:(i + 1) * body] for i in range(count)]))
+        files[T] = WORK / f"ids-{model}-{T}.json"
+        first = tok.bos_token_id if tok.bos_token_id is not None else tok.cls_token_id
+        files[T].write_text(json.dumps([[first] + ids[i * body:(i + 1) * body] for i in range(count)]))
     cfg = json.loads((model_dir / "config.json").read_text())
     return model_dir, files, cfg["num_hidden_layers"], cfg["num_attention_heads"]
 
@@ -109,12 +113,13 @@ def table(cells: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary(cells: list[dict], at: int = 2048) -> str:
-    """One sentence: the ratios at ``at`` tokens, batch 1."""
+def summary(cells: list[dict], model: str, at: int = 2048) -> str:
+    """One sentence: the ratios at ``at`` tokens (the longest window run, if shorter), batch 1."""
+    at = min(at, max(c["T"] for c in cells))
     row = {c["tool"]: c for c in cells if c["T"] == at and c["B"] == 1}
     said = [f"{tool} {row[tool]['ratio']:.1f}x headlab's time" if "ratio" in row.get(tool, {}) else
             f"{tool}: {row.get(tool, {}).get('skipped', 'not run')}" for tool in TOOLS if tool != "headlab"]
-    return (f"At {at} tokens (smollm2-135m, batch 1, every head, three detectors), the same scores take "
+    return (f"At {at} tokens ({model}, batch 1, every head, three detectors), the same scores take "
             f"{'; '.join(said)}.")
 
 
@@ -123,7 +128,7 @@ def write(record: dict, out: Path, L: int, H: int) -> str:
     cells = record["cells"]
     md = (f"# headlab and its peers on the same job\n\nCommand: `{record['command']}` ({record['date']}, "
           f"{record['wall_s']:.0f} s in all; {record['threads']} threads each; the scores' columns are per head, "
-          f"every head of {L} layers × {H}).\n\n{table(cells)}\n{summary(cells)}\n")
+          f"every head of {L} layers × {H}).\n\n{table(cells)}\n{summary(cells, record['model'].split()[0])}\n")
     out.mkdir(parents=True, exist_ok=True)
     (out / "peers.json").write_text(json.dumps(record, indent=1) + "\n")
     (out / "peers.md").write_text(md)
@@ -132,6 +137,7 @@ def write(record: dict, out: Path, L: int, H: int) -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2-135m", help="a named model (its Hugging Face folder is written once)")
     ap.add_argument("--windows", type=int, nargs="+", default=[128, 512, 2048, 8192])
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--repeats", type=int, default=3)
@@ -155,7 +161,7 @@ def main(argv: list[str]) -> int:
         return 2
     WORK.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    model_dir, files, L, H = prepare(a.windows, a.n, a.n_long)
+    model_dir, files, L, H = prepare(a.model, a.windows, a.n, a.n_long)
     shapes = [(T, B) for T in a.windows for B in a.batches if T < 8192 or B == 1]
     runs: dict[tuple[int, int, str], list[dict]] = {}
     for r in range(a.repeats):
@@ -189,7 +195,7 @@ def main(argv: list[str]) -> int:
     wall = time.perf_counter() - t_start
     command = "python bench/peers.py " + " ".join(argv)
     record = {"command": command.strip(), "date": datetime.date.today().isoformat(), "wall_s": round(wall),
-              "model": "smollm2-135m (runs/peers/smollm2-135m, dequantised from the packaged GGUF, fp32)",
+              "model": f"{a.model} (runs/peers/{a.model}, written from the packaged weights, fp32)",
               "threads": int(os.environ.get("PEERS_THREADS", "2")), "cells": cells}
     print(write(record, out, L, H))
     return 0

@@ -94,10 +94,16 @@ def run_headlab(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]
     return score
 
 
-def run_transformers(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    from transformers import AutoModelForCausalLM
+def _auto(model_dir: str) -> Any:
+    """The model class a user of transformers would load: a causal LM, or the bare model of an encoder."""
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager").eval()
+    archs = AutoConfig.from_pretrained(model_dir).architectures or []
+    return AutoModelForCausalLM if any(a.endswith("ForCausalLM") for a in archs) else AutoModel
+
+
+def run_transformers(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    model = _auto(model_dir).from_pretrained(model_dir, attn_implementation="eager").eval()
 
     def score(tokens: np.ndarray) -> dict[str, np.ndarray]:
         with torch.inference_mode():
@@ -141,16 +147,20 @@ def run_transformerlens(model_dir: str) -> Callable[[np.ndarray], dict[str, np.n
 
 
 def run_nnsight(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    from nnsight import LanguageModel
+    from nnsight import LanguageModel, NNsight
 
-    model = LanguageModel(model_dir, attn_implementation="eager", dispatch=True)
-    layers = model.model.layers
+    if _auto(model_dir).__name__ == "AutoModel":  # an encoder: nnsight's wrapper of any torch module
+        model = NNsight(_auto(model_dir).from_pretrained(model_dir, attn_implementation="eager").eval())
+        attention = [layer.attention.self for layer in model.encoder.layer]
+    else:
+        model = LanguageModel(model_dir, attn_implementation="eager", dispatch=True)
+        attention = [layer.self_attn for layer in model.model.layers]
 
     def score(tokens: np.ndarray) -> dict[str, np.ndarray]:
         saved = []
         with torch.inference_mode(), model.trace(torch.from_numpy(tokens)):
-            for layer in layers:
-                saved.append(layer.self_attn.output[1].save())
+            for module in attention:
+                saved.append(module.output[1].save())
         return score_probs([s.float().numpy() for s in saved], tokens)
 
     return score
