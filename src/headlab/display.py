@@ -100,7 +100,10 @@ class Displayable:
             cls.__repr__ = _short_repr  # type: ignore[method-assign]
 
     def __str__(self) -> str:
-        return self.markdown()
+        try:
+            return self.markdown()
+        except NotImplementedError:
+            return repr(self)
 
     def markdown(self) -> str:
         raise NotImplementedError
