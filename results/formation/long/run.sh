@@ -48,6 +48,12 @@ if [ -n "$done" ]; then
     .venv/bin/python bench/studies/formation_claims.py --metric sink $done
     .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
 fi
+# which heads form, when and how often, per initialization: the default arm beside the small-qk arm's finished runs
+if [ "$HERE" = results/formation/long ] && [ -n "$done" ]; then
+    arms="default=$(echo $done | tr ' ' ',')"
+    [ -z "$others" ] || arms="$arms small-qk=$(echo $others | tr ' ' ',')"
+    .venv/bin/python bench/studies/formation_inits_table.py $arms > "$HERE/arms.md"
+fi
 # the viewer page of the first seed (its checkpoint slider, the tracked phases): about 2 MB
 if [ -f "$OUT/s0/final.safetensors" ] && [ ! -f "$HERE/s0/view.html" ]; then
     .venv/bin/headlab view "$OUT/s0" --out "$HERE/s0/view.html" --no-progress --threads 1 > /dev/null
