@@ -100,6 +100,20 @@ def test_a_committed_table_is_what_its_script_renders(script: str) -> None:
     assert got == (ROOT / TABLES[script]).read_text(encoding="utf-8"), script
 
 
+def test_the_long_studys_arms_table_is_what_its_script_renders() -> None:
+    """results/formation/long/arms.md from the arms run.sh gives it: the default arm's tracked seeds, then the
+    small-qk arm's finished ones."""
+    import subprocess
+    import sys
+
+    long = ROOT / "results" / "formation" / "long"
+    arms = {"default": sorted(long.glob("s*/track")), "small-qk": sorted(long.glob("small-qk/s*/track"))}
+    args = [f"{name}={','.join(str(t.parent) for t in runs)}" for name, runs in arms.items() if runs]
+    got = subprocess.run([sys.executable, str(ROOT / "bench" / "studies" / "formation_inits_table.py"), *args],
+                         capture_output=True, text=True, cwd=ROOT / "results", check=True).stdout
+    assert got == (long / "arms.md").read_text(encoding="utf-8")
+
+
 def test_imports_sit_at_the_top_unless_a_comment_says_why() -> None:
     """An import inside a function hides a dependency; it stays there only with a comment saying why (an
     optional dependency, a measured start-up cost), on its line or above the group of imports it opens.
