@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from headlab.formation.phases import claim_boundaries, emergence_step, phases
+from headlab.formation.phases import emergence_step, phases
 from headlab.formation.predict import RunData, early_prediction, fit_logistic, predict_proba, roc_auc
 from headlab.formation.tracking import TrackResult
 
@@ -26,11 +26,6 @@ def test_emergence_step_requires_staying_above():
     y = [0.1, 0.6, 0.2, 0.3, 0.6, 0.7]
     assert emergence_step(STEPS[:6], y, 0.5) == 16
     assert emergence_step(STEPS[:6], [0.1] * 6, 0.5) is None
-
-
-def test_claim_boundaries_scale_with_the_run():
-    assert claim_boundaries(1_000_000) == (10_000, 100_000)
-    assert claim_boundaries(5000) == (50, 500)
 
 
 def test_roc_auc_and_logistic():

@@ -208,3 +208,12 @@ def test_a_result_prints_its_summary_and_reprs_in_one_short_line() -> None:
     r = PruneResult(model="m", metric="loss", fractions=[0.0], curves={"exact": [1.0]}, kept=[Head(0, 1)] * 500,
                     n_heads=2, importance={})
     assert "kept=<list of 500>" in repr(r) and len(repr(r)) < 300
+
+
+def test_every_committed_phases_file_reads_as_its_result() -> None:
+    from pathlib import Path
+
+    from headlab.formation.track_report import PhasesResult
+
+    found = sorted((Path(__file__).resolve().parents[2] / "results").rglob("phases.json"))
+    assert found and all(PhasesResult.read(p).scores for p in found)

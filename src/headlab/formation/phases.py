@@ -14,8 +14,9 @@ the same optimum ruptures' ``Dynp`` with a linear cost finds, without a dependen
 * a ``flat`` segment after a ``rising`` one is called ``stable``.
 
 The document claims three stages of slash-head formation at 0-10k (noise), 10k-100k (slash-related gradients
-grow) and >100k steps (stable). Its run length is not given; we scale the boundaries as fractions of a
-reference run of 1M steps (BERT-base's pre-training length, our assumption): 1% and 10% of the run.
+grow) and >100k steps (stable). They are compared as the document states them, in absolute steps (the stage test
+of the rule book, ``formation.stages``): a run shorter than 100,000 steps cannot show the third stage, and no run
+length is assumed to scale them by.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import Any, Sequence
 import numpy as np
 
 CLAIM_BOUNDARIES = (10_000, 100_000)  # the document's steps
-CLAIM_REFERENCE_STEPS = 1_000_000     # ours: the run length the claim's steps are scaled from
 
 
 @dataclass
@@ -103,11 +103,6 @@ def phases(steps: Sequence[int], y: Sequence[float], *, min_gain: float = 0.1, f
             label = "stable"
         out.append(Phase(label, int(s[a]), int(s[b]), float(v[a]), float(v[b])))
     return out
-
-
-def claim_boundaries(total_steps: int) -> tuple[float, float]:
-    """The document's 10k / 100k boundaries scaled to a run of ``total_steps`` (see the module docstring)."""
-    return tuple(b / CLAIM_REFERENCE_STEPS * total_steps for b in CLAIM_BOUNDARIES)  # type: ignore[return-value]
 
 
 def emergence_step(steps: Sequence[int], y: Sequence[float], threshold: float) -> int | None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from headlab.errors import HeadlabError
 from headlab.formation.head_monitor import read_monitor
-from headlab.formation.phases import claim_boundaries, emergence_step, phases
+from headlab.formation.phases import CLAIM_BOUNDARIES, emergence_step, phases
 from headlab.formation.tracking import TrackResult, heatmap_figure, read_signals
 from headlab.head import Head
 from headlab.head import name as head_name
@@ -31,11 +31,13 @@ from headlab.training.config import load_config
 class PhasesResult(Result):
     """A tracked run's phases (``track/phases.json``): per metric and head, its change-point phases, emergence
     and rise (:func:`all_phases`); the same for the slash-gradient share; the run's length, and the document's
-    stage boundaries scaled to it (kept for reading; the stage test compares absolute steps)."""
+    stage boundaries (absolute steps; ``claim_boundaries_scaled``: what files written before held, scaled by an
+    assumed run length)."""
 
     KIND: ClassVar[str] = "phases.json"
     scores: dict[str, dict[str, Any]]
     total_steps: int | None = None
+    claim_boundaries: list[int] | None = None
     claim_boundaries_scaled: list[float] | None = None
     slash_gradient_share: dict[str, Any] | None = None
 
@@ -87,7 +89,6 @@ def signal_phases(steps: list[int], signals: dict[str, np.ndarray]) -> dict[str,
 
 
 def markdown(t: TrackResult, ph: dict[str, Any], sig: dict[str, Any], total_steps: int) -> str:
-    b1, b2 = claim_boundaries(total_steps)
     lines = [f"# Formation of {t.run}", "",
              f"{len(t.steps)} checkpoints, steps {t.steps[0]}..{t.steps[-1]} of {total_steps}; probes "
              + ", ".join(f"{k} {v}" for k, v in t.probes.items()) + ".", "",
@@ -116,9 +117,12 @@ def markdown(t: TrackResult, ph: dict[str, Any], sig: dict[str, Any], total_step
                           for p in heads[k]["phases"])
         lines.append(f"- {m}, head {k} (final {heads[k]['final']:.3f}): {parts}")
     lines += ["", "## The document's three stages", "",
-              f"Claim: noise 0-10k steps, slash-related gradients growing 10k-100k, stable after 100k. Scaled "
-              f"to this run (ours: the claim's steps as fractions of a 1M-step run): {b1:.0f} and {b2:.0f} "
-              f"steps of {total_steps}."]
+              "Claim: noise 0-10k steps, slash-related gradients growing 10k-100k, stable after 100k, compared in "
+              f"absolute steps: this run has {total_steps:,} "
+              + ("(it passes both boundaries)." if total_steps > CLAIM_BOUNDARIES[1] else
+                 "(it reaches the first boundary only)." if total_steps > CLAIM_BOUNDARIES[0] else
+                 "(it ends before the first boundary).")
+              + " The stage test over seeds: `bench/studies/formation_claims.py` (rule `formation.stages`)."]
     if sig:
         k = max(ph.get("slash_mass", {"0.0": {"final": 0}}), key=lambda x: ph["slash_mass"][x]["final"]) \
             if "slash_mass" in ph else next(iter(sig))
@@ -197,7 +201,7 @@ def write_track_report(t: TrackResult, run: Path, out: Path) -> PhasesResult:
     ph = all_phases(t)
     sig_steps, sig = read_signals(run)
     sp = signal_phases(sig_steps, sig)
-    record = PhasesResult(scores=ph, total_steps=total, claim_boundaries_scaled=list(claim_boundaries(total)),
+    record = PhasesResult(scores=ph, total_steps=total, claim_boundaries=list(CLAIM_BOUNDARIES),
                           slash_gradient_share=sp)
     record.write(out)
     write_text_atomic(out / "track.md", markdown(t, ph, sp, total) + "\n".join(monitor_report(run, out) + [""]))
