@@ -45,7 +45,7 @@ if [ "$HERE" = results/formation/long ]; then
 fi
 if [ -n "$done" ]; then
     .venv/bin/python bench/studies/formation_claims.py $done ${others:+--other-init $others}
-    .venv/bin/python bench/studies/formation_claims.py --metric sink $done
+    .venv/bin/python bench/studies/formation_claims.py --metric sink $done ${others:+--other-init $others}
     .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
 fi
 # which heads form, when and how often, per initialization: the default arm beside the small-qk arm's finished runs
