@@ -149,8 +149,9 @@ def run_transformerlens(model_dir: str) -> Callable[[np.ndarray], dict[str, np.n
 def run_nnsight(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     from nnsight import LanguageModel, NNsight
 
-    if _auto(model_dir).__name__ == "AutoModel":  # an encoder: nnsight's wrapper of any torch module
-        model = NNsight(_auto(model_dir).from_pretrained(model_dir, attn_implementation="eager").eval())
+    auto = _auto(model_dir)
+    if auto.__name__ == "AutoModel":  # an encoder: nnsight's wrapper of any torch module
+        model = NNsight(auto.from_pretrained(model_dir, attn_implementation="eager").eval())
         attention = [layer.attention.self for layer in model.encoder.layer]
     else:
         model = LanguageModel(model_dir, attn_implementation="eager", dispatch=True)

@@ -19,14 +19,19 @@ from headlab.rulebook import judge, label
 from headlab.training.config import load_config
 
 
+def _tracked(run: str | Path) -> TrackResult:
+    """A run folder's tracked scores; one line when it has not been tracked."""
+    path = Path(run) / "track"
+    if TrackResult not in found_in(path):
+        raise HeadlabError(f"{run} has not been tracked: run headlab track {run} first")
+    return TrackResult.read(path)
+
+
 def run_data(run: str | Path, metric: str | None = None) -> RunData:
     """A tracked run folder's scores, gradient signals and planned steps; one line when it is not tracked or
     has no ``metric``."""
 
-    path = Path(run) / "track"
-    if TrackResult not in found_in(path):
-        raise HeadlabError(f"{run} has not been tracked: run headlab track {run} first")
-    track = TrackResult.read(path)
+    track = _tracked(run)
     if metric is not None and metric not in track.scores:
         raise HeadlabError(f"unknown metric {metric!r}; tracked: {', '.join(track.scores)}")
     steps, sig = read_signals(run)
@@ -36,7 +41,7 @@ def run_data(run: str | Path, metric: str | None = None) -> RunData:
 def specialized_counts(runs: Sequence[str | Path]) -> list[int]:
     """Per tracked run, how many heads specialize under any tracked metric (peak at or above its threshold,
     :func:`headlab.formation.stages.specialized`): what the initialization claim compares between two arms."""
-    return [len(specialized(run_data(r).track)) for r in runs]
+    return [len(specialized(_tracked(r))) for r in runs]  # the scores only: no gradient signals to read
 
 
 @dataclass
