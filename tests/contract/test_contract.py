@@ -153,6 +153,10 @@ ROWS += [
     Row("--out below a file", "scan minilm-l6 --out {tmp}/f/sub".split(), 2, "cannot write", _file("f", "keep"),
         untouched=["f"]),
     Row("view --out is a folder", "view minilm-l6 --out {tmp}".split(), 2, "is a folder"),
+    Row("no silent overwrite: pattern", "pattern minilm-l6 --head 0.1 --text a/b --out {tmp}/p.png".split(), 2,
+        "--overwrite", _file("p.png", "earlier"), untouched=["p.png"]),
+    Row("pattern --out not a PNG", "pattern minilm-l6 --head 0.1 --text a/b --out {tmp}/p.jpg".split(), 2,
+        "ending in .png", absent=["p.jpg"]),
     Row("unknown model name", "scan no-such-model-xyz --out {tmp}/o".split(), 2, "unknown model", absent=["o"]),
     Row("model path that does not exist", "scan ./no/such/dir --out {tmp}/o".split(), 2, "does not exist"),
     # with the hub reachable in principle (offline mode off), a name that can only be a local path is refused at
