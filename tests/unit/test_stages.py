@@ -4,6 +4,7 @@ trajectories whose stages are known."""
 from __future__ import annotations
 
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,3 +121,36 @@ def test_formation_claims_read_tracked_run_folders_and_judge_each_claim(tmp_path
     assert specialized_counts(runs) == [2, 2, 2]  # heads 0.0 and 0.1 of every run; 0.2 never specializes
     arms = formation_claims(runs, draws=50, init_arms=(specialized_counts(runs), [0])).rows[-1]
     assert arms["verdict"] == "inconclusive"  # one run of the other arm: below the rule's minimum of seeds
+
+
+@pytest.mark.parametrize(("total", "words"), [(5_000, "ends before the first"),
+                                              (50_000, "passes the first boundary only"),
+                                              (100_000, "ends at the second boundary"), (200_000, "passes both")])
+def test_a_track_report_says_how_far_the_run_gets_through_the_stage_boundaries(total, words) -> None:
+    from headlab.formation.track_report import _reach
+
+    assert words in _reach(total)
+
+
+def test_every_committed_long_run_report_is_what_its_committed_scores_render(tmp_path) -> None:
+    """Each tracked run of the long study (its phases.json and track.md) is what headlab's report code gives from
+    the scores, config and gradient signals committed beside it: no report carries an older wording."""
+    from headlab.formation.track_report import write_track_text
+
+    root = Path(__file__).resolve().parents[2] / "results" / "formation" / "long"
+    runs = sorted(t.parent for t in root.rglob("track") if (t / "track.json").is_file())
+    assert len(runs) >= 4
+    for run in runs:
+        out = tmp_path / run.relative_to(root)
+        write_track_text(TrackResult.read(run / "track"), run, out)
+        for name in ("phases.json", "track.md"):
+            assert (out / name).read_text() == (run / "track" / name).read_text(), (run, name)
+
+
+def test_track_text_refuses_a_folder_that_was_not_tracked(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "studies" / "track_text.py"
+    got = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True)
+    assert got.returncode == 2 and got.stderr.count("\n") == 1 and str(tmp_path) in got.stderr

@@ -88,6 +88,19 @@ def signal_phases(steps: list[int], signals: dict[str, np.ndarray]) -> dict[str,
             for l in range(L) for h in range(H)}
 
 
+def _reach(total_steps: int) -> str:
+    """How far a run of ``total_steps`` gets through the document's stage boundaries, in words."""
+
+    first, second = CLAIM_BOUNDARIES
+    if total_steps > second:
+        return "(it passes both boundaries)."
+    if total_steps == second:
+        return "(it ends at the second boundary: the stage after it is not observed)."
+    if total_steps > first:
+        return "(it passes the first boundary only)."
+    return "(it ends before the first boundary)."
+
+
 def markdown(t: TrackResult, ph: dict[str, Any], sig: dict[str, Any], total_steps: int) -> str:
     lines = [f"# Formation of {t.run}", "",
              f"{len(t.steps)} checkpoints, steps {t.steps[0]}..{t.steps[-1]} of {total_steps}; probes "
@@ -119,9 +132,7 @@ def markdown(t: TrackResult, ph: dict[str, Any], sig: dict[str, Any], total_step
     lines += ["", "## The document's three stages", "",
               "Claim: noise 0-10k steps, slash-related gradients growing 10k-100k, stable after 100k, compared in "
               f"absolute steps: this run has {total_steps:,} "
-              + ("(it passes both boundaries)." if total_steps > CLAIM_BOUNDARIES[1] else
-                 "(it reaches the first boundary only)." if total_steps > CLAIM_BOUNDARIES[0] else
-                 "(it ends before the first boundary).")
+              + _reach(total_steps)
               + " The stage test over seeds: `bench/studies/formation_claims.py` (rule `formation.stages`)."]
     if sig:
         k = max(ph.get("slash_mass", {"0.0": {"final": 0}}), key=lambda x: ph["slash_mass"][x]["final"]) \
@@ -194,8 +205,9 @@ def monitor_report(run: Path, out: Path) -> list[str]:
     return lines
 
 
-def write_track_report(t: TrackResult, run: Path, out: Path) -> PhasesResult:
-    """Phases, markdown and plots for a tracked run; returns the phases record."""
+def write_track_text(t: TrackResult, run: Path, out: Path) -> PhasesResult:
+    """Phases and markdown of a tracked run, from its scores, config and gradient signals alone: what a run
+    tracked by an older headlab can be given again without its checkpoints. Returns the phases record."""
 
     total = load_config(run / "config.toml").optim.steps
     ph = all_phases(t)
@@ -205,10 +217,15 @@ def write_track_report(t: TrackResult, run: Path, out: Path) -> PhasesResult:
                           slash_gradient_share=sp)
     record.write(out)
     write_text_atomic(out / "track.md", markdown(t, ph, sp, total) + "\n".join(monitor_report(run, out) + [""]))
-    rows = []
-    if (run / "metrics.jsonl").exists():
-        rows = read_jsonl(run / "metrics.jsonl")
-    plots(t, ph, out, rows)
+    return record
+
+
+def write_track_report(t: TrackResult, run: Path, out: Path) -> PhasesResult:
+    """Phases, markdown and plots for a tracked run; returns the phases record."""
+
+    record = write_track_text(t, run, out)
+    rows = read_jsonl(run / "metrics.jsonl") if (run / "metrics.jsonl").exists() else []
+    plots(t, ph=record.scores, out=out, loss_rows=rows)
     return record
 
 
