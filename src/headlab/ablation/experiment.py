@@ -2,16 +2,8 @@
 
 Metrics and token sets are those of :mod:`headlab.ablation.metrics` (decoders: loss and accuracy of predicted
 tokens; encoders: cosine distance of the final hidden states and of the pooled sentence embedding). Which tokens
-are *scored* is ``positions``:
-
-* ``after`` (default): targets within ``k`` tokens after ``symbol`` (default `/`; encoders: the symbol's
-  positions) in corpus text drawn half with the symbol, half without; the *rest* is every token of the samples
-  without it;
-* ``all``: every token of corpus text drawn with no filter (any corpus; nothing is left as the rest);
-* ``marked``: the marked spans of the first of ``suites`` (constructed stimuli; near the marked symbol as
-  above), the rest being the other tokens of the same items. No corpus is drawn;
-* ``repeat``: ``samples`` sequences of random tokens repeated twice (the induction probe of
-  :func:`headlab.corpus.repeat_probe`, ``window`` tokens): the second copy is scored, the first is the rest.
+are *scored*, and which are the *rest*, is ``positions``, one row of :data:`headlab.ablation.positions.POSITIONS`
+(after a symbol, default `/`; all; the marked spans of a stimulus suite; the second copy of repeated tokens).
 
 With ``suites``, each suite's effects are reported as well (near the marked symbol vs the rest of each item).
 The control ablates, in each of ``draws`` draws, as many random heads per layer as the target set has there
@@ -27,25 +19,18 @@ from __future__ import annotations
 
 import random
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
 
 from headlab.ablation.heads import MODES, HeadSet, ablated, parse_heads, record_head_inputs
-from headlab.ablation.metrics import (
-    load_for_metric,
-    metric_names,
-    per_sample,
-    reference_hidden,
-    symbol_mask,
-    token_metrics,
-    token_sets,
-)
+from headlab.ablation.metrics import load_for_metric, metric_names, per_sample, reference_hidden, token_metrics
+from headlab.ablation.positions import POSITIONS
 from headlab.ablation.result import AblateResult
 from headlab.census.engine import collate
-from headlab.corpus import Sample, Sampler, documents, repeat_probe
+from headlab.corpus import Sample
 from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.models import LoadedModel
@@ -75,27 +60,10 @@ class Condition:
     away: dict[str, list[np.ndarray]]
 
 
-#: which tokens an ablation scores (see the module docstring)
-POSITIONS = ("after", "all", "marked", "repeat")
-
-
-def scored_sets(batch: Any, positions: str, symbol_ids: frozenset[int], causal: bool, k: int,
-                stimuli: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(scored, rest) bool masks (B, T) of one batch under ``positions``."""
-    real = batch.attention_mask.numpy()
-    if positions == "all":
-        return real, np.zeros_like(real)
-    if positions == "repeat":  # the second copy against the first (position 0, the BOS, in neither)
-        second = batch.cache["marked"].numpy() > 0
-        first = real & ~second
-        first[:, 0] = False
-        return second & real, first
-    return token_sets(batch, symbol_mask(batch, symbol_ids), causal, k, stimuli)
-
-
 def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: str, means: dict | None,
                   slash_ids: frozenset[int], k: int, positions: str = "after") -> Condition:
     f = loaded.facts
+    masks = POSITIONS[positions].masks
     near: dict[str, list[np.ndarray]] = {}
     away: dict[str, list[np.ndarray]] = {}
     with torch.inference_mode():
@@ -105,7 +73,7 @@ def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: 
                 values = part.sources[i] if mode == "resample" and part.sources else means
                 with ablated(loaded.model, f.n_layers, f.n_heads, heads, mode, values):
                     vals = token_metrics(loaded, b, part.base_hidden[i] if part.base_hidden else None)
-                nm, am = scored_sets(b, positions, slash_ids, f.causal, k, part.stimuli)
+                nm, am = masks(b, slash_ids, f.causal, k, part.stimuli)
                 rows_n.append([per_sample(v, nm) for v in vals])
                 rows_a.append([per_sample(v, am) for v in vals])
             cat = lambda rows: [np.concatenate([r[j] for r in rows]) for j in range(len(rows[0]))]  # noqa: E731
@@ -183,7 +151,7 @@ class AblateSettings(Settings):
     positions: str = setting("after", "the tokens scored: after (within --within tokens after --symbol, against "
                              "samples without it), all (every token of any corpus), marked (the marked spans of the "
                              "first --suites suite, against the items' other tokens), repeat (the second copy of "
-                             "random tokens repeated twice, against the first: induction)", choices=POSITIONS)
+                             "random tokens repeated twice, against the first: induction)", choices=tuple(POSITIONS))
     symbol: str = setting("/", "the symbol --positions after scores after (every token whose text holds it)")
     samples: int = setting(48, "corpus windows (--positions after: half with the symbol, half without)",
                            rule=Rule("whole", 2))
@@ -215,20 +183,18 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
     target = parse_heads(heads, f.n_layers, f.n_heads)
     if not target:
         raise HeadlabError("no heads to ablate (--heads L.H,...)")
-    if st.positions == "marked" and not st.suites:
-        raise HeadlabError("--positions marked scores the marked spans of stimulus suites: pass --suites "
+    way = POSITIONS[st.positions]
+    if way.suites and not st.suites:
+        raise HeadlabError(f"--positions {st.positions} scores the marked spans of stimulus suites: pass --suites "
                            "(e.g. --suites slash)")
     if not st.symbol:
         raise HeadlabError("--symbol '': give the text whose tokens --positions after scores after, e.g. --symbol /")
     symbol_ids = loaded.ids_containing(st.symbol)
-    if st.positions == "after" and not symbol_ids:
+    if way.symbol and not symbol_ids:
         raise HeadlabError(f"--symbol {st.symbol!r}: no token of {loaded.name}'s vocabulary holds it")
-    if st.positions == "marked":
-        parts = []
-    elif st.positions == "repeat":
-        parts = [_batched(loaded, "repeat", _repeated(loaded, st), st.batch_size, stimuli=True)]
-    else:
-        parts = [_batched(loaded, "corpus", _corpus(loaded, st, symbol_ids), st.batch_size, stimuli=False)]
+    samples = way.samples(loaded, st, symbol_ids)
+    parts = [] if samples is None else [_batched(loaded, way.part, samples, st.batch_size,
+                                                 stimuli=way.part != "corpus")]
     parts += [_suite_part(loaded, s, st.suite_n, st.seed, st.batch_size) for s in st.suites]
     means = _means(loaded, parts[0].batches) if st.mode == "mean" else None
     for part in parts:
@@ -247,38 +213,6 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
     if bar is not None:
         bar.close()
     return _report(loaded, target, st, res, parts)
-
-
-def _repeated(loaded: LoadedModel, st: AblateSettings) -> list[Sample]:
-    """Random tokens repeated twice, the second copy marked."""
-    probe = repeat_probe(loaded.tokenizer, st.samples, min(st.window, loaded.facts.max_length), st.seed)
-    start = 1 if loaded.tokenizer.bos_token_id is not None else 0
-    return [replace(s, targets=tuple(range(start + (len(s.input_ids) - start) // 2, len(s.input_ids))))
-            for s in probe]
-
-
-def _corpus(loaded: LoadedModel, st: AblateSettings, symbol_ids: frozenset[int]) -> list[Sample]:
-    """The corpus samples: half with the symbol and half without (``after``), or unfiltered (``all``)."""
-    docs = documents(list(st.corpus) if st.corpus else None)
-    length = min(st.window, loaded.facts.max_length)
-    if st.positions == "all":
-        picked = list(Sampler(loaded.tokenizer, length, seed=st.seed).samples(docs, st.samples))
-        if not picked:
-            raise HeadlabError("the corpus produced no samples")
-        return picked
-    picked = []
-    for filt in ("with-target", "without-target"):
-        sampler = Sampler(loaded.tokenizer, length, seed=st.seed, target_ids=symbol_ids,
-                          target_filter=filt)  # type: ignore[arg-type]
-        picked += list(sampler.samples(docs, max(1, st.samples // 2)))
-    has = [any(i in symbol_ids for i in s.input_ids) for s in picked]
-    if not any(has):
-        raise HeadlabError(f"the corpus has no sample with {st.symbol!r}; pass --corpus with such text, or "
-                           "--positions all to score every token")
-    if all(has):
-        raise HeadlabError(f"every sample of the corpus has {st.symbol!r}, but the effect is compared with text "
-                           f"without it; pass --corpus with some text without {st.symbol!r}, or --positions all")
-    return picked
 
 
 def _boot_diff(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int = 1000) -> tuple[float, float]:
@@ -329,16 +263,6 @@ def _control(res: dict[str, Condition], side: str, part: str, draws: int, causal
             "interval": [lo, hi], "p_value": (1 + int((d_c >= d_t).sum())) / (1 + draws)}
 
 
-def _definition(st: AblateSettings, causal: bool, primary: str) -> str:
-    if st.positions == "all":
-        return "every predicted token" if causal else "every token"
-    if st.positions == "repeat":
-        return "the second copy of random tokens repeated twice"
-    where = f"a '{st.symbol}'" if st.positions == "after" else f"the marked symbol of the {primary} suite"
-    return f"targets within {st.k} tokens after {where}" if causal else (
-        f"the '{st.symbol}' positions" if st.positions == "after" else f"the marked positions of the {primary} suite")
-
-
 def _report(loaded: LoadedModel, target: HeadSet, st: AblateSettings, res: dict[str, Condition],
             parts: list[Part]) -> AblateResult:
     causal = loaded.facts.causal
@@ -355,7 +279,7 @@ def _report(loaded: LoadedModel, target: HeadSet, st: AblateSettings, res: dict[
               for part in parts if part.name in st.suites}
     return AblateResult(
         model=loaded.name, mode=st.mode, heads=[Head(l, h) for l, hs in sorted(target.items()) for h in hs],
-        metric=names[0], metrics=list(names), slash_definition=_definition(st, causal, primary),
+        metric=names[0], metrics=list(names), slash_definition=POSITIONS[st.positions].words(st, causal, primary),
         slash=_blocks(res, "near", primary, names, causal, rng),
         no_slash=_blocks(res, "away", primary, names, causal, rng) if rest is not None else {},
         control=control, suites=suites, n_samples=len(res["target"].near[primary][0]),
