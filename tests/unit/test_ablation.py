@@ -146,6 +146,26 @@ def test_slash_token_masks():
     assert enc_slash[0].tolist() == [False, True, False, False, False, False]
 
 
+def test_each_way_of_scoring_positions_is_one_row_the_settings_offer():
+    """--positions offers exactly the registry's rows; each masks a batch and names what it scored."""
+    from dataclasses import fields
+
+    from headlab.ablation.experiment import ABLATE, AblateSettings
+    from headlab.ablation.positions import POSITIONS
+    from headlab.detectors import Batch
+
+    offered = next(f for f in fields(AblateSettings) if f.name == "positions").metadata["choices"]
+    assert offered == tuple(POSITIONS) and ABLATE.positions in POSITIONS
+    ids = torch.tensor([[5, 7, 6, 6]])
+    b = Batch(ids, torch.ones_like(ids, dtype=torch.bool), causal=True)
+    b.cache["marked"] = torch.tensor([[0, 0, 1, 1]])
+    for name, way in POSITIONS.items():
+        scored, rest = way.masks(b, frozenset({7}), True, 1, False)
+        assert scored.shape == rest.shape == (1, 4) and not (scored & rest).any(), name
+        assert way.words(ABLATE, True, "slash") and way.words(ABLATE, False, "slash"), name
+    assert POSITIONS["repeat"].masks(b, frozenset(), True, 1, True)[0].tolist() == [[False, False, True, True]]
+
+
 @pytest.mark.parametrize("bad", [0.10, 1, 3.5, None, ["0.1"]])
 def test_a_head_given_as_a_number_is_refused_not_read_as_another_head(bad):
     """0.10 (layer 0, head 10) written as a float is 0.1: a head must be the string 'L.H'."""
