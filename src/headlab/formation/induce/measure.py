@@ -13,8 +13,9 @@ on corpus windows of the run's own corpus), the change of next-token loss on tar
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -25,8 +26,8 @@ from headlab.ablation.metrics import window_losses
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
 from headlab.head import Head
-from headlab.head import name as head_name
 from headlab.probes.scoring import rows_to_samples, sample_scores
+from headlab.result import Result
 from headlab.training import checkpoint as ckpt
 from headlab.training.config import load_config
 from headlab.training.data import load_pool
@@ -47,8 +48,34 @@ def checkpoint_scores(loaded: Any, probe: list[Any]) -> tuple[np.ndarray, np.nda
         return np.nanmean(token, 0), rule.passed, loss
 
 
-def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dict[str, Any]:
-    """The record of one finished run (``measure.json``)."""
+@dataclass
+class MeasureResult(Result):
+    """``measure.json``, one run of the study: per checkpoint ``steps``, every head's ``mass`` (S, L, H), the
+    strict rule's ``passed`` (S, L, H) and the held-out ``loss``; the first step and heads that pass, those that
+    pass at the end, the ``induced_heads`` and the step the auxiliary term stopped (``aux_stop``, None without
+    it); the head ``ablated`` on the final weights (``ablated_is_sdh``: it passes) and the ``ablation``'s effect
+    against matched random heads (None with no draws)."""
+
+    KIND: ClassVar[str] = "measure.json"
+    run: str
+    arm: str
+    seed: int
+    steps: list[int]
+    mass: list[list[list[float]]]
+    passed: list[list[list[bool]]]
+    loss: list[float]
+    first_pass_step: int | None
+    first_pass_heads: list[Head]
+    final_pass_heads: list[Head]
+    induced_heads: list[Head]
+    aux_stop: int | None
+    ablated: Head
+    ablated_is_sdh: bool
+    ablation: dict[str, Any] | None = None
+
+
+def measure_run(run: Path, arm: str, draws: int, seed: int, progress: bool = False) -> MeasureResult:
+    """The record of one finished run of ``arm`` (``measure.json``)."""
 
     cfg = load_config(run / "config.toml")
     pool, _ = load_pool(run)
@@ -66,19 +93,16 @@ def measure_run(run: Path, draws: int, seed: int, progress: bool = False) -> dic
     cand = np.where(ok, final, -1.0) if ok.any() else final
     layer, head = np.unravel_index(int(np.argmax(cand)), final.shape)
     first = next((s for s, p in zip(steps, passed) if np.any(p)), None)
-    ablated = head_name(int(layer), int(head))
-    rec: dict[str, Any] = {
-           "run": str(run), "seed": cfg.optim.seed, "steps": steps, "mass": mass, "passed": passed, "loss": loss,
-           "first_pass_step": first,
-           "first_pass_heads": ([head_name(l, h) for l, h in zip(*np.nonzero(passed[steps.index(first)]))]
-                                if first is not None else []),
-           "final_pass_heads": [head_name(l, h) for l, h in zip(*np.nonzero(ok))],
-           "induced_heads": list(cfg.induce.heads) if cfg.induce.weight > 0 else [],
-           "aux_stop": (cfg.induce.stop or cfg.optim.steps) if cfg.induce.weight > 0 else None,
-           "ablated": ablated, "ablated_is_sdh": bool(ok.any())}
-    if draws > 0:
-        rec["ablation"] = _ablation(last, cfg, ablated, draws, seed, progress)
-    return rec
+    ablated = Head(int(layer), int(head))
+    heads = lambda p: [Head(int(l), int(h)) for l, h in zip(*np.nonzero(p))]  # noqa: E731
+    return MeasureResult(
+        run=str(run), arm=arm, seed=cfg.optim.seed, steps=steps, mass=mass, passed=passed, loss=loss,
+        first_pass_step=first, first_pass_heads=heads(passed[steps.index(first)]) if first is not None else [],
+        final_pass_heads=heads(ok),
+        induced_heads=[Head.parse(h) for h in cfg.induce.heads] if cfg.induce.weight > 0 else [],
+        aux_stop=(cfg.induce.stop or cfg.optim.steps) if cfg.induce.weight > 0 else None,
+        ablated=ablated, ablated_is_sdh=bool(ok.any()),
+        ablation=_ablation(last, cfg, str(ablated), draws, seed, progress) if draws > 0 else None)
 
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
@@ -90,7 +114,7 @@ def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress:
             "n_samples": r.n_samples}
 
 
-def persistence(rec: dict[str, Any]) -> dict[str, Any] | None:
+def persistence(rec: MeasureResult) -> dict[str, Any] | None:
     """For a run with the auxiliary loss: whether each induced head still passes after the loss stopped, and the
     last checkpoint step at which it did."""
     if rec["aux_stop"] is None:

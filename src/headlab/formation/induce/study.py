@@ -1,8 +1,8 @@
 """``headlab induce CONFIG``: the active-induction study. Every arm (:mod:`.arms`) x seed is a training run under
-``OUT/runs/ARM-sSEED`` with its ``measure.json`` (:mod:`.measure`); the study summary is ``OUT/induce.json``,
-``induce.md`` and ``induce.png``. Every run's data pool is made before the first run trains (built once per data
-settings and seed, shared by the arms that keep them). A run that finished is reused, one that was interrupted is
-resumed, so an interrupted study keeps its finished work.
+``OUT/runs/ARM-sSEED`` with its ``measure.json`` (:class:`.measure.MeasureResult`); the study summary is
+``OUT/induce.json``, ``induce.md`` and ``induce.png``. Every run's data pool is made before the first run trains
+(built once per data settings and seed, shared by the arms that keep them). A run that finished is reused, one
+that was interrupted is resumed, so an interrupted study keeps its finished work.
 
 Per arm, over seeds (verdict rules are ours): ``SDH at the end`` k/n seeds (a head passes the strict rule on the
 final weights); the median first step at which any head passes; the held-out loss cost against the plain arm of
@@ -14,7 +14,6 @@ does, else ``no SDH``.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import tomllib
@@ -26,9 +25,9 @@ import numpy as np
 
 from headlab.errors import HeadlabError
 from headlab.formation.induce.arms import INDUCE, InduceSettings, arm_config
-from headlab.formation.induce.measure import measure_run, persistence
+from headlab.formation.induce.measure import MeasureResult, measure_run, persistence
 from headlab.formation.training_run import tracked_training
-from headlab.io import write_json_atomic, write_text_atomic
+from headlab.io import write_text_atomic
 from headlab.plotting import pyplot
 from headlab.result import Result
 from headlab.training import checkpoint as ckpt
@@ -38,16 +37,15 @@ from headlab.training.data import build_pool, fingerprint, pool_matches, save_po
 
 
 def run_arm(base: dict[str, Any], arm: str, seed: int, levers: InduceSettings, out: Path, draws: int,
-            progress: bool) -> dict[str, Any]:
+            progress: bool) -> MeasureResult:
     run = out / "runs" / f"{arm}-s{seed}"
-    done = run / "measure.json"
     cfg = from_dict(arm_config(base, arm, levers, seed), f"arm {arm}")
-    if done.exists() and (run / "final.safetensors").exists():
-        return json.loads(done.read_text())
+    if (run / MeasureResult.KIND).exists() and (run / "final.safetensors").exists():
+        return MeasureResult.read(run)
     if not (run / "final.safetensors").exists():
         tracked_training(cfg, run, resume=bool(ckpt.checkpoints(run)), progress=progress)
-    rec = dict(measure_run(run, draws, seed, progress=False), arm=arm)
-    write_json_atomic(done, rec)
+    rec = measure_run(run, arm, draws, seed, progress=False)
+    rec.write(run)
     return rec
 
 
@@ -75,7 +73,7 @@ def prepare_pools(configs: dict[Path, Any], progress: bool) -> None:
             built[want] = run
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(records: list[MeasureResult]) -> dict[str, Any]:
     plain = {r["seed"]: r["loss"][-1] for r in records if r["arm"] == "plain"}
     out = {}
     for arm in dict.fromkeys(r["arm"] for r in records):
@@ -83,7 +81,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         ends = [bool(r["final_pass_heads"]) for r in rs]
         firsts = [r["first_pass_step"] for r in rs if r["first_pass_step"] is not None]
         cost = [r["loss"][-1] - plain[r["seed"]] for r in rs if r["seed"] in plain]
-        abl = [r["ablation"] for r in rs if "ablation" in r]
+        abl = [r["ablation"] for r in rs if r["ablation"] is not None]
         k, n = sum(ends), len(rs)
         out[arm] = {
             "seeds": n, "sdh_at_end": k, "sdh_ever": sum(r["first_pass_step"] is not None for r in rs),
@@ -147,7 +145,7 @@ class InduceResult(Result):
         write_text_atomic(folder / "induce.md", self.markdown())
 
 
-def plot(records: list[dict[str, Any]], path: Path) -> None:
+def plot(records: list[MeasureResult], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for arm in dict.fromkeys(r["arm"] for r in records):
