@@ -102,12 +102,13 @@ def test_a_committed_table_is_what_its_script_renders(script: str) -> None:
 
 def test_the_long_studys_arms_table_is_what_its_script_renders() -> None:
     """results/formation/long/arms.md from the arms run.sh gives it: the default arm's tracked seeds, then the
-    small-qk arm's finished ones."""
+    small-qk arm's and the encoder arm's finished ones."""
     import subprocess
     import sys
 
     long = ROOT / "results" / "formation" / "long"
-    arms = {"default": sorted(long.glob("s*/track")), "small-qk": sorted(long.glob("small-qk/s*/track"))}
+    arms = {"default": sorted(long.glob("s[0-9]*/track")), "small-qk": sorted(long.glob("small-qk/s[0-9]*/track")),
+            "encoder": sorted(long.glob("encoder/s[0-9]*/track"))}
     args = [f"{name}={','.join(str(t.parent) for t in runs)}" for name, runs in arms.items() if runs]
     got = subprocess.run([sys.executable, str(ROOT / "bench" / "studies" / "formation_inits_table.py"), *args],
                          capture_output=True, text=True, cwd=ROOT / "results", check=True).stdout

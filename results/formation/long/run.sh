@@ -37,24 +37,28 @@ export -f one
 export OUT HERE CONFIG
 for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
 # the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)
-done=$(ls -d "$HERE"/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
-# the initialization claim: the default arm against the small-qk arm's finished runs (none yet: not measured)
-others=""
-if [ "$HERE" = results/formation/long ]; then
-    others=$(ls -d results/formation/long/small-qk/s*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' ')
+runs_of() {  # an arm's folder: its tracked seeds, space-separated
+    ls -d "$1"/s[0-9]*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' '
+}
+long=results/formation/long
+done=$(runs_of "$HERE")
+if [ -n "$done" ] && [ "$HERE" != $long ]; then
+    .venv/bin/python bench/studies/formation_claims.py $done
+    .venv/bin/python bench/studies/formation_claims.py --metric sink $done
 fi
-if [ -n "$done" ]; then
-    .venv/bin/python bench/studies/formation_claims.py $done ${others:+--other-init $others}
-    .venv/bin/python bench/studies/formation_claims.py --metric sink $done ${others:+--other-init $others}
-    .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
-fi
-# which heads form, when and how often, per initialization: the default arm beside the small-qk arm's finished runs
-if [ "$HERE" = results/formation/long ] && [ -n "$done" ]; then
-    arms="default=$(echo $done | tr ' ' ',')"
+[ -z "$done" ] || .venv/bin/python bench/studies/formation_order.py "$HERE/order" $done
+# whichever arm this was, across the arms: the default arm's claims with the small-qk arm's finished runs as the
+# other initialization (none yet: not measured), and which heads form, when and how often, per arm
+default=$(runs_of $long) others=$(runs_of $long/small-qk) encoder=$(runs_of $long/encoder)
+if [ -n "$default" ]; then
+    .venv/bin/python bench/studies/formation_claims.py $default ${others:+--other-init $others}
+    .venv/bin/python bench/studies/formation_claims.py --metric sink $default ${others:+--other-init $others}
+    arms="default=$(echo $default | tr ' ' ',')"
     [ -z "$others" ] || arms="$arms small-qk=$(echo $others | tr ' ' ',')"
-    .venv/bin/python bench/studies/formation_inits_table.py $arms > "$HERE/arms.md"
+    [ -z "$encoder" ] || arms="$arms encoder=$(echo $encoder | tr ' ' ',')"
+    .venv/bin/python bench/studies/formation_inits_table.py $arms > $long/arms.md
 fi
-# the viewer page of the first seed (its checkpoint slider, the tracked phases): about 2 MB
-if [ -f "$OUT/s0/final.safetensors" ] && [ ! -f "$HERE/s0/view.html" ]; then
+# the viewer page of the default arm's first seed (its checkpoint slider, the tracked phases): about 2 MB
+if [ "$HERE" = $long ] && [ -f "$OUT/s0/final.safetensors" ] && [ ! -f "$HERE/s0/view.html" ]; then
     .venv/bin/headlab view "$OUT/s0" --out "$HERE/s0/view.html" --no-progress --threads 1 > /dev/null
 fi
