@@ -13,7 +13,7 @@ samples it draws, the (scored, rest) masks of a batch, and the words a report us
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -22,8 +22,24 @@ from headlab.corpus import Sample, Sampler, documents, repeat_probe
 from headlab.errors import HeadlabError
 from headlab.models import LoadedModel
 
-if TYPE_CHECKING:  # the settings live with the experiment, which reads this table
-    from headlab.ablation.experiment import AblateSettings
+
+class PositionSettings(Protocol):
+    """What the rows read of the experiment's settings (:class:`headlab.ablation.experiment.AblateSettings`,
+    which offers this table's names as its choices)."""
+
+    @property
+    def samples(self) -> int: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def corpus(self) -> Sequence[str] | None: ...
+    @property
+    def symbol(self) -> str: ...
+    @property
+    def k(self) -> int: ...
+
 
 Masks = tuple[np.ndarray, np.ndarray]  # (scored, rest), bool (B, T)
 
@@ -35,9 +51,9 @@ class Positions:
     says what was scored; ``symbol``: the symbol must be in the vocabulary; ``suites``: needs a stimulus suite;
     ``part``: the primary part's name."""
 
-    samples: Callable[[LoadedModel, AblateSettings, frozenset[int]], list[Sample] | None]
+    samples: Callable[[LoadedModel, PositionSettings, frozenset[int]], list[Sample] | None]
     masks: Callable[[Any, frozenset[int], bool, int, bool], Masks]
-    words: Callable[[AblateSettings, bool, str], str]
+    words: Callable[[PositionSettings, bool, str], str]
     symbol: bool = False
     suites: bool = False
     part: str = "corpus"  # the primary part's name: "corpus" is drawn text, anything else constructed items
@@ -61,7 +77,7 @@ def _second_copy(batch: Any, *_: Any) -> Masks:
     return second & real, first
 
 
-def _repeated(loaded: LoadedModel, st: AblateSettings, _: frozenset[int]) -> list[Sample]:
+def _repeated(loaded: LoadedModel, st: PositionSettings, _: frozenset[int]) -> list[Sample]:
     """Random tokens repeated twice, the second copy marked."""
     probe = repeat_probe(loaded.tokenizer, st.samples, min(st.window, loaded.facts.max_length), st.seed)
     start = 1 if loaded.tokenizer.bos_token_id is not None else 0
@@ -69,7 +85,7 @@ def _repeated(loaded: LoadedModel, st: AblateSettings, _: frozenset[int]) -> lis
             for s in probe]
 
 
-def _unfiltered(loaded: LoadedModel, st: AblateSettings, _: frozenset[int]) -> list[Sample]:
+def _unfiltered(loaded: LoadedModel, st: PositionSettings, _: frozenset[int]) -> list[Sample]:
     length = min(st.window, loaded.facts.max_length)
     picked = list(Sampler(loaded.tokenizer, length, seed=st.seed).samples(
         documents(list(st.corpus) if st.corpus else None), st.samples))
@@ -78,7 +94,7 @@ def _unfiltered(loaded: LoadedModel, st: AblateSettings, _: frozenset[int]) -> l
     return picked
 
 
-def _with_and_without(loaded: LoadedModel, st: AblateSettings, symbol_ids: frozenset[int]) -> list[Sample]:
+def _with_and_without(loaded: LoadedModel, st: PositionSettings, symbol_ids: frozenset[int]) -> list[Sample]:
     """Half the samples with the symbol, half without."""
     docs = documents(list(st.corpus) if st.corpus else None)
     length = min(st.window, loaded.facts.max_length)
@@ -97,11 +113,11 @@ def _with_and_without(loaded: LoadedModel, st: AblateSettings, symbol_ids: froze
     return picked
 
 
-def _after_words(st: AblateSettings, causal: bool, _: str) -> str:
+def _after_words(st: PositionSettings, causal: bool, _: str) -> str:
     return f"targets within {st.k} tokens after a '{st.symbol}'" if causal else f"the '{st.symbol}' positions"
 
 
-def _marked_words(st: AblateSettings, causal: bool, primary: str) -> str:
+def _marked_words(st: PositionSettings, causal: bool, primary: str) -> str:
     return (f"targets within {st.k} tokens after the marked symbol of the {primary} suite" if causal
             else f"the marked positions of the {primary} suite")
 
