@@ -22,7 +22,9 @@ from headlab.probes.scoring import PROBE_BATCH, mean_scores, sample_scores, scor
 from .conftest import PLAIN_TEXTS, SLASH_TEXTS, named
 
 TEXTS = SLASH_TEXTS + PLAIN_TEXTS
-TOL = 1e-6
+# float32 attention from two routes (the scan's fused one, eager output_attentions) summed over keys: measured up to
+# 2.6e-6 apart in smollm2-135m's layers 12-13 on an AVX-512 machine (either thread count), within 1e-6 on another
+TOL = 5e-6
 
 
 def _nn_decoder():
