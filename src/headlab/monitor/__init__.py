@@ -126,7 +126,9 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
     # one writer per folder: under torchrun only rank 0 claims, locks and writes it
     held = saving(out, CHECK_FILES, overwrite) if w.main else nullcontext(None if out is None else Path(out))
     with held as folder, writing_files(targets if w.main else [], overwrite):  # one writer per written file
-        work = None if folder is None else claim_work(folder / WORK, resume, overwrite, remove=w.main)
+        # every rank checked the scan folder before the group formed; checking again here would race rank 0,
+        # which may already have started its scan there
+        work = None if folder is None else claim_work(folder / WORK, resume, overwrite) if w.main else folder / WORK
         res, kept, verdicts = run_check(profile, corpus, folder if w.main else None, model,
                                         (max_samples, seed, batch_size, id_field, rank), progress,
                                         device_for(device, w), (work, resume, checkpoint_every, rows), w)
