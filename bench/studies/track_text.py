@@ -11,19 +11,17 @@ committed ``phases.json`` before anything is written, and a run whose phases wou
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from headlab.formation.track_report import all_phases, signal_phases, write_track_text
-from headlab.formation.tracking import TrackResult, read_signals
+from headlab.formation.track_report import PhasesResult, phases_record, write_track_text
+from headlab.formation.tracking import TrackResult
 
 
-def same_phases(run: Path, t: TrackResult) -> bool:
-    old = json.loads((run / "track" / "phases.json").read_text())
-    steps, sig = read_signals(run)
-    new = json.loads(json.dumps({"scores": all_phases(t), "slash_gradient_share": signal_phases(steps, sig)}))
-    return all(old.get(k) == v for k, v in new.items())
+def _phases(record: PhasesResult) -> dict:
+    """What must come out as it was: the phases of the scores and of the slash-gradient share."""
+    d = record.to_json()
+    return {k: d[k] for k in ("scores", "slash_gradient_share")}
 
 
 def main(argv: list[str]) -> int:
@@ -35,10 +33,11 @@ def main(argv: list[str]) -> int:
         return 2
     for run in runs:
         t = TrackResult.read(run / "track")
-        if not same_phases(run, t):
+        record = phases_record(t, run)
+        if _phases(record) != _phases(PhasesResult.read(run / "track")):
             print(f"{run}: its phases would change; track it again with headlab track", file=sys.stderr)
             return 1
-        write_track_text(t, run, run / "track")
+        write_track_text(t, run, run / "track", record)
         print(f"{run}: phases.json and track.md written again")
     return 0
 

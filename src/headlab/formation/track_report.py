@@ -205,18 +205,22 @@ def monitor_report(run: Path, out: Path) -> list[str]:
     return lines
 
 
-def write_track_text(t: TrackResult, run: Path, out: Path) -> PhasesResult:
-    """Phases and markdown of a tracked run, from its scores, config and gradient signals alone: what a run
-    tracked by an older headlab can be given again without its checkpoints. Returns the phases record."""
+def phases_record(t: TrackResult, run: Path) -> PhasesResult:
+    """A tracked run's phases, from its scores, config and gradient signals alone (no checkpoint is read)."""
 
-    total = load_config(run / "config.toml").optim.steps
-    ph = all_phases(t)
     sig_steps, sig = read_signals(run)
-    sp = signal_phases(sig_steps, sig)
-    record = PhasesResult(scores=ph, total_steps=total, claim_boundaries=list(CLAIM_BOUNDARIES),
-                          slash_gradient_share=sp)
+    return PhasesResult(scores=all_phases(t), total_steps=load_config(run / "config.toml").optim.steps,
+                        claim_boundaries=list(CLAIM_BOUNDARIES), slash_gradient_share=signal_phases(sig_steps, sig))
+
+
+def write_track_text(t: TrackResult, run: Path, out: Path, record: PhasesResult | None = None) -> PhasesResult:
+    """Phases and markdown of a tracked run (``record``: its :func:`phases_record`, when already computed): what a
+    run tracked by an older headlab can be given again without its checkpoints. Returns the phases record."""
+
+    record = record or phases_record(t, run)
     record.write(out)
-    write_text_atomic(out / "track.md", markdown(t, ph, sp, total) + "\n".join(monitor_report(run, out) + [""]))
+    text = markdown(t, record.scores, record.slash_gradient_share or {}, record.total_steps or t.steps[-1])
+    write_text_atomic(out / "track.md", text + "\n".join(monitor_report(run, out) + [""]))
     return record
 
 
