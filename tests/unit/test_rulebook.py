@@ -1,5 +1,5 @@
-"""The rule book: every rule declared once, fingerprinted against results/verdict_changes.md, and each test it
-uses checked against an independent computation (brute-force enumeration, scipy)."""
+"""The rule book: every rule declared once, fingerprinted against its ledger (results/verdict_changes.json), and
+each test it uses checked against an independent computation (brute-force enumeration, scipy)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact, permutation_test
 
-from headlab.reporting.verdicts import recorded_fingerprints
+from headlab.reporting.ledger import recorded
 from headlab.rulebook import BOOK, VERSION, Verdict, fingerprints
 from headlab.rulebook.decide import detectable_rate, exceeds_null, fisher_power, run_probability
 from headlab.rulebook.slash import CONTROL_MINIMUM, KIND_MARGIN, PLACEBO_MINIMUM
@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_rule_book_matches_its_latest_recorded_version():
     """A rule's text or decision changes only in a commit that bumps VERSION and records the re-judged results
     (headlab verdicts --record): the fingerprints of the book and of the file's latest section agree."""
-    number, printed = recorded_fingerprints((ROOT / "results" / "verdict_changes.md").read_text())
-    assert number == VERSION
-    assert printed == fingerprints(), "a rule changed without a verdict_changes.md section: run headlab verdicts " \
-                                      "--record WHY after bumping rulebook.book.VERSION"
+    latest = recorded(ROOT / "results")
+    assert latest is not None and latest.version == VERSION
+    assert latest.fingerprints == fingerprints(), "a rule changed without a ledger entry: run headlab verdicts " \
+                                                  "--record WHY after bumping rulebook.book.VERSION"
 
 
 def test_every_rule_declares_its_parts():
@@ -167,10 +167,10 @@ def test_committed_verdicts_follow_from_the_rule_book():
             for cid, row in old.rows.items():
                 assert "stats" in row and "rule" in row, f"{path}: claim {cid} of {old.model} keeps no statistics"
                 assert (row["verdict"], row["reason"]) == (new.rows[cid]["verdict"], new.rows[cid]["reason"])
-    table = json.loads((ROOT / "results" / "retrieval" / "verdicts.json").read_text())
-    assert table["rulebook"] == VERSION
-    fresh_rows = retrieval_verdicts.rows(ROOT / "results" / "retrieval")
-    assert [(r["row"], r["verdict"], r["reason"]) for r in table["rows"]] == \
+    table = retrieval_verdicts.RetrievalVerdictsResult.read(ROOT / "results" / "retrieval")
+    assert table.rulebook == VERSION
+    fresh_rows = retrieval_verdicts.judge(ROOT / "results" / "retrieval").rows
+    assert [(r["row"], r["verdict"], r["reason"]) for r in table.rows] == \
         [(r["row"], r["verdict"], r["reason"]) for r in fresh_rows]
 
 

@@ -10,8 +10,9 @@ from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import claim_out, keep_apart, saving, write_text_atomic
 from headlab.models import LoadedModel
 from headlab.models.loader import check_source
+from headlab.reporting.ledger import open_ledger
+from headlab.reporting.ledger import record as verdict_record
 from headlab.reporting.verdicts import Change, rejudge_all
-from headlab.reporting.verdicts import record as verdict_record
 from headlab.settings import takes
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
@@ -127,7 +128,7 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
     """Re-judge every committed verdict under ``results`` with the current rule book (the claims tables from
     the statistics their rows keep, the retrieval table from its files) and rewrite them; returns the verdicts
     that moved. ``record`` (why the rules changed) appends them, with the book's version and fingerprints, to
-    ``results/verdict_changes.md``: a rule's own commit does this.
+    ``results/verdict_changes.json`` (and its ``.md``): a rule's own commit does this.
 
     Example:
 
@@ -139,10 +140,9 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
         raise HeadlabError(f"verdicts: {base} is not a folder; give the results folder (default results)")
     if record is not None and not record.strip():
         raise HeadlabError("verdicts --record: an empty reason; say why the rules changed")
+    if record is not None:
+        open_ledger(base)  # refused before any table is rewritten
     changes = rejudge_all(base)
     if record is not None:
-        try:
-            verdict_record(base, changes, record)
-        except ValueError as e:
-            raise HeadlabError(f"verdicts --record: {e}") from None
+        verdict_record(base, changes, record)
     return changes

@@ -107,7 +107,8 @@ def _add_verdicts(sub: argparse._SubParsersAction) -> None:
                        description="Re-judges the claims tables (from the statistics each row keeps) and the "
                                    "retrieval verdicts under RESULTS, rewrites them, and prints each verdict that "
                                    "moved. --record WHY appends those changes, the rule book's version and every "
-                                   "rule's fingerprint to RESULTS/verdict_changes.md (a rule's own commit).")
+                                   "rule's fingerprint to the ledger RESULTS/verdict_changes.json, rendered as "
+                                   "verdict_changes.md (a rule's own commit).")
     p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     p.add_argument("--record", default=None, metavar="WHY", help="why the rules changed (default: record nothing)")
     bind(p, study.verdicts, _cmd_verdicts)
@@ -117,5 +118,6 @@ def _cmd_verdicts(a: argparse.Namespace) -> int:
     changes = call(a)
     for c in changes:
         print(f"{c.where}: {c.row} [{c.rule}]: {c.old} -> {c.new}")
-    print(f"{len(changes)} verdict(s) moved" + (f"; recorded in {a.results}/verdict_changes.md" if a.record else ""))
+    said = f"; recorded in {a.results}/verdict_changes.json and .md" if a.record else ""
+    print(f"{len(changes)} verdict(s) moved{said}")
     return 0

@@ -5,10 +5,12 @@ retrieval rules (``headlab.rulebook.retrieval``): this module gathers each rule'
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headlab.result import read_json
+from headlab.io import write_text_atomic
+from headlab.result import Result, read_json
 from headlab.retrieval.record import RunSummary, finished_runs
 from headlab.rulebook import BOOK, VERSION, label
 
@@ -143,10 +145,28 @@ def rows(root: Path) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(table: list[dict[str, Any]]) -> str:
-    lines = ["| claim | rule | verdict | measured | power |", "|---|---|---|---|---|"]
-    for r in table:
-        lines.append(f"| {r['row']} | `{r['rule']}` | **{label(r)}** | {r['measured']} | {r['power']} |")
-    lines += ["", f"Rules: the rule book, version {VERSION} (`headlab.rulebook.retrieval`, rendered in "
-              "docs/rules.md). Written by `headlab verdicts`."]
-    return "\n".join(lines) + "\n"
+@dataclass
+class RetrievalVerdictsResult(Result):
+    """``verdicts.json``: the retrieval document's claims judged from the committed retrieval results, one row per
+    claim and task (its rule, statistics, what was measured and the verdict), by rule-book version ``rulebook``."""
+
+    KIND = "verdicts.json"
+    COMPANIONS = ("verdicts.md",)
+    rulebook: int
+    rows: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        lines = ["| claim | rule | verdict | measured | power |", "|---|---|---|---|---|"]
+        lines += [f"| {r['row']} | `{r['rule']}` | **{label(r)}** | {r['measured']} | {r['power']} |"
+                  for r in self.rows]
+        lines += ["", f"Rules: the rule book, version {self.rulebook} (`headlab.rulebook.retrieval`, rendered in "
+                  "docs/rules.md). Written by `headlab verdicts`."]
+        return "\n".join(lines) + "\n"
+
+    def write_companions(self, folder: Path) -> None:
+        write_text_atomic(folder / "verdicts.md", self.markdown())
+
+
+def judge(root: Path) -> RetrievalVerdictsResult:
+    """The retrieval verdicts of the results under ``root`` (``results/retrieval``) by the current rule book."""
+    return RetrievalVerdictsResult(VERSION, rows(root))

@@ -3,8 +3,8 @@ test, the threshold and where it comes from, the null, the least evidence that c
 that turns the rule's statistics into a judgement. Every verdict headlab publishes comes from one of these.
 
 The book has a version. A rule's fingerprint covers its declared text and its decision's source, so a rule that
-changes is seen: ``results/verdict_changes.md`` lists the fingerprints of the current version, and a unit test
-fails when the book and that file disagree (a rule changed without its own commit re-judging the results).
+changes is seen: the ledger ``results/verdict_changes.json`` lists the fingerprints of the current version, and a
+unit test fails when the book and the ledger disagree (a rule changed without its own commit re-judging the results).
 """
 
 from __future__ import annotations
