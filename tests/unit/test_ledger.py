@@ -1,6 +1,6 @@
-"""The verdicts and their ledger: `headlab verdicts` on a copy of the committed results moves nothing and rewrites
-every table byte for byte, and the ledger (verdict_changes.json, rendered as verdict_changes.md) records a version
-exactly as the committed one was recorded."""
+"""The verdicts and their ledger: `headlab verdicts` on a copy of the committed results (every kind it re-judges)
+moves nothing and rewrites every table byte for byte, and the ledger (verdict_changes.json, rendered as
+verdict_changes.md) records a version exactly as the committed one was recorded."""
 
 from __future__ import annotations
 
@@ -12,17 +12,23 @@ import pytest
 import headlab
 from headlab.errors import HeadlabError
 from headlab.reporting.ledger import VerdictChangesResult, record
+from headlab.reporting.verdicts import REJUDGED, Change
 from headlab.rulebook import VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
-JUDGED = ("study/claims", "study/trained", "retrieval")  # every folder `headlab verdicts` rewrites
+
+
+def _judged() -> list[str]:
+    """Every folder `headlab verdicts` rewrites: those holding a result it re-judges, and the retrieval table's."""
+    found = {p.parent for kind in REJUDGED for p in RESULTS.glob(f"**/{kind}")} | {RESULTS / "retrieval"}
+    return sorted(str(f.relative_to(RESULTS)) for f in found)
 
 
 def _copy(tmp: Path, *folders: str) -> Path:
     out = tmp / "results"
     for f in folders:
-        shutil.copytree(RESULTS / f, out / f)
+        shutil.copytree(RESULTS / f, out / f, dirs_exist_ok=True)
     return out
 
 
@@ -37,22 +43,21 @@ def test_the_committed_ledger_renders_as_committed():
 
 
 def test_rejudging_the_committed_results_moves_nothing_and_rewrites_them_byte_for_byte(tmp_path):
-    assert sorted(str(p.parent.relative_to(RESULTS)) for p in RESULTS.glob("**/claims.json")) == \
-        sorted(f for f in JUDGED if f != "retrieval")  # a new claims table belongs in JUDGED
-    root = _copy(tmp_path, *JUDGED)
+    for kind in REJUDGED:
+        assert any(RESULTS.glob(f"**/{kind}")), f"no committed {kind}: nothing tests its re-judging"
+    root = _copy(tmp_path, *_judged())
     before = _bytes(root)
     assert headlab.verdicts(root) == []
     assert _bytes(root) == before
 
 
 def test_recording_a_version_writes_the_ledger_as_committed(tmp_path):
-    """The committed ledger without its latest version, recorded again: the same JSON and Markdown, byte for byte
-    (the latest version moved no verdict and its fingerprints are the book's)."""
+    """The committed ledger without its latest version, recorded again with that version's reason and changes:
+    the same JSON and Markdown, byte for byte."""
     committed = VerdictChangesResult.read(RESULTS)
     latest = committed.versions[-1]
-    assert latest.changes == [], "the latest version moved verdicts: this test needs one that did not"
     VerdictChangesResult(committed.versions[:-1]).write(tmp_path)
-    record(tmp_path, [], latest.why)
+    record(tmp_path, [Change(**c) for c in latest.changes], latest.why)
     for name in ("verdict_changes.json", "verdict_changes.md"):
         assert (tmp_path / name).read_bytes() == (RESULTS / name).read_bytes(), name
 

@@ -157,12 +157,12 @@ def test_committed_verdicts_follow_from_the_rule_book():
     import json
 
     from headlab.retrieval import verdicts as retrieval_verdicts
-    from headlab.study.claims import ClaimsResult, rejudge
+    from headlab.study.claims import ClaimsResult
 
     for path in sorted((ROOT / "results").glob("**/claims.json")):
         committed = ClaimsResult.read(path)
         assert json.loads(json.dumps(committed.to_json()))["rulebook"] == VERSION
-        fresh = rejudge(ClaimsResult.read(path))
+        fresh = ClaimsResult.read(path).rejudged()
         for old, new in zip(committed.models, fresh.models):
             for cid, row in old.rows.items():
                 assert "stats" in row and "rule" in row, f"{path}: claim {cid} of {old.model} keeps no statistics"

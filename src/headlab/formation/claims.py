@@ -84,6 +84,11 @@ class FormationClaimsResult(Result):
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "formation_claims.md", self.markdown())
 
+    def rejudged(self) -> FormationClaimsResult:
+        """The claims judged again by the current rule book from the statistics each row keeps."""
+        return FormationClaimsResult(self.runs, self.metric,
+                                     [{"claim": r["claim"], **judge(r["rule"], r["stats"])} for r in self.rows])
+
 
 def formation_claims(runs: Sequence[str | Path], metric: str = "slash_mass",
                      init_arms: tuple[Sequence[int], Sequence[int]] | None = None,

@@ -3,6 +3,7 @@ detectors, the per-kind row and its table."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,6 +15,7 @@ from headlab.io import write_text_atomic
 from headlab.monitor.baselines import DROPS_AT
 from headlab.result import Result
 from headlab.rulebook import BOOK
+from headlab.rulebook.slash import kind_stats
 
 
 def _aucs(neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -75,15 +77,19 @@ def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[st
     recall = {m: float((pos[m] > scorers[m].threshold).mean()) for m in pos}
     best = max(baseline_names, key=lambda m: result[m][0])
     paired = auroc_gain((neg["heads"], pos["heads"]), (neg[best], pos[best]), rng)
-    verdict = BOOK["monitor.kind"].judge({"heads": result["heads"], "baseline": result[best],
-                                          "paired": paired}).reason
     cal = [np.asarray(scorers[m].calibration_scores) for m in ("heads", best)]
     both = (fisher(cal, [neg["heads"], neg[best]]), fisher(cal, [pos["heads"], pos[best]]))
     gain = auroc_gain(both, (neg[best], pos[best]), rng)
-    return {"documents": len(pos["heads"]), "auroc": result, "recall_at_fpr": recall, "best_baseline": best,
-            "heads_vs_best": paired, "verdict": verdict, "combined": auroc(*both, rng), "gain_over_best": gain,
-            "heads_add_information": gain[1] > 0,
-            "dropped": {m: float((pos[m] >= DROPS_AT[m]).mean()) for m in DROPS_AT if m in pos}}
+    row = {"documents": len(pos["heads"]), "auroc": result, "recall_at_fpr": recall, "best_baseline": best,
+           "heads_vs_best": paired, "verdict": "", "combined": auroc(*both, rng), "gain_over_best": gain,
+           "heads_add_information": gain[1] > 0,
+           "dropped": {m: float((pos[m] >= DROPS_AT[m]).mean()) for m in DROPS_AT if m in pos}}
+    return judge_kind(row)
+
+
+def judge_kind(row: dict[str, Any]) -> dict[str, Any]:
+    """One kind's row with its verdict by the rule book's ``monitor.kind``, from the AUROCs the row keeps."""
+    return {**row, "verdict": BOOK["monitor.kind"].judge(kind_stats(row)).reason}
 
 
 def _cell(a: list[float]) -> str:
@@ -143,6 +149,10 @@ class EvaluationResult(Result):
 
     def markdown(self) -> str:
         return markdown(self.to_json())
+
+    def rejudged(self) -> EvaluationResult:
+        """The evaluation with every kind judged again by the current rule book (``headlab verdicts``)."""
+        return dataclasses.replace(self, kinds={k: judge_kind(row) for k, row in self.kinds.items()})
 
     def records(self) -> list[dict[str, Any]]:
         return [{"kind": k, **{n: v for n, v in row.items() if not isinstance(v, (list, dict))}}

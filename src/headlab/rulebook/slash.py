@@ -142,6 +142,13 @@ def ablation_cost(s: Mapping[str, Any]) -> Judgement:
     return j if s["sdhs"] else Judgement(Verdict.INCONCLUSIVE, NO_SDH, j.power)
 
 
+def kind_stats(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``monitor.kind``'s statistics from one kind's row of a monitor evaluation (``evaluate.json``): the heads'
+    and the best baseline's AUROCs with their intervals, and the paired interval where it was recorded."""
+    return {"heads": row["auroc"]["heads"], "baseline": row["auroc"][row["best_baseline"]],
+            "best": row["best_baseline"], "paired": row.get("heads_vs_best")}
+
+
 def kind_verdict(s: Mapping[str, Any]) -> Judgement:
     """One kind of structure: heads better when AUROC(heads) − AUROC(best baseline) ≥ the margin with its
     paired interval above zero (files without the paired interval: the two marginal intervals apart), baseline

@@ -53,6 +53,14 @@ RULES = (f"Verdicts: the rule book, version {VERSION} (`headlab.rulebook`, rende
          "says what the experiment could have detected (Power).")
 
 
+def _judged_again(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's verdict, reason and power by the current rule book (none for a row that keeps no statistics)."""
+    if row.get("rule") not in BOOK or "stats" not in row:
+        return {}
+    j = BOOK[row["rule"]].judge(row["stats"])
+    return {"verdict": j.verdict, "reason": j.reason, "power": j.power}
+
+
 @dataclass
 class ClaimsResult(Result):
     """The claims table; ``to_pandas()``: one row per (claim, model) with the value, its interval and the
@@ -100,6 +108,14 @@ class ClaimsResult(Result):
                 if row is not None:
                     models[name].rows[c["id"]] = _row_from_json(row)
         return ClaimsResult(list(models.values()), cross, d["settings"])
+
+    def rejudged(self) -> ClaimsResult:
+        """The table with every row judged again by the current rule book from the statistics the row keeps
+        (rows without statistics, written before the rule book, keep their verdict), and claim 7 recomputed."""
+        models = [ModelClaims(m.model, m.kind, {cid: {**row, **_judged_again(row)} for cid, row in m.rows.items()})
+                  for m in self.models]
+        cross = cross_model(models) if all(1 in m.rows for m in models) else self.cross
+        return ClaimsResult(models, cross, self.settings)
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]
@@ -316,17 +332,4 @@ def reread_monitor(result: ClaimsResult, monitor_dir: str | Path) -> ClaimsResul
                 "left not measured")
             m.rows[9] = monitor_row(None)
     result.settings = {**result.settings, "monitor_dir": shown_path(monitor_dir)}
-    return result
-
-
-def rejudge(result: ClaimsResult) -> ClaimsResult:
-    """``result`` with every row judged again by the current rule book from the statistics the row keeps (rows
-    without statistics, written before the rule book, keep their verdict), and claim 7 recomputed."""
-    for m in result.models:
-        for cid, row in m.rows.items():
-            if row.get("rule") in BOOK and "stats" in row:
-                j = BOOK[row["rule"]].judge(row["stats"])
-                m.rows[cid] = {**row, "verdict": j.verdict, "reason": j.reason, "power": j.power}
-    if all(1 in m.rows for m in result.models):
-        result.cross = cross_model(result.models)
     return result
