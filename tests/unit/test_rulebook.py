@@ -102,6 +102,17 @@ def test_fisher_power_against_scipy():
         assert fisher_exact([[need - 1, 26 - need], [0, 5]], alternative="greater")[1] >= 0.05
 
 
+@pytest.mark.parametrize("k1,n1,k2,n2", [(3, 3, 0, 3), (4, 4, 0, 4), (5, 6, 1, 6), (0, 3, 0, 3), (1, 3, 2, 3)])
+def test_fostering_a_head_against_scipy(k1, n1, k2, n2):
+    """formation.foster: supported exactly when the arm forms an SDH in more seeds than the plain arm and
+    scipy's one-sided Fisher p is under 0.05 (3 against 3 cannot: its smallest p is 1/20)."""
+    j = BOOK["formation.foster"].judge({"arm": [k1, n1], "plain": [k2, n2]})
+    p = fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1]
+    assert (j.verdict == Verdict.SUPPORTED) == (k1 / n1 > k2 / n2 and p < 0.05)
+    assert f"p = {p:.3f}" in j.power
+    assert BOOK["formation.foster"].judge({"null_arm": True}).verdict == Verdict.NA
+
+
 def test_depth_law_needs_seeds():
     one = {"cells": [{"layers": L, "d_max": [d], "bound": 3 ** L / 2, "trained_depth": 8}
                      for L, d in ((1, 0), (2, 2), (3, 4))]}

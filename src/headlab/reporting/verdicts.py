@@ -1,6 +1,6 @@
 """Every committed verdict re-judged by the current rule book (``headlab verdicts``): the claims tables, the
-formation claims and the monitor evaluations from the statistics they keep, the retrieval table from its result
-files. A rule's own commit runs this, and the verdicts that moved are added to the ledger
+formation claims, the induction study and the monitor evaluations from the statistics they keep, the retrieval
+table from its result files. A rule's own commit runs this, and the verdicts that moved are added to the ledger
 (:mod:`headlab.reporting.ledger`) under the book's version."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from headlab.formation.claims import FormationClaimsResult
+from headlab.formation.induce.study import InduceResult
 from headlab.monitor.comparison import EvaluationResult
 from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
@@ -58,6 +59,14 @@ def _monitor_changes(path: Path, where: str) -> list[Change]:
             for k, r in new.kinds.items() if old.kinds[k]["verdict"] != r["verdict"]]
 
 
+def _induce_changes(path: Path, where: str) -> list[Change]:
+    old = InduceResult.read(path)
+    new = old.rejudged()
+    new.write(path.parent)
+    return [Change(where, f"arm {arm}", "formation.foster", label(old.summary[arm]), label(r), r.get("power", ""))
+            for arm, r in new.summary.items() if label(old.summary[arm]) != label(r)]
+
+
 def _retrieval_changes(folder: Path, where: str) -> list[Change]:
     old_file = folder / RetrievalVerdictsResult.KIND
     before = {r["row"]: label(r) for r in RetrievalVerdictsResult.read(old_file).rows} if old_file.exists() else {}
@@ -72,6 +81,7 @@ REJUDGED: dict[str, Callable[[Path, str], list[Change]]] = {
     ClaimsResult.KIND: _claims_changes,
     FormationClaimsResult.KIND: _formation_changes,
     EvaluationResult.KIND: _monitor_changes,
+    InduceResult.KIND: _induce_changes,
 }
 
 

@@ -1,5 +1,7 @@
-"""The slash-heads document's three formation claims, declared before the long runs that will judge them: three
-stages of training, early prediction of which heads specialize, and initialization's effect."""
+"""The slash-heads document's formation claims: three stages of training, early prediction of which heads
+specialize and initialization's effect, declared before the long runs that judge them; and active induction
+(fostering a head on purpose), declared after the induction study's runs existed (its threshold is the
+conventional one, not read from them)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from itertools import combinations
 from typing import Any, Mapping
 
 from headlab.rulebook.book import Judgement, Rule, Verdict, declare
-from headlab.rulebook.decide import share_above
+from headlab.rulebook.decide import fisher_p, fisher_power, share_above
 
 DOC = "slash-dominance heads (seeds/)"
 MIN_SEEDS = 3
@@ -68,6 +70,22 @@ def initialization(s: Mapping[str, Any]) -> Judgement:
     return Judgement(S, "", power) if p < 0.05 else Judgement(I, "no difference detected", power)
 
 
+def fostered(s: Mapping[str, Any]) -> Judgement:
+    """A lever fosters a head: more of the arm's seeds end with an SDH than the plain arm's at the same seeds and
+    budget, by Fisher's exact test (one-sided); the plain arm is the null itself."""
+    if s.get("null_arm"):
+        return Judgement(Verdict.NA, "the null arm")
+    (k1, n1), (k2, n2) = s["arm"], s["plain"]
+    power = fisher_power(k1, n1, k2, n2)
+    if min(n1, n2) == 0:
+        return Judgement(I, "one arm has no runs", power)
+    if k1 == 0 and k2 == 0:
+        return Judgement(I, "neither arm forms one", power)
+    if k1 / n1 <= k2 / n2:
+        return Judgement(N, "the plain arm forms one as often", power)
+    return Judgement(S, "", power) if fisher_p(k1, n1, k2, n2) < 0.05 else Judgement(I, "underpowered", power)
+
+
 RULES = (
     declare(Rule("formation.stages", DOC, "three stages: noise (0-10k steps), slash-related gradients growing "
                  "(10k-100k), a stable pattern after 100k", "per specialized head, the number of segments (1, 2, "
@@ -86,4 +104,10 @@ RULES = (
                  "two-sided", "p < 0.05", "ours", "initialization labels exchangeable",
                  f"≥ {MIN_INIT_SEEDS} seeds per initialization (3 against 3 cannot reach p < 0.05)",
                  initialization)),
+    declare(Rule("formation.foster", DOC, "a training strategy can deliberately foster a specific head (active "
+                 "induction)", "seeds whose run ends with an SDH (the strict rule on held-out probe windows), the "
+                 "arm against the plain arm at the same seeds and budget", "Fisher's exact test, one-sided",
+                 "p < 0.05", "ours, declared after the induction study's runs (the conventional threshold)",
+                 "the plain arm: the same training without the lever", "the count that would reach p < 0.05 is "
+                 "stated (3 seeds a side cannot: the smallest p is 0.05)", fostered)),
 )

@@ -4,17 +4,16 @@
 (built once per data settings and seed, shared by the arms that keep them). A run that finished is reused, one
 that was interrupted is resumed, so an interrupted study keeps its finished work.
 
-Per arm, over seeds (verdict rules are ours): ``SDH at the end`` k/n seeds (a head passes the strict rule on the
+Per arm, over seeds (the measures are ours): ``SDH at the end`` k/n seeds (a head passes the strict rule on the
 final weights); the median first step at which any head passes; the held-out loss cost against the plain arm of
 the same seed; the layers the passing heads are in; for the auxiliary arms, whether the induced head still passes
 after the term stops; the functional test (ablation loss difference against matched random heads).
-Verdict: ``fosters an SDH`` when at least two thirds of the seeds end with one, ``sometimes`` when at least one
-does, else ``no SDH``.
+The verdict per arm is the rule book's ``formation.foster``: its seeds ending with an SDH against the plain arm's
+at the same seeds (Fisher's exact test, one-sided, p < 0.05); the plain arm is the null.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import tomllib
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from headlab.formation.training_run import tracked_training
 from headlab.io import write_text_atomic
 from headlab.plotting import pyplot
 from headlab.result import Result
+from headlab.rulebook import judge, label
 from headlab.training import checkpoint as ckpt
 from headlab.training import from_dict
 from headlab.training.config import config_path, load_config, same_but_vocab
@@ -82,9 +82,8 @@ def summarize(records: list[MeasureResult]) -> dict[str, Any]:
         firsts = [r["first_pass_step"] for r in rs if r["first_pass_step"] is not None]
         cost = [r["loss"][-1] - plain[r["seed"]] for r in rs if r["seed"] in plain]
         abl = [r["ablation"] for r in rs if r["ablation"] is not None]
-        k, n = sum(ends), len(rs)
         out[arm] = {
-            "seeds": n, "sdh_at_end": k, "sdh_ever": sum(r["first_pass_step"] is not None for r in rs),
+            "seeds": len(rs), "sdh_at_end": sum(ends), "sdh_ever": sum(r["first_pass_step"] is not None for r in rs),
             "median_first_pass_step": float(np.median(firsts)) if firsts else None,
             "layers": sorted({int(h.split(".")[0]) for r in rs for h in r["final_pass_heads"]}),
             "heldout_loss": [r["loss"][-1] for r in rs],
@@ -95,9 +94,18 @@ def summarize(records: list[MeasureResult]) -> dict[str, Any]:
             "ablation": {"difference_mean": float(np.mean([a["difference"] for a in abl])),
                          "significant": sum(a["interval"][0] > 0 for a in abl), "runs": len(abl),
                          "heads_sdh": sum(r["ablated_is_sdh"] for r in rs)} if abl else None,
-            "verdict": ("fosters an SDH" if k >= math.ceil(2 * n / 3) else "sometimes" if k else "no SDH"),
         }
-    return out
+    return judged(out)
+
+
+def judged(summary: dict[str, Any]) -> dict[str, Any]:
+    """Every arm of ``summary`` with its verdict by the rule book's ``formation.foster`` against the plain arm
+    (not measured without one): the counts it keeps are the rule's statistics."""
+    plain = summary.get("plain")
+    stats = {arm: None if plain is None else {"null_arm": True} if arm == "plain" else
+             {"arm": [s["sdh_at_end"], s["seeds"]], "plain": [plain["sdh_at_end"], plain["seeds"]]}
+             for arm, s in summary.items()}
+    return {arm: {**s, **judge("formation.foster", stats[arm])} for arm, s in summary.items()}
 
 
 def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
@@ -113,13 +121,15 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
         abl = f"{a['difference_mean']:+.4f} ({a['significant']}/{a['runs']})" if a else "not run"
         first = f"{s['median_first_pass_step']:.0f}" if s["median_first_pass_step"] is not None else "-"
         lines.append(f"| {arm} | {s['sdh_at_end']}/{s['seeds']} | {s['sdh_ever']}/{s['seeds']} | {first} | "
-                     f"{', '.join(map(str, s['layers'])) or '-'} | {cost} | {abl} | {s['verdict']} |")
+                     f"{', '.join(map(str, s['layers'])) or '-'} | {cost} | {abl} | {label(s)} |")
     for arm, s in summary.items():
         for p in s["persistence"] or []:
             for head, v in (p["heads"] or {}).items():
                 lines.append(f"- {arm}, seed {p['seed']}: head {head} after the auxiliary loss stopped: passes at "
                              f"{v['passing_after_stop']} of {v['checkpoints_after_stop']} checkpoints, at the end: "
                              f"{v['passes_at_end']}")
+    lines += ["", "Verdicts: the rule book's `formation.foster` (docs/rules.md), each arm against the plain arm:", ""]
+    lines += [f"- {arm}: {s.get('power') or '-'}" for arm, s in summary.items() if arm != "plain"]
     return "\n".join(lines) + "\n\n![mass](induce.png)\n"
 
 
@@ -143,6 +153,10 @@ class InduceResult(Result):
 
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "induce.md", self.markdown())
+
+    def rejudged(self) -> InduceResult:
+        """The study with every arm judged again by the current rule book (``headlab verdicts``)."""
+        return InduceResult(self.settings, judged(self.summary))
 
 
 def plot(records: list[MeasureResult], path: Path) -> None:
