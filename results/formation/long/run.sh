@@ -10,7 +10,8 @@ set -euo pipefail
 OUT=${OUT:-runs/formation-long}
 HERE=${HERE:-results/formation/long}
 CONFIG=${CONFIG:-configs/long.toml}
-mkdir -p "$OUT"
+LOCK=${LOCK:-runs/formation-long.lock}
+mkdir -p "$OUT" "$(dirname "$LOCK")"
 one() {  # seed
     local run="$OUT/s$1" t0 t1 resume=""
     t0=$(date +%s)
@@ -27,15 +28,20 @@ one() {  # seed
         "$([ -f "$run/final.safetensors" ] && echo true || echo false)" >> "$HERE/runs.jsonl"
     [ -f "$run/final.safetensors" ] || return 0
     [ -f "$run/track/phases.json" ] || nice -n 10 .venv/bin/headlab track "$run" --no-progress > /dev/null
-    mkdir -p "$HERE/s$1"
-    cp -r "$run/track" "$run/signals.jsonl" "$run/config.toml" "$HERE/s$1/"
-    # the loss log every 100th step (and the first 100): every step is 10 MB a run
-    awk -F'"step": ' '{ split($2, a, ","); s = a[1] + 0; if (s <= 100 || s % 100 == 0) print }' \
-        "$run/metrics.jsonl" > "$HERE/s$1/metrics.jsonl"
+    (  # one sitting at a time writes into results/ (two arms' sittings may end together, and judge from it)
+        flock 9
+        mkdir -p "$HERE/s$1"
+        cp -r "$run/track" "$run/signals.jsonl" "$run/config.toml" "$HERE/s$1/"
+        # the loss log every 100th step (and the first 100): every step is 10 MB a run
+        awk -F'"step": ' '{ split($2, a, ","); s = a[1] + 0; if (s <= 100 || s % 100 == 0) print }' \
+            "$run/metrics.jsonl" > "$HERE/s$1/metrics.jsonl"
+    ) 9> "$LOCK"
 }
 export -f one
-export OUT HERE CONFIG
+export OUT HERE CONFIG LOCK
 for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
+exec 9> "$LOCK"  # from here on, this sitting alone reads and writes results/ (see one)
+flock 9
 # the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)
 runs_of() {  # an arm's folder: its tracked seeds, space-separated
     ls -d "$1"/s[0-9]*/track 2>/dev/null | xargs -r -n 1 dirname | tr '\n' ' '

@@ -2,10 +2,15 @@
 # Training throughput of the long study's shape (configs/long.toml: 3 layers x 4 heads, d = 64, windows of 64,
 # batch 16, gradient signals every 50 steps) on this machine's two cores, 400 steps each: one run on one thread,
 # one run on two threads, and two runs side by side on one thread each (how run.sh trains two seeds). Writes
-# results/formation/long/speed-cores.jsonl, one row per run, its "setting" first. Run from the repository root
-# with nothing else running. A first run, not recorded, reads the corpus into the page cache.
+# $OUT (default results/formation/long/speed-cores.jsonl; another machine's measurement goes to another file), one
+# row per run, its "setting" first, and beside it OUT's name with .cpu: the machine's CPU model and vector flags.
+# Run from the repository root with nothing else running. A first run, not recorded, reads the corpus into the page
+# cache.
 set -euo pipefail
-out=results/formation/long/speed-cores.jsonl
+out=${OUT:-results/formation/long/speed-cores.jsonl}
+[ ! -e "$out" ] || [ -n "${OVERWRITE:-}" ] || { echo "$out exists: set OUT to another file, or OVERWRITE=1" >&2; exit 2; }
+{ lscpu | sed -n 's/^Model name: *//p'; grep -o 'avx[0-9a-z_]*' /proc/cpuinfo | sort -u | tr '\n' ' '; echo; } \
+    > "${out%.jsonl}.cpu"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 config() {  # threads -> a copy of the long config, 400 steps, checkpoints as its first 400 steps have them
