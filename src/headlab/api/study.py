@@ -125,8 +125,9 @@ def languages(models: Sequence[str | LoadedModel], settings: LanguagesSettings =
 
 @in_callers_words
 def verdicts(results: str | Path = "results", *, record: str | None = None) -> list[Change]:
-    """Re-judge every committed verdict under ``results`` with the current rule book (the claims tables from
-    the statistics their rows keep, the retrieval table from its files) and rewrite them; returns the verdicts
+    """Re-judge every committed verdict under ``results`` with the current rule book (the claims tables, the
+    formation claims, the induction study and the monitor evaluations from the statistics they keep; the retrieval
+    table from its files) and rewrite them; returns the verdicts
     that moved. ``record`` (why the rules changed) appends them, with the book's version and fingerprints, to
     ``results/verdict_changes.json`` (and its ``.md``): a rule's own commit does this.
 

@@ -104,11 +104,13 @@ def _cmd_languages(a: argparse.Namespace) -> int:
 
 def _add_verdicts(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verdicts", help="re-judge every committed verdict with the current rule book",
-                       description="Re-judges the claims tables (from the statistics each row keeps) and the "
-                                   "retrieval verdicts under RESULTS, rewrites them, and prints each verdict that "
-                                   "moved. --record WHY appends those changes, the rule book's version and every "
-                                   "rule's fingerprint to the ledger RESULTS/verdict_changes.json, rendered as "
-                                   "verdict_changes.md (a rule's own commit).")
+                       description="Re-judges every committed verdict under RESULTS (the claims tables, the "
+                                   "formation claims, the induction study and the monitor evaluations from the "
+                                   "statistics they keep; the retrieval verdicts from their result files), "
+                                   "rewrites them, and prints each verdict that moved. --record WHY appends those "
+                                   "changes, the rule book's version and every rule's fingerprint to the ledger "
+                                   "RESULTS/verdict_changes.json, rendered as verdict_changes.md (a rule's own "
+                                   "commit).")
     p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     p.add_argument("--record", default=None, metavar="WHY", help="why the rules changed (default: record nothing)")
     bind(p, study.verdicts, _cmd_verdicts)
