@@ -95,10 +95,10 @@ def summarize(records: list[MeasureResult]) -> dict[str, Any]:
                          "significant": sum(a["interval"][0] > 0 for a in abl), "runs": len(abl),
                          "heads_sdh": sum(r["ablated_is_sdh"] for r in rs)} if abl else None,
         }
-    return judged(out)
+    return judge_arms(out)
 
 
-def judged(summary: dict[str, Any]) -> dict[str, Any]:
+def judge_arms(summary: dict[str, Any]) -> dict[str, Any]:
     """Every arm of ``summary`` with its verdict by the rule book's ``formation.foster`` against the plain arm
     (not measured without one): the counts it keeps are the rule's statistics."""
     plain = summary.get("plain")
@@ -156,7 +156,7 @@ class InduceResult(Result):
 
     def rejudged(self) -> InduceResult:
         """The study with every arm judged again by the current rule book (``headlab verdicts``)."""
-        return InduceResult(self.settings, judged(self.summary))
+        return InduceResult(self.settings, judge_arms(self.summary))
 
 
 def plot(records: list[MeasureResult], path: Path) -> None:
