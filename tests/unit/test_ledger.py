@@ -21,7 +21,7 @@ RESULTS = ROOT / "results"
 
 def _judged() -> list[str]:
     """Every folder `headlab verdicts` rewrites: those holding a result it re-judges, and the retrieval table's."""
-    found = {p.parent for kind in REJUDGED for p in RESULTS.glob(f"**/{kind}")} | {RESULTS / "retrieval"}
+    found = {p.parent for kind in REJUDGED for p in RESULTS.glob(f"**/{kind.KIND}")} | {RESULTS / "retrieval"}
     return sorted(str(f.relative_to(RESULTS)) for f in found)
 
 
@@ -44,7 +44,7 @@ def test_the_committed_ledger_renders_as_committed():
 
 def test_rejudging_the_committed_results_moves_nothing_and_rewrites_them_byte_for_byte(tmp_path):
     for kind in REJUDGED:
-        assert any(RESULTS.glob(f"**/{kind}")), f"no committed {kind}: nothing tests its re-judging"
+        assert any(RESULTS.glob(f"**/{kind.KIND}")), f"no committed {kind.KIND}: nothing tests its re-judging"
     root = _copy(tmp_path, *_judged())
     before = _bytes(root)
     assert headlab.verdicts(root) == []

@@ -84,6 +84,10 @@ class FormationClaimsResult(Result):
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "formation_claims.md", self.markdown())
 
+    def verdicts(self) -> dict[str, tuple[str, str, str]]:
+        """Each claim's verdict by name: its rule, label and power statement."""
+        return {f"{r['claim']} ({self.metric})": (r["rule"], label(r), r.get("power", "")) for r in self.rows}
+
     def rejudged(self) -> FormationClaimsResult:
         """The claims judged again by the current rule book from the statistics each row keeps."""
         return FormationClaimsResult(self.runs, self.metric,

@@ -150,6 +150,12 @@ class EvaluationResult(Result):
     def markdown(self) -> str:
         return markdown(self.to_json())
 
+    def verdicts(self) -> dict[str, tuple[str, str, str]]:
+        """Each kind's verdict by name (``kind K on MODEL``): its rule, verdict and power statement."""
+        return {f"kind {k} on {self.model}": ("monitor.kind", r["verdict"],
+                                              BOOK["monitor.kind"].judge(kind_stats(r)).power)
+                for k, r in self.kinds.items()}
+
     def rejudged(self) -> EvaluationResult:
         """The evaluation with every kind judged again by the current rule book (``headlab verdicts``)."""
         return dataclasses.replace(self, kinds={k: judge_kind(row) for k, row in self.kinds.items()})

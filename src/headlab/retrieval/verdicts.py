@@ -166,6 +166,10 @@ class RetrievalVerdictsResult(Result):
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "verdicts.md", self.markdown())
 
+    def verdicts(self) -> dict[str, tuple[str, str, str]]:
+        """Each row's verdict by its claim: its rule, label and power statement."""
+        return {r["row"]: (r["rule"], label(r), r["power"]) for r in self.rows}
+
 
 def judge(root: Path) -> RetrievalVerdictsResult:
     """The retrieval verdicts of the results under ``root`` (``results/retrieval``) by the current rule book."""

@@ -109,6 +109,12 @@ class ClaimsResult(Result):
                     models[name].rows[c["id"]] = _row_from_json(row)
         return ClaimsResult(list(models.values()), cross, d["settings"])
 
+    def verdicts(self) -> dict[str, tuple[str, str, str]]:
+        """Each row's verdict by name (``claim C on MODEL``): its rule, label and power statement."""
+        cells = [(f"claim {cid} on {m.model}", row) for m in self.models for cid, row in m.rows.items()]
+        return {name: (row.get("rule", ""), label(row), row.get("power", ""))
+                for name, row in [*cells, ("claim 7 on *", self.cross)]}
+
     def rejudged(self) -> ClaimsResult:
         """The table with every row judged again by the current rule book from the statistics the row keeps
         (rows without statistics, written before the rule book, keep their verdict), and claim 7 recomputed."""

@@ -154,6 +154,10 @@ class InduceResult(Result):
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "induce.md", self.markdown())
 
+    def verdicts(self) -> dict[str, tuple[str, str, str]]:
+        """Each arm's verdict by name (``arm A``): its rule, label and power statement."""
+        return {f"arm {arm}": ("formation.foster", label(s), s.get("power", "")) for arm, s in self.summary.items()}
+
     def rejudged(self) -> InduceResult:
         """The study with every arm judged again by the current rule book (``headlab verdicts``)."""
         return InduceResult(self.settings, judge_arms(self.summary))
