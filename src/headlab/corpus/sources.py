@@ -9,6 +9,8 @@
 ``pysrc``     the running Python's standard-library source files, one text per file (real code).
 ``python-html`` the HTML pages of Debian's ``python3.11-doc``, markup and all, one text per page.
 ``foldoc``    the Free On-line Dictionary of Computing (Debian ``dict-foldoc``), one text per entry.
+``doc-paths`` the full paths of the files of Debian's ``linux-doc`` Documentation tree, one text per folder
+              (one path a line): real, hierarchical paths, a `/` every few tokens (the slash-dense formation arm).
 """
 
 from __future__ import annotations
@@ -126,8 +128,22 @@ def _installed_root(pattern: str, name: str, package: str) -> str:
     return roots[-1]
 
 
+def _linux_doc_root() -> str:
+    return _installed_root("/usr/share/doc/linux-doc-*/Documentation", "linux-doc", "linux-doc-6.1")
+
+
+def doc_paths() -> Iterator[Document]:
+    root = Path(_linux_doc_root())
+    folders: dict[Path, list[str]] = collections.defaultdict(list)
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            folders[p.parent].append(str(p))
+    for folder, paths in sorted(folders.items()):
+        yield Document(f"doc-paths:{folder.relative_to(root.parent).as_posix()}", lambda t="\n".join(paths): [t])
+
+
 def linux_doc() -> Iterator[Document]:
-    yield from file_documents(_installed_root("/usr/share/doc/linux-doc-*/Documentation", "linux-doc", "linux-doc-6.1"))
+    yield from file_documents(_linux_doc_root())
 
 
 def python_doc() -> Iterator[Document]:
@@ -203,6 +219,7 @@ NAMED_SOURCES: dict[str, Callable[[], Iterator[Document]]] = {
     "pysrc": pysrc,
     "python-html": python_html,
     "foldoc": foldoc,
+    "doc-paths": doc_paths,
 }
 
 

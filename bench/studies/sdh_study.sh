@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The slash-dense formation study (results/formation/sdh/README.md): arm $ARM (all or dense: configs/sdh-$ARM.toml)
+# at seeds $SEEDS (default 0 1 2), two runs at a time (one thread each, niced so other work keeps its cores).
+# A stopped run resumes from its last checkpoint in runs/formation-sdh-$ARM/sSEED. A finished run is tracked
+# (headlab track: every head at every checkpoint) and measured (the strict slash-dominance rule at every checkpoint
+# on the run's held-out probe windows: sdh_measure.py), and its records, without weights, are copied to
+# results/formation/sdh/$ARM/sSEED/. One row per sitting of a run goes to results/formation/sdh/$ARM/runs.jsonl.
+# Run from the repository's root.
+set -euo pipefail
+ARM=${ARM:?ARM=all or ARM=dense}
+CONFIG=configs/sdh-$ARM.toml
+OUT=${OUT:-runs/formation-sdh-$ARM}
+HERE=results/formation/sdh/$ARM
+LOCK=runs/formation-sdh.lock
+mkdir -p "$OUT" "$HERE"
+one() {  # seed
+    local run="$OUT/s$1" t0 resume=""
+    t0=$(date +%s)
+    if [ ! -f "$run/final.safetensors" ]; then
+        [ -d "$run" ] && resume=--resume
+        nice -n 10 .venv/bin/headlab train "$CONFIG" --seed "$1" --out "$run" --no-progress $resume \
+            > /dev/null || true  # a stopped sitting still records what it reached
+    fi
+    .venv/bin/python bench/studies/sdh_row.py "$run" "$CONFIG" "$1" "$resume" "$(( $(date +%s) - t0 ))" \
+        >> "$HERE/runs.jsonl"
+    [ -f "$run/final.safetensors" ] || return 0
+    [ -f "$run/track/phases.json" ] || nice -n 10 .venv/bin/headlab track "$run" --no-progress > /dev/null
+    [ -f "$run/measure.json" ] || nice -n 10 .venv/bin/python bench/studies/sdh_measure.py "$run" "$ARM"
+    (  # one sitting at a time writes into results/
+        flock 9
+        mkdir -p "$HERE/s$1"
+        cp -r "$run/track" "$run/signals.jsonl" "$run/config.toml" "$run/measure.json" "$HERE/s$1/"
+        .venv/bin/python bench/studies/sdh_row.py --thin "$run/metrics.jsonl" > "$HERE/s$1/metrics.jsonl"
+    ) 9> "$LOCK"
+}
+export -f one
+export OUT HERE CONFIG LOCK ARM
+for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
