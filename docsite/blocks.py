@@ -156,15 +156,21 @@ def rule_book(root: Path, up: str) -> str:
     """Every rule of the rule book (headlab.rulebook.BOOK): the claim, statistic, test, threshold and its
     origin, null and minimum evidence, with its fingerprint."""
     from headlab.rulebook import BOOK, VERSION
+    from headlab.rulebook.registration import declarations
 
+    declared = declarations()
     lines = [f"Rule book version {VERSION}.", "",
              "| rule | claim (the document's words) | statistic | test | threshold | origin | null | "
-             "least evidence | fingerprint |", "|---|---|---|---|---|---|---|---|---|"]
+             "least evidence | declared (data that existed then: exploratory) | fingerprint |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     order = ("slash", "monitor", "retrieval", "formation")
     for r in sorted(BOOK.values(), key=lambda r: order.index(r.id.split(".")[0])):
         cells = (r.claim, r.statistic, r.test, r.threshold, r.origin, r.null, r.minimum)
+        d = declared.get(r.id)
+        when = (f"version {d.version}: {len(d.files)} files, {len(d.stats)} verdicts' statistics" if d
+                else "never: exploratory on any data")
         lines.append(f"| `{r.id}` | " + " | ".join(c.replace("|", "\\|") for c in cells)
-                     + f" | `{r.fingerprint()}` |")
+                     + f" | {when} | `{r.fingerprint()}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
                     help="tracked runs of the same config under another initialization: the initialization claim "
                          "compares their specialized heads per run with the RUNS' (without them: not measured)")
     a = ap.parse_args(argv)
-    arms = (specialized_counts(a.runs), specialized_counts(a.other_init)) if a.other_init else None
+    arms = (specialized_counts(a.runs, a.metric), specialized_counts(a.other_init, a.metric)) if a.other_init else None
     result = formation_claims(a.runs, metric=a.metric, init_arms=arms)
     result.write(Path(a.runs[0]).parent / ("claims" if a.metric == "slash_mass" else f"claims-{a.metric}"))
     print(result.markdown())

@@ -97,7 +97,7 @@ def test_the_layer_index_and_random_baselines_stand_beside_the_model():
     res = early_prediction(runs, "slash_mass", 0.5, early_fraction=0.1)
     assert res["layer_index"]["roc_auc"] == 1.0 and 0.3 < res["random"]["roc_auc"] < 0.7
     aurocs = prediction_statistics(runs, "slash_mass", 0.5, fractions=(0.1,), draws=50)["aurocs"]["0.1"]
-    assert set(aurocs) == {"early_model", "early_score_alone", "layer_index", "random"}
+    assert set(aurocs) == {"early_model", "early_score_alone", "layer_index", "score_and_layer", "random"}
     assert aurocs["layer_index"] == 1.0
 
 

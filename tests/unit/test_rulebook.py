@@ -127,7 +127,7 @@ def test_depth_law_needs_seeds():
 
 
 def test_order_rules_are_two_claims():
-    assert BOOK["retrieval.hop-order"].judge({"in_order": 12, "runs": 12}).verdict == Verdict.SUPPORTED
+    assert BOOK["retrieval.hop-order"].judge({"in_order": 12, "runs": 12, "excluded": {}}).verdict == Verdict.SUPPORTED
     assert BOOK["retrieval.hop-order"].judge({"in_order": 4, "runs": 4}).verdict == Verdict.INCONCLUSIVE
     cells = {"cells": {"a": [1, 3], "b": [3, 3]}}
     assert BOOK["retrieval.head-order"].judge(cells).verdict == Verdict.NOT_SUPPORTED
@@ -146,7 +146,8 @@ def test_early_prediction_with_nothing_to_predict_is_inconclusive_not_refuted():
     rule must not read that as not supported."""
     j = BOOK["formation.prediction"].judge({"seeds": 3, "gains": {}})
     assert j.verdict == Verdict.INCONCLUSIVE and "nothing to predict" in j.reason
-    low = BOOK["formation.prediction"].judge({"seeds": 3, "gains": {"1%": [-0.1, -0.2, 0.01]}})
+    nulls = ["early_score_alone", "layer_index", "score_and_layer", "random"]
+    low = BOOK["formation.prediction"].judge({"seeds": 3, "gains": {"1%": [-0.1, -0.2, 0.01]}, "nulls": nulls})
     assert low.verdict == Verdict.NOT_SUPPORTED
 
 

@@ -62,8 +62,10 @@ def test_the_statistics_feed_the_declared_rule() -> None:
     scores[:, 0, 2] += rng.normal(0, 0.01, len(STEPS))  # never specializes: not counted
     tracks = [TrackResult(run=f"s{i}", steps=[int(s) for s in STEPS], n_layers=1, n_heads=3,
                           scores={"previous-token": scores}) for i in range(3)]
-    stats = stage_statistics(tracks)
+    stats = stage_statistics(tracks, "previous-token")
     assert stats["heads"] == 6 and stats["three"] == 6 and stats["by_k"] == {1: 0, 2: 0, 3: 6}
+    assert stats["null_heads"] == 3 and stats["null_three"] == 0  # the head that never specializes, per run
+    assert stats["formed"] == 3 and stats["target"] == "previous-token"
     judged = BOOK["formation.stages"].judge(stats)
     assert judged.verdict.value == "supported", judged  # 3 seeds of 300k steps, boundaries near 10k and 100k
     assert BOOK["formation.stages"].judge({**stats, "steps": 3000}).verdict.value == "inconclusive"
@@ -79,8 +81,10 @@ def test_the_slash_gradient_share_is_fitted_at_log_spaced_signal_steps() -> None
     rng = np.random.default_rng(3)
     share = np.clip(x - 4, 0, 1)[:, None, None] * 0.6 + 0.1 + rng.normal(0, 0.01, (len(steps), 1, 2))
     sig = {"logit_slash": share, "logit_other": 1 - share}
-    stats = gradient_stage_statistics([(steps, sig)] * 3)
-    assert stats["heads"] == 6 and stats["three"] == 6 and stats["steps"] == 300_000
+    track = TrackResult(run="s", steps=[50, 300_000], n_layers=1, n_heads=2,
+                        scores={"slash_mass": np.array([[[0.1, 0.1]], [[0.9, 0.9]]])})  # both heads specialize
+    stats = gradient_stage_statistics([(steps, sig)] * 3, [track] * 3, "slash_mass")
+    assert stats["heads"] == 6 and stats["three"] == 6 and stats["steps"] == 300_000 and stats["null_heads"] == 0
     first, second = stats["boundaries"]
     assert 10_000 / 1.5 <= first <= 10_000 * 1.5 and 100_000 / 1.5 <= second <= 100_000 * 1.5
 
@@ -100,6 +104,7 @@ def test_formation_claims_read_tracked_run_folders_and_judge_each_claim(tmp_path
         TrackResult(run=run.name, steps=steps, n_layers=1, n_heads=3, scores={"slash_mass": scores}).write(
             run / "track")
         share = np.clip(np.log10(STEPS) - 4, 0, 1)[:, None, None] * 0.6 + 0.1 + rng.normal(0, 0.01, (len(steps), 1, 3))
+        share[:, 0, 2] = 0.1 + rng.normal(0, 0.01, len(steps))  # the head that never specializes: the null
         (run / "signals.jsonl").write_text("".join(json.dumps({"step": s, "signals": {
             "logit_slash": share[i].tolist(), "logit_other": (1 - share[i]).tolist()}}) + "\n"
             for i, s in enumerate(steps)))
@@ -115,10 +120,12 @@ def test_formation_claims_read_tracked_run_folders_and_judge_each_claim(tmp_path
     assert FormationClaimsResult.read(tmp_path / "claims").rows == json.loads(json.dumps(r.rows))
     assert "| initialization | `formation.init` | not measured |" in r.markdown()
     assert (tmp_path / "claims" / "formation_claims.md").read_text() == r.markdown()
-    assert "| first | early model | early score alone | layer index | random |" in r.markdown()
+    assert "| first | early model | early score alone | layer index | score and layer | random |" in r.markdown()
     from headlab.formation.claims import specialized_counts
 
     assert specialized_counts(runs) == [2, 2, 2]  # heads 0.0 and 0.1 of every run; 0.2 never specializes
+    sink = formation_claims(runs, metric="slash_mass", draws=50)
+    assert all("of slash_mass heads" not in row["claim"] for row in sink.rows)
     arms = formation_claims(runs, draws=50, init_arms=(specialized_counts(runs), [0])).rows[-1]
     assert arms["verdict"] == "inconclusive"  # one run of the other arm: below the rule's minimum of seeds
 

@@ -12,7 +12,7 @@ from headlab.models import LoadedModel
 from headlab.models.loader import check_source
 from headlab.reporting.ledger import open_ledger
 from headlab.reporting.ledger import record as verdict_record
-from headlab.reporting.verdicts import Change, rejudge_all
+from headlab.reporting.verdicts import Change, declare_rules, merged, rejudge_all
 from headlab.settings import takes
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
@@ -145,5 +145,9 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
         open_ledger(base)  # refused before any table is rewritten
     changes = rejudge_all(base)
     if record is not None:
+        # the rule's own commit: declare the changed rules on the data as it stands (statistics recomputed from
+        # existing data are existing data), then judge again so that verdicts on that data read exploratory
+        declare_rules(base)
+        changes = merged(changes, rejudge_all(base))
         verdict_record(base, changes, record)
     return changes

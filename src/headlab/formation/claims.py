@@ -10,13 +10,18 @@ from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
 from headlab.formation.predict import RunData, prediction_statistics
-from headlab.formation.stages import gradient_stage_statistics, specialized, stage_statistics
+from headlab.formation.stages import formed, gradient_stage_statistics, specialized, stage_statistics
 from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.tracking import TrackResult, read_signals
 from headlab.io import write_text_atomic
 from headlab.result import Result, found_in
 from headlab.rulebook import judge, label
+from headlab.rulebook.multiplicity import holm, stated
+from headlab.rulebook.registration import file_digest
 from headlab.training.config import load_config
+
+#: the document's object: its formation claims are about slash-dominance heads, measured by `/` mass
+DOCUMENT_TARGET = "slash_mass"
 
 
 def _tracked(run: str | Path) -> TrackResult:
@@ -38,10 +43,10 @@ def run_data(run: str | Path, metric: str | None = None) -> RunData:
     return RunData(str(run), track, steps, sig, load_config(Path(run) / "config.toml").optim.steps)
 
 
-def specialized_counts(runs: Sequence[str | Path]) -> list[int]:
-    """Per tracked run, how many heads specialize under any tracked metric (peak at or above its threshold,
+def specialized_counts(runs: Sequence[str | Path], metric: str = DOCUMENT_TARGET) -> list[int]:
+    """Per tracked run, how many heads of ``metric`` specialize (peak at or above its threshold,
     :func:`headlab.formation.stages.specialized`): what the initialization claim compares between two arms."""
-    return [len(specialized(_tracked(r))) for r in runs]  # the scores only: no gradient signals to read
+    return [len(specialized(_tracked(r), metric)) for r in runs]  # the scores only: no gradient signals to read
 
 
 @dataclass
@@ -58,6 +63,7 @@ class FormationClaimsResult(Result):
         lines = [f"Formation claims on {len(self.runs)} run(s); prediction of `{self.metric}`", "",
                  "| claim | rule | verdict | evidence |", "|---|---|---|---|"]
         lines += [f"| {r['claim']} | `{r['rule']}` | {label(r)} | {r.get('power', '')} |" for r in self.rows]
+        lines += ["", stated(self.rows)]
         stages = [r for r in self.rows if r["rule"] == "formation.stages" and r.get("stats")]
         if stages:
             lines += ["", "Three stages, by BIC against log step (1, 2 or 3 segments per head); the median boundaries "
@@ -66,14 +72,14 @@ class FormationClaimsResult(Result):
                       "|---|---|---|---|"]
             for r in stages:
                 st, k = r["stats"], {str(a): b for a, b in r["stats"]["by_k"].items()}  # JSON keys are strings
-                bounds = ", ".join(f"{b:,.0f}" for b in st.get("boundaries") or []) or "-"
+                bounds = ", ".join(f"{b:,.0f}" for b in st.get("boundaries") or [] if b is not None) or "-"
                 lines.append(f"| {r['claim'].split('(')[-1].rstrip(')')} | {st['heads']} | {k.get('1', 0)} / "
                              f"{k.get('2', 0)} / {k.get('3', 0)} | {bounds} |")
         aurocs = next((r["stats"].get("aurocs") for r in self.rows if r["rule"] == "formation.prediction"
                        and r.get("stats")), None)
         if aurocs:
             fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-            names = ("early_model", "early_score_alone", "layer_index", "random")
+            names = ("early_model", "early_score_alone", "layer_index", "score_and_layer", "random")
             lines += ["", "Early prediction, leave-one-seed-out AUROC by the share of training the features come "
                       "from:", "", "| first | " + " | ".join(n.replace("_", " ") for n in names) + " |",
                       "|---|" + "---|" * len(names)]
@@ -84,6 +90,10 @@ class FormationClaimsResult(Result):
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "formation_claims.md", self.markdown())
 
+    def evidence(self) -> list[str]:
+        """The sha256 of the tracked scores of its runs, where they are on disk."""
+        return evidence_of(self.runs)
+
     def verdicts(self) -> dict[str, tuple[str, str, str]]:
         """Each claim's verdict by name: its rule, label and power statement."""
         return {f"{r['claim']} ({self.metric})": (r["rule"], label(r), r.get("power", "")) for r in self.rows}
@@ -91,25 +101,46 @@ class FormationClaimsResult(Result):
     def rejudged(self) -> FormationClaimsResult:
         """The claims judged again by the current rule book from the statistics each row keeps."""
         return FormationClaimsResult(self.runs, self.metric,
-                                     [{"claim": r["claim"], **judge(r["rule"], r["stats"])} for r in self.rows])
+                                     holm([{"claim": r["claim"], **judge(r["rule"], r["stats"], self.evidence())}
+                                           for r in self.rows]))
 
 
-def formation_claims(runs: Sequence[str | Path], metric: str = "slash_mass",
+def claim_name(claim: str, metric: str) -> str:
+    """A row's name: the document's claim on its own object, or, on another kind of head, a row named for what
+    it is (never under the document's claim alone)."""
+    if metric == DOCUMENT_TARGET:
+        return claim
+    return f"{claim}, of {metric} heads (ours: the document's claim is about SDHs)"
+
+
+def evidence_of(runs: Sequence[str | Path]) -> list[str]:
+    """The sha256 of the tracked scores the claims are judged from (files that are missing are left out)."""
+    paths = [Path(r) / "track" / TrackResult.KIND for r in runs]
+    return [file_digest(p) for p in paths if p.exists()]
+
+
+def formation_claims(runs: Sequence[str | Path], metric: str = DOCUMENT_TARGET,
                      init_arms: tuple[Sequence[int], Sequence[int]] | None = None,
                      draws: int = 2000) -> FormationClaimsResult:
-    """Judge the formation claims on tracked ``runs`` (seeds of one config); ``init_arms``: the specialized
-    heads per run under two initializations (the initialization claim is "not measured" without them);
-    ``draws``: bootstrap draws of the prediction intervals."""
+    """Judge the formation claims on tracked ``runs`` (seeds of one config), on the heads of ``metric``;
+    ``init_arms``: the specialized heads per run under two initializations (the initialization claim is "not
+    measured" without them); ``draws``: bootstrap draws of the prediction intervals."""
     data = [run_data(r, metric) for r in runs]
+    tracks = [d.track for d in data]
     signals = [(d.signal_steps, d.signals) for d in data if "logit_slash" in d.signals]
+    seen = evidence_of(runs)
     rows = [
-        {"claim": "three stages (specialized heads' scores)", **judge("formation.stages", stage_statistics(
-            [d.track for d in data]) if data else None)},
-        {"claim": "three stages (slash-gradient share)", **judge("formation.stages", gradient_stage_statistics(
-            signals) if signals else None)},
-        {"claim": "early prediction", **judge("formation.prediction", prediction_statistics(
-            data, metric, THRESHOLDS.get(metric, 0.5), draws=draws) if len(data) >= 2 else None)},
-        {"claim": "initialization", **judge("formation.init", None if init_arms is None else
-                                            {"a": list(init_arms[0]), "b": list(init_arms[1])})},
+        ("three stages (specialized heads' scores)", "formation.stages",
+         stage_statistics(tracks, metric) if data else None),
+        ("three stages (slash-gradient share)", "formation.stages",
+         gradient_stage_statistics(signals, tracks, metric) if signals and len(signals) == len(data) else None),
+        ("early prediction", "formation.prediction", {**prediction_statistics(
+            data, metric, THRESHOLDS.get(metric, 0.5), draws=draws), **formed(tracks, metric)}
+         if len(data) >= 2 else None),
+        ("initialization", "formation.init", None if init_arms is None else
+         {"a": list(init_arms[0]), "b": list(init_arms[1]), **formed(tracks, metric),
+          "runs": len(init_arms[0]) + len(init_arms[1]), "formed": sum(k > 0 for k in [*init_arms[0], *init_arms[1]])}),
     ]
-    return FormationClaimsResult([str(r) for r in runs], metric, rows)
+    return FormationClaimsResult([str(r) for r in runs], metric,
+                                 holm([{"claim": claim_name(c, metric), **judge(rule, stats, seen)}
+                                       for c, rule, stats in rows]))

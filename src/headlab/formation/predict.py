@@ -91,7 +91,9 @@ def labels(run: RunData, metric: str, threshold: float) -> np.ndarray:
 
 Model = Any  # a fitted sklearn Pipeline (StandardScaler, LogisticRegression)
 #: the predictors compared, in the order of their inputs in :func:`loso`
-PREDICTORS = ("early_model", "early_score_alone", "layer_index")
+PREDICTORS = ("early_model", "early_score_alone", "layer_index", "score_and_layer")
+#: the nulls ``formation.prediction`` declares, each a predictor the early model must beat (random: a seeded score)
+NULLS = ("early_score_alone", "layer_index", "score_and_layer", "random")
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> Model:
@@ -147,6 +149,7 @@ class PredictResult(Result):
     early_score_alone: dict[str, Any]
     layer_index: dict[str, Any] = field(default_factory=dict)  # absent from files written before it was added
     random: dict[str, Any] = field(default_factory=dict)
+    score_and_layer: dict[str, Any] = field(default_factory=dict)
 
     def markdown(self) -> str:
         fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
@@ -154,7 +157,7 @@ class PredictResult(Result):
                  f"{self.early_fraction:.0%} of training: {len(self.runs)} runs, {self.n_heads} heads, "
                  f"{self.n_positive} specialized ({self.evaluation})", "",
                  "| predictor | precision | recall | ROC AUC |", "|---|---|---|---|"]
-        for name in ("early_model", "early_score_alone", "layer_index", "random"):
+        for name in ("early_model", *NULLS):
             v = getattr(self, name)
             if v:
                 lines.append(f"| {name} | {fmt(v.get('precision'))} | {fmt(v.get('recall'))} | {fmt(v['roc_auc'])} |")
@@ -175,24 +178,24 @@ def loso(runs: Sequence[RunData], metric: str, threshold: float, early_fraction:
     run order); also each run's raw early scores and the feature names."""
     if len(runs) < 2:
         raise ValueError("early prediction needs at least 2 runs (seeds); the issue asks for 5 or more")
-    data = []
+    data, ys = [], []
     for r in runs:
         X, base, names = features(r, metric, early_fraction)
-        data.append((X, base[:, None], layer_index(r, metric), labels(r, metric, threshold)))
-    y_all: list[np.ndarray] = []
+        layer = layer_index(r, metric)
+        data.append({"early_model": X, "early_score_alone": base[:, None], "layer_index": layer,
+                     "score_and_layer": np.hstack([base[:, None], layer])})
+        ys.append(labels(r, metric, threshold))
     probs: dict[str, list[np.ndarray]] = {k: [] for k in PREDICTORS}
     for k in range(len(runs)):
-        train = [d for i, d in enumerate(data) if i != k]
-        ytr = np.concatenate([d[3] for d in train])
-        for j, name in enumerate(PREDICTORS):
+        ytr = np.concatenate([y for i, y in enumerate(ys) if i != k])
+        for name in PREDICTORS:
             if ytr.min() == ytr.max():  # one class only in training: predict its rate
-                probs[name].append(np.full(len(data[k][3]), float(ytr[0])))
+                probs[name].append(np.full(len(ys[k]), float(ytr[0])))
             else:
-                fitted = fit_logistic(np.concatenate([d[j] for d in train]), ytr)
-                probs[name].append(predict_proba(fitted, data[k][j]))
-        y_all.append(data[k][3])
-    return (np.concatenate(y_all), {k: np.concatenate(v) for k, v in probs.items()}, [d[1][:, 0] for d in data],
-            names)
+                fitted = fit_logistic(np.concatenate([d[name] for i, d in enumerate(data) if i != k]), ytr)
+                probs[name].append(predict_proba(fitted, data[k][name]))
+    return (np.concatenate(ys), {k: np.concatenate(v) for k, v in probs.items()},
+            [d["early_score_alone"][:, 0] for d in data], names)
 
 
 def early_prediction(
@@ -215,35 +218,48 @@ def prediction_statistics(runs: Sequence[RunData], metric: str, threshold: float
                           fractions: Sequence[float] = (0.01, 0.05, 0.1), draws: int = 2000,
                           seed: int = 0) -> dict[str, Any]:
     """The statistics ``formation.prediction`` judges: per early fraction, the leave-one-seed-out AUROC of the
-    early model minus that of the early score alone, with a paired bootstrap interval over heads at the
-    Bonferroni level for the fractions (1 - 0.05 / len(fractions)); beside it, every predictor's AUROC
-    (``aurocs``: the early model, the score alone, the layer index alone, a seeded random score). A fraction whose
-    labels are all one class (or with fewer than 2 early checkpoints) is left out and named."""
+    early model minus that of each declared null (:data:`NULLS`: the early score alone, the layer index alone,
+    the two together, a seeded random score), with paired bootstrap intervals over heads at the Bonferroni level
+    for the fractions (1 - 0.05 / len(fractions)); ``gains`` holds the gain over the strongest null at each
+    fraction (the null with the highest AUROC: ``strongest``), which is what the rule decides on; every
+    predictor's AUROC is in ``aurocs``. A fraction whose labels are all one class (or with fewer than 2 early
+    checkpoints) is left out and named. ``positives``: heads at or above the threshold at the end."""
     rng = np.random.default_rng(seed)
     level = 0.05 / len(fractions)
     gains: dict[str, list[float]] = {}
+    by_null: dict[str, dict[str, list[float]]] = {}
+    strongest: dict[str, str] = {}
     aurocs: dict[str, dict[str, float | None]] = {}
     left_out: dict[str, str] = {}
+    positives = 0
     for f in fractions:
         try:
             y, probs, _, _ = loso(runs, metric, threshold, f)
         except ValueError as exc:
             left_out[str(f)] = str(exc)
             continue
-        p_full, p_base = probs["early_model"], probs["early_score_alone"]
-        aurocs[str(f)] = {**{k: roc_auc(y, p) for k, p in probs.items()},
-                          "random": roc_auc(y, np.random.default_rng(seed).random(len(y)))}
-        full, base = roc_auc(y, p_full), roc_auc(y, p_base)
-        if full is None or base is None:
+        positives = int(y.sum())
+        probs = {**probs, "random": np.random.default_rng(seed).random(len(y))}
+        aurocs[str(f)] = {k: roc_auc(y, p) for k, p in probs.items()}
+        if any(aurocs[str(f)][k] is None for k in ("early_model", *NULLS)):
             left_out[str(f)] = "every head has one label"
             continue
-        boot = []
-        for _ in range(draws):
-            i = rng.integers(0, len(y), len(y))
-            a, b = roc_auc(y[i], p_full[i]), roc_auc(y[i], p_base[i])
-            if a is not None and b is not None:
-                boot.append(a - b)
-        lo, hi = np.quantile(boot, [level / 2, 1 - level / 2])
-        gains[str(f)] = [full - base, float(lo), float(hi)]
-    return {"seeds": len(runs), "gains": gains, "aurocs": aurocs, "left_out": left_out, "level": 1 - level,
-            "draws": draws}
+        by_null[str(f)] = {n: _paired_gain(y, probs["early_model"], probs[n], draws, level, rng) for n in NULLS}
+        strongest[str(f)] = max(NULLS, key=lambda n: (aurocs[str(f)][n], -NULLS.index(n)))
+        gains[str(f)] = by_null[str(f)][strongest[str(f)]]
+    return {"seeds": len(runs), "gains": gains, "gains_by_null": by_null, "strongest": strongest,
+            "nulls": list(NULLS), "aurocs": aurocs, "left_out": left_out, "level": 1 - level, "draws": draws,
+            "positives": positives}
+
+
+def _paired_gain(y: np.ndarray, p: np.ndarray, q: np.ndarray, draws: int, level: float,
+                 rng: np.random.Generator) -> list[float]:
+    """AUROC(p) − AUROC(q) and its paired bootstrap interval over heads at ``level`` (two-sided)."""
+    boot = []
+    for _ in range(draws):
+        i = rng.integers(0, len(y), len(y))
+        a, b = roc_auc(y[i], p[i]), roc_auc(y[i], q[i])
+        if a is not None and b is not None:
+            boot.append(a - b)
+    lo, hi = np.quantile(boot, [level / 2, 1 - level / 2])
+    return [float(roc_auc(y, p) - roc_auc(y, q)), float(lo), float(hi)]  # type: ignore[operator]

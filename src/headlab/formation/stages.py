@@ -69,23 +69,44 @@ def segments(steps: Sequence[int] | np.ndarray, y: Sequence[float] | np.ndarray,
     return Segments(k, tuple(int(s[i]) for i in cuts[k]), bic)
 
 
-def specialized(track: TrackResult) -> list[tuple[str, int, int]]:
-    """(metric, layer, head) of every head whose score reaches the metric's threshold at some checkpoint."""
+def specialized(track: TrackResult, only: str | None = None) -> list[tuple[str, int, int]]:
+    """(metric, layer, head) of every head whose score reaches the metric's threshold at some checkpoint (of
+    metric ``only`` alone, when given)."""
     out = []
     for metric, a in track.scores.items():
-        if metric not in THRESHOLDS:
+        if metric not in THRESHOLDS or (only is not None and metric != only):
             continue
         peak = np.nanmax(np.where(np.isnan(a), -np.inf, a), axis=0)  # (L, H)
         out += [(metric, int(l), int(h)) for l, h in zip(*np.nonzero(peak >= THRESHOLDS[metric]))]
     return out
 
 
-def stage_statistics(tracks: Sequence[TrackResult]) -> dict[str, Any]:
-    """The statistics ``formation.stages`` judges: seeds, the shortest run's last step, specialized heads (one per
-    metric and head, over the seeds), how many choose three segments, and the median first and second boundary
-    of those (None without any)."""
-    fits = [segments(t.steps, t.scores[m][:, l, h]) for t in tracks for m, l, h in specialized(t)]
-    return _summary(fits, len(tracks), min((t.steps[-1] for t in tracks), default=0))
+def formed(tracks: Sequence[TrackResult], metric: str) -> dict[str, Any]:
+    """Whether the target formed at all: how many runs have a head of ``metric`` at its threshold at some
+    checkpoint, and each run's highest score reached (what a "no head formed" row reports)."""
+    peaks = [float(np.nanmax(t.scores[metric])) for t in tracks]
+    return {"target": metric, "runs": len(tracks), "formed": sum(p >= THRESHOLDS.get(metric, 0.5) for p in peaks),
+            "top": [round(p, 4) for p in peaks]}
+
+
+def stage_statistics(tracks: Sequence[TrackResult], metric: str) -> dict[str, Any]:
+    """The statistics ``formation.stages`` judges, on the heads of ``metric`` (the target): seeds, the shortest
+    run's last step, the target's specialized heads (over the seeds), how many choose three segments and the
+    median first and second boundary of those (None without any); and the declared null, the same fit of every
+    other head's ``metric`` score (``null_heads``, ``null_three``): three segments are a stage structure only
+    where the specialized heads choose them more often than heads that do not specialize."""
+    fits, null = [], []
+    for t in tracks:
+        spec = {(l, h) for _, l, h in specialized(t, metric)}
+        for layer in range(t.n_layers):
+            for h in range(t.n_heads):
+                (fits if (layer, h) in spec else null).append(segments(t.steps, t.scores[metric][:, layer, h]))
+    return {**_summary(fits, len(tracks), min((t.steps[-1] for t in tracks), default=0)), **_null(null),
+            **formed(tracks, metric)}
+
+
+def _null(fits: list[Segments]) -> dict[str, int]:
+    return {"null_heads": len(fits), "null_three": sum(f.k == 3 for f in fits)}
 
 
 def _summary(fits: list[Segments], seeds: int, steps: int) -> dict[str, Any]:
@@ -104,14 +125,20 @@ def thinned(steps: Sequence[int], points: int = 48) -> np.ndarray:
     return np.unique(np.searchsorted(s, want).clip(0, len(s) - 1))
 
 
-def gradient_stage_statistics(runs: Sequence[tuple[Sequence[int], dict[str, np.ndarray]]]) -> dict[str, Any]:
-    """:func:`stage_statistics` for every head's slash-gradient share, ``logit_slash / (logit_slash +
-    logit_other)`` of the gradient signals (``runs``: each run's signal steps and signals, as
-    :func:`headlab.formation.tracking.read_signals` reads them), at log-spaced signal steps."""
-    fits = []
-    for steps, sig in runs:
+def gradient_stage_statistics(runs: Sequence[tuple[Sequence[int], dict[str, np.ndarray]]],
+                              tracks: Sequence[TrackResult], metric: str) -> dict[str, Any]:
+    """:func:`stage_statistics` for the slash-gradient share, ``logit_slash / (logit_slash + logit_other)`` of the
+    gradient signals (``runs``: each run's signal steps and signals, as
+    :func:`headlab.formation.tracking.read_signals` reads them, beside its ``tracks``), at log-spaced signal
+    steps: the target's specialized heads (``metric``), against every other head as the null."""
+    fits, null = [], []
+    for (steps, sig), t in zip(runs, tracks):
         keep = thinned(steps)
         share = sig["logit_slash"] / np.maximum(sig["logit_slash"] + sig["logit_other"], 1e-30)  # (S, L, H)
         at = [int(steps[i]) for i in keep]
-        fits += [segments(at, share[keep, l, h]) for l in range(share.shape[1]) for h in range(share.shape[2])]
-    return _summary(fits, len(runs), min((int(s[-1]) for s, _ in runs), default=0))
+        spec = {(l, h) for _, l, h in specialized(t, metric)}
+        for layer in range(share.shape[1]):
+            for h in range(share.shape[2]):
+                (fits if (layer, h) in spec else null).append(segments(at, share[keep, layer, h]))
+    return {**_summary(fits, len(runs), min((int(s[-1]) for s, _ in runs), default=0)), **_null(null),
+            **formed(tracks, metric)}

@@ -89,7 +89,8 @@ def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[st
 
 def judge_kind(row: dict[str, Any]) -> dict[str, Any]:
     """One kind's row with its verdict by the rule book's ``monitor.kind``, from the AUROCs the row keeps."""
-    return {**row, "verdict": BOOK["monitor.kind"].judge(kind_stats(row)).reason}
+    j = BOOK["monitor.kind"].judge(kind_stats(row))
+    return {**row, "verdict": ("exploratory · " if j.exploratory else "") + j.reason}
 
 
 def _cell(a: list[float]) -> str:

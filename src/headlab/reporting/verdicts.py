@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from headlab.formation.claims import FormationClaimsResult
 from headlab.formation.induce.study import InduceResult
 from headlab.monitor.comparison import EvaluationResult
+from headlab.result import read_json
 from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
+from headlab.rulebook import BOOK, VERSION, fingerprints, registration
+from headlab.rulebook.slash import kind_stats
 from headlab.study.claims import ClaimsResult
 
 
@@ -42,10 +45,14 @@ class Judged(Verdicts, Protocol):
 
 
 def _changes(old: Verdicts | None, new: Verdicts, where: str) -> list[Change]:
-    """The verdicts that differ between two judgements of one result (a row new to ``new`` was ``-``)."""
-    before = {row: now for row, (_, now, _) in old.verdicts().items()} if old is not None else {}
-    return [Change(where, row, rule, before.get(row, "-"), now, power)
-            for row, (rule, now, power) in new.verdicts().items() if before.get(row, "-") != now]
+    """The verdicts that differ between two judgements of one result (a row new to ``new`` was ``-``; a row that
+    ``new`` no longer has, renamed or removed, is now ``-``)."""
+    was = old.verdicts() if old is not None else {}
+    now = new.verdicts()
+    gone = [Change(where, row, rule, verdict, "-", "row renamed or removed")
+            for row, (rule, verdict, _) in was.items() if row not in now]
+    return gone + [Change(where, row, rule, was[row][1] if row in was else "-", verdict, power)
+                   for row, (rule, verdict, power) in now.items() if (was[row][1] if row in was else "-") != verdict]
 
 
 #: every committed result kind that keeps verdicts with the statistics they were judged from
@@ -74,4 +81,41 @@ def rejudge_all(root: str | Path) -> list[Change]:
     return changes
 
 
-__all__ = ["REJUDGED", "Change", "rejudge_all"]
+def _judged_stats(obj: Any, out: dict[str, list[Any]]) -> None:
+    """Every (rule, statistics) a result's JSON keeps: rows with a rule and their stats, and the monitor's kinds
+    (judged from the AUROCs each kind keeps)."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("rule"), str) and isinstance(obj.get("stats"), dict):
+            out.setdefault(obj["rule"], []).append(obj["stats"])
+        if "auroc" in obj and "best_baseline" in obj:
+            out.setdefault("monitor.kind", []).append(kind_stats(obj))
+        for v in obj.values():
+            _judged_stats(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _judged_stats(v, out)
+
+
+def declare_rules(root: str | Path) -> list[str]:
+    """Declare every rule whose fingerprint is new or changed on the data committed under ``root`` now (the
+    files its globs match, the statistics of its committed verdicts): :func:`headlab.rulebook.registration.declare`.
+    Returns the rules declared."""
+    base = Path(root).resolve()
+    committed: dict[str, list[Any]] = {}
+    for kind in (*REJUDGED, RetrievalVerdictsResult):
+        for path in sorted(base.glob(f"**/{kind.KIND}")):
+            _judged_stats(read_json(path), committed)
+    return registration.declare(fingerprints(), {rid: r.data for rid, r in BOOK.items()}, committed, base, VERSION)
+
+
+def merged(first: list[Change], second: list[Change]) -> list[Change]:
+    """The changes of two successive re-judgings as one (old of the first, new of the last), dropping a verdict
+    that came back to where it was."""
+    out = {(c.where, c.row): c for c in first}
+    for c in second:
+        was = out.get((c.where, c.row))
+        out[c.where, c.row] = c if was is None else Change(c.where, c.row, c.rule, was.old, c.new, c.why)
+    return [c for c in out.values() if c.old != c.new]
+
+
+__all__ = ["REJUDGED", "Change", "declare_rules", "merged", "rejudge_all"]

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from headlab.io import write_text_atomic
 from headlab.result import Result, read_json
 from headlab.retrieval.record import RunSummary, finished_runs
 from headlab.rulebook import BOOK, VERSION, label
+from headlab.rulebook.multiplicity import holm, stated
+from headlab.rulebook.registration import file_digest
 
 #: (row, rule, sweeps whose depth laws it reads) for the depth law, on the document's task and on k-hop
 LAWS = (
@@ -57,23 +59,36 @@ def _law_text(task: str, cells: list[dict[str, Any]], files: list[str]) -> str:
     return f"{task}, {steps} steps: {per} ({', '.join(f'`{f}`' for f in files)})"
 
 
-def curriculum_stats(root: Path) -> tuple[dict[str, Any], str]:
-    """Depth ≥ 2 learned, implicit curriculum against answer-only, in the matched fan-in recipe; the default
-    init's counts beside (not matched: its successes are all `chain` runs, which differ in supervision too)."""
+def solves_hop_2(s: dict[str, Any]) -> bool | None:
+    """The hop-wise criterion: hop 2 at accuracy 0.95 (the lookups' own cut), whatever the final answer's; None
+    for a run whose summary predates per-hop accuracies (left out, not counted as a failure)."""
+    hops = s.get("final_hops")
+    return None if not hops else hops.get("2", 0) >= 0.95
+
+
+def curriculum_stats(root: Path, learned: Callable[[dict[str, Any]], bool | None] = lambda s: bool(s["success"]),
+                     what: str = "D ≥ 2 learned") -> tuple[dict[str, Any], str]:
+    """Depth ≥ 2 ``learned`` (by default the run's success: answer accuracy at its cut), implicit curriculum
+    against answer-only, in the matched fan-in recipe; the default init's counts beside (not matched: its
+    successes are all `chain` runs, which differ in supervision too). A run ``learned`` cannot judge is left
+    out."""
     counts: Counter = Counter()
     for init, folders in (("default", ("map", "d1", "dense_pilot")), ("fan-in", FAN_IN)):
         for s in (s for f in folders for s in _summaries(root / f)):
             if s["task"]["depth"] < 2:
                 continue
             kind = "implicit" if s["task"]["curriculum"] in ("chain", "dense") else "answer-only"
+            got = learned(s)
+            if got is None:
+                continue
             counts[init, kind, "n"] += 1
-            counts[init, kind, "k"] += bool(s["success"])
+            counts[init, kind, "k"] += got
     pair = lambda init, kind: [counts[init, kind, "k"], counts[init, kind, "n"]]  # noqa: E731
     stats = {"implicit": pair("fan-in", "implicit"), "answer_only": pair("fan-in", "answer-only")}
     d = pair("default", "implicit"), pair("default", "answer-only")
-    text = (f"D ≥ 2 learned with --init fan-in --untied: implicit curriculum {stats['implicit'][0]} of "
+    text = (f"{what} with --init fan-in --untied: implicit curriculum {stats['implicit'][0]} of "
             f"{stats['implicit'][1]}, answer-only {stats['answer_only'][0]} of {stats['answer_only'][1]}; beside, not "
-            f"matched (default init; every success a `chain` run): {d[0][0]} of {d[0][1]} against {d[1][0]} of "
+            f"matched (default init): {d[0][0]} of {d[0][1]} against {d[1][0]} of "
             f"{d[1][1]} (`results/retrieval/map`, `d1`, `dense_pilot`, `init`, `depth_law*`)")
     return stats, text
 
@@ -91,22 +106,31 @@ def _hop_roles(hops: dict[str, Any]) -> tuple[str, ...]:
 
 def dense_order_stats(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """From the dense runs that solve a lookup (hop 2 at 0.95): whether each solves its hops in order, and per
-    cell how many runs share the most common order of hop-label roles."""
+    cell how many runs share the most common order of hop-label roles. A run that solves two hops or fewer is in
+    order trivially (hop 1 is solved at the first evaluation in every run) and a run with two hops solved at the
+    same evaluation orders nothing: neither counts, and ``excluded`` says how many were left out and why."""
     cells: dict[str, list[tuple[str, ...]]] = {}
     in_order = runs = 0
+    excluded = Counter()
     for f in (f for s in DENSE_ANALYZED for f in sorted((root / s).glob("*/analyze/analyze.json"))):
         run = f.parent.parent
         summary = RunSummary.read(run).to_json()
         hops = read_json(f).get("hops")
         if not hops or summary["final_hops"].get("2", 0) < 0.95:
             continue
-        runs += 1
         cells.setdefault(f"{run.parent.name}/{run.name.rsplit('-s', 1)[0]}", []).append(_hop_roles(hops))
         at = [hops["emergence"]["hop_solved_at"].get(str(k)) for k in range(1, summary["task"]["depth"] + 1)]
         solved = [s for s in at if s is not None]
+        if len(solved) <= 2:
+            excluded["two hops or fewer solved"] += 1
+            continue
+        if len(set(solved)) < len(solved):
+            excluded["a tie"] += 1
+            continue
+        runs += 1
         in_order += at[: len(solved)] == solved and solved == sorted(solved)
     tops = {name: [Counter(o).most_common(1)[0][1], len(o)] for name, o in cells.items()}
-    return {"in_order": in_order, "runs": runs}, {"cells": tops}
+    return {"in_order": in_order, "runs": runs, "excluded": dict(sorted(excluded.items()))}, {"cells": tops}
 
 
 def map_order_stats(root: Path) -> dict[str, Any]:
@@ -130,19 +154,29 @@ def rows(root: Path) -> list[dict[str, Any]]:
     stats, text = curriculum_stats(root)
     out.append({"row": BOOK["retrieval.curriculum"].claim, "rule": "retrieval.curriculum", "stats": stats,
                 "measured": text})
+    stats, text = curriculum_stats(root, solves_hop_2, "hop 2 solved (0.95)")
+    out.append({"row": BOOK["retrieval.curriculum-hops"].claim, "rule": "retrieval.curriculum-hops",
+                "stats": stats, "measured": text})
     hop, heads = dense_order_stats(root)
+    left_out = ", ".join(f"{n} ({why})" for why, n in hop["excluded"].items()) or "none"
     src = "(`*/analyze` of `results/retrieval/depth_law`, `depth_law_long`, `depth_law_d8`, `init/dense-d3`)"
     out.append({"row": BOOK["retrieval.hop-order"].claim + ": dense runs that solve a lookup",
                 "rule": "retrieval.hop-order", "stats": hop,
-                "measured": f"{hop['in_order']} of {hop['runs']} runs solve hop k no later than hop k + 1 {src}"})
+                "measured": f"{hop['in_order']} of {hop['runs']} runs that order three hops or more solve hop k "
+                            f"before hop k + 1; left out: {left_out} {src}"})
     out.append({"row": BOOK["retrieval.head-order"].claim + ": dense runs' hop labels", "rule": "retrieval.head-order",
                 "stats": heads, "measured": f"hop-label roles by first emergence {src}"})
     out.append({"row": BOOK["retrieval.head-order"].claim + ": the depth map's chain runs",
                 "rule": "retrieval.head-order", "stats": map_order_stats(root),
                 "measured": "head roles from `headlab retrieval analyze` (`results/retrieval/map/emergence`)"})
     for r in out:
-        r.update(BOOK[r["rule"]].judge(r["stats"]).to_json())
-    return out
+        r.update(BOOK[r["rule"]].judge(r["stats"], _evidence(root, BOOK[r["rule"]].data)).to_json())
+    return holm(out)
+
+
+def _evidence(root: Path, globs: tuple[str, ...]) -> list[str]:
+    """The sha256 of the result files a rule reads (its globs are under results/, ``root``'s parent)."""
+    return [file_digest(f) for f in sorted({f for g in globs for f in root.parent.glob(g) if f.is_file()})]
 
 
 @dataclass
@@ -160,7 +194,7 @@ class RetrievalVerdictsResult(Result):
         lines += [f"| {r['row']} | `{r['rule']}` | **{label(r)}** | {r['measured']} | {r['power']} |"
                   for r in self.rows]
         lines += ["", f"Rules: the rule book, version {self.rulebook} (`headlab.rulebook.retrieval`, rendered in "
-                  "docs/rules.md). Written by `headlab verdicts`."]
+                  "docs/rules.md). Written by `headlab verdicts`.", "", stated(self.rows)]
         return "\n".join(lines) + "\n"
 
     def write_companions(self, folder: Path) -> None:

@@ -2,21 +2,31 @@
 test, the threshold and where it comes from, the null, the least evidence that can support it) with one function
 that turns the rule's statistics into a judgement. Every verdict headlab publishes comes from one of these.
 
-The book has a version. A rule's fingerprint covers its declared text and its decision's source, so a rule that
-changes is seen: the ledger ``results/verdict_changes.json`` lists the fingerprints of the current version, and a
-unit test fails when the book and the ledger disagree (a rule changed without its own commit re-judging the results).
+The book has a version. A rule's fingerprint covers everything that decides it: its declared text, its decision's
+source and the source of every function that computes its statistic, target and baselines (``computed_by``), so a
+rule that changes is seen: the ledger ``results/verdict_changes.json`` lists the fingerprints of the current version,
+and a unit test fails when the book and the ledger disagree (a rule changed without its own commit re-judging the
+results).
+
+Pre-registration is enforced, not promised: when a rule is declared (or changed), its own commit records what data
+already existed (:mod:`headlab.rulebook.registration`). A verdict on data that existed when its rule was declared is
+**exploratory**: it says so, and it cannot read "supported". Only data that first exists after the declaration (new
+seeds, new runs, new models) can confirm a rule.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
+
+from headlab.rulebook import registration
 
 #: bumped in the commit that changes a rule; every claims, verdicts and evaluation file records it
-VERSION = 6
+VERSION = 7
 
 
 class Verdict(str, Enum):
@@ -40,21 +50,34 @@ class Judgement:
     verdict: Verdict
     reason: str = ""
     power: str = ""
+    exploratory: bool = False  # its rule was declared after the data it judges
+    p: float | None = None     # the test's p-value, where the rule's decision is a test (for Holm's correction)
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": str(self.verdict), "reason": self.reason, "power": self.power}
+        out: dict[str, Any] = {"verdict": str(self.verdict), "reason": self.reason, "power": self.power}
+        if self.exploratory:
+            out["exploratory"] = True
+        if self.p is not None:
+            out["p"] = self.p
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Judgement":
-        return cls(Verdict(d["verdict"]), d.get("reason", ""), d.get("power", ""))
+        return cls(Verdict(d["verdict"]), d.get("reason", ""), d.get("power", ""), bool(d.get("exploratory")),
+                   d.get("p"))
 
 
 Decide = Callable[[Mapping[str, Any]], Judgement]
 
 
+EXPLORATORY = "exploratory: its rule was declared after this data"
+
+
 def label(row: Mapping[str, Any]) -> str:
-    """A verdict as tables print it: ``inconclusive (1 seed)``, from any record with a verdict and a reason."""
-    return f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
+    """A verdict as tables print it: ``inconclusive (1 seed)``, from any record with a verdict and a reason; an
+    exploratory verdict says so first."""
+    text = f"{row['verdict']}" + (f" ({row['reason']})" if row.get("reason") else "")
+    return f"exploratory · {text}" if row.get("exploratory") else text
 
 
 @dataclass(frozen=True)
@@ -73,18 +96,47 @@ class Rule:
     null: str
     minimum: str
     decide: Decide = field(compare=False)
+    #: dotted names of the functions that compute its statistic, choose its target and fit its baselines
+    computed_by: tuple[str, ...] = ()
+    #: globs under results/ of the committed files whose data it judges (hashed when it is declared)
+    data: tuple[str, ...] = ()
 
-    def judge(self, stats: Mapping[str, Any] | None) -> Judgement:
-        """The verdict on ``stats``; ``None`` means the experiment was not run."""
+    def judge(self, stats: Mapping[str, Any] | None, evidence: Iterable[str] = ()) -> Judgement:
+        """The verdict on ``stats``; ``None`` means the experiment was not run. ``evidence``: the sha256 of the
+        files the statistics were computed from, where the caller knows them. A verdict on data that existed
+        when the rule was declared (the same statistics, or one of the same files) is exploratory, and an
+        exploratory "supported" reads inconclusive."""
         if stats is None:
             return Judgement(Verdict.NOT_MEASURED)
-        return self.decide(stats)
+        j = self.decide(stats)
+        if not registration.is_exploratory(self.id, stats, evidence):
+            return j
+        if j.verdict == Verdict.SUPPORTED:
+            return replace(j, verdict=Verdict.INCONCLUSIVE, exploratory=True,
+                           reason=EXPLORATORY + " (the statistic alone would read supported)")
+        return replace(j, exploratory=True)
 
     def fingerprint(self) -> str:
-        """sha256 (12 hex digits) of the declared text and the decision's source."""
+        """sha256 (12 hex digits) of the declared text, the decision's source and the source of every function
+        in ``computed_by``."""
         text = "\n".join(str(getattr(self, f.name)) for f in fields(self) if f.name != "decide")
         text += "\n" + inspect.getsource(self.decide)
+        text += "".join("\n" + inspect.getsource(resolve(name)) for name in self.computed_by)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def resolve(dotted: str) -> Any:
+    """The object a dotted name (``package.module.function`` or ``...Class.method``) names."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ValueError(f"{dotted!r} names no importable object")
 
 
 #: rule id -> rule, in declaration order (the order of the docs' rule table)
@@ -98,9 +150,10 @@ def declare(rule: Rule) -> Rule:
     return rule
 
 
-def judge(rule_id: str, stats: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A verdict record: the rule, the book's version, the judgement and the statistics it read."""
-    j = BOOK[rule_id].judge(stats)
+def judge(rule_id: str, stats: Mapping[str, Any] | None, evidence: Iterable[str] = ()) -> dict[str, Any]:
+    """A verdict record: the rule, the book's version, the judgement and the statistics it read (``evidence``:
+    :meth:`Rule.judge`)."""
+    j = BOOK[rule_id].judge(stats, evidence)
     return {"rule": rule_id, "rulebook": VERSION, **j.to_json(), "stats": dict(stats) if stats else None}
 
 

@@ -87,8 +87,8 @@ def exceeds_null(count: int, null: Sequence[int], minimum: int) -> Judgement:
     if count <= q95:
         return Judgement(N, "within the placebo null", said)
     if len(null) < minimum:
-        return Judgement(I, f"underpowered: {len(null)} placebos, smallest p {1 / (len(null) + 1):.3f}", said)
-    return Judgement(S, "", said)
+        return Judgement(I, f"underpowered: {len(null)} placebos, smallest p {1 / (len(null) + 1):.3f}", said, p=p)
+    return Judgement(S, "", said, p=p)
 
 
 def against_controls(effect: Interval, lo: float, hi: float, draws: int, p: float, min_draws: int) -> Judgement:
@@ -109,7 +109,7 @@ def against_controls(effect: Interval, lo: float, hi: float, draws: int, p: floa
     v, a, b = effect
     sign_ok = b < 0 if hi <= 0 else a > 0
     if in_range(effect, lo, hi) == S and sign_ok and p < 0.01:
-        return Judgement(S, "", power)
+        return Judgement(S, "", power, p=p)
     why = "interval includes zero" if not sign_ok else ("estimate outside the range" if not lo <= v <= hi
                                                       else f"controls p = {p:.3f} not below 0.01")
     return Judgement(I, why, power)

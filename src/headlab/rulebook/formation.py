@@ -21,32 +21,69 @@ NEAR = 3.0                   # a boundary within a factor of 3 of the document's
 # 0.05; 4 against 4 reaches 2/70 = 0.029.
 MIN_INIT_SEEDS = 4
 S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
+DOCUMENT_TARGET = "slash_mass"  # the document's object: slash-dominance heads, by `/` mass
+TARGETS = {"slash_mass": "SDH", "sink": "sink head", "previous-token": "previous-token head",
+           "induction": "induction head"}
+
+
+def untestable(s: Mapping[str, Any]) -> Judgement | None:
+    """"Untestable here" when no head of the target formed in any run (statistics that do not say what their
+    target is, or whether it formed, predate the target's record: judged as they are)."""
+    if "formed" not in s or s["formed"]:
+        return None
+    what = TARGETS.get(s["target"], f"{s['target']} head")
+    top = max(s["top"], default=float("nan"))
+    return Judgement(I, f"untestable here: no {what} formed in {s['runs']} runs",
+                     f"{s['runs']} runs; the top {s['target']} score reached {top:.2f} (threshold 0.5)")
 
 
 def three_stages(s: Mapping[str, Any]) -> Judgement:
+    """Three segments chosen by most specialized heads (Wilson lower bound above 1/2), more often than by the
+    heads that do not specialize (the declared null: Fisher's exact test, one-sided, p < 0.05), with boundaries
+    near the document's."""
+    if (no := untestable(s)) is not None:
+        return no
     power = f"{s['seeds']} seeds of {s['steps']:,} steps; {s['three']} of {s['heads']} specialized heads"
+    if "null_heads" in s:
+        power += f", {s['null_three']} of {s['null_heads']} other heads choose three segments"
     if s["seeds"] < MIN_SEEDS or s["steps"] < MIN_STEPS:
         return Judgement(I, "underpowered: runs too few or too short", power)
     share = share_above(s["three"], s["heads"])
-    near = all(b and a / NEAR <= b <= a * NEAR for a, b in zip(STAGES, s["boundaries"]))
-    if share == S and near:
-        return Judgement(S, "", power)
     if share == N:
         return Judgement(N, "", power)
-    return Judgement(I, "boundaries away from 10k / 100k" if share == S else "", power)
+    if "null_heads" not in s:
+        return Judgement(I, "the declared null (heads that do not specialize) was not measured", power)
+    p = fisher_p(s["three"], s["heads"], s["null_three"], s["null_heads"])
+    power += f" (Fisher's exact p = {p:.3f}, one-sided)"
+    if not p < 0.05:
+        return Judgement(I, "no more often than the heads that do not specialize", power, p=p)
+    near = all(b and a / NEAR <= b <= a * NEAR for a, b in zip(STAGES, s["boundaries"]))
+    if share == S and near:
+        return Judgement(S, "", power, p=p)
+    return Judgement(I, "boundaries away from 10k / 100k" if share == S else "", power, p=p)
+
+
+NULLS = ("early_score_alone", "layer_index", "score_and_layer", "random")  # the nulls the rule declares
 
 
 def early_prediction(s: Mapping[str, Any]) -> Judgement:
-    """Gradient features beat the score-alone baseline at some early fraction: the paired AUROC gain's
-    Bonferroni-adjusted interval above zero; not supported when every interval's upper end is under 0.02."""
-    gains = s["gains"]  # fraction -> [gain, lo, hi]
+    """Gradient features beat every declared null at some early fraction: the paired AUROC gain over the
+    strongest null there (the one with the highest AUROC), its Bonferroni-adjusted interval above zero; not
+    supported when every interval's upper end is under 0.02."""
+    if (no := untestable(s)) is not None:
+        return no
+    gains = s["gains"]  # fraction -> [gain, lo, hi], over the strongest null
+    strongest = s.get("strongest", {})
     power = f"{s['seeds']} seeds (leave-one-seed-out); " + ", ".join(
-        f"{f}: {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]" for f, g in gains.items())
+        f"{f}: {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]" + (f" over {strongest[f]}" if f in strongest else "")
+        for f, g in gains.items())
     if s["seeds"] < MIN_SEEDS:
         return Judgement(I, f"underpowered: {s['seeds']} seeds", power)
     if not gains:
         return Judgement(I, "nothing to predict: no AUROC gain could be measured (no head, or every head, "
                             "specialized)", power)
+    if set(s.get("nulls", ())) != set(NULLS):
+        return Judgement(I, "not every declared null was tested (score alone only)", power)
     if any(g[1] > 0 for g in gains.values()):
         return Judgement(S, "", power)
     if all(g[2] < 0.02 for g in gains.values()):
@@ -57,6 +94,8 @@ def early_prediction(s: Mapping[str, Any]) -> Judgement:
 def initialization(s: Mapping[str, Any]) -> Judgement:
     """Specialized heads per run under two initializations at one budget and seed set: an exact permutation test
     of the difference in means (two-sided)."""
+    if (no := untestable(s)) is not None:
+        return no
     a, b = list(s["a"]), list(s["b"])
     pooled, n = a + b, len(a)
     observed = abs(sum(a) / max(len(a), 1) - sum(b) / max(len(b), 1))
@@ -66,8 +105,8 @@ def initialization(s: Mapping[str, Any]) -> Judgement:
     p = extreme / len(splits) if splits else math.nan
     power = f"{len(a)} and {len(b)} seeds; exact p = {p:.3f} (smallest reachable {2 / max(len(splits), 1):.3f})"
     if min(len(a), len(b)) < MIN_INIT_SEEDS:
-        return Judgement(I, "underpowered", power)
-    return Judgement(S, "", power) if p < 0.05 else Judgement(I, "no difference detected", power)
+        return Judgement(I, "underpowered", power, p=p)
+    return Judgement(S, "", power, p=p) if p < 0.05 else Judgement(I, "no difference detected", power, p=p)
 
 
 def fostered(s: Mapping[str, Any]) -> Judgement:
@@ -83,31 +122,61 @@ def fostered(s: Mapping[str, Any]) -> Judgement:
         return Judgement(I, "neither arm forms one", power)
     if k1 / n1 <= k2 / n2:
         return Judgement(N, "the plain arm forms one as often", power)
-    return Judgement(S, "", power) if fisher_p(k1, n1, k2, n2) < 0.05 else Judgement(I, "underpowered", power)
+    p = fisher_p(k1, n1, k2, n2)
+    return Judgement(S, "", power, p=p) if p < 0.05 else Judgement(I, "underpowered", power, p=p)
 
+
+FORMATION_DATA = ("formation/**/track/track.json",)
+CLAIMS = "headlab.formation.claims."
+STAGES_CODE = "headlab.formation.stages."
+PREDICT_CODE = "headlab.formation.predict."
 
 RULES = (
     declare(Rule("formation.stages", DOC, "three stages: noise (0-10k steps), slash-related gradients growing "
-                 "(10k-100k), a stable pattern after 100k", "per specialized head, the number of segments (1, 2, "
-                 "3) of a piecewise-linear fit of its score against log step chosen by BIC, and the boundaries",
-                 "Wilson 95% interval of the share choosing three; boundaries' medians",
-                 "share's lower bound above 1/2, boundaries within ×3 of 10k and 100k",
-                 "the document's boundaries; ×3 ours (half a decade)", "fewer segments (BIC)",
-                 f"≥ {MIN_SEEDS} seeds of ≥ {MIN_STEPS:,} steps", three_stages)),
+                 "(10k-100k), a stable pattern after 100k", "per specialized head of the target (SDHs: `/` mass "
+                 "at 0.5), the number of segments (1, 2, 3) of a piecewise-linear fit of its score against log "
+                 "step chosen by BIC, and the boundaries; the same fit of every other head", "Wilson 95% interval "
+                 "of the share choosing three; Fisher's exact test (one-sided) of that share against the other "
+                 "heads'; boundaries' medians", "share's lower bound above 1/2, p < 0.05, boundaries within ×3 "
+                 "of 10k and 100k", "the document's boundaries; ×3 ours (half a decade); p the conventional one",
+                 "fewer segments (BIC); heads that do not specialize choosing three as often",
+                 f"≥ {MIN_SEEDS} seeds of ≥ {MIN_STEPS:,} steps; untestable where no head of the target forms",
+                 three_stages,
+                 computed_by=(CLAIMS + "formation_claims", STAGES_CODE + "stage_statistics",
+                              STAGES_CODE + "gradient_stage_statistics", STAGES_CODE + "specialized",
+                              STAGES_CODE + "formed", STAGES_CODE + "segments", STAGES_CODE + "_summary",
+                              "headlab.rulebook.formation.untestable"),
+                 data=FORMATION_DATA)),
     declare(Rule("formation.prediction", DOC, "gradient patterns early in training predict which heads "
                  "specialize", "AUROC of gradient features at 1%, 5%, 10% of training, leave-one-seed-out, minus "
-                 "the AUROC of the score alone at the same step (paired bootstrap, Bonferroni over the three)",
-                 "interval above zero at some fraction", "0; not supported when every upper end is under 0.02",
-                 "ours", "the score alone, the layer index, random", f"≥ {MIN_SEEDS} seeds", early_prediction)),
-    declare(Rule("formation.init", DOC, "some initializations favour specialization", "specialized heads per "
-                 "run under two initializations, same budget and seeds", "exact permutation test of the means, "
-                 "two-sided", "p < 0.05", "ours", "initialization labels exchangeable",
-                 f"≥ {MIN_INIT_SEEDS} seeds per initialization (3 against 3 cannot reach p < 0.05)",
-                 initialization)),
+                 "the AUROC of the strongest declared null at the same step (paired bootstrap, Bonferroni over "
+                 "the three); the target's heads (SDHs: `/` mass at 0.5)", "interval above zero at some fraction",
+                 "0; not supported when every upper end is under 0.02", "ours",
+                 "the score alone, the layer index, the score and the layer index together, random: decided "
+                 "against the strongest (the highest AUROC)",
+                 f"≥ {MIN_SEEDS} seeds; untestable where no head of the target forms", early_prediction,
+                 computed_by=(CLAIMS + "formation_claims", PREDICT_CODE + "prediction_statistics",
+                              PREDICT_CODE + "_paired_gain", PREDICT_CODE + "loso", PREDICT_CODE + "features",
+                              PREDICT_CODE + "labels", PREDICT_CODE + "layer_index", PREDICT_CODE + "fit_logistic",
+                              STAGES_CODE + "formed", "headlab.rulebook.formation.untestable"),
+                 data=FORMATION_DATA)),
+    declare(Rule("formation.init", DOC, "some initializations favour specialization", "specialized heads of the "
+                 "target (SDHs: `/` mass at 0.5) per run under two initializations, same budget and seeds",
+                 "exact permutation test of the means, two-sided", "p < 0.05", "ours",
+                 "initialization labels exchangeable",
+                 f"≥ {MIN_INIT_SEEDS} seeds per initialization (3 against 3 cannot reach p < 0.05); untestable "
+                 "where no head of the target forms", initialization,
+                 computed_by=(CLAIMS + "formation_claims", CLAIMS + "specialized_counts", STAGES_CODE + "specialized",
+                              "headlab.rulebook.formation.untestable"),
+                 data=FORMATION_DATA)),
     declare(Rule("formation.foster", DOC, "a training strategy can deliberately foster a specific head (active "
                  "induction)", "seeds whose run ends with an SDH (the strict rule on held-out probe windows), the "
                  "arm against the plain arm at the same seeds and budget", "Fisher's exact test, one-sided",
                  "p < 0.05", "ours, declared after the induction study's runs (the conventional threshold)",
                  "the plain arm: the same training without the lever", "the count that would reach p < 0.05 is "
-                 "stated (3 seeds a side cannot: the smallest p is 0.05)", fostered)),
+                 "stated (3 seeds a side cannot: the smallest p is 0.05)", fostered,
+                 computed_by=("headlab.formation.induce.study.summarize", "headlab.formation.induce.study.judge_arms",
+                              "headlab.formation.induce.measure.measure_run",
+                              "headlab.formation.induce.measure.checkpoint_scores"),
+                 data=("induction/*.json",))),
 )

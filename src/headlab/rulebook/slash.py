@@ -59,9 +59,17 @@ BY_ID = {c.id: c for c in CLAIMS}
 
 def _about_sdhs(s: Mapping[str, Any], verdict: Verdict, power: str) -> Judgement:
     """Claims 3-6 describe SDHs: without one the values (of the top heads by `/` mass) are shown, not judged."""
-    if not s["sdhs"]:
-        return Judgement(Verdict.INCONCLUSIVE, NO_SDH, power)
+    if (no := no_sdh(s)) is not None:
+        return Judgement(Verdict.INCONCLUSIVE, no, power)
     return Judgement(verdict, "", power)
+
+
+def no_sdh(s: Mapping[str, Any]) -> str | None:
+    """Why a claim about SDHs has none to describe: no head passes, or the heads that pass do not beat claim 1's
+    placebo null (statistics without that mark predate it)."""
+    if not s["sdhs"]:
+        return NO_SDH
+    return None if s.get("beyond_null", True) else NO_SDH + " beyond the placebo null"
 
 
 def sdhs_exist(s: Mapping[str, Any]) -> Judgement:
@@ -77,7 +85,7 @@ def sdhs_exist(s: Mapping[str, Any]) -> Judgement:
     for verdict in (Verdict.SUPPORTED, Verdict.INCONCLUSIVE):
         hit = [j for j in found if j.verdict == verdict]
         if hit:
-            return Judgement(verdict, hit[0].reason, power)
+            return Judgement(verdict, hit[0].reason, power, p=hit[0].p)
     reasons = sorted({j.reason for j in found if j.reason})
     return Judgement(Verdict.NOT_SUPPORTED, "; ".join(reasons), power)
 
@@ -139,7 +147,8 @@ def ablation_cost(s: Mapping[str, Any]) -> Judgement:
         return Judgement(Verdict.NA, "encoder")
     lo, hi = BY_ID[8].bounds or (math.nan, math.nan)
     j = against_controls(s["effect"], lo, hi, s["draws"], s["p"], CONTROL_MINIMUM)
-    return j if s["sdhs"] else Judgement(Verdict.INCONCLUSIVE, NO_SDH, j.power)
+    no = no_sdh(s)
+    return j if no is None else Judgement(Verdict.INCONCLUSIVE, no, j.power)
 
 
 def kind_stats(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -176,38 +185,54 @@ def structure_signal(s: Mapping[str, Any]) -> Judgement:
     return Judgement(Verdict.INCONCLUSIVE, "mixed", power) if worse else Judgement(Verdict.SUPPORTED, "", power)
 
 
+ROWS = "headlab.study.claim_rows."  # the functions that compute each claim's statistics
+CLAIMS_DATA = ("**/claims.json",)
+ABOUT = (ROWS + "about_real_sdhs", "headlab.rulebook.slash.no_sdh")  # what decides that there is an SDH
+MONITOR_DATA = ("monitor/**/evaluate.json",)
+
 RULES = (
     declare(Rule("slash.1", DOC, "SDHs are present in all tested Transformers",
                  "heads passing the strict rule, per population (corpus windows with `/`; the constructed slash "
                  "suite)", "the count against the same rule for placebo symbols in the same slots",
                  "above the placebo counts' 95th percentile", "the document's rule; the null's percentile",
                  f"placebo symbols in the slash suite's `/` slots; at least {PLACEBO_MINIMUM} placebos",
-                 "80% power stated as the per-sample rate of exceeding the threshold that passes", sdhs_exist)),
+                 "80% power stated as the per-sample rate of exceeding the threshold that passes", sdhs_exist,
+                 computed_by=(ROWS + "_exist_row",), data=CLAIMS_DATA)),
     declare(Rule("slash.2", DOC, "SDHs are 15-20% of all heads", "corpus SDH share (Wilson 95%)", "range",
                  "estimate in [0.15, 0.20]; not supported when the interval is outside", "the document",
-                 "none", "the Wilson upper bound is stated", sdh_share)),
+                 "none", "the Wilson upper bound is stated", sdh_share,
+                 computed_by=(ROWS + "measure",), data=CLAIMS_DATA)),
     declare(Rule("slash.3", DOC, "5-8x specificity for `/` over other symbols",
                  "median over SDHs of the `/` / control-symbol mass ratio (bootstrap)", "range",
                  "estimate in [5, 8]", "the document", "the control symbols in the same slot", "≥ 1 SDH",
-                 specificity)),
+                 specificity,
+                 computed_by=(ROWS + "measure", ROWS + "_median_cell", *ABOUT),
+                 data=CLAIMS_DATA)),
     declare(Rule("slash.4", DOC, "insensitive to where `/` appears", "median over SDHs of the position curve's CV",
                  "one-sided bound: the whole interval below the cutoff",
                  f"the {NON_SDH_TAIL:.0%} quantile of the same CV over the model's non-SDH heads",
                  "null: the model's non-SDH heads (the earlier cutoff 0.25 was ours and passed heads that are "
-                 "not SDHs)", "non-SDH heads of the same model", "≥ 1 SDH", position_insensitive)),
+                 "not SDHs)", "non-SDH heads of the same model", "≥ 1 SDH", position_insensitive,
+                 computed_by=(ROWS + "measure", ROWS + "_median_cell", ROWS + "_others", *ABOUT),
+                 data=CLAIMS_DATA)),
     declare(Rule("slash.5", DOC, "little affected by context", "median over SDHs of the random-token / natural "
                  "mass ratio r, read as its distance from 1, |log r|", "one-sided bound: the whole interval of "
                  "|log r| below the cutoff", f"the {NON_SDH_TAIL:.0%} quantile of |log r| over the model's non-SDH "
                  "heads", "null: the model's non-SDH heads (the earlier cutoff, r ≥ 0.8, was ours)",
-                 "non-SDH heads of the same model", "≥ 1 SDH", context_independent)),
+                 "non-SDH heads of the same model", "≥ 1 SDH", context_independent,
+                 computed_by=(ROWS + "measure", ROWS + "_median_cell", ROWS + "_others", *ABOUT),
+                 data=CLAIMS_DATA)),
     declare(Rule("slash.6", DOC, "concentrated in middle layers (4-8 of 12)",
                  "share of SDHs in the middle third of relative depth (Wilson 95%)",
                  "one-sided bound: the whole interval above the middle third's share of layers",
                  "the share of layers in the middle third", "null: SDHs spread evenly over layers",
-                 "uniform over layers", "≥ 1 SDH", middle_layers)),
+                 "uniform over layers", "≥ 1 SDH", middle_layers,
+                 computed_by=(ROWS + "measure", *ABOUT),
+                 data=CLAIMS_DATA)),
     declare(Rule("slash.7", DOC, "observed across architectures", "claim 1's verdict per model",
                  "every model", "claim 1 supported on every model, with ≥ 1 encoder and ≥ 1 decoder",
-                 "the document", "claim 1's", "two architecture kinds", across_architectures)),
+                 "the document", "claim 1's", "two architecture kinds", across_architectures,
+                 computed_by=(ROWS + "cross_model",), data=CLAIMS_DATA)),
     declare(Rule("slash.8", DOC, "ablating SDHs costs 2-3 accuracy points", "signed change of next-token accuracy "
                  "within 3 tokens after `/`, in points, with its 95% interval; text without `/` reported beside "
                  "(specificity)", "the effect in [−3, −2] with its interval below zero, and the target's loss "
@@ -215,16 +240,20 @@ RULES = (
                  "(p < 0.05 against for not supported)", "the document's range; ours for p",
                  "random head sets matched per layer, never a target head",
                  f"at least {CONTROL_MINIMUM} control sets (smallest rank p 1 / {CONTROL_MINIMUM + 1})",
-                 ablation_cost)),
+                 ablation_cost,
+                 computed_by=(ROWS + "ablation_row", *ABOUT),
+                 data=CLAIMS_DATA)),
     declare(Rule("monitor.kind", "the head monitor (ours)", "the heads detect this kind of structure better than "
                  "the best attention-free baseline", "AUROC(heads) − AUROC(best baseline), paired bootstrap",
                  "difference ≥ margin and its interval above zero", f"{KIND_MARGIN} AUROC",
                  "ours: a smaller difference changes no decision a user makes", "the best baseline of "
                  "characters, loss, gopher, c4 and the word-bigram model", "the documents of the kind",
-                 kind_verdict)),
+                 kind_verdict,
+                 computed_by=("headlab.rulebook.slash.kind_stats",), data=MONITOR_DATA)),
     declare(Rule("slash.9", DOC, "abnormal head activity reveals the input's structure",
                  "per kind of structure, monitor.kind's verdict", "count of kinds",
                  "heads better on ≥ 1 kind and baseline better on none; not supported when better on none",
                  "ours: the document gives no test", "the attention-free baselines", "the kinds evaluated",
-                 structure_signal)),
+                 structure_signal,
+                 computed_by=(ROWS + "monitor_row", "headlab.rulebook.slash.kind_stats",), data=MONITOR_DATA)),
 )

@@ -14,7 +14,7 @@ from headlab.census.result import ScanResult
 from headlab.census.stats import SDH, Interval, wilson
 from headlab.display import count
 from headlab.head import name as head_name
-from headlab.rulebook import BOOK
+from headlab.rulebook import BOOK, Verdict
 from headlab.rulebook.slash import NON_SDH_TAIL, kind_stats
 from headlab.study.characterize import DEPTH_BINS, CharacterizeResult
 
@@ -47,7 +47,7 @@ def judged(rule: str, stats: dict[str, Any] | None, **shown: Any) -> dict[str, A
     """A claims row: what the table shows (``value`` or ``interval``, ``detail``) and the rule book's verdict on
     ``stats`` (the statistics are kept in the row, so a changed rule re-judges the row without a rerun)."""
     j = BOOK[rule].judge(stats)
-    return {**shown, "verdict": j.verdict, "reason": j.reason, "power": j.power, "rule": rule, "stats": stats}
+    return {**shown, **j.to_json(), "rule": rule, "stats": stats}
 
 
 def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
@@ -134,7 +134,28 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     if "interval" in rows[8]:
         rows[8]["detail"] += f"; {basis}"
     rows[9] = monitor_row(evaluation)
-    return ModelClaims(sc.model, kind, rows)
+    return ModelClaims(sc.model, kind, about_real_sdhs(rows))
+
+
+ABOUT_SDHS = (3, 4, 5, 6, 8)  # the claims that describe SDHs
+
+
+def about_real_sdhs(rows: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Claims 3-6 and 8 describe SDHs: heads that pass the strict rule count as SDHs only where claim 1's count
+    beats its placebo null (its statistic's plain outcome, "supported"); otherwise those rows are judged as "no
+    SDH beyond the placebo null". Marks each such row's statistics and judges it again."""
+    one = rows.get(1, {})
+    real = "stats" in one and one["stats"] is not None and \
+        BOOK["slash.1"].decide(one["stats"]).verdict == Verdict.SUPPORTED
+    out = dict(rows)
+    for cid in ABOUT_SDHS:
+        row = rows.get(cid)
+        if row is None or not row.get("stats") or "sdhs" not in row["stats"]:
+            continue
+        stats = {**row["stats"], "beyond_null": real}
+        row = {k: v for k, v in row.items() if k != "exploratory"}
+        out[cid] = {**row, **BOOK[row["rule"]].judge(stats).to_json(), "stats": stats}
+    return out
 
 
 def _exist_row(sc: ScanResult, ch: CharacterizeResult, counts: tuple[int, int, int], kappa: float

@@ -33,10 +33,11 @@ from headlab.models.loader import check_source, dtype_setting
 from headlab.notices import say
 from headlab.result import Result, read_json
 from headlab.rulebook import BOOK, VERSION, Verdict, label
+from headlab.rulebook.multiplicity import holm, stated
 from headlab.rulebook.slash import CLAIMS
 from headlab.settings import Settings, setting
 from headlab.study.characterize import CHARACTERIZE, characterize
-from headlab.study.claim_rows import ModelClaims, claim_heads, cross_model, measure, monitor_row
+from headlab.study.claim_rows import ModelClaims, about_real_sdhs, claim_heads, cross_model, measure, monitor_row
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 from headlab.study.rope import KAPPA
 from headlab.values import Rule
@@ -57,8 +58,25 @@ def _judged_again(row: dict[str, Any]) -> dict[str, Any]:
     """A row's verdict, reason and power by the current rule book (none for a row that keeps no statistics)."""
     if row.get("rule") not in BOOK or "stats" not in row:
         return {}
-    j = BOOK[row["rule"]].judge(row["stats"])
-    return {"verdict": j.verdict, "reason": j.reason, "power": j.power}
+    return BOOK[row["rule"]].judge(row["stats"]).to_json()
+
+
+def corrected(models: list[ModelClaims], cross: dict[str, Any]) -> tuple[list[ModelClaims], dict[str, Any]]:
+    """The table's verdicts as one family under Holm's correction (every model's judged rows and claim 7)."""
+    keys = [(i, cid) for i, m in enumerate(models) for cid, row in m.rows.items() if "verdict" in row]
+    rows = holm([models[i].rows[cid] for i, cid in keys] + [cross])
+    out = [ModelClaims(m.model, m.kind, dict(m.rows)) for m in models]
+    for (i, cid), row in zip(keys, rows):
+        out[i].rows[cid] = row
+    return out, rows[-1]
+
+
+def _family(models: list[ModelClaims], cross: dict[str, Any]) -> str:
+    return stated([row for m in models for row in m.rows.values() if "verdict" in row] + [cross])
+
+
+def _without_flag(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "exploratory"}
 
 
 @dataclass
@@ -118,10 +136,11 @@ class ClaimsResult(Result):
     def rejudged(self) -> ClaimsResult:
         """The table with every row judged again by the current rule book from the statistics the row keeps
         (rows without statistics, written before the rule book, keep their verdict), and claim 7 recomputed."""
-        models = [ModelClaims(m.model, m.kind, {cid: {**row, **_judged_again(row)} for cid, row in m.rows.items()})
+        models = [ModelClaims(m.model, m.kind, about_real_sdhs({cid: {**_without_flag(row), **_judged_again(row)}
+                                                                for cid, row in m.rows.items()}))
                   for m in self.models]
         cross = cross_model(models) if all(1 in m.rows for m in models) else self.cross
-        return ClaimsResult(models, cross, self.settings)
+        return ClaimsResult(*corrected(models, cross), self.settings)
 
     def markdown(self) -> str:
         names = [m.model for m in self.models]
@@ -145,7 +164,7 @@ class ClaimsResult(Result):
                 lines.append(f"- {c.id}: {_said(self.cross)}")
             for m in self.models if c.id != 7 else []:
                 lines.append(f"- {c.id} {m.model}: {_said(m.rows.get(c.id, monitor_row(None)))}")
-        lines += ["", RULES]
+        lines += ["", RULES, "", _family(self.models, self.cross)]
         return "\n".join(lines) + "\n"
 
     def write_companions(self, folder: Path) -> None:
@@ -280,7 +299,7 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
                                      "layer's heads: no layer-matched control)")
         found.append(mc)
     named = " ".join(corpus) if corpus else "wiki pydoc (default)"
-    return ClaimsResult(found, cross_model(found), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
+    return ClaimsResult(*corrected(found, cross_model(found)), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
                                                 "seed": seed, "corpus": named,
                                                 "filter": target_filter,
                                                 "ablation_draws": st.ablate,

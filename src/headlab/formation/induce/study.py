@@ -30,6 +30,7 @@ from headlab.io import write_text_atomic
 from headlab.plotting import pyplot
 from headlab.result import Result
 from headlab.rulebook import judge, label
+from headlab.rulebook.multiplicity import holm, stated
 from headlab.training import checkpoint as ckpt
 from headlab.training import from_dict
 from headlab.training.config import config_path, load_config, same_but_vocab
@@ -105,7 +106,10 @@ def judge_arms(summary: dict[str, Any]) -> dict[str, Any]:
     stats = {arm: None if plain is None else {"null_arm": True} if arm == "plain" else
              {"arm": [s["sdh_at_end"], s["seeds"]], "plain": [plain["sdh_at_end"], plain["seeds"]]}
              for arm, s in summary.items()}
-    return {arm: {**s, **judge("formation.foster", stats[arm])} for arm, s in summary.items()}
+    stale = ("exploratory", "p")  # a judgement's optional marks: the new judgement says them afresh
+    judged = holm([{**{k: v for k, v in s.items() if k not in stale}, **judge("formation.foster", stats[arm])}
+                   for arm, s in summary.items()])
+    return dict(zip(summary, judged))
 
 
 def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
@@ -130,6 +134,7 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
                              f"{v['passes_at_end']}")
     lines += ["", "Verdicts: the rule book's `formation.foster` (docs/rules.md), each arm against the plain arm:", ""]
     lines += [f"- {arm}: {s.get('power') or '-'}" for arm, s in summary.items() if arm != "plain"]
+    lines += ["", stated(list(summary.values()))]
     return "\n".join(lines) + "\n\n![mass](induce.png)\n"
 
 

@@ -1,0 +1,106 @@
+"""Pre-registration by code: what data existed when each rule was declared.
+
+``declared.json`` (beside this module, so an installed headlab carries it) holds, per rule, the rule-book version
+and fingerprint it was declared under, the sha256 of every committed file its ``data`` globs matched then, and the
+digest of the statistics of every committed verdict of that rule then. ``headlab verdicts --record`` writes it in a
+rule's own commit, before it re-judges anything: a rule whose fingerprint is new or changed is declared again, on
+the data that exists at that moment; a rule whose fingerprint is unchanged keeps its declaration.
+
+A verdict is exploratory when its statistics, or one of the files they were computed from, existed at its rule's
+declaration; a rule that has no declaration at all is exploratory on any data. A unit test holds the declarations
+to the book's fingerprints, so a rule cannot change without being declared again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from headlab.io import file_sha256, write_json_atomic
+
+DECLARED = Path(__file__).with_name("declared.json")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One rule's declaration: the book ``version`` and ``fingerprint`` it was declared under, the ``files`` (path
+    under results/ -> sha256) its data globs matched, and the digests of the ``stats`` of its committed verdicts."""
+
+    version: int
+    fingerprint: str
+    files: dict[str, str]
+    stats: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "fingerprint": self.fingerprint, "files": self.files,
+                "stats": list(self.stats)}
+
+
+def _plain(x: Any) -> Any:
+    """numpy scalars as Python numbers, so statistics in memory and read back from JSON digest alike."""
+    item = getattr(x, "item", None)
+    return item() if callable(item) else str(x)
+
+
+def stats_digest(stats: Mapping[str, Any]) -> str:
+    """sha256 (16 hex digits) of statistics as JSON would store them (keys as strings, tuples as lists)."""
+    canon = json.loads(json.dumps(stats, default=_plain))
+    return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 (16 hex digits) of a file's bytes: what a declaration records, and what ``evidence`` is made of."""
+    return file_sha256(path)[:16]
+
+
+def read(path: Path = DECLARED) -> dict[str, Declaration]:
+    if not path.exists():
+        return {}
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {rid: Declaration(d["version"], d["fingerprint"], dict(d["files"]), tuple(d["stats"]))
+            for rid, d in raw.items()}
+
+
+@lru_cache(maxsize=1)
+def declarations() -> dict[str, Declaration]:
+    """The committed declarations (read once per process; :func:`declare` clears the cache)."""
+    return read()
+
+
+def is_exploratory(rule_id: str, stats: Mapping[str, Any], evidence: Iterable[str] = ()) -> bool:
+    """Whether a verdict of ``rule_id`` on ``stats`` (computed from files of sha256 ``evidence``) judges data
+    that existed when the rule was declared."""
+    d = declarations().get(rule_id)
+    if d is None:
+        return True
+    seen = set(d.files.values())
+    return stats_digest(stats) in d.stats or any(e[:16] in seen for e in evidence)
+
+
+def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]],
+            committed: Mapping[str, list[Mapping[str, Any]]], root: str | Path, version: int,
+            path: Path = DECLARED) -> list[str]:
+    """Declare again every rule whose fingerprint is new or changed, on the data under ``root`` now: the files its
+    ``data`` globs match and its ``committed`` verdicts' statistics. Returns the rules declared."""
+    root = Path(root).resolve()
+    old = read(path)
+    out, renewed = {}, []
+    for rid, fp in fingerprints.items():
+        if rid in old and old[rid].fingerprint == fp:
+            out[rid] = old[rid]
+            continue
+        files = {str(f.relative_to(root.parent)): file_digest(f)
+                 for g in data.get(rid, ()) for f in sorted(root.glob(g)) if f.is_file()}
+        digests = tuple(sorted({stats_digest(s) for s in committed.get(rid, []) if s}))
+        out[rid] = Declaration(version, fp, files, digests)
+        renewed.append(rid)
+    write_json_atomic(path, {rid: d.to_json() for rid, d in out.items()})
+    declarations.cache_clear()
+    return renewed
+
+
+__all__ = ["DECLARED", "Declaration", "declarations", "declare", "file_digest", "is_exploratory", "stats_digest"]

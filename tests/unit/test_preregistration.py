@@ -1,0 +1,132 @@
+"""Pre-registration by code: a rule's fingerprint covers the functions that compute its statistic, every rule is
+declared on the data that existed then, a verdict on that data is exploratory and never reads "supported", a rule
+decides against the strongest null it names, and a claim about SDHs is judged on SDHs or says it is untestable."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from headlab.rulebook import BOOK, Rule, Verdict, fingerprints, registration
+from headlab.rulebook.book import Judgement
+from headlab.rulebook.formation import early_prediction, three_stages
+from headlab.rulebook.retrieval import head_order, hops_in_order
+
+SUPPORTS = lambda s: Judgement(Verdict.SUPPORTED, "", "p")  # noqa: E731
+
+
+def _rule(computed_by: tuple[str, ...] = ()) -> Rule:
+    return Rule("test.rule", "doc", "claim", "statistic", "test", "threshold", "origin", "null", "minimum",
+                SUPPORTS, computed_by=computed_by)
+
+
+def test_editing_a_statistic_function_changes_the_fingerprint(tmp_path, monkeypatch):
+    module = tmp_path / "my_statistic.py"
+    module.write_text("def statistic(x):\n    return sum(x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("my_statistic")
+    rule = _rule(("my_statistic.statistic",))
+    before = rule.fingerprint()
+    assert before != _rule().fingerprint()
+    module.write_text("def statistic(x):\n    return sum(x) / len(x)\n")
+    importlib.reload(sys.modules["my_statistic"])
+    assert rule.fingerprint() != before
+    sys.modules.pop("my_statistic")
+
+
+def test_every_rule_is_declared_under_its_current_fingerprint():
+    """A rule whose text, decision or statistic code changed must be declared again (headlab verdicts --record in
+    its own commit), on the data that exists then."""
+    declared = registration.read()
+    assert set(declared) == set(BOOK)
+    stale = {rid for rid, fp in fingerprints().items() if declared[rid].fingerprint != fp}
+    assert not stale, f"changed without a new declaration: {sorted(stale)}"
+
+
+def test_every_rule_names_the_code_and_data_that_decide_it():
+    for rule in BOOK.values():
+        assert rule.computed_by, f"{rule.id} names no statistic function"
+        assert rule.data, f"{rule.id} names no data"
+
+
+def test_an_exploratory_rule_cannot_say_supported(monkeypatch):
+    stats = {"x": 1.0}
+    fresh = {"x": 2.0}
+    rule = _rule()
+    decl = registration.Declaration(7, rule.fingerprint(), {"results/a.json": "ab" * 8},
+                                    (registration.stats_digest(stats),))
+    monkeypatch.setattr(registration, "declarations", lambda: {"test.rule": decl})
+    old = rule.judge(stats)
+    assert old.verdict == Verdict.INCONCLUSIVE and old.exploratory and "exploratory" in old.reason
+    assert rule.judge(fresh).verdict == Verdict.SUPPORTED  # data that first exists after the declaration
+    assert rule.judge(fresh, evidence=["ab" * 32]).exploratory  # computed from a file that existed
+    monkeypatch.setattr(registration, "declarations", lambda: {})
+    assert rule.judge(fresh).verdict == Verdict.INCONCLUSIVE  # never declared: nothing was fixed before the data
+
+
+def test_statistics_digest_alike_in_memory_and_read_back_from_json():
+    import json
+
+    import numpy as np
+
+    stats = {"by_k": {1: 0, 3: np.int64(2)}, "g": (0.1, np.float64(0.2))}
+    assert registration.stats_digest(stats) == registration.stats_digest(json.loads(json.dumps(
+        {"by_k": {"1": 0, "3": 2}, "g": [0.1, 0.2]})))
+
+
+def _prediction(gains: dict[str, list[float]], **more) -> dict:
+    return {"seeds": 4, "gains": gains, "nulls": ["early_score_alone", "layer_index", "score_and_layer", "random"],
+            "strongest": {f: "layer_index" for f in gains}, **more}
+
+
+def test_early_prediction_decides_against_the_strongest_null():
+    # the review's numbers: above the score alone, not above the layer index
+    assert early_prediction(_prediction({"0.01": [0.088, -0.006, 0.212]})).verdict == Verdict.INCONCLUSIVE
+    assert early_prediction(_prediction({"0.01": [0.2, 0.05, 0.3]})).verdict == Verdict.SUPPORTED
+    only_score = {k: v for k, v in _prediction({"0.01": [0.328, 0.144, 0.532]}).items() if k != "nulls"}
+    j = early_prediction(only_score)
+    assert j.verdict == Verdict.INCONCLUSIVE and "declared null" in j.reason
+
+
+def test_a_claim_about_sdhs_with_none_formed_is_untestable():
+    nothing = {"target": "slash_mass", "runs": 8, "formed": 0, "top": [0.07, 0.17]}
+    for decide, stats in ((three_stages, {"seeds": 8, "steps": 100_000, "heads": 0, "three": 0,
+                                          "boundaries": [None, None]}),
+                          (early_prediction, _prediction({}))):
+        j = decide({**stats, **nothing})
+        assert j.verdict == Verdict.INCONCLUSIVE and j.reason == "untestable here: no SDH formed in 8 runs"
+        assert "0.17" in j.power
+
+
+def test_three_stages_must_beat_the_heads_that_do_not_specialize():
+    base = {"seeds": 3, "steps": 100_000, "heads": 6, "three": 6, "boundaries": [9000.0, 90000.0]}
+    assert three_stages({**base, "null_heads": 30, "null_three": 22}).verdict == Verdict.INCONCLUSIVE
+    assert three_stages({**base, "null_heads": 30, "null_three": 3}).verdict == Verdict.SUPPORTED
+    assert "null" in three_stages(base).reason  # the declared null never measured: cannot support
+
+
+def test_hop_order_excludes_vacuous_runs_and_head_order_needs_three_runs_to_refute():
+    assert hops_in_order({"in_order": 12, "runs": 12}).verdict == Verdict.INCONCLUSIVE  # nothing excluded
+    j = hops_in_order({"in_order": 6, "runs": 6, "excluded": {"two hops or fewer solved": 5, "a tie": 1}})
+    assert j.verdict == Verdict.SUPPORTED and "5 (two hops or fewer solved)" in j.power
+    assert head_order({"cells": {"a": [1, 2]}}).verdict == Verdict.INCONCLUSIVE  # two runs cannot refute
+    assert head_order({"cells": {"a": [1, 3]}}).verdict == Verdict.NOT_SUPPORTED
+
+
+def test_claims_about_sdhs_need_sdhs_beyond_the_placebo_null():
+    from headlab.study.claim_rows import about_real_sdhs
+
+    within = {"consecutive": 3, "populations": {"slash suite": {"count": 1, "samples": 64, "placebo": [1] * 20}}}
+    spec = {"rule": "slash.3", "stats": {"interval": [6.0, 5.5, 6.5], "sdhs": 1}}
+    rows = about_real_sdhs({1: {"rule": "slash.1", "stats": within}, 3: spec})
+    assert rows[3]["verdict"] == "inconclusive" and rows[3]["reason"] == "no SDH beyond the placebo null"
+    beyond = {**within, "populations": {"slash suite": {"count": 3, "samples": 64, "placebo": [0] * 20}}}
+    rows = about_real_sdhs({1: {"rule": "slash.1", "stats": beyond}, 3: spec})
+    assert rows[3]["stats"]["beyond_null"] is True and "no SDH" not in rows[3]["reason"]
+
+
+@pytest.mark.parametrize("rid", ["formation.stages", "formation.prediction", "formation.init"])
+def test_formation_rules_name_the_documents_object(rid):
+    assert "SDH" in BOOK[rid].statistic and "untestable" in BOOK[rid].minimum
