@@ -237,22 +237,25 @@ def specialization_table(arms: dict[str, list[Path]],
                     metrics: tuple[str, ...] = ("previous-token", "induction", "sink", "slash_mass")) -> str:
     """Markdown, one row per arm (tracked runs, one per seed) and metric: per seed the heads that emerged (score
     crosses :data:`THRESHOLDS` and stays above) and the heads that rose (a change-point rise of at least
-    :data:`MIN_RISE` that ends stable or at the run's end), the median step (emergence, else the rise's end),
-    their layers, and per seed the top head's final score. Reads each run's ``track/phases.json``."""
+    :data:`MIN_RISE` that ends stable or at the run's end), the median step at which the heads emerged and,
+    apart, the median step at which the rises ended (two different events: a rise that ends stable at the run's
+    last checkpoint is not an emergence there), their layers, and per seed the top head's final score. Reads
+    each run's ``track/phases.json``."""
 
-    lines = ["| arm | metric | emerged (≥ threshold) per seed | rose (≥ 0.1) per seed | median step | layers | "
-             "top final score per seed |", "|---|---|---|---|---|---|---|"]
+    lines = ["| arm | metric | emerged (≥ threshold) per seed | rose (≥ 0.1) per seed | median emergence step | "
+             "median end of rise | layers | top final score per seed |", "|---|---|---|---|---|---|---|---|"]
     for arm, runs in arms.items():
         scores = [read_phases(r).scores for r in runs]
         for m in metrics:
             emerged = [{h: v["emerged_at"] for h, v in s[m].items() if v["emerged_at"] is not None} for s in scores]
             rose = [{h: v["rise"]["rise_end"] for h, v in s[m].items() if v["rise"] is not None} for s in scores]
-            steps = [int(x) for e, r in zip(emerged, rose) for x in {**r, **e}.values()]
+            at = [int(x) for e in emerged for x in e.values()]
+            ends = [int(x) for r in rose for x in r.values()]
             layers = sorted({Head.parse(h).layer for e, r in zip(emerged, rose) for h in {**r, **e}})
             tops = [max(v["final"] for v in s[m].values()) for s in scores]
+            median = lambda xs: f"{statistics.median(xs):.0f}" if xs else "-"  # noqa: E731
             lines.append(f"| {arm} | {m} (≥ {THRESHOLDS[m]}) | {', '.join(str(len(e)) for e in emerged)} | "
-                         f"{', '.join(str(len(r)) for r in rose)} | "
-                         f"{f'{statistics.median(steps):.0f}' if steps else '-'} | "
+                         f"{', '.join(str(len(r)) for r in rose)} | {median(at)} | {median(ends)} | "
                          f"{', '.join(map(str, layers)) or '-'} | {', '.join(f'{t:.2f}' for t in tops)} |")
     return "\n".join(lines) + "\n"
 
