@@ -99,7 +99,7 @@ class DepthLawResult(Result):
         lines = [f"D_max: the largest hop count with every hop 1..D solved at accuracy >= {self.solved} "
                  f"({trained}; `{self.sweep}`).", "",
                  "| layers | curriculum | " + ("trained depth | steps | " if several else "")
-                 + "seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L | published (Sanford et al.) |",
+                 + "seeds | D_max per seed | median | 3^L/2 (log3 bound) | 2^L | Sanford et al.'s curves, our 5% cut |",
                  "|---" * (10 if several else 8) + "|"]
         for c in self.cells:
             published = "—" if c.get("published") is None else c["published"]
@@ -128,7 +128,7 @@ class DepthLawResult(Result):
                 ax.scatter([c["layers"]] * len(c["d_max"]), c["d_max"], s=14, alpha=0.5, color=line.get_color())
             published = [(c["layers"], c["published"]) for c in cells if c.get("published") is not None]
             if published:
-                ax.plot(*zip(*published), "s", mfc="none", color="grey", label=f"{cur}: published (Sanford et al.)")
+                ax.plot(*zip(*published), "s", mfc="none", color="grey", label=f"{cur}: Sanford et al.'s curves read with our 5% cut")
         depths = sorted({d for d, _ in self.settings})
         for depth in depths:
             ax.axhline(depth, color="grey", lw=0.8, alpha=0.6)
