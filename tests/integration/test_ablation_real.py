@@ -54,6 +54,9 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
     assert {"base", "ablated", "delta"} <= set(r["slash"]["cosine_distance"])
     c = r["control"]
     assert c["draws"] == 3 and 1 / 4 <= c["p_value"] <= 1 and c["interval"][0] <= c["interval"][1]
+    # the p-value again from the file alone: each control set's change against the target's
+    assert len(c["per_set"]) == 3 and c["delta_mean"] == pytest.approx(sum(c["per_set"]) / 3)
+    assert c["p_value"] == (1 + sum(x >= c["delta_target"] for x in c["per_set"])) / 4
     assert r["slash"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
     pooled = r["slash"]["pooled_cosine_distance"]
     assert 0 < pooled["delta"] < 1 and pooled["control_delta_mean"] > 0

@@ -260,7 +260,8 @@ def _control(res: dict[str, Condition], side: str, part: str, draws: int, causal
     lo, hi = _boot_diff(tgt - base, ctrl - base[None], rng)
     return {"draws": draws, "matched": "same number of random heads per layer, never a target head",
             "delta_target": d_t, "delta_mean": float(np.mean(d_c)), "difference": float(d_t - np.mean(d_c)),
-            "interval": [lo, hi], "p_value": (1 + int((d_c >= d_t).sum())) / (1 + draws)}
+            "interval": [lo, hi], "p_value": (1 + int((d_c >= d_t).sum())) / (1 + draws),
+            "per_set": [float(x) for x in d_c]}  # each control set's mean change: the p-value from the file alone
 
 
 def _report(loaded: LoadedModel, target: HeadSet, st: AblateSettings, res: dict[str, Condition],
