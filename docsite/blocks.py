@@ -58,7 +58,8 @@ def study_claims(root: Path, up: str) -> str:
     source = "results/study/claims/claims.md"
     text = (root / source).read_text()
     table = [line for line in text.splitlines() if line.startswith("|")]
-    return "\n".join(table) + f"\n\nSource: `{source}` (details and rules there).\n"
+    family = [line for line in text.splitlines() if line.startswith("Multiplicity:")]
+    return "\n".join(table + ["", *family]) + f"\n\nSource: `{source}` (details and rules there).\n"
 
 
 def _committed(root: Path, source: str) -> str:

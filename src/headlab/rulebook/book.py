@@ -109,8 +109,9 @@ class Rule:
         if stats is None:
             return Judgement(Verdict.NOT_MEASURED)
         j = self.decide(stats)
-        if not registration.is_exploratory(self.id, stats, evidence):
-            return j
+        if j.verdict in (Verdict.NA, Verdict.NOT_MEASURED) or not registration.is_exploratory(self.id, stats,
+                                                                                               evidence):
+            return j  # a row that tested nothing has nothing to be exploratory about
         if j.verdict == Verdict.SUPPORTED:
             return replace(j, verdict=Verdict.INCONCLUSIVE, exploratory=True,
                            reason=EXPLORATORY + " (the statistic alone would read supported)")
