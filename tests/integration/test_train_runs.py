@@ -156,3 +156,39 @@ def test_head_monitor_on_the_smoke_config(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "run" / "monitor.jsonl").read_text().splitlines()]
     assert all("all-sink" in r["holding"] for r in rows[2:]) and not rows[1]["holding"]
 
+
+
+def test_a_run_carried_across_sittings_without_its_folder_ends_with_the_uninterrupted_scores(uninterrupted,
+                                                                                                tmp_path):
+    """The slash-dense study's carry (bench/studies/sdh_carry.py): a run stopped mid-way is packed (its
+    checkpoints' scores and what a resume needs), its folder is lost, it is made again, resumed and finished, and
+    its joined scores are the uninterrupted run's."""
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    import headlab
+    from headlab.formation.induce.measure import MeasureResult, measure_run
+    from headlab.formation.tracking import TrackResult
+
+    spec = importlib.util.spec_from_file_location(
+        "sdh_carry", Path(__file__).resolve().parents[2] / "bench" / "studies" / "sdh_carry.py")
+    carry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(carry)
+    run, dest = tmp_path / "formation-sdh-all" / "s0", tmp_path / "carry" / "s0"
+    with pytest.raises(KeyboardInterrupt):
+        train(_cfg(), run, progress=False, callbacks=[StopAt(6)])
+    carry.pack(run, dest)
+    shutil.rmtree(run)  # a new checkout: runs/ is gone
+    carry.unpack(dest, run)
+    train(_cfg(), run, resume=True, progress=False)
+    carry.finish(run, dest)
+    whole = headlab.track(uninterrupted, progress=False, out=tmp_path / "whole", overwrite=True)
+    joined = TrackResult.read(run / "track")
+    assert joined.steps == sorted([*whole.steps, 6])  # and the checkpoint the stop wrote
+    same = [joined.steps.index(s) for s in whole.steps]
+    assert all(np.allclose(joined.scores[m][same], whole.scores[m], equal_nan=True, atol=1e-6) for m in whole.scores)
+    a, b = MeasureResult.read(run / MeasureResult.KIND), measure_run(uninterrupted, "all", draws=0, seed=0)
+    assert [a.steps[i] for i in same] == b.steps and np.allclose([a.mass[i] for i in same], b.mass, atol=1e-6)
+    assert [a.passed[i] for i in same] == b.passed
+    assert (run / "track" / "phases.json").exists() and (run / "track" / "track.md").exists()

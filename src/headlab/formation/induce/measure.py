@@ -88,6 +88,18 @@ def measure_run(run: Path, arm: str, draws: int, seed: int, progress: bool = Fal
         mass.append(m.tolist())
         passed.append(p.tolist())
         loss.append(lo)
+    rec = measure_record(run, arm, steps, mass, passed, loss)
+    if draws > 0:
+        rec.ablation = _ablation(last, cfg, str(rec.ablated), draws, seed, progress)
+    return rec
+
+
+def measure_record(run: Path, arm: str, steps: list[int], mass: list[Any], passed: list[Any], loss: list[float]
+                   ) -> MeasureResult:
+    """The record of a run from its per-checkpoint masses, rule and loss (no ablation): the heads that pass first
+    and at the end, and the head an ablation would take. Also joins the checkpoints a run scored in two
+    sittings (its earlier checkpoints' scores carried, the later ones scored after it resumed)."""
+    cfg = load_config(run / "config.toml")
     final = np.array(mass[-1])
     ok = np.array(passed[-1])
     cand = np.where(ok, final, -1.0) if ok.any() else final
@@ -101,8 +113,7 @@ def measure_run(run: Path, arm: str, draws: int, seed: int, progress: bool = Fal
         final_pass_heads=heads(ok),
         induced_heads=[Head.parse(h) for h in cfg.induce.heads] if cfg.induce.weight > 0 else [],
         aux_stop=(cfg.induce.stop or cfg.optim.steps) if cfg.induce.weight > 0 else None,
-        ablated=ablated, ablated_is_sdh=bool(ok.any()),
-        ablation=_ablation(last, cfg, str(ablated), draws, seed, progress) if draws > 0 else None)
+        ablated=ablated, ablated_is_sdh=bool(ok.any()))
 
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
