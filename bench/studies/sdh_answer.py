@@ -60,7 +60,8 @@ def dense_study() -> list[str]:
         passing = [r for r in records if r.final_pass_heads]
         top = max((max(max(h) for h in r.mass[-1]) for r in records), default=None)
         training = ", ".join(f"seed {s} at step {n:,}" for s, n in sorted(open_.items())) or "none"
-        rows.append(f"| slash-dense study, arm `{arm}` | {count(len(records), 'run')} finished; still training: {training} | "
+        rows.append(f"| slash-dense study, arm `{arm}` | {count(len(records), 'run')} finished; still training: "
+                    f"{training} | "
                     f"{count(len(passing), 'run')} end with a head that passes the strict rule "
                     f"({', '.join(str(h) for r in passing for h in r.final_pass_heads) or 'none'}); top final `/` "
                     f"mass {'-' if top is None else f'{top:.2f}'} | see results/formation/sdh/ |")

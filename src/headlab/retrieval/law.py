@@ -128,7 +128,8 @@ class DepthLawResult(Result):
                 ax.scatter([c["layers"]] * len(c["d_max"]), c["d_max"], s=14, alpha=0.5, color=line.get_color())
             published = [(c["layers"], c["published"]) for c in cells if c.get("published") is not None]
             if published:
-                ax.plot(*zip(*published), "s", mfc="none", color="grey", label=f"{cur}: Sanford et al.'s curves read with our 5% cut")
+                ax.plot(*zip(*published), "s", mfc="none", color="grey",
+                        label=f"{cur}: Sanford et al.'s curves read with our 5% cut")
         depths = sorted({d for d, _ in self.settings})
         for depth in depths:
             ax.axhline(depth, color="grey", lw=0.8, alpha=0.6)
