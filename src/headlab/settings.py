@@ -20,16 +20,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None,
-            choices: Sequence[Any] | None = None, rule: Rule | None = None, item: Callable[[str], Any] = str,
+            choices: Sequence[Any] | Callable[[], Sequence[Any]] | None = None, rule: Rule | None = None,
+            item: Callable[[str], Any] = str,
             annotation: str | None = None, cli: bool = True) -> Any:
     """One field of a settings dataclass: its ``default`` and ``help`` (the CLI's and the docs' wording); its
-    ``flag`` where the CLI spells it other than the field's name; the values allowed (``choices``); its
+    ``flag`` where the CLI spells it other than the field's name; the values allowed (``choices``: a sequence, or a
+    function that gives them when they are checked, for a registry that grows after import); its
     ``rule`` where the table's rule of its name (:data:`~headlab.values.RULES`) does not apply; ``item``
     parses one item of a list field on the command line; ``annotation`` is what the twin's signature shows
     where the stored type is not what a caller gives (a list kept as a tuple); ``cli=False``: Python only."""
     return dataclasses.field(default=default, metadata={
-        "help": help, "flag": flag, "metavar": metavar, "choices": None if choices is None else tuple(choices),
+        "help": help, "flag": flag, "metavar": metavar,
+        "choices": choices if choices is None or callable(choices) else tuple(choices),
         "rule": rule, "item": item, "annotation": annotation, "cli": cli})
+
+
+def choices_of(meta: Any) -> tuple[Any, ...] | None:
+    """A field's allowed values now (a registry's choices are read when they are checked)."""
+    found = meta.get("choices")
+    return tuple(found()) if callable(found) else found
 
 
 class Settings:
@@ -67,7 +76,7 @@ class Settings:
         """One line for every bad value, naming the option as the CLI spells it."""
         out = []
         for f in self.fields():
-            value, allowed, rule = getattr(self, f.name), f.metadata.get("choices"), f.metadata.get("rule")
+            value, allowed, rule = getattr(self, f.name), choices_of(f.metadata), f.metadata.get("rule")
             rule = rule or RULES.get(f.name)
             if allowed is not None and f.name not in self.LISTS and value not in allowed:
                 out.append(f"--{self.flag(f.name)} {value!r}: choose {', '.join(map(str, allowed))}")

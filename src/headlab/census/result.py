@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from headlab.census.stats import SDH
+from headlab.detectors import DETECTORS, Detector
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.interrupts import Terminated
@@ -18,10 +19,14 @@ from headlab.values import validate
 
 #: patterns that can explain a head's `/` mass (a previous-token head puts mass on whatever precedes it)
 EXPLAINING = ("previous-token", "sink", "duplicate-token", "induction")
-#: a detector's score is named by the detector (``previous-token``), in scan.json, heads.csv, ``to_pandas()`` and
-#: the per-sample columns alike; ``token_std`` and the other ``_`` names are statistics derived from a score
-SCORE_KEYS = ("token", "token_std", "token_frac_above", "token_max_run", "offset", "offset_delta",
-              "previous-token", "duplicate-token", "induction", "sink", "entropy")
+#: statistics scan.json derives from the token and offset scores (``_`` names): not scores of a detector
+DERIVED = ("token_std", "token_frac_above", "token_max_run", "offset_delta", "offset_by_delta")
+
+
+def summarize(name: str, value: Any) -> dict[str, Any]:
+    """A head's entries in scan.json for one detector's mean score, as the detector declares them (a detector
+    no longer registered: a float, or the list of its columns)."""
+    return DETECTORS.get(name, Detector).summarize(name, value)
 
 
 @dataclass
@@ -59,14 +64,7 @@ class ScanResult(Result):
     def head_scores(self, layer: int, head: int) -> dict[str, Any]:
         s: dict[str, Any] = {}
         for name, mean in self.means.items():
-            if name == "offset":
-                by_delta = mean[layer, head]
-                best = int(np.nanargmax(by_delta)) if not np.all(np.isnan(by_delta)) else None
-                s["offset"] = float(by_delta[best]) if best is not None else float("nan")
-                s["offset_delta"] = best
-                s["offset_by_delta"] = [float(x) for x in by_delta]
-            else:
-                s[name] = float(mean[layer, head])
+            s.update(summarize(name, mean[layer, head]))
         if "token" in self.means:
             s["token_std"] = float(self.stds["token"][layer, head])
             s["token_frac_above"] = (
@@ -110,10 +108,9 @@ class ScanResult(Result):
         """The result of a ``scan.json`` (the inverse of :meth:`to_json`: means of every detector, the token
         detector's spread and the SDH marks; other detectors' spreads are not stored)."""
         L, H, heads = d["n_layers"], d["n_heads"], d["heads"]
-        derived = {"token_std", "token_frac_above", "token_max_run", "offset_delta", "offset_by_delta"}
         means = {}
         for key in heads[0]["scores"] if heads else []:
-            if key in derived:
+            if key in DERIVED:
                 continue
             get = (lambda h: h["scores"]["offset_by_delta"]) if key == "offset" else (lambda h, k=key: h["scores"][k])
             means[key.replace("_", "-")] = per_head(heads, L, H, get)  # older scan.json files say previous_token
@@ -145,13 +142,25 @@ class ScanResult(Result):
         return self
 
     def write_companions(self, folder: Path) -> None:
-        """``heads.csv``: one row per head, every detector's mean and the SDH mark."""
+        """``heads.csv``: one row per head, every detector's mean (a column per column of a detector with several,
+        named ``detector:column``) and the SDH mark."""
         heads = self.heads()
-        keys = [k for k in SCORE_KEYS if k in heads[0]["scores"]]
+        cells = [self._csv_cells(h["scores"]) for h in heads]
+        keys = list(cells[0]) if cells else []
         sdh = ["sdh"] if "token" in self.means else []  # the slash-dominance rule reads the token detector
         write_csv_atomic(folder / "heads.csv", ["layer", "head", *keys, *sdh],
-                         ([h["layer"], h["head"], *[h["scores"][k] for k in keys], *[int(h["sdh"])] * len(sdh)]
-                          for h in heads))
+                         ([h["layer"], h["head"], *c.values(), *[int(h["sdh"])] * len(sdh)]
+                          for h, c in zip(heads, cells)))
+
+    def _csv_cells(self, scores: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in scores.items():
+            if not isinstance(value, list):
+                out[key] = value
+            elif key not in DERIVED:  # a detector's columns, each its own cell
+                names = self.settings.get("detectors", {}).get(key, {}).get("columns") or range(len(value))
+                out.update({f"{key}:{c}": v for c, v in zip(names, value)})
+        return out
 
     def top(self, name: str, n: int = 5) -> list[tuple[str, float, int | None]]:
         """The ``n`` best heads of one detector: ``(L.H, score, offset Δ or None)``."""

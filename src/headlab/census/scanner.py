@@ -19,6 +19,7 @@ from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.census.stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
 from headlab.corpus import DEFAULT_CORPUS, Document, Sampler, documents, repeat_probe
 from headlab.detectors import Detector, bind_to, make
+from headlab.detectors.base import options_for
 from headlab.distributed import world
 from headlab.errors import HeadlabError
 from headlab.interrupts import Terminated
@@ -124,7 +125,7 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     record = {
         "corpus": (f"stimuli: {s.stimuli}" if s.stimuli is not None else list(corpus or DEFAULT_CORPUS)
                    if texts is None else f"{len(texts)} texts (Python API)"),
-        "detectors": {d.name: d.settings() for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
+        "detectors": {d.name: _recorded(d) for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
         "batch_size": s.batch_size, "window": window, "stride": sampler.stride,
         "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter,
         "id_field": s.id_field or None, "dtype": loaded.dtype,
@@ -198,14 +199,16 @@ def _result(loaded: LoadedModel, s: ScanSettings, census: Census, record: dict[s
                                                          else "SIGINT"))
 
 
+def _recorded(d: Detector) -> dict[str, Any]:
+    """A detector's settings in scan.json, with the names of its columns (heads.csv names its cells by them)."""
+    return {**d.settings(), **({"columns": list(d.columns)} if d.columns else {})}
+
+
 def _make(d: str | Detector, s: ScanSettings) -> Detector:
     if isinstance(d, Detector):
         return d
     key = d.replace("_", "-")
-    per: dict[str, dict[str, Any]] = {"token": {"target": s.target, "bare": s.bare, "queries": s.queries},
-                                      "offset": {"max_offset": s.max_offset}}
-    options = per.get(key, {})
-    return make(key, **options)
+    return make(key, **options_for(key, s))
 
 
 def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None, id_field: str | None) -> list[Document]:

@@ -41,7 +41,8 @@ class ScanSettings(Settings):
     LISTS: ClassVar[tuple[str, ...]] = ("detectors",)
 
     detectors: tuple[str | Detector, ...] = setting(DEFAULT_DETECTORS, "detectors to run",
-                                                    choices=sorted(DETECTORS), annotation="Sequence[str | Detector]")
+                                                    choices=lambda: sorted(DETECTORS),
+                                                    annotation="Sequence[str | Detector]")
     target: str = setting("/", "the token detector's target character")
     bare: bool = setting(False, "target only the plain token, not merges like '://'")
     queries: str = setting("can-see", "the token score averages over queries that can see a target (can-see) or all "

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, NoReturn, Sequence
 
 from headlab.models.loader import DTYPES
+from headlab.settings import choices_of
 from headlab.values import RULES
 
 
@@ -116,13 +117,13 @@ def settings_options(p: argparse.ArgumentParser, cls: Any, skip: Sequence[str] =
         if meta.get("metavar"):
             kw["metavar"] = meta["metavar"]
         if f.name in cls.LISTS:
-            list_option(p, flag, parse=meta.get("item", str), choices=meta.get("choices"), **kw)
+            list_option(p, flag, parse=meta.get("item", str), choices=choices_of(meta), **kw)
         elif isinstance(f.default, bool):
             if f.default:
                 raise ValueError(f"{cls.__name__}.{f.name}: a flag that is on by default needs a --no- option")
             p.add_argument(flag, action="store_true", **kw)
         else:
-            choices = meta.get("choices")  # None in a field's choices is "not set": the option left out
+            choices = choices_of(meta)  # None in a field's choices is "not set": the option left out
             p.add_argument(flag, type=_parse(meta.get("rule") or RULES.get(f.name), f.type),
                            choices=None if choices is None else [c for c in choices if c is not None], **kw)
 

@@ -18,8 +18,13 @@ NaN marks a sample for which the score is undefined (a ``token`` score on a samp
 undefined samples are left out of every statistic. Padding positions never contribute: queries are
 restricted to ``batch.query_mask`` and padded keys carry zero probability.
 
-Register a new detector with ``@register`` on a :class:`Detector` subclass; ``make(name, **options)`` builds
-one by name. No if-chains: the scan, the CLI and the docs read this registry.
+A detector declares its meaning beside its code: ``label`` (a column or a plot's title), ``meaning`` (what a
+high score is, in words), ``hint`` (what an unusually high score suggests about a text), ``threshold`` (the
+score at which a head is said to have the pattern, where one is conventional) and ``options`` (which scan
+settings its constructor takes). Register a new detector with ``@register`` on a :class:`Detector` subclass
+(``headlab.register_detector``); ``make(name, **options)`` builds one by name. No if-chains: the scan's choices
+and validation, ``scan.json``, ``heads.csv``, the report, the viewer and the monitor read this registry, so a
+detector registered from outside the package reaches every one of them.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from __future__ import annotations
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence, TypeVar
 
+import numpy as np
 import torch
 
 from headlab.detectors.needs import Diagonal, Groups, KeySet, Links, Matches, Needs, token_groups
@@ -131,6 +137,16 @@ class Detector(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    #: a short name for tables and plots (default: the name)
+    label: ClassVar[str] = ""
+    #: what a high score means, in words ("attention to the previous token")
+    meaning: ClassVar[str] = ""
+    #: what an unusually high score suggests about a text (the monitor's and the viewer's hint)
+    hint: ClassVar[str] = "unusual structure"
+    #: the score at which a head is said to have the pattern (None: no conventional cut)
+    threshold: ClassVar[float | None] = None
+    #: constructor keyword -> the scan setting that gives it (``token``'s target is ``--target``)
+    options: ClassVar[Mapping[str, str]] = {}
     #: names of the columns when the detector returns (B, H, C); None for one score per head.
     columns: tuple[str, ...] | None = None
     #: "pairs": sparse pair sums (every route); "rows": whole probability rows (chunked and eager routes).
@@ -167,16 +183,38 @@ class Detector(ABC):
     def settings(self) -> dict[str, Any]:
         return {}
 
+    @classmethod
+    def summarize(cls, name: str, value: Any) -> dict[str, Any]:
+        """A head's entries in ``scan.json`` from its mean score: a float, or the list of its columns' means."""
+        v = np.asarray(value, dtype=float)
+        return {name: float(v)} if v.ndim == 0 else {name: [float(x) for x in v]}
+
+    @classmethod
+    def shown_as(cls) -> str:
+        return cls.label or cls.name
+
 
 DETECTORS: dict[str, type[Detector]] = {}
 D = TypeVar("D", bound=type[Detector])
 
 
 def register(cls: D) -> D:
-    if cls.name in DETECTORS:
-        raise ValueError(f"detector {cls.name!r} is already registered")
-    DETECTORS[cls.name] = cls
+    """Add a detector class to the registry under its ``name`` (refused when the name is taken or is not one
+    the command line and the result files can carry: letters, digits and inner dashes)."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c == "-" for c in name) \
+            or name[0] == "-" or name[-1] == "-" or "_" in name:
+        raise HeadlabError(f"register a detector: its name must be letters, digits and inner dashes, not {name!r}")
+    if name in DETECTORS:
+        raise HeadlabError(f"detector {name!r} is already registered")
+    DETECTORS[name] = cls
     return cls
+
+
+def options_for(name: str, settings: Any) -> dict[str, Any]:
+    """The constructor keywords the detector ``name`` takes from scan ``settings`` (its declared ``options``)."""
+    cls = DETECTORS.get(name.replace("_", "-"))
+    return {} if cls is None else {kw: getattr(settings, field) for kw, field in cls.options.items()}
 
 
 def make(name: str, **options: Any) -> Detector:

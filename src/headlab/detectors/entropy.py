@@ -17,6 +17,8 @@ from headlab.detectors.base import Batch, Detector, register
 class EntropyDetector(Detector):
     name = "entropy"
     summary = "mean attention entropy per query, nats (needs whole rows: chunked or eager route)"
+    meaning = "attention entropy"
+    hint = "text whose attention is unusually diffuse"
     needs = "rows"
 
     def reduce_rows(self, probs: torch.Tensor, q0: int, k0: int, batch: Batch) -> torch.Tensor:

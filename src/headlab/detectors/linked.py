@@ -22,6 +22,7 @@ from headlab.errors import HeadlabError
 class LinkedDetector(Detector):
     name = "linked"
     summary = "attention mass on the (query, key) pairs a constructed probe names, one column per label"
+    meaning = "attention on the (query, key) pairs a constructed probe names"
 
     def __init__(self, labels: Sequence[str] = ("link",)):
         if not labels or len(set(labels)) != len(labels):

@@ -20,6 +20,7 @@ from headlab.errors import HeadlabError
 class MarkedDetector(Detector):
     name = "marked"
     summary = "attention mass on the marked target positions of constructed stimuli"
+    meaning = "attention on the marked target positions of constructed stimuli"
 
     def __init__(self, queries: Literal["can-see", "all"] = "can-see"):
         if queries not in ("can-see", "all"):

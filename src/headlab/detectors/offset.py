@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from headlab.detectors.base import Batch, Detector, register
@@ -20,6 +21,11 @@ from headlab.errors import HeadlabError
 class OffsetDetector(Detector):
     name = "offset"
     summary = "SlashScore(Δ): mean attention on the Δ-th sub-diagonal, Δ = 0..K (Cheng et al. 2026)"
+    label = "SlashScore(Δ), best Δ (offset)"
+    meaning = "attention along a fixed diagonal (SlashScore at the head's best Δ)"
+    hint = "text with a regular local pattern (tables, code, lists)"
+    threshold = 0.5  # κ of the slash-pattern meaning (ours)
+    options = {"max_offset": "max_offset"}
 
     def __init__(self, max_offset: int = 8):
         if max_offset < 0:
@@ -29,6 +35,14 @@ class OffsetDetector(Detector):
 
     def settings(self) -> dict[str, Any]:
         return {"max_offset": self.max_offset}
+
+    @classmethod
+    def summarize(cls, name: str, value: Any) -> dict[str, Any]:
+        """The best Δ's score (``offset``), that Δ (``offset_delta``) and every Δ's (``offset_by_delta``)."""
+        by_delta = np.asarray(value, dtype=float)
+        best = None if np.all(np.isnan(by_delta)) else int(np.nanargmax(by_delta))
+        return {"offset": float(by_delta[best]) if best is not None else float("nan"), "offset_delta": best,
+                "offset_by_delta": [float(x) for x in by_delta]}
 
     def prepare(self, batch: Batch) -> None:
         for d in range(self.max_offset + 1):

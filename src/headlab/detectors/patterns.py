@@ -30,6 +30,9 @@ def _per_query(total: torch.Tensor, batch: Batch) -> torch.Tensor:
 class PreviousTokenDetector(Detector):
     name = "previous-token"
     summary = "mass on the previous token (TransformerLens 'mul')"
+    meaning = "attention to the previous token"
+    hint = "text whose tokens are read in fragments (code, markup)"
+    threshold = 0.4  # ours, as the tracker's
 
     def prepare(self, batch: Batch) -> None:
         batch.diagonal_mass("previous", 1, batch.query_mask)
@@ -42,6 +45,8 @@ class PreviousTokenDetector(Detector):
 class DuplicateTokenDetector(Detector):
     name = "duplicate-token"
     summary = "mass on earlier copies of the current token (TransformerLens 'mul')"
+    meaning = "attention to earlier copies of the same token"
+    hint = "repetitive text or boilerplate"
 
     def prepare(self, batch: Batch) -> None:
         batch.match_mass("duplicate", 0, batch.query_mask)
@@ -54,6 +59,9 @@ class DuplicateTokenDetector(Detector):
 class InductionDetector(Detector):
     name = "induction"
     summary = "mass on tokens that followed earlier copies of the current token (TransformerLens 'mul')"
+    meaning = "induction (attending to what followed an earlier copy)"
+    hint = "repeated passages or boilerplate"
+    threshold = 0.4  # ours, as the tracker's
 
     def prepare(self, batch: Batch) -> None:
         batch.match_mass("induction", 1, batch.query_mask)

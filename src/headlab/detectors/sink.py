@@ -18,6 +18,10 @@ from headlab.detectors.base import Batch, Detector, register
 class SinkDetector(Detector):
     name = "sink"
     summary = "mass on position 0 and separator tokens ([CLS]/[SEP]/BOS/EOS)"
+    label = "sink (first token)"
+    meaning = "attention parked on the first token"
+    hint = "text the heads find nothing specific to attend to in"
+    threshold = 0.5  # ours, as the tracker's
 
     def __init__(self) -> None:
         self.separator_ids: frozenset[int] = frozenset()

@@ -21,6 +21,11 @@ from headlab.errors import HeadlabError
 class TokenDetector(Detector):
     name = "token"
     summary = "attention mass on a target token set (default '/')"
+    label = "target mass (token)"
+    meaning = "attention mass on the target token (`/` by default)"
+    hint = "text dense in the target token: for `/`, path-, URL- or fraction-heavy text"
+    threshold = 0.5  # the slash-dominance rule's θ
+    options = {"target": "target", "bare": "bare", "queries": "queries"}
 
     def __init__(self, target: str = "/", bare: bool = False, queries: Literal["can-see", "all"] = "can-see"):
         if not target:

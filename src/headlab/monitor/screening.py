@@ -10,26 +10,19 @@ from typing import Any
 
 import numpy as np
 
+from headlab.detectors import DETECTORS
 from headlab.io import write_text_atomic
 from headlab.monitor.profile import Profile
 from headlab.plotting import pyplot
 from headlab.result import Result
 
-#: what each detector's score measures, and what an unusually high value of it suggests about the text
-MEANING: dict[str, tuple[str, str]] = {
-    "token": ("attention mass on `/`", "path-, URL- or fraction-heavy text"),
-    "offset": ("attention along a fixed diagonal", "text with a regular local pattern (tables, code, lists)"),
-    "previous-token": ("attention to the previous token", "text whose tokens are read in fragments (code, markup)"),
-    "duplicate-token": ("attention to earlier copies of the same token", "repetitive text or boilerplate"),
-    "induction": ("induction (attending to what followed an earlier copy)", "repeated passages or boilerplate"),
-    "sink": ("attention parked on the first token", "text the heads find nothing specific to attend to in"),
-    "entropy": ("attention entropy", "text whose attention is unusually diffuse"),
-}
-
 
 def explain(feature: str, z: float) -> str:
+    """A flagged feature in words: what the head's score measures and, when it is high, what the detector says
+    that suggests about the text (each detector declares both: ``Detector.meaning`` and ``Detector.hint``)."""
     det, head = feature.split("/", 1)
-    what, hint = MEANING.get(det, (det, "unusual structure"))
+    cls = DETECTORS.get(det)
+    what, hint = (cls.meaning or det, cls.hint) if cls is not None else (det, "unusual structure")
     side = "above" if z > 0 else "below"
     return f"head {head}'s {what} is {abs(z):.1f} spreads {side} reference (robust z)" + (f": {hint}" if z > 0 else "")
 

@@ -16,6 +16,7 @@ from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.ablation.result import AblateResult
 from headlab.census.result import ScanResult
+from headlab.detectors import DETECTORS
 from headlab.display import count
 from headlab.formation.tracking import TrackResult
 from headlab.head import name as head_name
@@ -73,8 +74,9 @@ def _f(v: Any, nd: int = 3) -> str:
 def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
     d = ScanResult.read(folder).to_json()
     L, H = d["n_layers"], d["n_heads"]
-    keys = [k for k in ("token", "offset", "previous-token", "duplicate-token", "induction", "sink")
-            if k in d["heads"][0]["scores"]]
+    scores = d["heads"][0]["scores"]
+    keys = [k for k in d["settings"].get("detectors", scores) if isinstance(scores.get(k), (int, float))
+            and k != "entropy"]  # entropy is in nats, not a share of attention: it has no place on this scale
     arrays = {k: np.full((L, H), np.nan) for k in keys}
     sdh = np.zeros((L, H), bool)
     for h in d["heads"]:
@@ -82,12 +84,10 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
         for k in keys:
             v = h["scores"].get(k)
             arrays[k][h["layer"], h["head"]] = np.nan if v is None else v
-    names = {"token": "'/' mass (token)", "offset": "SlashScore(Δ) best Δ", "previous-token": "previous-token",
-             "duplicate-token": "duplicate-token",
-             "induction": "induction", "sink": "sink (first token)"}
+    names = {k: DETECTORS[k].shown_as() if k in DETECTORS else k for k in keys}
     fig = figures.head_heatmaps({names[k]: arrays[k] for k in keys}, sdh, f"{d['model']}: head scores, "
                                 f"{d['n_samples']} corpus samples", figdir / f"{tag}-scan_heatmaps.png",
-                                units={names["token"]: "mean attention share (0-1)"})
+                                units={names["token"]: "mean attention share (0-1)"} if "token" in names else {})
     rule = d["settings"]["sdh_rule"]
     share = d.get("sdh_share")
     partial = (f"**Interrupted** (by {d['interrupted_by'] or 'a signal'}): these statistics cover the "

@@ -38,7 +38,8 @@ from headlab.viewer.data import ViewData, ViewSample, make_sample, store_maps, t
 #: grid scores taken from a scan's per-head scores, in this order
 #: the probe metrics (headlab.probes.scoring) the viewer shows for a model's own texts
 SHOWN_METRICS = ("slash_mass", "offset", "previous-token", "sink")
-SCAN_SCORES = ("token", "token_frac_above", "offset", "previous-token", "duplicate-token", "induction", "sink")
+#: scan.json entries the viewer does not colour heads by: a spread, a run length and an index, not scores
+NOT_SHOWN = ("token_std", "token_max_run", "offset_delta")
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,8 @@ def default_texts(loaded: Any, n_stimuli: int = 3, seed: int = 0, n_windows: int
 
 def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.ndarray]:
     out = {}
-    for k in SCAN_SCORES:
-        if k in heads[0]["scores"]:
+    for k, v in heads[0]["scores"].items():  # every detector the scan ran, built in or registered by a user
+        if k not in NOT_SHOWN and (v is None or isinstance(v, (int, float))):
             a = np.full((L, H), np.nan)
             for h in heads:
                 v = h["scores"].get(k)
