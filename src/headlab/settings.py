@@ -14,7 +14,7 @@ import inspect
 from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 from headlab.errors import HeadlabError
-from headlab.values import RULES, Rule, items
+from headlab.values import RULES, Rule, items, repeated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,6 +55,9 @@ class Settings:
         for name in self.LISTS:
             value = getattr(self, name)
             object.__setattr__(self, name, None if value is None else tuple(items(value)))
+            twice = repeated(f"--{self.flag(name)}", value)  # a list field pools: seeds, arms, languages, kinds
+            if twice:
+                raise HeadlabError(twice)
         found = self.problems()
         if found:
             raise HeadlabError(found[0])

@@ -8,6 +8,7 @@ without a rule is a programming error, not a user's.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import math
 import os
@@ -107,8 +108,68 @@ def strings(name: str, value: Any) -> list[str] | None:
     return listed_value
 
 
+#: files that identify what a folder holds (a run's weights, a scan, a tracked run): the first found is hashed
+IDENTITY = ("final.safetensors", "model.safetensors", "scan.json", "track/track.json", "summary.json",
+            "config.json", "config.toml")
+MAX_LISTED = 5000  # files listed for a folder's identity beside that file; a larger folder is cut there
+
+
+def identity(value: Any) -> tuple[str, str] | None:
+    """What makes two items of a pooled list the same evidence: a path that exists is its real path (a symlink
+    or another spelling of it) and its content (a copy); None for an item that is not a path on disk."""
+    if not isinstance(value, (str, os.PathLike)):
+        return None
+    path = os.fspath(value)
+    if not path or not os.path.exists(path):
+        return None
+    return os.path.realpath(path), _content(path)
+
+
+def _content(path: str) -> str:
+    h = hashlib.sha256()
+    if os.path.isfile(path):
+        return _file_digest(path)
+    for name in IDENTITY:
+        if os.path.isfile(os.path.join(path, name)):
+            h.update(name.encode() + _file_digest(os.path.join(path, name)).encode())
+            break
+    listing = sorted((os.path.relpath(os.path.join(d, f), path), os.path.getsize(os.path.join(d, f)))
+                     for d, _, fs in os.walk(path) for f in fs)[:MAX_LISTED]
+    h.update(repr(listing).encode())
+    return h.hexdigest()
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def repeated(name: str, values: Any) -> str | None:
+    """One line when a pooled list names the same evidence twice (the same value, the same path by a symlink or
+    another spelling, or a copy with the same content), else None: a command that pools runs, seeds, models,
+    languages or folders must not count one of them twice."""
+    seen: dict[Any, Any] = {}
+    for v in items(values) or []:
+        ident = identity(v)
+        keys = [("value", v if isinstance(v, (str, int, float)) else repr(v))]
+        if ident is not None:
+            keys += [("path", ident[0]), ("content", ident[1])]
+        for key in keys:
+            if key in seen:
+                how = {"value": "twice", "path": f"twice ({v!r} is {seen[key]!r} by another name)",
+                       "content": f"twice ({v!r} is a copy of {seen[key]!r})"}[key[0]]
+                return f"{name}: {seen[key]!r} is given {how}; give each once (a repeat would count as evidence twice)"
+        for key in keys:
+            seen[key] = v
+    return None
+
+
 def listed(*names: str) -> Any:
-    """Decorate a twin so that its parameters ``names`` go through :func:`items` (its signature is kept)."""
+    """Decorate a twin so that its parameters ``names`` go through :func:`items` (its signature is kept) and are
+    refused when they name one item twice (:func:`repeated`: these lists pool evidence)."""
 
     def wrap(fn: Any) -> Any:
         sig = inspect.signature(fn)
@@ -119,6 +180,9 @@ def listed(*names: str) -> Any:
             for name in names:
                 if name in bound.arguments:
                     bound.arguments[name] = items(bound.arguments[name])
+                    found = repeated(name, bound.arguments[name])
+                    if found:
+                        raise HeadlabError(found)
             return fn(*bound.args, **bound.kwargs)
         return twin
     return wrap

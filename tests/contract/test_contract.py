@@ -256,6 +256,22 @@ ROWS += [
     *(Row(f"khop with the minimal task's {opt}", f"retrieval train --task khop --depth 4 {opt} --out {{tmp}}/r"
           .split(), 2, "minimal task", absent=["r"])
       for opt in ("--curriculum dense", "--distractors 1", "--separator")),
+    # pooled evidence: the same run, seed, model or language given twice (by value, by another name, as a copy)
+    Row("predict given one run twice", "predict {tmp}/r {tmp}/r".split(), 2, "given twice", _file("r/config.toml")),
+    Row("predict given a run and a symbolic link to it", "predict {tmp}/r {tmp}/link".split(), 2, "by another name",
+        lambda t: (_file("r/config.toml")(t), (t / "link").symlink_to(t / "r"))),
+    Row("predict given a run and a copy of it", "predict {tmp}/r {tmp}/copy".split(), 2, "a copy of",
+        lambda t: (_file("r/config.toml", "same")(t), _file("copy/config.toml", "same")(t))),
+    Row("induce given one seed four times", "induce smoke --seeds 0,0,0,0 --arms plain,aux --draws 0 --out {tmp}/i"
+        .split(), 2, "given twice", absent=["i"]),
+    Row("claims given one model twice", "claims minilm-l6 minilm-l6 --out {tmp}/c".split(), 2, "given twice",
+        absent=["c"]),
+    Row("languages given one language twice", "languages minilm-l6 --languages en,en --out {tmp}/l".split(), 2,
+        "given twice", absent=["l"]),
+    Row("retrieval emergence given one run twice", "retrieval emergence {tmp}/r {tmp}/r".split(), 2, "given twice",
+        _file("r/summary.json", "{}")),
+    Row("retrieval sweep given one seed twice", "retrieval sweep --seeds 0,0 --out {tmp}/s".split(), 2,
+        "given twice", absent=["s"]),
     Row("retrieval depth-law over a truncated summary.json", "retrieval depth-law {tmp}/sw".split(), 2,
         "summary.json", _file("sw/L2-D2-chain-s0/summary.json", '{"task": {"depth": 2, "curr')),
     Row("monitor check with a profile whose threshold is null",
