@@ -16,12 +16,10 @@ from headlab.formation.tracking import TrackResult, read_signals
 from headlab.io import write_text_atomic
 from headlab.result import Result, found_in
 from headlab.rulebook import judge, label
+from headlab.rulebook.formation import DOCUMENT_TARGET
 from headlab.rulebook.multiplicity import holm, stated
 from headlab.rulebook.registration import file_digest
 from headlab.training.config import load_config
-
-#: the document's object: its formation claims are about slash-dominance heads, measured by `/` mass
-DOCUMENT_TARGET = "slash_mass"
 
 
 def _tracked(run: str | Path) -> TrackResult:

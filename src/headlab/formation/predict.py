@@ -23,6 +23,7 @@ import numpy as np
 
 from headlab.formation.tracking import TrackResult
 from headlab.result import Result
+from headlab.rulebook.formation import NULLS
 from headlab.settings import Settings, setting
 from headlab.values import Rule
 
@@ -92,8 +93,8 @@ def labels(run: RunData, metric: str, threshold: float) -> np.ndarray:
 Model = Any  # a fitted sklearn Pipeline (StandardScaler, LogisticRegression)
 #: the predictors compared, in the order of their inputs in :func:`loso`
 PREDICTORS = ("early_model", "early_score_alone", "layer_index", "score_and_layer")
-#: the nulls ``formation.prediction`` declares, each a predictor the early model must beat (random: a seeded score)
-NULLS = ("early_score_alone", "layer_index", "score_and_layer", "random")
+# NULLS: the nulls ``formation.prediction`` declares, each a predictor the early model must beat (random: a seeded
+# score); the rule owns the list
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> Model:
