@@ -313,6 +313,13 @@ ROWS += [
         "HEADLAB_CACHE", _file("f"), env={"HEADLAB_CACHE": "{tmp}/f/cache"}, model="smollm2-135m", absent=["o"]),
     Row("a user's model directory with a truncated model.safetensors", "scan {tmp}/m --out {tmp}/o".split(), 2,
         "model.safetensors is truncated", lambda t: _truncated_model(t / "m"), absent=["o"]),
+    *[Row(f"a user's model directory whose weights are damaged: {damage}", "scan {tmp}/m --out {tmp}/o".split(), 2,
+          phrase, lambda t, d=damage: _damaged_model(t / "m", d), absent=["o"])
+      for damage, phrase in [("config claims more layers", "lack 16 tensor(s) the config needs"),
+                             ("config claims fewer layers", "the config claims fewer layers"),
+                             ("a key tensor missing", "lack 1 tensor(s)"),
+                             ("a NaN weight", "NaN or infinite"),
+                             ("config gives another width", "the weights do not fit its config")]],
     Row("--resume without a checkpoint", "scan minilm-l6 --resume --out {tmp}/o".split(), 2, "no scan checkpoint",
         absent=["o/scan.json"]),
     Row("--resume together with --overwrite", "scan minilm-l6 --resume --overwrite --out {tmp}/o".split(), 2,
@@ -357,6 +364,32 @@ def _truncated_model(folder: Path) -> None:
                          num_attention_heads=2)).save_pretrained(folder)
     w = folder / "model.safetensors"
     w.write_bytes(w.read_bytes()[:-100])  # a copy that stopped short
+
+
+def _damaged_model(folder: Path, damage: str) -> None:
+    """A model folder whose config and weights disagree, or whose weights hold NaN: transformers alone would load
+    it, filling or dropping tensors at random, and every head score would be a random network's."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+    from transformers import BertConfig, BertModel
+
+    layers = 2 if damage == "config claims fewer layers" else 1
+    BertModel(BertConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+                         num_attention_heads=2)).save_pretrained(folder)
+    config, weights = json.loads((folder / "config.json").read_text()), load_file(folder / "model.safetensors")
+    if damage == "config claims more layers":
+        config["num_hidden_layers"] = 2
+    elif damage == "config claims fewer layers":
+        config["num_hidden_layers"] = 1
+    elif damage == "config gives another width":
+        config["intermediate_size"] = 48
+    elif damage == "a key tensor missing":
+        del weights["encoder.layer.0.attention.self.key.weight"]
+    else:
+        weights["encoder.layer.0.attention.self.query.weight"][0, 0] = float("nan")
+    (folder / "config.json").write_text(json.dumps(config))
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
 
 
 def _fmt(argv: list[str], tmp: Path) -> list[str]:

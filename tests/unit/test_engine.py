@@ -41,6 +41,24 @@ def test_too_long_sample_is_a_clear_error():
         list(score_samples(lm, [make("sink")], [Sample(0, "x", 0, tuple([5] * 200))]))
 
 
+@pytest.mark.parametrize("kind", ["llama", "bert"])
+@pytest.mark.parametrize("route", ["eager", "fused"])
+def test_a_forward_that_turns_non_finite_names_its_first_layer(kind: str, route: str) -> None:
+    """Scores of a pattern holding NaN are never written as numbers: the scan stops at the first bad layer."""
+    import torch
+
+    from headlab.errors import HeadlabError
+
+    lm = tiny(kind)
+    Slash(lm)
+    layers = lm.model.layers if kind == "llama" else lm.model.encoder.layer
+    with torch.no_grad():
+        proj = layers[1].self_attn.q_proj if kind == "llama" else layers[1].attention.self.query
+        proj.weight[0, 0] = float("inf")
+    with pytest.raises(HeadlabError, match="first at layer 1 "):
+        list(score_samples(lm, [make("sink"), make("token")], _samples(), route=route))
+
+
 def test_a_resume_with_another_per_sample_file_is_refused(tmp_path) -> None:
     """The checkpoint's fingerprint holds the per-sample file: rows of two files are never mixed."""
     import pytest

@@ -61,7 +61,31 @@ def forward(loaded: LoadedModel, batch: Batch) -> None:
     kwargs: dict[str, Any] = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask.long()}
     if loaded.facts.causal:
         kwargs["use_cache"] = False
-    loaded.model(**kwargs)
+    out = loaded.model(**kwargs)
+    # scores of a pattern with NaN in it would be averaged and written as numbers; the last layer's output carries
+    # any non-finite attention forward, so one look at it guards every layer
+    if not _finite(out, batch):
+        raise HeadlabError(_where_not_finite(loaded, kwargs, batch))
+
+
+def _finite(out: Any, batch: Batch) -> bool:
+    hidden = out if isinstance(out, torch.Tensor) else getattr(out, "last_hidden_state", None)
+    if hidden is None:
+        hidden = out.logits if hasattr(out, "logits") else out[0]
+    return bool(torch.isfinite(hidden).all(-1)[batch.attention_mask.bool()].all())  # (B, T) on real tokens
+
+
+def _where_not_finite(loaded: LoadedModel, kwargs: dict[str, Any], batch: Batch) -> str:
+    """The sentence for a forward whose output is not finite, naming the first layer whose output is not."""
+    try:
+        states = loaded.model(**kwargs, output_hidden_states=True).hidden_states  # embeddings, then each layer's
+        layer = next(i - 1 for i, h in enumerate(states) if not _finite(h, batch))
+        where = "in the embeddings" if layer < 0 else f"first at layer {layer}"
+    except (TypeError, AttributeError, StopIteration):  # a model that cannot return its layers' states
+        where = "in its output"
+    return (f"{loaded.name}: the forward produced NaN or infinite values {where} ({loaded.dtype} weights); no "
+            "score of a pattern holding them means anything. In float16 or bfloat16 this is usually an overflow: "
+            "load the model in float32")
 
 
 def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: Iterable[Batch],

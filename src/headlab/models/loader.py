@@ -13,6 +13,7 @@ import torch
 from headlab.attention.adapters import adapter_for, parts
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
+from headlab.models.integrity import check_finite, check_loading
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
 from headlab.settings import setting
@@ -205,14 +206,22 @@ def _resolve_path(name: str) -> str | Path:
 
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]:
     # deferred: transformers takes ~0.9 s to import and only loading a model needs it
+    from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
-    config = AutoConfig.from_pretrained(path, **NO_REMOTE_CODE)
+    try:
+        config = AutoConfig.from_pretrained(path, **NO_REMOTE_CODE)
+    except StrictDataclassError as exc:  # transformers' own validation of the config's values
+        raise ValueError(f"its config.json is not valid: {exc}") from exc
     auto: Any = AutoModel
     if lm_head:
         auto = AutoModelForCausalLM if _names_a_causal_lm(config) else AutoModelForMaskedLM
     with _quiet_weight_loading():
-        model = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype, **NO_REMOTE_CODE)
+        # mismatched tensors are loaded as such only to be named: check_loading refuses them
+        model, info = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype, output_loading_info=True,
+                                           ignore_mismatched_sizes=True, **NO_REMOTE_CODE)
+    check_loading(path, model, info)
+    check_finite(path, model)
     tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
     if tokenizer.pad_token_id is None:
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
@@ -222,16 +231,19 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
 
 @contextlib.contextmanager
 def _quiet_weight_loading() -> Iterator[None]:
-    """Transformers' own "Loading weights" bar off while a model loads: it ignores --no-progress and
-    ``progress=False``, and a packaged model loads in about a second."""
+    """Transformers' own "Loading weights" bar and load report off while a model loads: the bar ignores
+    --no-progress and ``progress=False`` (a packaged model loads in about a second), and what the report lists
+    (missing, unexpected, resized tensors) check_loading refuses or says in one line."""
     # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers.utils import logging as hf_logging
 
-    was = hf_logging.is_progress_bar_enabled()
+    was, level = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(level)
         if was:
             hf_logging.enable_progress_bar()
 

@@ -1,0 +1,65 @@
+"""Weights that do not match their config, or hold numbers no forward can use, refused at load.
+
+Transformers fills a tensor the checkpoint lacks with a random initialization and drops one it has no place
+for, with a log line most users never see. Scored as if whole, such a model gives head scores of a random
+network under the pretrained model's name, so a load reports the tensors by name and stops instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+
+from headlab.errors import HeadlabError
+from headlab.notices import say
+
+#: tensors a checkpoint may lack without changing any attention pattern: BERT's pooler sits after the last
+#: layer, and checkpoints saved from a masked-LM model often leave it out
+NOT_ATTENTION = re.compile(r"(^|\.)pooler\.")
+#: a tensor of a numbered block (``layers.7.``, ``layer.7.``, ``h.7.``): one the config has no place for means
+#: the config claims fewer blocks or heads than the weights hold
+IN_A_BLOCK = re.compile(r"\.\d+\.")
+SHOWN = 3  # tensors named in one line
+
+
+def _named(keys: list[str]) -> str:
+    more = f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else ""
+    return ", ".join(keys[:SHOWN]) + more
+
+
+def check_loading(path: str, model: Any, info: dict[str, Any]) -> None:
+    """Refuse a load whose weights and config disagree (``info``: transformers' ``output_loading_info``). A
+    language-model head the checkpoint lacks (a sentence encoder saved without its MLM head) is said, not
+    refused: attention never reads it, and only a loss computed through it would be meaningless."""
+    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: str(m[0]))
+    if mismatched:
+        name, have, want = mismatched[0][0], *(tuple(s) for s in mismatched[0][1:3])
+        raise HeadlabError(f"{path}: the weights do not fit its config: {name} is {list(have)} in the weights but "
+                           f"the config makes it {list(want)} ({len(mismatched)} tensor(s) differ); put the "
+                           "config.json that was saved with these weights beside them")
+    prefix = model.base_model_prefix + "."
+    head = [k for k in info.get("missing_keys") or [] if model.base_model is not model and not k.startswith(prefix)]
+    if head:
+        say(f"{path}: the weights hold no language-model head ({_named(sorted(head))}); transformers initialized "
+            "it at random, so attention is the checkpoint's but a loss or prediction through the head is not")
+    missing = sorted(k for k in info.get("missing_keys") or [] if not NOT_ATTENTION.search(k) and k not in head)
+    if missing:
+        raise HeadlabError(f"{path}: the weights lack {len(missing)} tensor(s) the config needs ({_named(missing)}); "
+                           "transformers would fill them at random. The config claims more layers or heads than "
+                           "the weights hold, or the file is incomplete: use the complete checkpoint")
+    extra = sorted(k for k in info.get("unexpected_keys") or [] if IN_A_BLOCK.search(k))
+    if extra:
+        raise HeadlabError(f"{path}: the weights hold {len(extra)} tensor(s) its config has no place for "
+                           f"({_named(extra)}); the config claims fewer layers or heads than the weights hold: "
+                           "put the config.json that was saved with these weights beside them")
+
+
+def check_finite(path: str, model: Any) -> None:
+    """Refuse weights holding NaN or infinity: every attention pattern downstream of them is undefined."""
+    bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise HeadlabError(f"{path}: {len(bad)} weight tensor(s) hold NaN or infinite values ({_named(bad)}); the "
+                           "checkpoint is damaged or was saved after training diverged: use an earlier or intact "
+                           "one")
