@@ -1,6 +1,7 @@
 """The head monitor on a real model and real text: a profile of prose, checked on prose and on code."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,6 +87,37 @@ def test_a_profile_refuses_another_model(profile, tmp_path) -> None:
     with pytest.raises(HeadlabError, match="fitted on minilm-l6, not mpnet-base"):
         headlab.monitor.check(profile, corpus=["pydoc"], model="mpnet-base", out=tmp_path / "c")
     assert not (tmp_path / "c" / "check.json").exists()
+
+
+def test_a_profile_refuses_a_model_that_is_not_the_one_it_was_fitted_on(profile, tmp_path) -> None:
+    """By identity, not name: the fitted model's folder with its contents replaced, a profile whose ``model`` was
+    edited, and a loaded model of the same name with other weights are refused before the scan."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    fitted = headlab.load("minilm-l6")
+    prof = json.loads((profile / "profile.json").read_text())
+    assert prof["model_identity"] == fitted.identity
+    folder = tmp_path / "m"
+    shutil.copytree(fitted.source, folder)
+    weights = load_file(folder / "model.safetensors")
+    weights["encoder.layer.2.attention.self.key.weight"] *= 1.01  # a model one step of fine-tuning away
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+    def edited(model: str) -> Path:  # the fitted profile, its "model" pointing elsewhere
+        (tmp_path / model.replace("/", "_")).mkdir()
+        path = tmp_path / model.replace("/", "_") / "profile.json"
+        path.write_text(json.dumps({**prof, "model": model}))
+        return path.parent
+
+    need("smollm2-135m")
+    renamed = headlab.load(folder)
+    renamed.name = "minilm-l6"
+    for p, given in [(edited(str(folder)), None), (profile, renamed), (edited("smollm2-135m"), None)]:
+        with pytest.raises(HeadlabError, match="is not the model the profile was fitted on"):
+            headlab.monitor.check(p, corpus=["pydoc"], model=given, out=tmp_path / "c", progress=False)
+        assert not (tmp_path / "c" / "check.json").exists()
 
 
 def test_a_jsonl_dataset_is_checked_record_by_record_in_its_own_order(profile, tmp_path, monkeypatch) -> None:

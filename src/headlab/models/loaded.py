@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
@@ -10,6 +12,9 @@ import torch
 
 from headlab.attention.adapters import Adapter
 from headlab.errors import HeadlabError
+
+#: weight values per tensor that enter :attr:`LoadedModel.identity`
+IDENTITY_SAMPLE = 64
 
 PositionEncoding = Literal["learned", "sinusoidal", "rope", "relative", "alibi", "none", "unknown"]
 
@@ -98,6 +103,23 @@ class LoadedModel:
                 hits.add(i)
             self._ids_cache[key] = frozenset(hits)
         return self._ids_cache[key]
+
+    @cached_property
+    def identity(self) -> str:
+        """A fingerprint of this model: its facts, every weight's name and shape with a strided sample of its
+        values, and its tokenizer's vocabulary. Another checkpoint in the same folder, another dtype or another
+        tokenizer gives another identity."""
+        h = hashlib.sha256(json.dumps(asdict(self.facts), sort_keys=True).encode())
+        for name, p in sorted(self.model.named_parameters()):
+            flat = p.detach().reshape(-1)
+            # a strided sample, not every value: hashing 135M weights costs seconds at every check, and a
+            # fine-tune or another checkpoint moves all of a tensor, so 64 values of each tell them apart
+            sample = flat[:: max(1, flat.numel() // IDENTITY_SAMPLE)][:IDENTITY_SAMPLE].float().cpu()
+            h.update(f"{name}\0{tuple(p.shape)}\0{p.dtype}\0".encode() + sample.numpy().tobytes())
+        vocab = getattr(self.tokenizer, "get_vocab", None)
+        if callable(vocab):
+            h.update(json.dumps(sorted(vocab().items())).encode())
+        return "sha256:" + h.hexdigest()[:32]
 
     @property
     def pad_id(self) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from headlab.distributed import device_for, world
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import claim_file, keep_apart, saving, writing_files
-from headlab.models import LoadedModel
+from headlab.models import LoadedModel, resolve
 from headlab.monitor import evaluation
 from headlab.monitor.checking import CHECK_FILES, claim_work, run_check
 from headlab.monitor.comparison import EvaluationResult
@@ -69,12 +69,13 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
 
 
 def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
-    with scanned(model, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
+    loaded = resolve(model, device=device, dtype=st.dtype)
+    with scanned(loaded, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
                  device, id_field=st.id_field, dtype=st.dtype) as (path, r):
         features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
     record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
-    return fit_profile(X, docs, features, st.fpr, model=r.model, corpus=list(st.corpus),
+    return fit_profile(X, docs, features, st.fpr, model=r.model, model_identity=loaded.identity, corpus=list(st.corpus),
                        settings={**record, "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
-from headlab.models import LoadedModel
+from headlab.models import LoadedModel, resolve
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, scanned
 from headlab.monitor.profile import Profile
 from headlab.monitor.scoring import Verdicts, score_check
 from headlab.monitor.screening import CheckResult
-from headlab.notices import recorded
+from headlab.notices import recorded, say
 
 CHECK_FILES = ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"]
 
@@ -48,6 +48,20 @@ def _profile(profile: Profile | str | Path, model: Any) -> Profile:
     return prof
 
 
+def _fitted_model(prof: Profile, loaded: LoadedModel) -> LoadedModel:
+    """``loaded`` when it is the model the profile was fitted on, by identity, not by name: a folder whose
+    contents were replaced, or a profile whose ``model`` was edited, would flag documents for being another
+    model's."""
+    if prof.model_identity is None:
+        say(f"the profile records no identity of the model it was fitted on (fitted by an earlier headlab): that "
+            f"{loaded.name} is that model is not checked; fit the profile again to have it checked")
+    elif loaded.identity != prof.model_identity:
+        raise HeadlabError(f"{loaded.name} is not the model the profile was fitted on: its weights, config or "
+                           f"tokenizer differ (identity {loaded.identity}, the profile's {prof.model_identity}); "
+                           "check with the fitted model, or fit a profile for this one with headlab monitor fit")
+    return loaded
+
+
 def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
               how: tuple[int, int, int, str | None, dict[str, int]], progress: bool, device: str,
               kept: tuple[Path | None, bool, int, bool], w: Any
@@ -58,12 +72,14 @@ def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | 
     work, resume, every, keep_rows = kept
     prof = _profile(profile, model)
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
-    with recorded() as said, scanned(model or prof.model, corpus, max_samples, seed, batch_size,
-                                     prof.settings["max_length"], progress, device, detectors, id_field, work=work,
-                                     resume=resume, checkpoint_every=every,
-                                     dtype=prof.settings.get("dtype", "float32")) as (path, _):
-        scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows, said,
-                             capped=max_samples > 0) if w.main else None
+    dtype = prof.settings.get("dtype", "float32")
+    with recorded() as said:
+        loaded = _fitted_model(prof, resolve(model or prof.model, device=device, dtype=dtype))
+        with scanned(loaded, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress, device,
+                     detectors, id_field, work=work, resume=resume, checkpoint_every=every,
+                     dtype=dtype) as (path, _):
+            scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows, said,
+                                 capped=max_samples > 0) if w.main else None
     if scored is None:
         return w.all_gather(None)[0], [], None
     if w.size > 1:

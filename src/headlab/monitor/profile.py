@@ -56,6 +56,9 @@ class Profile(Result):
     calibration_flag_rate: float
     calibration_scores: list[float]
     settings: dict[str, Any]
+    #: :attr:`~headlab.models.LoadedModel.identity` of the fitted model: ``check`` refuses any other (absent in
+    #: profiles fitted before it was recorded, which are checked without it, with a notice)
+    model_identity: str | None = None
 
     @classmethod
     def decode(cls, d: dict[str, Any]) -> "Profile":
