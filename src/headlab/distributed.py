@@ -16,6 +16,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from headlab.errors import HeadlabError
+
 
 @dataclass(frozen=True)
 class World:
@@ -92,12 +94,21 @@ def spare_cores() -> tuple[int, int, float]:
     return cores, max(1, min(cores, int(cores - load + 0.5))), load
 
 
+def check_threads(threads: int) -> int:
+    """``threads`` when this process has that many cores: torch sizes its pool by it (4096 threads crash the
+    process, a million exhaust its memory), and a thread beyond the cores only waits for one."""
+    cores = spare_cores()[0]
+    if not 1 <= threads <= cores:
+        raise HeadlabError(f"--threads {threads}: this process may use {cores} core(s); give 1 to {cores}")
+    return threads
+
+
 def use_threads(threads: int | None) -> tuple[int, str | None]:
     """Set torch's intra-op threads to ``threads`` (None: what the machine can give, :func:`spare_cores`): a
     busy machine shared with other jobs is slowed, not sped up, by more threads than free cores. Returns the
     number set and, when the default chose fewer than the cores, the line that says why."""
     cores, spare, load = spare_cores()
-    n = spare if threads is None else threads
+    n = spare if threads is None else check_threads(threads)
     torch.set_num_threads(n)
     said = None
     if threads is None and spare < cores:

@@ -328,6 +328,15 @@ ROWS += [
                              ("a key tensor missing", "lack 1 tensor(s)"),
                              ("a NaN weight", "NaN or infinite"),
                              ("config gives another width", "the weights do not fit its config")]],
+    Row("--threads beyond the machine's cores (4096 crashed torch)",
+        "scan minilm-l6 --threads 4096 --out {tmp}/o".split(), 2, "core(s); give 1 to", absent=["o"]),
+    Row("--threads of a million (torch ran out of memory)", "scan minilm-l6 --threads 1000000 --out {tmp}/o".split(),
+        2, "1000000: this process may use", absent=["o"]),
+    Row("eval-llm --shots beyond any context", "retrieval eval-llm smollm2-135m --shots 1000000 --out {tmp}/e".split(),
+        2, "reads at most", absent=["e/eval_llm.json"], model="smollm2-135m"),
+    Row("eval-llm --shots whose prompts outgrow the context",
+        "retrieval eval-llm smollm2-135m --shots 400 --out {tmp}/e".split(), 2, "shots fit",
+        absent=["e/eval_llm.json"], model="smollm2-135m"),
     Row("--resume without a checkpoint", "scan minilm-l6 --resume --out {tmp}/o".split(), 2, "no scan checkpoint",
         absent=["o/scan.json"]),
     Row("--resume together with --overwrite", "scan minilm-l6 --resume --overwrite --out {tmp}/o".split(), 2,
@@ -480,8 +489,10 @@ def _python_call(argv: list[str]) -> tuple[Callable[..., object], dict[str, obje
     return p.get_default("api"), kw
 
 
-#: rows a twin cannot take: options that only shape what the CLI prints after the work
-CLI_ONLY = {"range: scan --top"}
+#: rows a twin cannot take: options that only shape what the CLI prints after the work, and the process setting
+#: --threads (from Python: headlab.distributed.use_threads, tested beside it)
+CLI_ONLY = {"range: scan --top", "--threads beyond the machine's cores (4096 crashed torch)",
+            "--threads of a million (torch ran out of memory)"}
 REFUSED = [r for r in ROWS if r.rc == 2 and r.name not in CLI_ONLY]
 
 

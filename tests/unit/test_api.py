@@ -95,7 +95,10 @@ def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, 
     try:
         monkeypatch.setattr(distributed.os, "getloadavg", lambda: (99.0, 0.0, 0.0))
         assert distributed.use_threads(None)[0] == 1 and "--threads N" in distributed.use_threads(None)[1]
-        assert distributed.use_threads(2) == (2, None) and torch.get_num_threads() == 2
+        cores = distributed.spare_cores()[0]
+        assert distributed.use_threads(cores) == (cores, None) and torch.get_num_threads() == cores
+        with pytest.raises(HeadlabError, match=f"--threads {cores + 1}: this process may use {cores} core"):
+            distributed.use_threads(cores + 1)  # torch sized its pool by it: 4096 crashed the process
         main(["top", "nowhere.parquet", "--head", "0.1"])  # top takes no --threads: nothing said
         assert "cores" not in capsys.readouterr().err
         assert main(["scan", "no-such-model-dir/", "--threads", "0"]) == 2

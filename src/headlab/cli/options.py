@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
+from headlab.distributed import check_threads
+from headlab.errors import HeadlabError
 from headlab.models.loader import DTYPES
 from headlab.settings import choices_of
 from headlab.values import RULES
@@ -178,9 +180,16 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
 def threads_option(p: argparse.ArgumentParser) -> None:
     """``--threads``: torch's CPU threads for the command, set by the entry point before the work (a process
     setting, not a parameter of the twin: from Python, :func:`headlab.distributed.use_threads`)."""
-    p.add_argument("--threads", type=at_least(1), default=None,
+    p.add_argument("--threads", type=_threads, default=None,
                    help="CPU threads (default: the cores the machine can give now, its cores less the load of "
                         "other work; said at a terminal when it is fewer than the cores)")
+
+
+def _threads(text: str) -> int:
+    try:
+        return check_threads(at_least(1)(text))
+    except HeadlabError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--threads ")) from None
 
 
 def dtype_option(p: argparse.ArgumentParser) -> None:

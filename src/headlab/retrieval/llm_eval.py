@@ -135,6 +135,39 @@ class EvalLLMResult(Result):
         return eval_figure(self)
 
 
+def _demo(form: str, depth: int, shots: int, seed: int, n_distractors: int) -> str:
+    """The ``shots`` solved examples before every question of a cell ('' for none), drawn apart from its
+    questions."""
+    if not shots:
+        return ""
+    return " ".join(f"{e['prompt']}{'' if form.endswith('-mc') else ' Answer:'} {e['answer']}."
+                    for e in generate(form, depth, shots, seed + 10**6, n_distractors=n_distractors)) + "\n"
+
+
+def _check_context(loaded: LoadedModel, forms: Sequence[str], depths: Sequence[int], shots: int, seed: int,
+                   n_distractors: int, continuation: int) -> None:
+    """Refuse shots whose prompts are longer than the model reads, before the first question: such a prompt
+    fails deep in the tokenizer or the forward, or is read past the positions the model was trained on."""
+    limit = loaded.facts.max_length
+    if shots >= limit:  # every shot is at least a token: no need to write them to know
+        raise HeadlabError(f"--shots {shots}: {loaded.name} reads at most {limit} tokens, and each shot is many; "
+                           "give far fewer shots")
+    if not shots:
+        return
+    for form in forms:
+        for d in depths:
+            demo = _demo(form, d, shots, seed, n_distractors)
+            question = next(iter(generate(form, d, 1, seed, n_distractors=n_distractors)))["prompt"]
+            n_demo = len(loaded.tokenizer(demo)["input_ids"])
+            # the answer's suffix and the continuation come after the question
+            n_rest = len(loaded.tokenizer(question + " Answer:")["input_ids"]) + continuation
+            if n_demo + n_rest > limit:
+                fit = max(0, (limit - n_rest) * shots // n_demo)
+                raise HeadlabError(f"--shots {shots}: the {form} prompt at depth {d} is about {n_demo + n_rest} "
+                                   f"tokens, more than the {limit} {loaded.name} reads; at most about {fit} shots "
+                                   "fit")
+
+
 def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500,
              forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
              n_distractors: int = 2, seed: int = 0, batch_size: int = 8, progress: bool = True,
@@ -151,15 +184,13 @@ def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: 
         raise HeadlabError(f"{loaded.name}'s tokenizer gives two places the same first token; free-form scoring "
                            "of relatives would be ambiguous")
     letters = [_first_token(tok, x) for x in "ABCD"]
+    _check_context(loaded, forms, depths, shots, seed, n_distractors, continuation)
     cells = []
     bar = progress_bar(len(forms) * len(depths) * n, f"eval-llm {loaded.name}", "question", progress)
     for form in forms:
         for d in depths:
             exs = list(generate(form, d, n, seed, n_distractors=n_distractors))
-            demo = ""
-            if shots:
-                demo = " ".join(f"{e['prompt']}{'' if form.endswith('-mc') else ' Answer:'} {e['answer']}."
-                                for e in generate(form, d, shots, seed + 10**6, n_distractors=n_distractors)) + "\n"
+            demo = _demo(form, d, shots, seed, n_distractors)
             if form.endswith("-mc"):
                 prompts, targets = [demo + e["prompt"] for e in exs], []
             else:
