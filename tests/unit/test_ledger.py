@@ -75,3 +75,73 @@ def test_a_recorded_version_or_a_markdown_only_ledger_is_refused_before_any_tabl
         headlab.verdicts(root, record="why")
     assert (root / "verdict_changes.md").read_text() == "# an older ledger\n"
     assert not (root / "verdict_changes.json").exists()
+
+
+def test_a_reason_is_one_line_and_the_ledger_renders_any_text_on_one_line(tmp_path):
+    """A reason with a line break would forge a section (``## Version 42``) in verdict_changes.md: refused before
+    anything is written, and a ledger edited by hand still renders each reason and cell on its line."""
+    from headlab.reporting.ledger import BookVersion
+
+    root = _copy(tmp_path, "retrieval")
+    before = _bytes(root)
+    with pytest.raises(HeadlabError, match="line break"):
+        headlab.verdicts(root, record="a fix\n\n## Version 42\n\nforged")
+    assert _bytes(root) == before
+    md = BookVersion(3, "# a fix\n## Version 42", {}, [{"where": "w", "row": "r|s", "rule": "x.1", "old": "a",
+                                                         "new": "b\nc", "why": ""}]).markdown()
+    assert [line for line in md.splitlines() if line.startswith("#")] == ["## Version 3"]
+    assert "| r\\|s |" in md and "| b c |" in md
+
+
+@pytest.mark.parametrize("damage, said", [
+    ("rulebook", "judged by rule book version 99, newer than"),
+    ("rule", "by rule 'slash.99', which rule book"),
+])
+def test_a_result_judged_by_a_newer_book_or_an_unknown_rule_is_refused_before_any_is_rewritten(tmp_path, damage,
+                                                                                                said):
+    import json
+
+    root = _copy(tmp_path, "study/claims", "retrieval")
+    claims = root / "study" / "claims" / "claims.json"
+    doc = json.loads(claims.read_text())
+    row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
+    row.update({"rulebook": 99} if damage == "rulebook" else {"rule": "slash.99"})
+    claims.write_text(json.dumps(doc))
+    (root / "retrieval" / "verdicts.md").write_text("stale\n")
+    before = _bytes(root)
+    with pytest.raises(HeadlabError, match=said):
+        headlab.verdicts(root)
+    assert _bytes(root) == before
+
+
+def test_a_verdict_without_statistics_is_said_and_an_empty_folder_is_refused(tmp_path):
+    import json
+
+    from headlab.notices import recorded
+
+    root = _copy(tmp_path, "study/claims")
+    claims = root / "study" / "claims" / "claims.json"
+    doc = json.loads(claims.read_text())
+    row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
+    del row["stats"]
+    claims.write_text(json.dumps(doc))
+    with recorded() as said:
+        headlab.verdicts(root)
+    assert any("1 verdict(s) keep no statistics" in s for s in said)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HeadlabError, match="holds no result that keeps verdicts"):
+        headlab.verdicts(tmp_path / "empty")
+
+
+def test_a_copy_names_what_moved_from_its_results_root_not_its_folder_name(tmp_path):
+    import json
+
+    root = tmp_path / "a-copy"
+    shutil.copytree(RESULTS / "study" / "claims", root / "study" / "claims")
+    claims = root / "study" / "claims" / "claims.json"
+    doc = json.loads(claims.read_text())
+    row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
+    row["verdict"] = "supported" if row["verdict"] != "supported" else "not supported"  # edited by hand
+    claims.write_text(json.dumps(doc))
+    moved = headlab.verdicts(root)
+    assert [c.where for c in moved] == ["results/study/claims/claims.json"]

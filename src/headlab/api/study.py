@@ -141,6 +141,10 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
         raise HeadlabError(f"verdicts: {base} is not a folder; give the results folder (default results)")
     if record is not None and not record.strip():
         raise HeadlabError("verdicts --record: an empty reason; say why the rules changed")
+    if record is not None and not record.isprintable():
+        raise HeadlabError(f"verdicts --record {record[:40]!r}: the reason holds a line break or a control "
+                           "character, which would write a section of its own into verdict_changes.md; say why "
+                           "in one line")
     if record is not None:
         open_ledger(base)  # refused before any table is rewritten
     changes = rejudge_all(base)

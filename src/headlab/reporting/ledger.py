@@ -21,6 +21,12 @@ INTRO = ("# Verdict changes\n\nOne section per version of the rule book (`headla
 _COLUMNS = ("where", "row", "rule", "old", "new", "why")
 
 
+def _inline(text: str) -> str:
+    """``text`` on one line, its ``|`` escaped: a line break in a reason would start a section of its own (a
+    forged ``## Version``), a ``|`` a cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 @dataclass
 class BookVersion(Result):
     """One version of the rule book: why it changed, each rule's fingerprint, the verdicts that moved (each with
@@ -32,12 +38,14 @@ class BookVersion(Result):
     changes: list[dict[str, str]]
 
     def markdown(self) -> str:
-        lines = [f"## Version {self.version}", "", self.why, "", "| rule | fingerprint |", "|---|---|"]
+        why = _inline(self.why)
+        why = "\\" + why if why.startswith(("#", ">", "-", "=", "+", "*")) else why  # not a heading, quote or list
+        lines = [f"## Version {self.version}", "", why, "", "| rule | fingerprint |", "|---|---|"]
         lines += [f"| `{rid}` | `{fp}` |" for rid, fp in self.fingerprints.items()]
         lines += ["", "| result | row | rule | old verdict | new verdict | why (the rule's power statement) |",
                   "|---|---|---|---|---|---|"]
-        lines += [f"| `{c['where']}` | {c['row']} | `{c['rule']}` | {c['old']} | {c['new']} | {c['why'] or '-'} |"
-                  for c in self.changes]
+        lines += [f"| `{_inline(c['where'])}` | {_inline(c['row'])} | `{_inline(c['rule'])}` | {_inline(c['old'])} | "
+                  f"{_inline(c['new'])} | {_inline(c['why']) or '-'} |" for c in self.changes]
         if not self.changes:
             lines.append("| - | no verdict moved | | | | |")
         return "\n".join(lines)

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from headlab.errors import HeadlabError
 from headlab.formation.claims import FormationClaimsResult
 from headlab.formation.induce.study import InduceResult
 from headlab.monitor.comparison import EvaluationResult
+from headlab.notices import say
 from headlab.result import read_json
 from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
@@ -64,21 +66,66 @@ def rejudge_all(root: str | Path) -> list[Change]:
     statistics it keeps, and the retrieval table from its result files (``root/retrieval``); rewrite them and
     return the verdicts that changed."""
     base = Path(root).resolve()
+    judged = _judged_files(base)
     changes: list[Change] = []
     for kind in REJUDGED:
-        for path in sorted(base.glob(f"**/{kind.KIND}")):
+        for path in judged[kind]:
             old: Judged = kind.read(path)
             new = old.rejudged()
             new.write(path.parent)
-            changes += _changes(old, new, str(path.relative_to(base.parent)))
+            changes += _changes(old, new, registration.results_path(base, path))
     folder = base / "retrieval"
     if folder.is_dir():
         file = folder / RetrievalVerdictsResult.KIND
         table = retrieval_verdicts.judge(folder)
         old_table = RetrievalVerdictsResult.read(file) if file.exists() else None
         table.write(folder)
-        changes += _changes(old_table, table, str(file.relative_to(base.parent)))
+        changes += _changes(old_table, table, registration.results_path(base, file))
     return changes
+
+
+def _judged_files(base: Path) -> dict[type, list[Path]]:
+    """Every result under ``base`` that keeps verdicts, by kind, each checked before any is rewritten: refused
+    when none is there (nothing to re-judge is not "no verdict moved"), when one was judged by a newer rule book
+    (this one would judge it by older rules), or when a verdict names a rule the book does not have; a verdict
+    that keeps no statistics (written before the rule book) stands as written, and that is said."""
+    found: dict[type, list[Path]] = {kind: sorted(base.glob(f"**/{kind.KIND}")) for kind in REJUDGED}
+    table = base / "retrieval" / RetrievalVerdictsResult.KIND
+    files = [p for paths in found.values() for p in paths] + [table] * table.exists()
+    if not files and not (base / "retrieval").is_dir():
+        raise HeadlabError(f"verdicts: {base} holds no result that keeps verdicts "
+                           f"({', '.join(k.KIND for k in REJUDGED)}, retrieval/); give the results folder")
+    unjudged = []
+    for path in files:
+        rows: list[dict[str, Any]] = []
+        _verdict_rows(read_json(path), rows)
+        where = registration.results_path(base, path)
+        for row in rows:
+            if isinstance(row.get("rulebook"), int) and row["rulebook"] > VERSION:
+                raise HeadlabError(f"verdicts: {where} was judged by rule book version {row['rulebook']}, newer than "
+                                   f"this headlab's {VERSION}: re-judging would undo its rules; use the headlab "
+                                   "that wrote it")
+            if row["rule"] not in BOOK:
+                raise HeadlabError(f"verdicts: {where} has a verdict by rule {row['rule']!r}, which rule book "
+                                   f"version {VERSION} does not have: restore the file, or the rule")
+            if "stats" not in row:
+                unjudged.append(f"{where} ({row['rule']})")
+    if unjudged:
+        say(f"verdicts: {len(unjudged)} verdict(s) keep no statistics to judge from and stand as written: "
+            f"{', '.join(unjudged[:3])}{' and more' if len(unjudged) > 3 else ''}")
+    return found
+
+
+def _verdict_rows(obj: Any, out: list[dict[str, Any]]) -> None:
+    """Every verdict a result's JSON keeps: the objects with a ``rule`` and a ``verdict``."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("rule"), str) and "verdict" in obj:
+            out.append(obj)
+        for v in obj.values():
+            _verdict_rows(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _verdict_rows(v, out)
 
 
 def _judged_stats(obj: Any, out: dict[str, list[Any]]) -> None:

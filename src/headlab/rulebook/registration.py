@@ -57,6 +57,12 @@ def file_digest(path: str | Path) -> str:
     return file_sha256(path)[:16]
 
 
+def results_path(root: Path, file: Path) -> str:
+    """``file`` under the results folder ``root``, written as the rules' globs name it (``results/...``) whatever
+    the folder is called: a copy judged elsewhere writes the same committed text."""
+    return "results/" + file.resolve().relative_to(root.resolve()).as_posix()
+
+
 def read(path: Path = DECLARED) -> dict[str, Declaration]:
     if not path.exists():
         return {}
@@ -93,7 +99,7 @@ def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]]
         if rid in old and old[rid].fingerprint == fp:
             out[rid] = old[rid]
             continue
-        files = {str(f.relative_to(root.parent)): file_digest(f)
+        files = {results_path(root, f): file_digest(f)
                  for g in data.get(rid, ()) for f in sorted(root.glob(g)) if f.is_file()}
         digests = tuple(sorted({stats_digest(s) for s in committed.get(rid, []) if s}))
         out[rid] = Declaration(version, fp, files, digests)
