@@ -21,18 +21,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None,
             choices: Sequence[Any] | Callable[[], Sequence[Any]] | None = None, rule: Rule | None = None,
-            item: Callable[[str], Any] = str,
+            item: Callable[[str], Any] = str, paths: bool = False,
             annotation: str | None = None, cli: bool = True) -> Any:
     """One field of a settings dataclass: its ``default`` and ``help`` (the CLI's and the docs' wording); its
     ``flag`` where the CLI spells it other than the field's name; the values allowed (``choices``: a sequence, or a
     function that gives them when they are checked, for a registry that grows after import); its
     ``rule`` where the table's rule of its name (:data:`~headlab.values.RULES`) does not apply; ``item``
-    parses one item of a list field on the command line; ``annotation`` is what the twin's signature shows
+    parses one item of a list field on the command line, and ``paths`` says its items may name files or folders
+    (then one given by another name, or a copy, is a repeat too); ``annotation`` is what the twin's signature shows
     where the stored type is not what a caller gives (a list kept as a tuple); ``cli=False``: Python only."""
     return dataclasses.field(default=default, metadata={
         "help": help, "flag": flag, "metavar": metavar,
         "choices": choices if choices is None or callable(choices) else tuple(choices),
-        "rule": rule, "item": item, "annotation": annotation, "cli": cli})
+        "rule": rule, "item": item, "paths": paths, "annotation": annotation, "cli": cli})
 
 
 def choices_of(meta: Any) -> tuple[Any, ...] | None:
@@ -55,7 +56,8 @@ class Settings:
         for name in self.LISTS:
             value = getattr(self, name)
             object.__setattr__(self, name, None if value is None else tuple(items(value)))
-            twice = repeated(f"--{self.flag(name)}", value)  # a list field pools: seeds, arms, languages, kinds
+            # a list field pools: seeds, arms, languages, kinds, corpora
+            twice = repeated(f"--{self.flag(name)}", value, paths=self.meta(name).get("paths", False))
             if twice:
                 raise HeadlabError(twice)
         found = self.problems()
@@ -67,10 +69,14 @@ class Settings:
         return dataclasses.fields(cls)  # type: ignore[arg-type]
 
     @classmethod
+    def meta(cls, name: str) -> Any:
+        """What :func:`setting` declared of the field ``name``."""
+        return next(f.metadata for f in cls.fields() if f.name == name)
+
+    @classmethod
     def flag(cls, name: str) -> str:
         """The field's option as the CLI spells it, without the dashes."""
-        meta = next(f.metadata for f in cls.fields() if f.name == name)
-        return meta.get("flag") or name.replace("_", "-")
+        return cls.meta(name).get("flag") or name.replace("_", "-")
 
     def values(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in self.fields()}

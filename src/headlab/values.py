@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import itertools
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 from headlab.errors import HeadlabError
 
@@ -133,10 +134,22 @@ def _content(path: str) -> str:
         if os.path.isfile(os.path.join(path, name)):
             h.update(name.encode() + _file_digest(os.path.join(path, name)).encode())
             break
-    listing = sorted((os.path.relpath(os.path.join(d, f), path), os.path.getsize(os.path.join(d, f)))
-                     for d, _, fs in os.walk(path) for f in fs)[:MAX_LISTED]
-    h.update(repr(listing).encode())
+    h.update(repr(list(itertools.islice(_listing(path), MAX_LISTED))).encode())
     return h.hexdigest()
+
+
+def _listing(path: str) -> Iterator[tuple[str, int]]:
+    """A folder's files with their sizes, in sorted order, walked only as far as they are read: the first
+    ``MAX_LISTED`` of a large tree cost as much as a small one."""
+    for d, dirs, fs in os.walk(path):
+        dirs.sort()
+        for f in sorted(fs):
+            full = os.path.join(d, f)
+            try:
+                size = os.path.getsize(full)
+            except OSError:  # a link to nothing is still part of what the folder holds
+                size = -1
+            yield os.path.relpath(full, path), size
 
 
 def _file_digest(path: str) -> str:
@@ -147,13 +160,14 @@ def _file_digest(path: str) -> str:
     return h.hexdigest()
 
 
-def repeated(name: str, values: Any) -> str | None:
+def repeated(name: str, values: Any, paths: bool = True) -> str | None:
     """One line when a pooled list names the same evidence twice (the same value, the same path by a symlink or
     another spelling, or a copy with the same content), else None: a command that pools runs, seeds, models,
-    languages or folders must not count one of them twice."""
+    languages or folders must not count one of them twice. ``paths=False``: the items are values, never files
+    (a symbol '.' or '/' is not the folder of that name)."""
     seen: dict[Any, Any] = {}
     for v in items(values) or []:
-        ident = identity(v)
+        ident = identity(v) if paths else None
         keys = [("value", v if isinstance(v, (str, int, float)) else repr(v))]
         if ident is not None:
             keys += [("path", ident[0]), ("content", ident[1])]

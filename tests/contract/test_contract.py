@@ -306,6 +306,22 @@ ROWS += [
         _file("bad.toml", "[optim]\nlr = -0.1\n"), absent=["t/data.safetensors"]),
     Row("float step count in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "integer",
         _file("bad.toml", "[optim]\nsteps = 2.5\n"), absent=["t/data.safetensors"]),
+    Row("retrieval train into a run folder without --resume (it deleted the run's eval.jsonl first)",
+        "retrieval train --depth 1 --steps 20 --out {tmp}/rt".split(), 2, "pass --resume",
+        lambda t: _retrieval_run(t / "rt"), untouched=["rt/eval.jsonl", "rt/task.json"]),
+    Row("characterize with '/' among the controls (it compared '/' with itself)",
+        "characterize minilm-l6 --symbols / --out {tmp}/c".split(), 2, "the target itself", absent=["c"]),
+    Row("characterize with no placebo symbols (the strict rule's null was empty)",
+        ["characterize", "minilm-l6", "--placebos", "", "--out", "{tmp}/c"], 2, "single visible characters",
+        absent=["c"]),
+    Row("characterize with a control of two characters", "characterize minilm-l6 --symbols ab --out {tmp}/c".split(),
+        2, "single visible characters", absent=["c"]),
+    Row("negative warmup in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2,
+        "optim.warmup_steps must be at least 0, not -10", _file("bad.toml", "[optim]\nwarmup_steps = -10\n"),
+        absent=["t/data.safetensors"]),
+    Row("checkpoint interval of zero in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2,
+        "checkpoints.every must be at least 1", _file("bad.toml", "[checkpoints]\nevery = 0\n"),
+        absent=["t/data.safetensors"]),
     Row("negative head-monitor interval", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "monitor.every",
         _file("bad.toml", "[monitor]\nevery = -5\n"), absent=["t/data.safetensors"]),
     Row("auxiliary `/` loss naming no heads", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "names no heads",
@@ -412,6 +428,12 @@ def _damaged_model(folder: Path, damage: str) -> None:
         weights["encoder.layer.0.attention.self.query.weight"][0, 0] = float("nan")
     (folder / "config.json").write_text(json.dumps(config))
     save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def _retrieval_run(folder: Path) -> None:
+    from headlab.cli import main
+
+    assert main(["retrieval", "train", "--depth", "1", "--steps", "20", "--out", str(folder), "--no-progress"]) == 0
 
 
 def _fmt(argv: list[str], tmp: Path) -> list[str]:

@@ -159,7 +159,7 @@ class AblateSettings(Settings):
     k: int = setting(3, "decoders: score the targets within this many tokens after the symbol", flag="within",
                      rule=Rule("whole", 1))
     corpus: tuple[str, ...] | None = setting(None, "named sources or files/folders (default: wiki pydoc)",
-                                             metavar="SRC", annotation="Sequence[str] | None")
+                                             metavar="SRC", paths=True, annotation="Sequence[str] | None")
     suites: tuple[str, ...] = setting((), "also measure on these stimulus suites, e.g. slash controls positions "
                                       "contexts (default: none)", choices=sorted(SUITES),
                                       annotation="Sequence[str]")

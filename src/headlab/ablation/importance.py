@@ -188,7 +188,7 @@ class ImportanceSettings(Settings):
     samples: int = setting(32, "corpus windows the metric is measured on", rule=Rule("whole", 2))
     window: int = setting(64, "tokens per window")
     corpus: tuple[str, ...] | None = setting(None, "named sources or files/folders (default: wiki pydoc)",
-                                             metavar="SRC", annotation="Sequence[str] | None")
+                                             metavar="SRC", paths=True, annotation="Sequence[str] | None")
     seed: int = setting(0, "random seed (sample order)")
     batch_size: int = setting(8, "samples per forward pass")
     dtype: str = dtype_setting()

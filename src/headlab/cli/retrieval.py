@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--depth", type=at_least(1), required=True)
     settings_options(t, TrainSettings)
     t.add_argument("--out", required=True)
+    t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     t.add_argument("--no-progress", action="store_true")
     bind(t, retrieval.train, _cmd_train)
 

@@ -40,7 +40,7 @@ class MonitorSettings(Settings):
     LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
 
     corpus: tuple[str, ...] = setting(("wiki",), "reference text: named sources or files/folders", metavar="SRC",
-                                      annotation="Sequence[str]")
+                                      paths=True, annotation="Sequence[str]")
     max_samples: int = setting(2000, "reference windows scanned", rule=Rule("whole", MIN_REFERENCE))
     per_detector: int = setting(8, "heads per detector in a fingerprint")
     fpr: float = setting(0.01, "share of reference documents flagged (above 0, at most 0.5)")
@@ -76,7 +76,7 @@ class EvaluateSettings(Settings):
     LISTS: ClassVar[tuple[str, ...]] = ("reference", "kinds")
 
     reference: tuple[str, ...] = setting(("wiki",), "corpus sources of the reference profile", metavar="SRC",
-                                         annotation="Sequence[str]")
+                                         paths=True, annotation="Sequence[str]")
     kinds: tuple[str, ...] | None = setting(None, "kinds of structure to detect (default: every kind whose corpus "
                                             "is installed)", choices=KINDS, annotation="Sequence[str] | None")
     max_samples: int = setting(3000, "reference windows scanned", rule=Rule("whole", MIN_REFERENCE))

@@ -71,12 +71,14 @@ def generate(settings: GenerateSettings = GENERATE, *, form: str, depth: int, ou
 
 @in_callers_words
 @takes(TrainSettings)
-def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progress: bool = True) -> RunSummary:
+def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, resume: bool = False,
+          progress: bool = True) -> RunSummary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed, chain or
     dense) into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``min_depth``: each step's training chains have a depth drawn from min_depth..depth (held-out
     sets stay at full length). ``warmup_steps`` defaults to min(100, steps/10). Returns the run's summary
-    (success, the step of success, final accuracy by depth), also written to ``OUT/summary.json``.
+    (success, the step of success, final accuracy by depth), also written to ``OUT/summary.json``. ``resume``
+    continues the run in ``out`` from its last checkpoint (a folder with checkpoints is refused without it).
     ``task="khop"``: the k-hop induction task of Sanford et al. instead (:mod:`headlab.retrieval.khop`;
     ``depth`` is the largest hop count, the curriculum and distractors do not apply), its summary the per-hop
     error and the hop counts solved.
@@ -88,7 +90,8 @@ def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, progr
     """
     st = settings
     validate(depth=depth)
-    run = dict(n_layers=st.n_layers, seed=st.seed, eval_every=st.eval_every, progress=progress, **st.shape())
+    run = dict(n_layers=st.n_layers, seed=st.seed, eval_every=st.eval_every, progress=progress, resume=resume,
+               **st.shape())
     if st.task == "khop":
         if st.min_depth is not None:
             raise HeadlabError(f"--min-depth {st.min_depth}: the minimal task's option; khop draws every sequence's "

@@ -120,12 +120,13 @@ def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progre
 
     run = Path(run)
     cfg = retrieval_config(task, **shape)  # type: ignore[arg-type]
-    run.mkdir(parents=True, exist_ok=True)
+    # the trainer refuses a folder with checkpoints but no --resume before anything in it is touched
+    trainer = Trainer(cfg, run, resume=resume, progress=progress, source=KHopSource(task),
+                      callbacks=[KHopEval(run, task, eval_every)])
     RunTask(task).write(run)
     if not resume and (run / "eval.jsonl").exists():
         (run / "eval.jsonl").unlink()
-    Trainer(cfg, run, resume=resume, progress=progress, source=KHopSource(task),
-            callbacks=[KHopEval(run, task, eval_every)]).fit()
+    trainer.fit()
     rows = read_jsonl(run / "eval.jsonl")
     m, o = cfg.model, cfg.optim
     summary = RunSummary(

@@ -224,12 +224,12 @@ def train_retrieval(
 
     run = Path(run)
     cfg = retrieval_config(task, **shape)
-    run.mkdir(parents=True, exist_ok=True)
-    RunTask(task).write(run)
     ev = RetrievalEval(run, task, eval_every)
+    # the trainer refuses a folder with checkpoints but no --resume before anything in it is touched
+    trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
+    RunTask(task).write(run)
     if not resume and (run / "eval.jsonl").exists():
         (run / "eval.jsonl").unlink()
-    trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
     trainer.fit()
     return summarize(run, task, cfg, success)
 

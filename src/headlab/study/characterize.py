@@ -200,6 +200,17 @@ class CharacterizeSettings(Settings):
                                         annotation="Sequence[str]")
 
 
+    def more_problems(self) -> list[str]:
+        for name in self.LISTS:
+            flag, given = f"--{self.flag(name)}", getattr(self, name)
+            if not given or any(not isinstance(v, str) or len(v) != 1 or not v.strip() for v in given):
+                return [f"{flag} {' '.join(map(repr, given)) or '(none)'}: give one or more single visible "
+                        "characters, each put in the slots of '/'"]
+            if "/" in given:
+                return [f"{flag} '/': the target itself; in its slots '/' would be compared with '/': leave it out"]
+        return []
+
+
 #: characterize given no options
 CHARACTERIZE = CharacterizeSettings()
 

@@ -217,7 +217,8 @@ class ClaimsSettings(Settings):
     n: int = setting(CHARACTERIZE.n, "base items per stimulus suite (at least 2)", rule=Rule("whole", 2))
     scan_samples: int = setting(512, "corpus samples scanned per model")
     corpus: tuple[str, ...] | None = setting(None, "the scans' and the ablation's corpus: named sources or paths "
-                                             "(default wiki pydoc)", metavar="SRC", annotation="Sequence[str] | None")
+                                             "(default wiki pydoc)", metavar="SRC", paths=True,
+                                             annotation="Sequence[str] | None")
     target_filter: str = setting("any", "with-target: scan only windows that hold '/' (the slash-dominance rule skips "
                                  "the others anyway)", flag="filter", choices=("any", "with-target"))
     kappa: float = setting(KAPPA, "(κ, Δ)-slash-dominance threshold (ours)")

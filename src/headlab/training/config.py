@@ -149,8 +149,32 @@ def _typed(value: Any, hint: Any, what: str) -> Any:
     return value
 
 
+#: each numeric setting's range: (least, most, whether the most is excluded); None: unbounded. steps, lr, the
+#: shares and the monitor's thresholds are checked in _check
+RANGES: dict[str, tuple[float, float | None, bool]] = {
+    "optim.warmup_steps": (0, None, False), "optim.min_lr_ratio": (0, 1, False), "optim.weight_decay": (0, None, False),
+    "optim.beta1": (0, 1, True), "optim.beta2": (0, 1, True), "optim.grad_clip": (0, None, False),
+    "optim.log_every": (1, None, False), "optim.threads": (0, None, False), "data.window": (2, None, False),
+    "data.n_windows": (0, None, False), "data.probe_windows": (0, None, False), "data.mask_prob": (0, 1, True),
+    "data.tokenizer_chars": (1, None, False), "checkpoints.early_points": (0, None, False),
+    "checkpoints.early_fraction": (0, 1, False), "checkpoints.every": (1, None, False),
+    "track.grad_every": (0, None, False),
+}
+
+
+def _check_ranges(cfg: TrainConfig, where: str) -> None:
+    for key, (lo, hi, open_hi) in RANGES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if value < lo or (hi is not None and (value >= hi if open_hi else value > hi)):
+            span = (f"at least {lo}" if hi is None else f"at least {lo} and below {hi}" if open_hi
+                    else f"between {lo} and {hi}")
+            raise HeadlabError(f"{where}: {key} must be {span}, not {value}")
+
+
 def _check(cfg: TrainConfig, where: str) -> None:
     o, d = cfg.optim, cfg.data
+    _check_ranges(cfg, where)
     if o.steps < 1 or o.batch_size < 1:
         raise HeadlabError(f"{where}: steps and batch_size must be at least 1")
     if not o.lr > 0:
