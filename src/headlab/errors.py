@@ -15,6 +15,7 @@ import inspect
 import os
 import re
 import types
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 
@@ -150,6 +151,25 @@ def type_problem(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any], nam
     return None
 
 
+#: the parameters that name what a command writes
+OUTPUTS = ("out", "per_sample", "write_filtered", "write_scores")
+NAME_MAX = 255  # bytes in one name: ext4, xfs, btrfs, APFS and NTFS alike
+
+
+def _overlong_output(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The line for an output path with a name longer than file systems take: the OS would refuse it only at
+    its first touch, as an internal error, after the checks that name the bad option."""
+    given = {**dict(zip(params, args)), **kwargs}
+    for name in OUTPUTS:
+        value = given.get(name)
+        if isinstance(value, (str, os.PathLike)):
+            long = next((part for part in Path(value).parts if len(os.fsencode(part)) > NAME_MAX), None)
+            if long is not None:
+                return (f"--{name.replace('_', '-')} {long[:24]}...: a name of {len(os.fsencode(long))} bytes, "
+                        f"longer than the {NAME_MAX} file systems take; choose a shorter one")
+    return None
+
+
 def in_callers_words(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a Python twin: its refusals name options as keywords when Python called it, as flags when the
     command line did (the rules and their messages are shared, written once with flags); a Python call's
@@ -161,6 +181,8 @@ def in_callers_words(fn: Callable[..., Any]) -> Callable[..., Any]:
     def twin(*args: Any, **kwargs: Any) -> Any:
         if not _FROM_CLI.get() and (problem := type_problem(params, args, kwargs, names)) is not None:
             raise HeadlabError(problem)
+        if (problem := _overlong_output(params, args, kwargs)) is not None:
+            raise HeadlabError(problem if _FROM_CLI.get() else in_python_words(problem, params))
         try:
             return fn(*args, **kwargs)
         except HeadlabError as exc:

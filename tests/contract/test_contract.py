@@ -316,6 +316,10 @@ ROWS += [
         absent=["c"]),
     Row("characterize with a control of two characters", "characterize minilm-l6 --symbols ab --out {tmp}/c".split(),
         2, "single visible characters", absent=["c"]),
+    *[Row(f"a 300-character output name: {cmd.split()[0]}", [*cmd.split(), "{tmp}/" + "a" * 300 + ext], 2,
+          "longer than the 255 file systems take") for cmd, ext in [
+        ("scan minilm-l6 --out", ""), ("view minilm-l6 --out", ".html"), ("train smoke --out", ""),
+        ("scan minilm-l6 --out {tmp}/o --per-sample", ".parquet")]],
     Row("negative warmup in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2,
         "optim.warmup_steps must be at least 0, not -10", _file("bad.toml", "[optim]\nwarmup_steps = -10\n"),
         absent=["t/data.safetensors"]),

@@ -118,6 +118,9 @@ def test_top_lists_the_samples_where_a_head_fires(whole: Path, capsys: pytest.Ca
     assert main(["top", str(whole), "--head", "0.7", "--k", "3"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4 and f"{best:.4f}" in out[1] and "/" in out[1]
+    # the Parquet file alone names its model: the same texts, not token counts
+    assert main(["top", str(whole.parent / "rows.parquet"), "--head", "0.7", "--k", "3"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == out[1:]
     assert main(["top", str(whole), "--head", "0.7", "--detector", "nope"]) == 2
     assert "detectors in it" in capsys.readouterr().err
 

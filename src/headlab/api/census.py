@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.census import scanner
+from headlab.census.per_sample import recorded_model
 from headlab.census.per_sample import top as ranked
 from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, TOP, ScanSettings, TopSettings
@@ -146,6 +147,7 @@ def top(source: str | Path, settings: TopSettings = TOP, *, head: str) -> TopSam
         raise HeadlabError(f"{path} does not exist")
     name = str(Head.parse(head))
     rows = ranked(path, name, detector, k)
+    model = model or recorded_model(path)
     tok = load_tokenizer(model) if model else None
     for row in rows:
         row["text"] = tok.decode(row["ids"], skip_special_tokens=True) if tok is not None else None

@@ -44,11 +44,25 @@ def columns_of(name: str, block: np.ndarray) -> dict[str, np.ndarray]:
     return {f"{name}/{head_name(l, h)}": by_head[l * H + h] for l in range(L) for h in range(H)}
 
 
+#: the schema metadata key of the scanned model's name
+MODEL_KEY = b"headlab.model"
+
+
+def recorded_model(path: str | Path) -> str | None:
+    """The model a per-sample file was scanned with (None for a file written before it was recorded)."""
+    # deferred: pyarrow.parquet adds ~0.19 s and 18 modules; only Parquet files need it
+    import pyarrow.parquet as pq
+
+    found = (pq.read_schema(path).metadata or {}).get(MODEL_KEY)
+    return None if found is None else found.decode()
+
+
 class PerSampleWriter:
     """Streams rows into ``FILE.parquet.parts/part-NNNNN.parquet``; :meth:`finish` joins them into ``FILE``."""
 
-    def __init__(self, path: str | Path, parts_kept: int = 0):
+    def __init__(self, path: str | Path, parts_kept: int = 0, model: str | None = None):
         self.path = Path(path)
+        self.model = model  # recorded in the file: top decodes its windows with this model's tokenizer
         self.parts = self.path.with_name(self.path.name + ".parts")
         self.parts.mkdir(parents=True, exist_ok=True)
         for stale in sorted(self.parts.glob("part-*.parquet"))[parts_kept:]:  # written after the checkpoint
@@ -118,6 +132,8 @@ class PerSampleWriter:
             raise HeadlabError(f"no per-sample rows were written to {self.path}")
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         schema = pq.read_schema(files[0])
+        if self.model is not None:
+            schema = schema.with_metadata({**(schema.metadata or {}), MODEL_KEY: self.model.encode()})
         with pq.ParquetWriter(tmp, schema) as out:
             for f in files:
                 pf = pq.ParquetFile(f)

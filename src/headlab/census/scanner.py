@@ -63,7 +63,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
         every = s.every(folder is not None)
         parts = _resume(folder, census, w, plan.fingerprint) if resume else 0
-        writer = PerSampleWriter(per_sample, parts) if per_sample is not None and w.main else None
+        writer = PerSampleWriter(per_sample, parts, loaded.name) if per_sample is not None and w.main else None
         bar = progress_bar(s.max_samples, f"scan {loaded.name}", "sample", progress and w.main)
         if bar is not None and census.position:
             bar.update(census.position)

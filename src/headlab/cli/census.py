@@ -62,7 +62,7 @@ def _cmd_top(a: argparse.Namespace) -> int:
     r = call(a)
     print(f"top {len(r.rows)} samples of head {r.head} by {r.detector} in {r.source}:")
     for rank, row in enumerate(r.rows, 1):
-        text = row["text"] if row["text"] is not None else f"{len(row['ids'])} tokens"
+        text = row["text"] if row["text"] is not None else f"[{len(row['ids'])} token ids: --model M decodes them]"
         print(f"{rank:>3}. {row['score']:.4f}  sample {row['sample']}  {row['doc']} #{row['window']}  "
               f"{' '.join(text.split())[:160]!r}")
     return 0
