@@ -386,6 +386,12 @@ ROWS += [
     Row("scale of scans made with other windows", "scale {tmp}/a {tmp}/b --out {tmp}/s".split(), 2,
         "rescan so the models are measured alike", lambda t: _two_scans(t), absent=["s/scale.json"],
         model="minilm-l6"),
+    Row("compare of scans made with other windows (scale refused them)",
+        "compare {tmp}/a {tmp}/b --out {tmp}/c".split(),
+        2, "rescan so the models are measured alike", lambda t: _two_scans(t), absent=["c/compare.json"],
+        model="minilm-l6"),
+    Row("compare of an interrupted scan", "compare {tmp}/a --out {tmp}/c".split(), 2, "holds an interrupted scan",
+        lambda t: (_two_scans(t), _interrupted(t / "a")), absent=["c/compare.json"], model="minilm-l6"),
     Row("repeat share outside [0, 1]", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "repeat_share",
         _file("bad.toml", "[data]\nrepeat_share = 1.5\n"), absent=["t/data.safetensors"]),
 ]
@@ -397,6 +403,11 @@ def _two_scans(tmp: Path) -> None:
     lm = load("minilm-l6")
     scan(lm, ["a / b / c " * 8], max_samples=None, max_length=16, progress=False).write(tmp / "a")
     scan(lm, ["a / b / c " * 8], max_samples=None, max_length=12, progress=False).write(tmp / "b")
+
+
+def _interrupted(folder: Path) -> None:
+    scan = json.loads((folder / "scan.json").read_text())
+    (folder / "scan.json").write_text(json.dumps({**scan, "interrupted": True}))
 
 
 def _truncated_model(folder: Path) -> None:

@@ -20,6 +20,7 @@ from headlab.result import Result, found_in
 from headlab.settings import Settings, setting
 from headlab.study.characterize import CharacterizeResult
 from headlab.study.rope import KAPPA
+from headlab.study.scale import measured_alike
 
 
 @dataclass
@@ -140,6 +141,7 @@ def compare(runs: Sequence[str | Path], out_dir: str | Path, kappa: float = KAPP
     """Write ``compare.json``, ``compare.md`` and ``compare.png`` for the given run folders."""
     if not runs:
         raise HeadlabError("compare needs at least one run folder")
+    measured_alike([Path(r) / ScanResult.KIND for r in runs if ScanResult in found_in(Path(r))])
     sums = [summarize(r, kappa) for r in runs]
     r = CompareResult([{"run": s.path, "model": s.model, "n_layers": s.n_layers, "n_heads": s.n_heads,
                         "measures": s.measures, "token_by_layer": _listed(s.token_by_layer),

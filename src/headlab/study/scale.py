@@ -126,17 +126,24 @@ class ScaleResult(Result):
         save_figure(self.figure(), folder / "scale.png")
 
 
-def scale(runs: Sequence[str | Path], out_dir: str | Path) -> ScaleResult:
-    """Write ``scale.json``, ``scale.md`` and ``scale.png`` (specialization against parameter count)."""
-    files = scan_files(runs)
+def measured_alike(files: Sequence[Path]) -> list[ScanResult]:
+    """The scans in ``files``, each finished and made with the :data:`COMPARABLE` settings of the first: models
+    set side by side must be measured alike, and an interrupted scan's statistics cover only part of its corpus."""
     scans = [ScanResult.read(f).require_complete(f) for f in files]
-    first = scans[0].settings
     for f, sc in zip(files, scans):
-        diff = [k for k in COMPARABLE if sc.settings.get(k) != first.get(k)]
+        diff = [k for k in COMPARABLE if sc.settings.get(k) != scans[0].settings.get(k)]
         if diff:
             raise HeadlabError(f"{f} was scanned with other {', '.join(diff)} than {files[0]} "
                                f"({', '.join(f'{k}={sc.settings.get(k)!r}' for k in diff)}); rescan so the models "
                                "are measured alike")
+    return scans
+
+
+def scale(runs: Sequence[str | Path], out_dir: str | Path) -> ScaleResult:
+    """Write ``scale.json``, ``scale.md`` and ``scale.png`` (specialization against parameter count)."""
+    files = scan_files(runs)
+    scans = measured_alike(files)
+    first = scans[0].settings
     points = sorted((point(sc) for sc in scans), key=lambda p: p.n_params)
     r = ScaleResult({k: first.get(k) for k in COMPARABLE}, [p.to_json() for p in points])
     r.write(out_dir)
