@@ -27,3 +27,19 @@ def test_figure_links_survive_odd_folder_names_and_a_damaged_result_is_named(tmp
     assert "## Left out" in md and "broken/scan.json" in md
     links = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", md)
     assert links and all((tmp_path / "out" / unquote(link)).exists() for link in links)
+
+
+def test_monitor_results_have_sections_and_a_kind_without_one_is_named_not_dropped(tmp_path):
+    from headlab.notices import recorded
+    from headlab.reporting import report
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "results" / "monitor" / "minilm-l6", run / "monitor")
+    (run / "sdh").mkdir()
+    shutil.copy(ROOT / "results" / "formation" / "sdh" / "dense" / "s0" / "measure.json", run / "sdh")
+    with recorded() as said:
+        r = report(run, tmp_path / "out")
+    assert r.sections == ["Head monitor evaluation — monitor"] and r.figures == 1
+    assert any("measure.json" in w and "no section" in w for w in r.left_out)
+    assert any("sdh/measure.json" in m and "left out" in m for m in said)
+    assert "sdh/measure.json" in r.markdown_file.read_text().split("## Left out", 1)[1]

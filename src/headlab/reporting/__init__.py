@@ -16,7 +16,8 @@ from headlab.display import Displayable, safe_markdown
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.notices import say
-from headlab.reporting.sections import SECTIONS, Section
+from headlab.reporting.sections import SECTIONS, SHOWN, Section
+from headlab.result import found_in
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
 
@@ -63,13 +64,30 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
             say(f"{why}; its section is left out")
     if not sections:
         raise HeadlabError(f"none of the results in {run} could be read ({'; '.join(skipped)})")
+    for kind, where in _without_section(run, out).items():
+        why = (f"{len(where)} {kind} result(s) ({where[0]}{' and more' if len(where) > 1 else ''}): the report has "
+               "no section for this kind; read its own files")
+        skipped.append(why)
+        say(f"{why}; left out of the report")
     return sections
+
+
+def _without_section(run: Path, out: Path) -> dict[str, list[str]]:
+    """Each result kind found under ``run`` that no section shows, with the folders holding it: left out, and
+    said so, never silently."""
+    found: dict[str, list[str]] = {}
+    for folder in _folders(run, out):
+        for kind in found_in(folder):
+            if kind.KIND not in SHOWN:
+                found.setdefault(kind.KIND, []).append(str(folder / kind.KIND))
+    return found
 
 
 @dataclass
 class Report(Displayable):
     """A written report: its folder (``report.md``, ``report.html``, ``figures/``), the titles of its sections,
-    how many figures they drew, and the results it found but could not read (each with why)."""
+    how many figures they drew, and the results it found but left out: unreadable, or of a kind it has no section
+    for (each with why)."""
 
     folder: Path
     sections: list[str]
@@ -102,7 +120,8 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> Report
     for s in sections:
         md += ["", f"## {s.title}", "", s.markdown]
     if skipped:
-        md += ["", "## Left out", "", "Results found but not readable; their sections are not in this report:", "",
+        md += ["", "## Left out", "", "Results found but not in this report (unreadable, or of a kind it has no "
+               "section for):", "",
                *(f"- {why}" for why in skipped)]
     text = "\n".join(md) + "\n"
     write_text_atomic(out / "report.md", text)

@@ -18,8 +18,12 @@ from headlab.ablation.result import AblateResult
 from headlab.census.result import ScanResult
 from headlab.detectors import DETECTORS
 from headlab.display import count
+from headlab.formation.track_report import PhasesResult
 from headlab.formation.tracking import TrackResult
 from headlab.head import name as head_name
+from headlab.monitor.comparison import EvaluationResult
+from headlab.monitor.profile import Profile
+from headlab.monitor.screening import CheckResult
 from headlab.reporting import figures
 from headlab.result import Result
 from headlab.retrieval.analysis import AnalyzeResult
@@ -41,17 +45,34 @@ Builder = Callable[[Path, Path, str], Section]
 SECTIONS: list[tuple[str, str, Builder]] = []
 
 
-def section(kind: str, result: type[Result], under: str = "") -> Callable[[Builder], Builder]:
+#: every result kind a section shows: its own, and those it shows as part of it (``parts``)
+SHOWN: set[str] = set()
+
+
+def section(kind: str, result: type[Result], under: str = "",
+            parts: tuple[type[Result], ...] = ()) -> Callable[[Builder], Builder]:
     """Register the report section of a result kind; its folder holds the result's file (``under`` a
-    sub-folder for results a command writes inside a run, e.g. ``track/``)."""
+    sub-folder for results a command writes inside a run, e.g. ``track/``); ``parts``: kinds written beside it
+    that the section shows too."""
     marker = f"{under}/{result.KIND}" if under else result.KIND
     if any(m == marker for _, m, _ in SECTIONS):
         raise ValueError(f"a report section for {marker} is already registered")
 
     def reg(fn: Builder) -> Builder:
         SECTIONS.append((kind, marker, fn))
+        SHOWN.update([result.KIND, *(p.KIND for p in parts)])
         return fn
     return reg
+
+
+def _own_markdown(result: type[Result], folder: Path, figdir: Path, tag: str, title: str) -> Section:
+    """A section of the result's own Markdown (its top heading dropped, its sections one level down) and the
+    figures written beside it."""
+    text = result.read(folder).markdown()
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("# ") and "](" not in line)
+    figs = [_copy(p, figdir, tag) for p in sorted(folder.glob("*.png"))]
+    return Section(title, body.replace("\n## ", "\n### ") + "\n\n" + "\n\n".join(_img(f, figdir, f.stem)
+                                                                                  for f in figs), figs)
 
 
 def _img(path: Path, figdir: Path, alt: str) -> str:
@@ -224,7 +245,7 @@ def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
     return Section(f"Pruning — {d['model']}", "\n".join(lines), figs)
 
 
-@section("training", TrackResult, under="track")
+@section("training", TrackResult, under="track", parts=(PhasesResult,))
 def training_section(folder: Path, figdir: Path, tag: str) -> Section:
     text = (folder / "track" / "track.md").read_text()
     figs = [_copy(p, figdir, tag) for p in sorted((folder / "track").glob("*.png"))]
@@ -293,3 +314,18 @@ def eval_llm_section(folder: Path, figdir: Path, tag: str) -> Section:
         "\n".join(lines + [""] + [_img(f, figdir, "eval") for f in figs]),
         figs,
     )
+
+
+@section("monitor profile", Profile)
+def profile_section(folder: Path, figdir: Path, tag: str) -> Section:
+    return _own_markdown(Profile, folder, figdir, tag, f"Head monitor profile — {folder.name}")
+
+
+@section("monitor check", CheckResult)
+def check_section(folder: Path, figdir: Path, tag: str) -> Section:
+    return _own_markdown(CheckResult, folder, figdir, tag, f"Head monitor check — {folder.name}")
+
+
+@section("monitor evaluation", EvaluationResult)
+def evaluation_section(folder: Path, figdir: Path, tag: str) -> Section:
+    return _own_markdown(EvaluationResult, folder, figdir, tag, f"Head monitor evaluation — {folder.name}")
