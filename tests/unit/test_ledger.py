@@ -26,7 +26,7 @@ def _judged() -> list[str]:
 
 
 def _copy(tmp: Path, *folders: str) -> Path:
-    out = tmp / "results"
+    out = tmp / "a-copy"  # not named results: what a copy writes must not depend on its folder's name
     for f in folders:
         shutil.copytree(RESULTS / f, out / f, dirs_exist_ok=True)
     return out
