@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import difflib
 import functools
 import inspect
 import os
@@ -17,6 +18,8 @@ import re
 import types
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import numpy as np
 
 
 class HeadlabError(Exception):
@@ -88,6 +91,11 @@ def _expand(members: list[str], names: dict[str, Any]) -> list[str]:
     return out
 
 
+#: the numeric annotations the door checks (numpy's integers and floats count)
+_NUMBERS: dict[str, tuple[type, ...]] = {"int": (int, np.integer), "float": (int, float, np.integer, np.floating),
+                                         "bool": (bool, np.bool_)}
+
+
 def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
     """Whether ``value`` fits one union member; None where the member is not one this door checks (``names``:
     the twin's module globals, where a class name is looked up; an alias or unknown name is not checked)."""
@@ -98,7 +106,12 @@ def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
         return isinstance(value, (str, os.PathLike))
     if member in ("Path", "os.PathLike[str]"):
         return isinstance(value, os.PathLike)
+    if member in _NUMBERS:  # a bool is an int to Python, never a count or a rate to a reader
+        is_bool = isinstance(value, (bool, np.bool_))
+        return is_bool if member == "bool" else isinstance(value, _NUMBERS[member]) and not is_bool
     if member.startswith("Sequence[") and member.endswith("]"):
+        if value is None:
+            return False
         inner = _union(member[len("Sequence["):-1])
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
             return _fits(inner, value, names)
@@ -110,6 +123,12 @@ def _matches(member: str, value: Any, names: dict[str, Any]) -> bool | None:
         except TypeError:  # a typing construct, not a class
             return None
     return None
+
+
+def spoken(members: list[str]) -> str:
+    """A union's members as a refusal says them: ``True or False`` for bool, not the type's name."""
+    words = {"bool": "True or False", "int": "a whole number", "float": "a number"}
+    return " or ".join(words.get(m, m) for m in members)
 
 
 def _fits(members: list[str], value: Any, names: dict[str, Any]) -> bool:
@@ -141,9 +160,9 @@ def type_problem(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any], nam
             if seq is not None and isinstance(value, (list, tuple)):
                 inner = _union(seq[len("Sequence["):-1])
                 i, bad = next((i, v) for i, v in enumerate(value) if not _fits(inner, v, names))
-                return (f"{name}[{i}] is {type(bad).__name__} {bad!r:.40}: give {' or '.join(inner)}"
+                return (f"{name}[{i}] is {type(bad).__name__} {bad!r:.40}: give {spoken(inner)}"
                         + _FORMS.get(name, ""))
-            return f"{name}={value!r:.60}: give {' or '.join(members)}{_FORMS.get(name, '')}"
+            return f"{name}={value!r:.60}: give {spoken(members)}{_FORMS.get(name, '')}"
         required = params[name].default is inspect.Parameter.empty
         if required and any(m.startswith("Sequence[") for m in members) and isinstance(value, (list, tuple)) \
                 and not value:
@@ -177,8 +196,15 @@ def in_callers_words(fn: Callable[..., Any]) -> Callable[..., Any]:
     params = inspect.signature(fn).parameters
     names = inspect.unwrap(fn).__globals__  # the twin's own module, where its annotations' classes are named
 
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
     @functools.wraps(fn)
     def twin(*args: Any, **kwargs: Any) -> Any:
+        unknown = [] if open_ended else [k for k in kwargs if k not in params]
+        if unknown:  # Python's own TypeError would not say which keywords there are
+            near = difflib.get_close_matches(unknown[0], list(params), n=1)
+            raise HeadlabError(f"{fn.__name__}() takes no keyword {unknown[0]!r}"
+                               + (f"; did you mean {near[0]}=?" if near else f"; it takes {', '.join(params)}"))
         if not _FROM_CLI.get() and (problem := type_problem(params, args, kwargs, names)) is not None:
             raise HeadlabError(problem)
         if (problem := _overlong_output(params, args, kwargs)) is not None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
+from collections.abc import Mapping, Set
 from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, _expand, _fits, _union, spoken
 from headlab.values import RULES, Rule, items, repeated
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,6 +57,8 @@ class Settings:
     def __post_init__(self) -> None:
         for name in self.LISTS:
             value = getattr(self, name)
+            if isinstance(value, (Mapping, Set)):  # its keys, or an order that changes between runs
+                raise HeadlabError(f"--{self.flag(name)} {value!r:.40}: give a list")
             object.__setattr__(self, name, None if value is None else tuple(items(value)))
             # a list field pools: seeds, arms, languages, kinds, corpora
             twice = repeated(f"--{self.flag(name)}", value, paths=self.meta(name).get("paths", False))
@@ -82,8 +86,16 @@ class Settings:
         return {f.name: getattr(self, f.name) for f in self.fields()}
 
     def problems(self) -> list[str]:
-        """One line for every bad value, naming the option as the CLI spells it."""
+        """One line for every bad value, naming the option as the CLI spells it: its type first (the one door
+        for every field, from the CLI, the twin's keywords or a settings object built by hand), then its value."""
+        names = sys.modules[type(self).__module__].__dict__  # where the annotations' names are defined
         out = []
+        for f in self.fields():
+            members = _expand(_union(str(f.metadata.get("annotation") or f.type)), names)
+            if not _fits(members, getattr(self, f.name), names):
+                out.append(f"--{self.flag(f.name)} {getattr(self, f.name)!r:.40}: give {spoken(members)}")
+        if out:
+            return out
         for f in self.fields():
             value, allowed, rule = getattr(self, f.name), choices_of(f.metadata), f.metadata.get("rule")
             rule = rule or RULES.get(f.name)

@@ -554,7 +554,7 @@ def test_row_from_python(row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     if row.model:
         need(row.model)
     elif row.name.startswith("range:"):  # a value's mistake shows without the model
-        for where in ("headlab.models", "headlab.models.loader", "headlab.census.scanner", "headlab.ablation.metrics"):
+        for where in ("headlab.models", "headlab.models.loader", "headlab.ablation.metrics"):
             monkeypatch.setattr(importlib.import_module(where), "load", no_model)
     for k, v in row.env.items():
         monkeypatch.setenv(k, v.replace("{tmp}", str(tmp_path)))
@@ -795,6 +795,14 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
     (tmp / "prof" / "profile.json").write_text("{}")
     return [
         ("scan resume without a folder", lambda: headlab.scan("minilm-l6", resume=True), "pass out="),
+        ("scan with a mistyped keyword (a raw TypeError)", lambda: headlab.scan("minilm-l6", maxsamples=3),
+         "did you mean max_samples="),
+        ("scan on a device that does not exist", lambda: headlab.scan("minilm-l6", device="nonsense"),
+         "unknown device 'nonsense'"),
+        ("scan with a settings field of the wrong type (a raw AttributeError)",
+         lambda: headlab.scan("minilm-l6", detectors=True), "detectors=(True,): give"),
+        ("eval-llm with no depths (a raw TypeError)", lambda: headlab.retrieval.eval_llm("smollm2-135m", depths=None),
+         "depths=None: give"),
         *((f"scan texts holding a {type(bad).__name__}", lambda bad=bad: headlab.scan("minilm-l6", ["ok", bad]),
            "texts[1] is") for bad in (b"bytes", 5, None, ["nested"])),
         ("scan texts as an iterator of numbers", lambda: headlab.scan("minilm-l6", iter([1, 2])), "texts[0] is"),
@@ -866,7 +874,7 @@ def test_python_api_refuses_before_the_work(tmp_path: Path, monkeypatch: pytest.
     import importlib
 
     # every place a twin's model is loaded from (models.resolve calls models.loader.load)
-    for where in ("headlab.models", "headlab.models.loader", "headlab.census.scanner", "headlab.ablation.metrics"):
+    for where in ("headlab.models", "headlab.models.loader", "headlab.ablation.metrics"):
         monkeypatch.setattr(importlib.import_module(where), "load", no_model)
     for name, run, phrase in _api_cases(tmp_path):
         with pytest.raises(HeadlabError) as info:

@@ -23,7 +23,7 @@ from headlab.detectors.base import options_for
 from headlab.distributed import world
 from headlab.errors import HeadlabError
 from headlab.interrupts import Terminated
-from headlab.models import LoadedModel, load
+from headlab.models import LoadedModel, resolve
 from headlab.notices import recorded, say
 from headlab.progress import bar as progress_bar
 
@@ -56,7 +56,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
     """
     with recorded() as said:  # skipped inputs, repaired checkpoints, caveats: the result records them
         s = settings.replace(**options) if options else settings
-        loaded = model if isinstance(model, LoadedModel) else load(model, device=device, dtype=s.dtype)
+        loaded = resolve(model, device=device, dtype=s.dtype)
         plan = _plan(loaded, s, texts, corpus, per_sample)
         w = world()
         census = Census((loaded.facts.n_layers, loaded.facts.n_heads), s.threshold, s.consecutive)

@@ -127,8 +127,9 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
 def resolve(model: "str | os.PathLike[str] | LoadedModel", *, device: str = "cpu", dtype: Any = None,
             lm_head: bool = False) -> LoadedModel:
     """``model`` itself when it is loaded already (its device and dtype are its own), else :func:`load` of it.
-    A bad ``dtype`` is refused either way: the caller asked for something that will not happen."""
+    A bad ``dtype`` or ``device`` is refused either way: the caller asked for something that will not happen."""
     torch_dtype(dtype)
+    _device(device)
     return model if isinstance(model, LoadedModel) else load(model, lm_head=lm_head, dtype=dtype, device=device)
 
 
