@@ -89,11 +89,11 @@ def _probe(base: Path, out: Path) -> None:
                            "choose a writable --out") from exc
 
 
-def claim_file(path: str | os.PathLike[str], overwrite: bool = False) -> Path:
-    """:func:`claim_out` for a single output file."""
+def claim_file(path: str | os.PathLike[str], overwrite: bool = False, flag: str = "--out") -> Path:
+    """:func:`claim_out` for a single output file (``flag``: the option that names it)."""
     p = Path(path).expanduser()
     if p.is_dir():
-        raise HeadlabError(f"--out {p} is a folder; give a file path")
+        raise HeadlabError(f"{flag} {p} is a folder; give a file path")
     _no_dangling_link(p)
     claim_out(p.parent, [p.name], overwrite)
     return p

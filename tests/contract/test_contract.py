@@ -128,6 +128,10 @@ RESULTS = [  # (command line, the result file an earlier run left in --out)
 ROWS += [Row(f"no silent overwrite: {cmd.split()[0]}", cmd.split(), 2, "--overwrite", _file(f"out/{f}", "earlier"),
              untouched=[f"out/{f}"]) for cmd, f in RESULTS]
 ROWS += [
+    Row("no silent overwrite: stimuli (it replaced the file)", "stimuli slash --out {tmp}/s.jsonl".split(), 2,
+        "--overwrite", _file("s.jsonl", "earlier"), untouched=["s.jsonl"]),
+    Row("stimuli --out a folder (an internal IsADirectoryError)", "stimuli slash --out {tmp}/s.jsonl".split(), 2,
+        "is a folder", lambda t: (t / "s.jsonl").mkdir()),
     Row("no silent overwrite: retrieval generate",
         "retrieval generate --form minimal --depth 2 --out {tmp}/g.jsonl".split(), 2, "--overwrite",
         _file("g.jsonl", "earlier"), untouched=["g.jsonl"]),
@@ -320,6 +324,12 @@ ROWS += [
           "longer than the 255 file systems take") for cmd, ext in [
         ("scan minilm-l6 --out", ""), ("view minilm-l6 --out", ".html"), ("train smoke --out", ""),
         ("scan minilm-l6 --out {tmp}/o --per-sample", ".parquet")]],
+    *[Row(f"a training config with {what}", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, phrase,
+          _file("bad.toml", toml), absent=["t/data.safetensors"]) for what, toml, phrase in [
+        ("0 heads (ZeroDivisionError)", "[model]\nn_heads = 0\n", "n_heads must be at least 1"),
+        ("0 layers (an error from grad())", "[model]\nn_layers = 0\n", "n_layers must be at least 1"),
+        ("a width no machine holds (MemoryError)", "[model]\nd_model = 100000000\n", "GiB for its weights"),
+        ("steps whose checkpoint plan fills memory", "[optim]\nsteps = 100000000000\n", "checkpoints, more than")]],
     Row("negative warmup in a training config", "train {tmp}/bad.toml --out {tmp}/t".split(), 2,
         "optim.warmup_steps must be at least 0, not -10", _file("bad.toml", "[optim]\nwarmup_steps = -10\n"),
         absent=["t/data.safetensors"]),

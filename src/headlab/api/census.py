@@ -67,7 +67,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, settings:
         _check_resume(Path(out), resume, overwrite, CKPT_JSON)
         claim_out(out, _FILES, replace)
     if per_sample is not None:  # the checkpoint names its rows file: a resume continues that one
-        claim_file(per_sample, replace)
+        claim_file(per_sample, replace, "--per-sample")
     w = world()
     # one writer per folder: under torchrun only rank 0 claims and locks it
     held = writing(out, _FILES, replace) if out is not None and w.main else contextlib.nullcontext(out)

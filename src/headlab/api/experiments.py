@@ -11,7 +11,7 @@ from headlab.ablation.importance import IMPORTANCE, ImportanceResult, Importance
 from headlab.ablation.prune import PruneResult, prune_curves, write_prune
 from headlab.ablation.result import AblateResult
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import saving
+from headlab.io import saving, writing_files
 from headlab.models import LoadedModel, load
 from headlab.probes import make_suite, write_stimuli
 from headlab.probes.settings import STIMULI, StimuliSettings
@@ -116,9 +116,10 @@ def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequ
 @in_callers_words
 @takes(StimuliSettings)
 def stimuli(suite: str, settings: StimuliSettings = STIMULI, *, model: Model | None = None,
-            out: str | Path | None = None) -> list[Any]:
+            out: str | Path | None = None, overwrite: bool = False) -> list[Any]:
     """A seeded stimulus suite (texts with their target character spans); ``model``'s tokenizer draws the
-    random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there.
+    random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there (an
+    existing file is replaced only with ``overwrite``).
 
     Example:
 
@@ -127,9 +128,10 @@ def stimuli(suite: str, settings: StimuliSettings = STIMULI, *, model: Model | N
     """
 
     opts: dict[str, Any] = {}
-    if suite == "contexts" and model is not None:
-        opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
-    items = list(make_suite(suite, settings.n, settings.seed, **opts))
-    if out is not None:
-        write_stimuli(items, out)
+    with writing_files([out], overwrite):  # a folder, an existing file or a read-only place: refused first
+        if suite == "contexts" and model is not None:
+            opts["tokenizer"] = (model if isinstance(model, LoadedModel) else load(model)).tokenizer
+        items = list(make_suite(suite, settings.n, settings.seed, **opts))
+        if out is not None:
+            write_stimuli(items, out)
     return items

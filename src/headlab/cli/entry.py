@@ -95,6 +95,7 @@ def _add_stimuli(sub: argparse._SubParsersAction) -> None:
     settings_options(p, StimuliSettings)
     p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
     p.add_argument("--out", required=True, help="output .jsonl file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     bind(p, api.stimuli, _cmd_stimuli)
 
 

@@ -114,7 +114,8 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
     rank = check_corpus(corpus, id_field)
     keep_apart({"--write-filtered": write_filtered, "--write-scores": write_scores, "--out": out},
                {**{f"--corpus {c}": c for c in corpus}, "profile": None if isinstance(profile, Profile) else profile})
-    targets = [None if p is None else claim_file(p, overwrite) for p in (write_filtered, write_scores)]
+    targets = [None if p is None else claim_file(p, overwrite, flag)
+               for p, flag in ((write_filtered, "--write-filtered"), (write_scores, "--write-scores"))]
     if any(targets):
         dataset_files(corpus)  # records to write back, before the work
     if resume and out is None:

@@ -47,6 +47,12 @@ class ModelConfig:
     init: str = "default"  # initialization scheme, one of headlab.nn.init.INITS
 
     def __post_init__(self) -> None:
+        for name, least in (("n_layers", 1), ("n_heads", 1), ("d_model", 1), ("mlp_ratio", 1), ("max_length", 2),
+                            ("vocab_size", 2)):
+            if getattr(self, name) < least:
+                raise ValueError(f"{name} must be at least {least}, not {getattr(self, name)}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be at least 0 and below 1, not {self.dropout}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, not {self.init!r}")
         if self.kind not in ("decoder", "encoder"):

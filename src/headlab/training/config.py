@@ -8,6 +8,7 @@ folder as ``config.toml``.
 
 from __future__ import annotations
 
+import os
 import tomllib
 import types
 import typing
@@ -172,9 +173,33 @@ def _check_ranges(cfg: TrainConfig, where: str) -> None:
             raise HeadlabError(f"{where}: {key} must be {span}, not {value}")
 
 
+#: checkpoints one run may plan: each is a file of the whole model, and the plan is a list held in memory
+MAX_CHECKPOINTS = 100_000
+
+
+def _check_sizes(cfg: TrainConfig, where: str) -> None:
+    """Refuse a run that cannot fit, before the corpus is read: its parameters with their gradients and two
+    Adam moments (4 float32 copies) against the machine's memory, and its checkpoint plan."""
+    m = cfg.model
+    per_layer = (4 + 2 * m.mlp_ratio) * m.d_model ** 2
+    params = m.vocab_size * m.d_model * (1 if m.tie_embeddings else 2) + m.n_layers * per_layer
+    need = 16 * params
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
+    if have and need > have:
+        raise HeadlabError(f"{where}: a model of about {params:,} parameters needs {need / 2**30:.0f} GiB for its "
+                           f"weights, gradients and optimizer state, more than this machine's {have / 2**30:.0f} "
+                           "GiB; make [model] d_model, n_layers or vocab_size smaller")
+    planned = cfg.optim.steps // max(1, cfg.checkpoints.every)
+    if planned > MAX_CHECKPOINTS:
+        raise HeadlabError(f"{where}: optim.steps {cfg.optim.steps:,} with checkpoints.every "
+                           f"{cfg.checkpoints.every} plans {planned:,} checkpoints, more than {MAX_CHECKPOINTS:,}; "
+                           "raise checkpoints.every or lower the steps")
+
+
 def _check(cfg: TrainConfig, where: str) -> None:
     o, d = cfg.optim, cfg.data
     _check_ranges(cfg, where)
+    _check_sizes(cfg, where)
     if o.steps < 1 or o.batch_size < 1:
         raise HeadlabError(f"{where}: steps and batch_size must be at least 1")
     if not o.lr > 0:
