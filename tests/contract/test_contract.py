@@ -363,6 +363,8 @@ ROWS += [
                              ("a key tensor missing", "lack 1 tensor(s)"),
                              ("a NaN weight", "NaN or infinite"),
                              ("config gives another width", "the weights do not fit its config")]],
+    Row("--max-offset beyond the window (it asked the allocator for 276 GB)",
+        "scan minilm-l6 --max-offset 10000000 --out {tmp}/o".split(), 2, "give at most 128", absent=["o"]),
     Row("--threads beyond the machine's cores (4096 crashed torch)",
         "scan minilm-l6 --threads 4096 --out {tmp}/o".split(), 2, "core(s); give 1 to", absent=["o"]),
     Row("--threads of a million (torch ran out of memory)", "scan minilm-l6 --threads 1000000 --out {tmp}/o".split(),

@@ -87,6 +87,9 @@ class ScanSettings(Settings):
             out.append(f"--stimuli {self.stimuli}: give --max-samples N (how many stimuli; 0 means a whole corpus)")
         if self.id_field is not None and not isinstance(self.id_field, str):
             out.append(f"--id-field {self.id_field!r}: give a field name ('' or None: name records by line)")
+        if self.max_offset > self.max_length:  # each offset is a column per head: 10**7 of them asked 276 GB
+            out.append(f"--max-offset {self.max_offset}: a window of --max-length {self.max_length} tokens has "
+                       f"offsets 0..{self.max_length - 1}; give at most {self.max_length}")
         return out
 
     def every(self, has_folder: bool) -> int:
