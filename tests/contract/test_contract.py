@@ -162,6 +162,8 @@ ROWS += [
     Row("pattern --out not a PNG", "pattern minilm-l6 --head 0.1 --text a/b --out {tmp}/p.jpg".split(), 2,
         "ending in .png", absent=["p.jpg"]),
     Row("unknown model name", "scan no-such-model-xyz --out {tmp}/o".split(), 2, "unknown model", absent=["o"]),
+    Row("a named model mistyped (it waited half a minute on the hub)", "scan minilm-l7 --out {tmp}/o".split(), 2,
+        "did you mean minilm-l6?", absent=["o"]),
     Row("model path that does not exist", "scan ./no/such/dir --out {tmp}/o".split(), 2, "does not exist"),
     # with the hub reachable in principle (offline mode off), a name that can only be a local path is refused at
     # once instead of asked of the hub five times: under a folder that exists here, or a model file's name

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
+import functools
 import os
+import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -202,7 +205,36 @@ def _resolve_path(name: str) -> str | Path:
         raise HeadlabError(f"{p} is neither a model directory nor a .gguf file")
     if _looks_local(name):
         raise HeadlabError(f"model path {name} does not exist")
+    near = difflib.get_close_matches(name, list(NAMED_MODELS), n=1, cutoff=0.8)
+    if near:  # a typo of a named model, not a hub id: said at once, not after the hub's retries
+        raise HeadlabError(f"unknown model '{name}': did you mean {near[0]}? (`headlab models list` names them; a "
+                           "hub id is spelled org/name)")
+    if not _in_hub_cache(name) and not _hub_reachable():
+        raise HeadlabError(f"unknown model '{name}': not a named model (see `headlab models list`), not a "
+                           "directory, not in the local hub cache, and huggingface.co cannot be reached from here")
     return name  # a hub id
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    # deferred: huggingface_hub is imported with transformers, which only loading a model needs
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except ValueError:  # not a valid repository id
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_reachable() -> bool:
+    """Whether the hub answers at all: offline, its client retries for about half a minute before failing."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
 
 
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]:
