@@ -764,7 +764,9 @@ def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
 
     f = tmp_path / "c.jsonl"
     f.write_text('{"text": "fine"}\n{"title": "no text"}\n{"text": 3}\n{"id": 7, "text": "named"}\n')
-    with says(r"2 record\(s\) without a string 'text' field skipped \(line 2, 3\)"):
+    # the skipped record's own text field is named: a file that calls its text 'title' is told so
+    with says(r"2 record\(s\) without a string 'text' field skipped \(line 2, 3; the first holds the string "
+              r"field\(s\) 'title'\)"):
         with says(r"1 record\(s\) without a string or integer 'id' field, named by their line number"):
             docs = list(file_documents(str(f)))
     assert [d.doc_id for d in docs] == [f"{f}:1", f"{f}#7"]  # a record is a document, in file order

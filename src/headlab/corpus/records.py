@@ -46,6 +46,7 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
     out: list[tuple[str, Any, int]] = []
     seen: dict[str, int] = {}
     no_text: list[int] = []
+    fields: list[str] = []  # the string fields of the first record without a text
     empty: list[int] = []
     unnamed = replaced = 0
     offset = 0
@@ -61,6 +62,8 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
             text = rec.get("text") if isinstance(rec, dict) else None
             if not isinstance(text, str):
                 no_text.append(n)
+                if isinstance(rec, dict) and not fields:  # what the file calls its text, to say so
+                    fields = [k for k, v in rec.items() if isinstance(v, str) and k != id_field]
                 continue
             if not text.strip():
                 empty.append(n)
@@ -75,7 +78,7 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
             else:
                 name, unnamed = f"{path}:{n}", unnamed + 1
             out.append((name, text if zipped else (start, len(raw)), n))
-    _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field)  # a file with no ids at all: lines
+    _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field, fields)  # no ids at all: lines
     if empty:
         say(f"{path}: {len(empty)} record(s) with an empty or blank text skipped (line {_lines(empty)})")
     return out
@@ -97,9 +100,12 @@ def _parse(raw: bytes) -> tuple[Any, int]:
         return None, 0
 
 
-def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id_field: str | None) -> None:
+def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id_field: str | None,
+                 fields: list[str]) -> None:
     if no_text:
-        say(f"{path}: {len(no_text)} record(s) without a string 'text' field skipped (line {_lines(no_text)})")
+        held = f"; the first holds the string field(s) {', '.join(map(repr, fields[:5]))}" if fields else ""
+        say(f"{path}: {len(no_text)} record(s) without a string 'text' field skipped (line {_lines(no_text)}{held}); "
+            "headlab reads each record's 'text': rename the field that holds it")
     if unnamed:
         say(f"{path}: {unnamed} record(s) without a string or integer '{id_field}' field, named by their line "
             "number")
