@@ -4,7 +4,7 @@ import torch
 from headlab.attention.hooks import capture, route
 from headlab.errors import HeadlabError
 
-from .tiny import tiny
+from .tiny import TEST_DEVICE, tiny
 
 
 def _inputs(n_layers_vocab: int = 64):
@@ -13,7 +13,7 @@ def _inputs(n_layers_vocab: int = 64):
     mask = torch.ones_like(ids)
     mask[1, 7:] = 0  # padded sample
     mask[2, 4:] = 0
-    return ids, mask
+    return ids.to(TEST_DEVICE), mask.to(TEST_DEVICE)
 
 
 @pytest.mark.parametrize("kind,expected_route", [("llama", "interface"), ("bert", "interface"),

@@ -117,7 +117,7 @@ def test_entropy_matches_a_naive_loop_over_output_attentions():
     samples = _samples(n=4)
     got = _scores(lm, "chunked", ["entropy"], 4, samples)["entropy"]
     for s in samples:
-        ids = torch.tensor([s.input_ids])
+        ids = torch.tensor([s.input_ids], device=lm.model.device)
         with torch.inference_mode():
             att = lm.model(input_ids=ids, output_attentions=True).attentions
         for layer, a in enumerate(att):

@@ -44,7 +44,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpe
         qb = q[:, :, a:b].reshape(B, H // g, g, b - a, d)  # grouped-query heads share a key head
         s = (qb @ k[:, :, None, k0:k1].transpose(-1, -2)).reshape(B, H, b - a, k1 - k0)  # (B, H, C, K)
         s = spec.cap(s.float() * spec.scale)
-        s = s.masked_fill(~spec.visible(a, b, k0, k1)[:, None], float("-inf"))
+        s = s.masked_fill(~spec.visible(a, b, k0, k1, s.device)[:, None], float("-inf"))
         lse[:, :, a:b] = torch.logsumexp(s, -1)
         probs = torch.exp(s - lse[:, :, a:b, None])  # (B, H, C, K)
         del s

@@ -58,7 +58,7 @@ def _blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSp
         b = min(T, a + C)
         k0 = max(0, a - reach + 1) if spec.causal and spec.window is not None else 0
         k1 = b if spec.causal else T
-        bias = _bias(spec.visible(a, b, k0, k1)[:, None], q.dtype)  # (B or 1, 1, C, K)
+        bias = _bias(spec.visible(a, b, k0, k1, q.device)[:, None], q.dtype)  # (B or 1, 1, C, K)
         o, l = _kernel(q[:, :, a:b], k[:, :, k0:k1], v[:, :, k0:k1], False, bias, spec.scale)
         outs.append(o)
         lses.append(l)
@@ -77,8 +77,20 @@ def _kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, bia
     if k.shape[1] != q.shape[1]:  # the CUDA kernel takes equal head counts
         k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
         v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+    d = q.shape[-1]
+    # the kernel reads rows in 16-byte vectors: a head width that is not a multiple of 8 is padded with zeros,
+    # which change no q·k (the scale is given), and the output's padded columns are dropped
+    q, k, v = (F.pad(t, (0, -d % 8)).contiguous() for t in (q, k, v))
     if bias is not None:
-        bias = bias.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        bias = _aligned(bias.to(q.device), q.shape[0], q.shape[1], q.shape[2], k.shape[2])
     out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0, causal,
                                                                       scale=scale)[:2]
-    return out, lse[..., : q.shape[2]]
+    return out[..., :d], lse[..., : q.shape[2]]
+
+
+def _aligned(bias: torch.Tensor, B: int, H: int, M: int, K: int) -> torch.Tensor:
+    """``bias`` (B or 1, 1, M, K) expanded to (B, H, M, K) with its rows 16-element aligned, as the kernel needs
+    (what torch's own scaled_dot_product_attention does before it calls the same kernel)."""
+    rows = bias.new_full((*bias.shape[:-1], -(-K // 16) * 16), float("-inf"))
+    rows[..., :K] = bias
+    return rows[..., :K].expand(B, H, M, K)

@@ -40,9 +40,10 @@ class AttentionSpec:
         km = self.key_mask
         return bool((km[:, 1:] <= km[:, :-1]).all())
 
-    def visible(self, q0: int, q1: int, k0: int, k1: int) -> torch.Tensor:
-        """(B or 1, q1 - q0, k1 - k0) bool: which keys k0..k1-1 the queries q0..q1-1 may see."""
-        dev = self.key_mask.device if self.key_mask is not None else None
+    def visible(self, q0: int, q1: int, k0: int, k1: int, device: torch.device | None = None) -> torch.Tensor:
+        """(B or 1, q1 - q0, k1 - k0) bool: which keys k0..k1-1 the queries q0..q1-1 may see, on ``device`` (the
+        scores'; without padding there is no key mask to take it from)."""
+        dev = device if device is not None else self.key_mask.device if self.key_mask is not None else None
         i = torch.arange(q0, q1, device=dev)[:, None]
         j = torch.arange(k0, k1, device=dev)[None, :]
         ok = torch.ones(q1 - q0, k1 - k0, dtype=torch.bool, device=dev)
