@@ -28,6 +28,10 @@ QUERIES = ("can-see", "all")
 CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048
 
 
+#: offsets the offset detector scores by default (Δ = 0..8)
+DEFAULT_MAX_OFFSET = 8
+
+
 @dataclass(frozen=True)
 class ScanSettings(Settings):
     """What a scan measures and how: detectors (names or instances), the token detector's ``target`` / ``bare`` /
@@ -47,7 +51,7 @@ class ScanSettings(Settings):
     bare: bool = setting(False, "target only the plain token, not merges like '://'")
     queries: str = setting("can-see", "the token score averages over queries that can see a target (can-see) or all "
                            "queries", choices=QUERIES)
-    max_offset: int = setting(8, "the offset detector scores Δ = 0..K")
+    max_offset: int = setting(DEFAULT_MAX_OFFSET, "the offset detector scores Δ = 0..K")
     threshold: float = setting(SDH.threshold, "SDH rule θ: mass on the target above it")
     consecutive: int = setting(SDH.consecutive, "SDH rule k: consecutive samples with the target")
     max_samples: int | None = setting(512, "stop after N samples (0: the whole corpus)")
@@ -87,7 +91,8 @@ class ScanSettings(Settings):
             out.append(f"--stimuli {self.stimuli}: give --max-samples N (how many stimuli; 0 means a whole corpus)")
         if self.id_field is not None and not isinstance(self.id_field, str):
             out.append(f"--id-field {self.id_field!r}: give a field name ('' or None: name records by line)")
-        if self.max_offset > self.max_length:  # each offset is a column per head: 10**7 of them asked 276 GB
+        # each offset is a column per head: 10**7 of them asked 276 GB; the default is never the one refused
+        if self.max_offset > max(self.max_length, DEFAULT_MAX_OFFSET):
             out.append(f"--max-offset {self.max_offset}: a window of --max-length {self.max_length} tokens has "
                        f"offsets 0..{self.max_length - 1}; give at most {self.max_length}")
         return out
