@@ -41,6 +41,10 @@ one() {  # seed
     fi
     [ -f "$run/track/phases.json" ] || nice -n 10 .venv/bin/headlab track "$run" --no-progress > /dev/null
     [ -f "$run/measure.json" ] || nice -n 10 .venv/bin/python bench/studies/sdh_measure.py "$run" "$ARM"
+    if [ ! -f "$run/track/phases.json" ] || [ ! -f "$run/measure.json" ]; then  # keep the carry: nothing is joined
+        echo "sdh_study: $run trained but its track or measure did not finish; run the study again to finish it" >&2
+        return 1
+    fi
     (  # one sitting at a time writes into results/
         flock 9
         mkdir -p "$HERE/s$1"
