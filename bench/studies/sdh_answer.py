@@ -59,12 +59,16 @@ def dense_study() -> list[str]:
             open_.pop(r.seed, None)
         passing = [r for r in records if r.final_pass_heads]
         top = max((max(max(h) for h in r.mass[-1]) for r in records), default=None)
+        peaks = ", ".join(f"seed {r.seed} {max(max(max(h) for h in m) for m in r.mass):.2f}" for r in records)
         training = ", ".join(f"seed {s} at step {n:,}" for s, n in sorted(open_.items())) or "none"
-        rows.append(f"| slash-dense study, arm `{arm}` | {count(len(records), 'run')} finished; still training: "
-                    f"{training} | "
+        judged = here / "claims" / FormationClaimsResult.KIND  # the formation claims on the finished runs
+        verdict = label(FormationClaimsResult.read(judged).rows[0]) if judged.exists() else "not judged yet"
+        rows.append(f"| slash-dense study, arm `{arm}` | {count(len(records), 'run')} of 100,000 steps finished; "
+                    f"still training: {training} | "
                     f"{count(len(passing), 'run')} end with a head that passes the strict rule "
-                    f"({', '.join(str(h) for r in passing for h in r.final_pass_heads) or 'none'}); top final `/` "
-                    f"mass {'-' if top is None else f'{top:.2f}'} | see results/formation/sdh/ |")
+                    f"({', '.join(str(h) for r in passing for h in r.final_pass_heads) or 'none'}); peak `/` mass "
+                    f"per run {peaks or '-'}; top final `/` mass {'-' if top is None else f'{top:.2f}'} | "
+                    f"{verdict} |")
     return rows
 
 
