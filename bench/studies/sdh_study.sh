@@ -48,7 +48,8 @@ one() {  # seed
     (  # one sitting at a time writes into results/
         flock 9
         mkdir -p "$HERE/s$1"
-        cp -r "$run/track" "$run/signals.jsonl" "$run/config.toml" "$run/measure.json" "$HERE/s$1/"
+        cp -r "$run/track" "$run/config.toml" "$run/measure.json" "$HERE/s$1/"
+        gzip -n -9 -c "$run/signals.jsonl" > "$HERE/s$1/signals.jsonl.gz"  # packed: read_signals reads either
         .venv/bin/python bench/studies/sdh_row.py --thin "$run/metrics.jsonl" > "$HERE/s$1/metrics.jsonl"
         rm -rf "$CARRY/s$1"  # joined: what it carried is in sSEED/ now
     ) 9> "$LOCK"

@@ -161,3 +161,21 @@ def test_track_text_refuses_a_folder_that_was_not_tracked(tmp_path) -> None:
     script = Path(__file__).resolve().parents[2] / "bench" / "studies" / "track_text.py"
     got = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True)
     assert got.returncode == 2 and got.stderr.count("\n") == 1 and str(tmp_path) in got.stderr
+
+
+def test_a_records_gzipped_signals_read_as_the_run_logged_them(tmp_path) -> None:
+    """Committed records keep signals.jsonl gzipped; read_signals gives the same steps and arrays either way."""
+    import gzip
+    import json
+
+    import numpy as np
+
+    from headlab.formation.tracking import read_signals
+
+    rows = "".join(json.dumps({"step": s, "signals": {"w_q": [[s * 0.5, 1.0]]}}) + "\n" for s in (1, 50, 100))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "signals.jsonl").write_text(rows)
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "signals.jsonl.gz").write_bytes(gzip.compress(rows.encode()))
+    (a_steps, a), (b_steps, b) = read_signals(tmp_path / "run"), read_signals(tmp_path / "rec")
+    assert a_steps == b_steps == [1, 50, 100] and np.array_equal(a["w_q"], b["w_q"]) and a["w_q"].shape == (3, 1, 2)

@@ -31,7 +31,8 @@ one() {  # seed
     (  # one sitting at a time writes into results/ (two arms' sittings may end together, and judge from it)
         flock 9
         mkdir -p "$HERE/s$1"
-        cp -r "$run/track" "$run/signals.jsonl" "$run/config.toml" "$HERE/s$1/"
+        cp -r "$run/track" "$run/config.toml" "$HERE/s$1/"
+        gzip -n -9 -c "$run/signals.jsonl" > "$HERE/s$1/signals.jsonl.gz"
         # the loss log every 100th step (and the first 100): every step is 10 MB a run
         awk -F'"step": ' '{ split($2, a, ","); s = a[1] + 0; if (s <= 100 || s % 100 == 0) print }' \
             "$run/metrics.jsonl" > "$HERE/s$1/metrics.jsonl"
