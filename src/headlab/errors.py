@@ -131,6 +131,14 @@ def spoken(members: list[str]) -> str:
     return " or ".join(words.get(m, m) for m in members)
 
 
+def annotation_problem(annotation: str, value: Any, names: dict[str, Any]) -> str | None:
+    """What ``value`` should be (``give ...``) when its annotation (as written; ``names``: the module's globals,
+    where its class names are looked up) does not allow it, else None: the one door for twin keywords and
+    settings fields alike."""
+    members = _expand(_union(annotation), names)
+    return None if _fits(members, value, names) else f"give {spoken(members)}"
+
+
 def _fits(members: list[str], value: Any, names: dict[str, Any]) -> bool:
     got = [_matches(m, value, names) for m in members]
     return any(got) or None in got

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Set
 from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
-from headlab.errors import HeadlabError, _expand, _fits, _union, spoken
+from headlab.errors import HeadlabError, annotation_problem
 from headlab.values import RULES, Rule, items, repeated
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,9 +91,9 @@ class Settings:
         names = sys.modules[type(self).__module__].__dict__  # where the annotations' names are defined
         out = []
         for f in self.fields():
-            members = _expand(_union(str(f.metadata.get("annotation") or f.type)), names)
-            if not _fits(members, getattr(self, f.name), names):
-                out.append(f"--{self.flag(f.name)} {getattr(self, f.name)!r:.40}: give {spoken(members)}")
+            value = getattr(self, f.name)
+            if (wanted := annotation_problem(str(f.metadata.get("annotation") or f.type), value, names)) is not None:
+                out.append(f"--{self.flag(f.name)} {value!r:.40}: {wanted}")
         if out:
             return out
         for f in self.fields():

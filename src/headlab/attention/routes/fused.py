@@ -80,7 +80,8 @@ def _kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, bia
     d = q.shape[-1]
     # the kernel reads rows in 16-byte vectors: a head width that is not a multiple of 8 is padded with zeros,
     # which change no q·k (the scale is given), and the output's padded columns are dropped
-    q, k, v = (F.pad(t, (0, -d % 8)).contiguous() for t in (q, k, v))
+    if d % 8:
+        q, k, v = (F.pad(t, (0, -d % 8)) for t in (q, k, v))
     if bias is not None:
         bias = _aligned(bias.to(q.device), q.shape[0], q.shape[1], q.shape[2], k.shape[2])
     out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0, causal,
