@@ -5,7 +5,7 @@ which reads committed files under ``results/`` and returns the Markdown: ``table
 table of a committed file), ``text PATH`` (a committed file as a code block, e.g. what a command printed),
 ``wall PATH`` (the command and wall-time lines of a run record), and tables of named results. Only
 ``result-kinds`` reads the code instead (the registry of result files). ``python docsite/blocks.py`` rewrites
-every block in place; ``tests/unit/test_docs_generated.py`` fails when a block differs from what its source
+every block in place; ``tests/consistency/test_docs_generated.py`` fails when a block differs from what its source
 gives.
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -52,9 +53,13 @@ def free_port() -> int:
 
 
 def need(model: str) -> None:
-    """Skip the calling test when the named model's package is not installed."""
+    """Skip the calling test when the named model's package is not installed; under CI (``CI=true``), where
+    ``make test`` installs every model the tests use, fail instead, so a missing model cannot pass as a skip."""
     if not NAMED_MODELS[model].installed():
-        pytest.skip(f"{model} is not installed (headlab models install {model})")
+        why = f"{model} is not installed (headlab models install {model})"
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            pytest.fail(f"{why}; under CI every test model must be there", pytrace=False)
+        pytest.skip(why)
 
 
 def random_samples(n: int = 11, seed: int = 0) -> list[Sample]:

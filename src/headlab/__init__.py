@@ -23,7 +23,7 @@ Example:
     r.to_pandas().nlargest(5, "token")  # the heads that give most attention to '/'
 """
 
-# No subpackage shares a command's name (tests/unit/test_layout.py): `headlab.train` is the function, the
+# No subpackage shares a command's name (tests/consistency/test_layout.py): `headlab.train` is the function, the
 # training code is `headlab.training`, and importing any submodule never replaces a function here.
 from headlab import models, monitor, retrieval
 from headlab.api.census import TopSamples, scan, top

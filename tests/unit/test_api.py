@@ -109,7 +109,7 @@ def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, 
 
 def test_every_twin_has_its_parameter_table_on_the_api_pages() -> None:
     """Rendered from the signature and the command's --help (docsite/blocks.py; kept current by
-    tests/unit/test_docs_generated.py), under the name users import."""
+    tests/consistency/test_docs_generated.py), under the name users import."""
     pages = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "api").glob("*.md"))
     for cmd in TWINS:
         dotted = "headlab." + cmd.replace(" ", ".").replace("-", "_")

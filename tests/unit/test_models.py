@@ -109,3 +109,16 @@ def test_a_model_loads_without_transformers_own_progress_bar(tmp_path, capfd):
         assert hf_logging.is_progress_bar_enabled()
     finally:
         (hf_logging.enable_progress_bar if was else hf_logging.disable_progress_bar)()
+
+
+def test_a_missing_test_model_skips_here_and_fails_under_ci(monkeypatch):
+    from tests import support
+
+    monkeypatch.setattr(support, "NAMED_MODELS", {"minilm-l6": type("Absent", (), {"installed": lambda self: False})()})
+    need = support.need
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        need("minilm-l6")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="under CI every test model"):
+        need("minilm-l6")
