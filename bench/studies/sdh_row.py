@@ -1,6 +1,6 @@
-"""The slash-dense study's bookkeeping (sdh_study.sh): one JSON row per sitting of a run (its command, the step it
-reached, its wall time, whether it finished), or, with --thin, a run's loss log thinned to the first 100 steps and
-every 100th after (every step is about 10 MB a run).
+"""The formation studies' bookkeeping (sdh_study.sh, long_study.sh): one JSON row per sitting of a run (its
+command, the step it reached, its wall time, whether it finished), or, with --thin, a run's loss log thinned to the
+first 100 steps and every 100th after (every step is about 10 MB a run).
 
     python bench/studies/sdh_row.py RUN CONFIG SEED RESUME WALL_S
     python bench/studies/sdh_row.py --thin RUN/metrics.jsonl
