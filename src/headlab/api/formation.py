@@ -83,7 +83,7 @@ def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = 
         t.figure("previous-token")
         t.to_pandas().query("metric == 'slash_mass'").pivot(index="step", columns="head", values="score")
     """
-    with writing(out or Path(run) / "track", [*TrackResult.files(), "track.md"], overwrite) as folder:
+    with writing(out or Path(run) / "track", [*TrackResult.files(), TrackResult.REPORT], overwrite) as folder:
         t = tracking.track(run, settings, progress=progress)
         t.write(folder)
         write_track_report(t, Path(run), folder)

@@ -10,7 +10,7 @@ from headlab.api import formation
 from headlab.cli.options import at_least, bind, call, settings_options
 from headlab.formation.induce.arms import InduceSettings
 from headlab.formation.predict import PredictSettings
-from headlab.formation.tracking import TrackSettings
+from headlab.formation.tracking import TrackResult, TrackSettings
 from headlab.training.config import named_configs
 
 
@@ -56,7 +56,7 @@ def _add_track(sub: argparse._SubParsersAction) -> None:
 def _cmd_track(a: argparse.Namespace) -> int:
     out = Path(a.out or os.path.join(a.run, "track"))
     call(a, out=out)
-    print((out / "track.md").read_text())
+    print((out / TrackResult.REPORT).read_text())
     print(f"wrote {out}/track.json, track.csv, phases.json, track.md and plots")
     return 0
 

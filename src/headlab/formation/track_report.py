@@ -220,7 +220,7 @@ def write_track_text(t: TrackResult, run: Path, out: Path, record: PhasesResult 
     record = record or phases_record(t, run)
     record.write(out)
     text = markdown(t, record.scores, record.slash_gradient_share or {}, record.total_steps or t.steps[-1])
-    write_text_atomic(out / "track.md", text + "\n".join(monitor_report(run, out) + [""]))
+    write_text_atomic(out / TrackResult.REPORT, text + "\n".join(monitor_report(run, out) + [""]))
     return record
 
 

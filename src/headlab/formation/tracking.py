@@ -81,6 +81,8 @@ class TrackResult(Result):
 
     KIND = "track.json"
     COMPANIONS = ("track.csv",)
+    #: the report `headlab track` writes beside them (phases, figures and the head monitor's account)
+    REPORT: ClassVar[str] = "track.md"
     KEYS = ("run", "steps", "n_layers", "n_heads", "probes", "loss", "scores")
 
     def to_json(self) -> dict[str, Any]:

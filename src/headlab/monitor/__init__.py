@@ -61,7 +61,7 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
     """
 
     check_corpus(settings.corpus, settings.id_field)
-    with saving(out, ["profile.json"], overwrite) as folder:
+    with saving(out, [Profile.KIND], overwrite) as folder:
         prof = _fit(model, settings, progress, device)
         if folder is not None:
             prof.write(folder)
@@ -106,7 +106,7 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
         sorted(rows, key=lambda r: -r["score"])[0]["deviations"]
     """
 
-    if not isinstance(profile, Profile) and not (Path(profile) / "profile.json").exists():
+    if not isinstance(profile, Profile) and not (Path(profile) / Profile.KIND).exists():
         raise HeadlabError(f"{profile} holds no profile.json; write one with headlab monitor fit")
     st = settings
     max_samples, seed, batch_size, id_field, checkpoint_every = (st.max_samples, st.seed, st.batch_size, st.id_field,

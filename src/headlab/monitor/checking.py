@@ -35,7 +35,7 @@ def claim_work(work: Path, resume: bool, overwrite: bool, remove: bool = True) -
 
 
 def _profile(profile: Profile | str | Path, model: Any) -> Profile:
-    prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / "profile.json")
+    prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / Profile.KIND)
     given = None if model is None else str(getattr(model, "name", model))
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads
         raise HeadlabError(f"the profile was fitted on {prof.model}, not {given}: check with the profile's own model "

@@ -247,7 +247,7 @@ def prune_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("training", TrackResult, under="track", parts=(PhasesResult,))
 def training_section(folder: Path, figdir: Path, tag: str) -> Section:
-    text = (folder / "track" / "track.md").read_text()
+    text = (folder / "track" / TrackResult.REPORT).read_text()
     figs = [_copy(p, figdir, tag) for p in sorted((folder / "track").glob("*.png"))]
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# ") and "](" not in line)
     return Section(

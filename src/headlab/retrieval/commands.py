@@ -163,7 +163,7 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
 
     analyses = []
     for r in runs:
-        f = Path(r) / "analyze" / "analyze.json"
+        f = Path(r) / "analyze" / AnalyzeResult.KIND
         if not f.exists():
             raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
         analyses.append(AnalyzeResult.read(f))

@@ -60,8 +60,8 @@ def scan_files(runs: Sequence[str | Path]) -> list[Path]:
     found: list[Path] = []
     for r in runs:
         p = Path(r)
-        if (p / "scan.json").exists():
-            found.append(p / "scan.json")
+        if (p / ScanResult.KIND).exists():
+            found.append(p / ScanResult.KIND)
             continue
         subs = sorted(p.glob("*/scan.json")) if p.is_dir() else []
         if not subs:

@@ -262,7 +262,7 @@ def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: 
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
 
     model, task = load_run(run)
-    analysis_file = run / "analyze" / "analyze.json"
+    analysis_file = run / "analyze" / AnalyzeResult.KIND
     probes = eval_set(task, n_probes, 2 * 10**6, task.depth)
     hops = None
     if analysis_file.exists():
