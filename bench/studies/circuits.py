@@ -19,6 +19,7 @@ from pathlib import Path
 
 from headlab.io import write_json_atomic
 from headlab.retrieval.analysis import AnalyzeResult, analyze, circuit_emergence, write_analysis
+from headlab.retrieval.settings import AnalyzeSettings
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "results/retrieval/map")
 t0 = time.perf_counter()
@@ -30,7 +31,7 @@ for summary in sorted(root.glob("*/summary.json")):
     run = summary.parent
     out = run / "analyze"
     if not (out / "analyze.json").exists():
-        write_analysis(analyze(run, n=64, draws=10), out)
+        write_analysis(analyze(run, AnalyzeSettings(n=64, draws=10)), out)
     cell = run.name.rsplit("-s", 1)[0]
     cells.setdefault(cell, []).append(AnalyzeResult.read(out / "analyze.json"))
 

@@ -78,8 +78,10 @@ def test_eval_llm_scores_a_packaged_decoder(tmp_path):
     lm = named("smollm2-135m")
     sfx, target = _free_form_target(lm.tokenizer, "7")
     assert lm.tokenizer.decode([target]).strip() == "7"  # never the bare space SmolLM2 puts before digits
-    r = eval_llm(lm if lm.model.get_output_embeddings() is not None else "smollm2-135m", depths=(1,), n=4,
-                 forms=("assign", "assign-mc"), progress=False)
+    from headlab.retrieval.settings import EvalLLMSettings
+
+    r = eval_llm(lm if lm.model.get_output_embeddings() is not None else "smollm2-135m",
+                 EvalLLMSettings(depths=(1,), n=4, forms=("assign", "assign-mc")), progress=False)
     assert [c["form"] for c in r["cells"]] == ["assign", "assign-mc"]
     assert all(0 <= c["accuracy"] <= 1 and c["interval"][0] <= c["interval"][1] for c in r["cells"])
 

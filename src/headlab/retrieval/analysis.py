@@ -39,6 +39,7 @@ from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
 from headlab.retrieval.hops import hop_analysis, hops_markdown
 from headlab.retrieval.probes import link_sample, pooled_mass
+from headlab.retrieval.settings import AnalyzeSettings
 from headlab.retrieval.training import RetrievalTask, accuracy, checkpoint_models, eval_set, load_run
 
 READERS = ("query", "ref", "var")
@@ -146,9 +147,9 @@ class AnalyzeResult(Result):
         return circuit_figure(self)
 
 
-def analyze(run: str | Path, *, n: int = 64, draws: int = 10, min_mass: float = 0.3, min_lift: float = 0.2,
-            seed: int = 0) -> AnalyzeResult:
+def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = 0) -> AnalyzeResult:
     run = Path(run)
+    n, draws, min_mass, min_lift = settings.n, settings.draws, settings.min_mass, settings.min_lift
     model, task = load_run(run)
     probes = eval_set(task, n, seed + 2 * 10**6, task.depth)
     prof = head_profile(model, task, probes)

@@ -144,7 +144,7 @@ def analyze(run: str | Path, settings: AnalyzeSettings = ANALYZE, *, out: str | 
     """
     folder = Path(out) if out is not None else Path(run) / "analyze"
     with writing(folder, [AnalyzeResult.KIND, "analyze.md", "circuit.png"], overwrite) as held:
-        r = analysis.analyze(run, **settings.values())
+        r = analysis.analyze(run, settings)
         write_analysis(r, held)
     return r
 
@@ -189,7 +189,7 @@ def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings = EVAL_LLM, *, 
     """
     held = writing(out, [EvalLLMResult.KIND, "eval_llm.png"], overwrite) if out is not None else nullcontext(None)
     with held as folder:  # claimed and locked before the model is read: no result is lost to a late refusal
-        r = llm_eval.eval_llm(model, **settings.values(), progress=progress, device=device)
+        r = llm_eval.eval_llm(model, settings, progress=progress, device=device)
         if folder is not None:
             r.write(folder)
             plot_eval(r, folder / "eval_llm.png")

@@ -34,8 +34,11 @@ from headlab.plotting import new_figure, save_figure
 from headlab.progress import bar as progress_bar
 from headlab.result import Result
 from headlab.retrieval.llm_continuation import continuations, encode_by_length, tally
+from headlab.retrieval.settings import EvalLLMSettings
 from headlab.retrieval.task import PLACES, generate
 
+#: distractor chains beside the asked one in every prompt (the task generator's default; the result records it)
+N_DISTRACTORS = 2
 SCORING = ("multiple choice: the prompt ends in \"Answer:\"; the model's choice is the option letter (A..D) with "
            "the highest next-token logit. Free form: the prompt gets \" Answer:\" appended and the greedy next token "
            "must be the first token of \" \" + answer (for a tokenizer that splits that into a bare space and the "
@@ -168,14 +171,14 @@ def _check_context(loaded: LoadedModel, forms: Sequence[str], depths: Sequence[i
                                    "fit")
 
 
-def eval_llm(model: str | LoadedModel, *, depths: Sequence[int] = (1, 2, 3), n: int = 500,
-             forms: Sequence[str] = ("assign", "assign-mc", "relatives", "relatives-mc"), shots: int = 0,
-             n_distractors: int = 2, seed: int = 0, batch_size: int = 8, progress: bool = True,
-             device: str = "cpu", continuation: int = 8, dtype: str = "float32") -> EvalLLMResult:
-    """Accuracy per form and depth by the first-token rule and, unless ``continuation`` is 0, by greedy
-    continuations of up to ``continuation`` tokens classified by :mod:`.llm_continuation`."""
-
-    loaded = load_for_metric(model, device, dtype)
+def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings, *, progress: bool = True,
+             device: str = "cpu") -> EvalLLMResult:
+    """Accuracy per form and depth by the first-token rule and, unless ``settings.continuation`` is 0, by greedy
+    continuations of up to that many tokens classified by :mod:`.llm_continuation`."""
+    depths, n, forms, shots = settings.depths, settings.n, settings.forms, settings.shots
+    seed, batch_size, continuation = settings.seed, settings.batch_size, settings.continuation
+    n_distractors = N_DISTRACTORS
+    loaded = load_for_metric(model, device, settings.dtype)
     if not loaded.facts.causal:
         raise HeadlabError(f"{loaded.name} is not a causal language model")
     tok = loaded.tokenizer

@@ -1,0 +1,63 @@
+"""Inner functions take the settings object: a keyword whose name and default are a settings field's says the
+same default twice, and the two drift apart when one changes. Found by reading every function's signature in
+the package; the re-spellings that remain are listed in respelled_defaults.txt, which may only shrink."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import pkgutil
+from pathlib import Path
+
+import headlab
+from headlab.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+KNOWN = Path(__file__).with_name("respelled_defaults.txt")
+
+
+def _settings_defaults() -> dict[str, set[str]]:
+    for m in pkgutil.walk_packages(headlab.__path__, "headlab."):
+        if not m.name.endswith("__main__"):
+            importlib.import_module(m.name)
+    out: dict[str, set[str]] = {}
+    todo = list(Settings.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out.setdefault(f.name, set()).add(repr(f.default))
+    return out
+
+
+def respelled() -> set[str]:
+    """``path:function(keyword=default)`` for every keyword default that repeats a settings field's."""
+    fields = _settings_defaults()
+    hits = set()
+    for path in sorted((ROOT / "src" / "headlab").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs = [*zip(pos[len(pos) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+            for arg, default in pairs:
+                if default is None or arg.arg not in fields:
+                    continue
+                try:
+                    value = repr(ast.literal_eval(default))
+                except ValueError:
+                    continue
+                if value in fields[arg.arg]:
+                    hits.add(f"{path.relative_to(ROOT / 'src').as_posix()}:{node.name}({arg.arg}={value})")
+    return hits
+
+
+def test_no_inner_function_respells_a_settings_default_beyond_the_known_ones() -> None:
+    known = set(KNOWN.read_text(encoding="utf-8").split("\n")) - {""}
+    found = respelled()
+    assert not found - known, ("take the settings object instead of re-spelling its default",
+                               sorted(found - known))
+    assert not known - found, ("fixed: remove these lines from respelled_defaults.txt", sorted(known - found))
