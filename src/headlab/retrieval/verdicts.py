@@ -11,7 +11,6 @@ from typing import Any, Callable
 
 from headlab.io import write_text_atomic
 from headlab.result import Result, read_json
-from headlab.retrieval.law import DepthLawResult
 from headlab.retrieval.record import RunSummary, finished_runs
 from headlab.rulebook import BOOK, VERSION, label
 from headlab.rulebook.multiplicity import holm, stated
@@ -38,7 +37,7 @@ def law_cells(root: Path, sweeps: tuple[str, ...]) -> tuple[list[dict[str, Any]]
     """Per layer count, the cell of the sweep where its median D_max is largest (the deeper trained depth on a
     tie: a shallower one may cap it); answer-only cells are the curriculum row's. Returns the cells and the
     files read."""
-    files = [root / s / DepthLawResult.KIND for s in sweeps if (root / s / DepthLawResult.KIND).exists()]
+    files = [root / s / "depth_law.json" for s in sweeps if (root / s / "depth_law.json").exists()]
     by_layers: dict[int, dict[str, Any]] = {}
     for law in sorted((read_json(f) for f in files), key=lambda w: w["trained_depth"]):
         for c in law["cells"]:
