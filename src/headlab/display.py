@@ -68,6 +68,15 @@ def markdown_html(text: str) -> str:
     return f'{_STYLE}<div class="headlab-result">{safe_markdown(text)}</div>'
 
 
+def number(x: float, digits: int = 4, signed: bool = False) -> str:
+    """``x`` with ``digits`` decimals, or in scientific notation when those decimals would show only zeros
+    (an encoder's cosine distances of 2e-6 would print as 0.0000)."""
+    sign = "+" if signed else ""
+    if x != 0 and abs(x) < 0.5 * 10**-digits:
+        return f"{x:{sign}.{max(1, digits - 2)}e}"
+    return f"{x:{sign}.{digits}f}"
+
+
 def short(value: Any, width: int = 60) -> str:
     """``value`` as a repr of at most about ``width`` characters: an array by its shape and dtype, a long container
     by its type and length, anything else cut with an ellipsis."""
@@ -83,8 +92,12 @@ def short(value: Any, width: int = 60) -> str:
 
 
 def _short_repr(self: Any) -> str:
-    if not dataclasses.is_dataclass(self):
-        return object.__repr__(self)
+    if not dataclasses.is_dataclass(self):  # no fields to show: the summary's first line says what it is
+        try:
+            first = next(iter(self.markdown().strip().splitlines()), "")
+        except NotImplementedError:
+            return object.__repr__(self)
+        return f"<{type(self).__name__}: {first if len(first) <= 100 else first[:97] + '...'}>"
     shown = (f"{f.name}={short(getattr(self, f.name))}" for f in dataclasses.fields(self) if f.repr)
     return f"{type(self).__name__}({', '.join(shown)})"
 

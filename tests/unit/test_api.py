@@ -37,7 +37,7 @@ TWINS = {
     "verdicts": headlab.verdicts, "pattern": headlab.pattern,
 }
 #: options that only shape what the command prints or checks after the work (no Python counterpart)
-PRINT_ONLY = {"scan": {"top"}, "view": {"check"}}
+PRINT_ONLY = {"scan": {"top"}, "view": {"check"}, "pattern": {"rows"}}
 PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd", "threads"}
 
 
@@ -249,3 +249,32 @@ def test_the_type_door_takes_paths_where_names_or_paths_are_asked_and_refuses_th
                        (lambda: twin("m", out=5), "out=5"), (lambda: twin(3.5), "model=3.5")):
         with pytest.raises(HeadlabError, match=re.escape(said)):
             call()
+
+
+def test_a_result_without_fields_has_a_repr_that_says_what_it_is():
+    from headlab.api.seeing import ViewerPage
+
+    class Data:
+        title = "minilm-l6: 3 texts"
+
+    got = repr(ViewerPage(Data(), "<html></html>"))  # type: ignore[arg-type]
+    assert got == "<ViewerPage: attention viewer: minilm-l6: 3 texts (0.00 MB page)>" and " at 0x" not in got
+
+
+def test_a_pattern_prints_its_first_queries_or_all_of_them():
+    import numpy as np
+
+    from headlab.api.pattern import Pattern
+    from headlab.head import Head
+
+    p = Pattern("m", Head(0, 1), [f"t{i}" for i in range(30)], np.eye(30, dtype=np.float32))
+    assert p.markdown().count("| t") == 0 and p.markdown().count("\n| ") == 25  # header + 24 queries
+    assert "(6 more queries: markdown(rows=None)" in p.markdown()
+    assert p.markdown(rows=None).count("\n| ") == 31 and "more queries" not in p.markdown(rows=None)
+
+
+def test_small_numbers_keep_their_digits():
+    from headlab.display import number
+
+    assert [number(0.0), number(2.3e-6), number(0.01234), number(-3e-7, signed=True)] == [
+        "0.0000", "2.30e-06", "0.0123", "-3.00e-07"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from headlab.display import number
 from headlab.head import Head
 from headlab.io import write_text_atomic
 from headlab.result import Result
@@ -100,8 +101,8 @@ def format_report(r: AblateResult) -> str:
         for name, v in block.items():
             extra = (f" ({v['delta_points']:+.2f} points [{v['interval_points'][0]:+.2f}, "
                      f"{v['interval_points'][1]:+.2f}])") if "delta_points" in v else ""
-            out.append(f"{name} {v['base']:.4f} -> {v['ablated']:.4f} (Δ {v['delta']:+.4f}{extra}; "
-                       f"controls Δ {v['control_delta_mean']:+.4f})")
+            out.append(f"{name} {number(v['base'])} -> {number(v['ablated'])} (Δ {number(v['delta'], signed=True)}"
+                       f"{extra}; controls Δ {number(v['control_delta_mean'], signed=True)})")
         return "; ".join(out)
 
     for part, name in zip(("slash", "no_slash"), r.part_names()):
@@ -111,7 +112,8 @@ def format_report(r: AblateResult) -> str:
         lines.append(f"  suite {suite} ({v['n_items']} items), near the symbol: " + cells(v["near"]))
     for name, c in zip(r.part_names(), (r.control, r.rest_control)):
         if c is not None:
-            lines.append(f"  control   {c['draws']} matched random sets: Δ{m} on {name} tokens {c['delta_mean']:+.4f}; "
-                         f"target minus control {c['difference']:+.4f} [{c['interval'][0]:+.4f}, "
-                         f"{c['interval'][1]:+.4f}], {p_said(c)}")
+            lines.append(f"  control   {c['draws']} matched random sets: Δ{m} on {name} tokens "
+                         f"{number(c['delta_mean'], signed=True)}; target minus control "
+                         f"{number(c['difference'], signed=True)} [{number(c['interval'][0], signed=True)}, "
+                         f"{number(c['interval'][1], signed=True)}], {p_said(c)}")
     return "\n".join(lines)

@@ -35,14 +35,17 @@ class Pattern(Displayable):
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self.probs if dtype is None else self.probs.astype(dtype)
 
-    def markdown(self) -> str:
+    def markdown(self, rows: int | None = 24) -> str:
+        """Each query's strongest key, for the first ``rows`` queries (None or 0: every query)."""
         T = len(self.tokens)
+        shown = T if not rows else min(T, rows)
         lines = [f"**{self.model}**, head {self.head}: {T} tokens", "", "| query | strongest key | share |",
                  "|---|---|---|"]
-        for i in range(min(T, 24)):
+        for i in range(shown):
             j = int(np.argmax(self.probs[i]))
             lines.append(f"| {i} `{self.tokens[i]}` | {j} `{self.tokens[j]}` | {self.probs[i, j]:.3f} |")
-        return "\n".join(lines + (["", f"({T - 24} more queries)"] if T > 24 else [])) + "\n"
+        more = ["", f"({T - shown} more queries: markdown(rows=None) in Python, --rows 0 on the command line)"]
+        return "\n".join(lines + (more if T > shown else [])) + "\n"
 
     def figure(self) -> Any:
         """The pattern as a heatmap (matplotlib figure), queries down, keys across, colour scale fixed at 0-1."""

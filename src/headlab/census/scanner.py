@@ -64,7 +64,9 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         every = s.every(folder is not None)
         parts = _resume(folder, census, w, plan.fingerprint) if resume else 0
         writer = PerSampleWriter(per_sample, parts, loaded.name) if per_sample is not None and w.main else None
-        bar = progress_bar(s.max_samples, f"scan {loaded.name}", "sample", progress and w.main)
+        # a few given texts make an unknown number of windows, never max_samples: no total to show until the end
+        total = None if texts is not None else s.max_samples
+        bar = progress_bar(total, f"scan {loaded.name}", "sample", progress and w.main)
         if bar is not None and census.position:
             bar.update(census.position)
         try:
@@ -79,6 +81,8 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
                 raise
         finally:
             if bar is not None:
+                bar.total = bar.n  # what was scanned: a corpus that ran out before max_samples ends at n/n
+                bar.refresh()
                 bar.close()
         merge_ranks(census, w)
         if writer is not None and census.n_samples:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from headlab.api import seeing
 from headlab.api.pattern import pattern
-from headlab.cli.options import bind, call, dtype_option, settings_options, threads_option
+from headlab.cli.options import at_least, bind, call, dtype_option, settings_options, threads_option
 from headlab.viewer.browser import open_page
 from headlab.viewer.settings import ViewSettings
 
@@ -52,6 +52,7 @@ def _add_pattern(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text", required=True, help="the text (longer than the model's window is refused)")
     p.add_argument("--out", default=None, help="FILE.png (default runs/pattern-MODEL-L.H.png)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing FILE.png")
+    p.add_argument("--rows", type=at_least(0), default=24, help="queries printed (0: every query)")
     p.add_argument("--device", default="cpu")
     threads_option(p)
     dtype_option(p)
@@ -61,7 +62,7 @@ def _add_pattern(sub: argparse._SubParsersAction) -> None:
 def _cmd_pattern(a: argparse.Namespace) -> int:
     name = os.path.basename(str(a.model).rstrip("/"))
     out = Path(a.out or os.path.join("runs", f"pattern-{name}-{a.head}.png"))
-    print(call(a, out=out).markdown(), end="")
+    print(call(a, out=out).markdown(rows=a.rows), end="")
     print(f"wrote {out}")
     return 0
 
