@@ -107,6 +107,21 @@ def line(root: Path, up: str, source: str, prefix: str) -> str:
     return f"{found} (`{source}`)\n"
 
 
+@generator("readme")
+def readme_section(root: Path, up: str, slug: str) -> str:
+    """The body of the README's section whose heading starts with ``slug`` (``_`` for a space), so the site says
+    what the README says in one place; the section's own generated blocks come as their rendered text."""
+    want = "## " + slug.replace("_", " ")
+    text = (root / "README.md").read_text(encoding="utf-8")
+    start = next((m.end() for m in re.finditer(r"^## .*$", text, re.M) if m.group(0).startswith(want)), None)
+    if start is None:
+        raise ValueError(f"README.md has no section starting {want!r}")
+    nxt = re.search(r"^## ", text[start:], re.M)
+    body = text[start:start + nxt.start()] if nxt else text[start:]
+    body = re.sub(r"^<!-- (generated|end): .*-->\n", "", body, flags=re.M)
+    return body.strip("\n") + "\n"
+
+
 @generator("monitor-reading")
 def monitor_reading(root: Path, up: str, source: str) -> str:
     """The counts a reading of one head-monitor evaluation (``evaluate.json``) quotes, computed from it."""

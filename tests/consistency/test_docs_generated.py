@@ -55,9 +55,13 @@ DEFINED = {"0.5", "0.25", "0.8", "0.7", "16.0", "1.4826", "0.004", "2.10", "0.02
 _NUMBER = re.compile(r"(?<![\w.\-])[-−+]?\d+\.\d+(?![\w.])")
 
 
+#: an arXiv identifier (a citation) looks like a number but measures nothing
+_ARXIV = re.compile(r"arXiv:\d{4}\.\d{4,5}")
+
+
 def _prose(text: str) -> str:
     text = re.sub(r"<!-- generated:.*?<!-- end[^>]*-->", "", text, flags=re.S)
-    return re.sub(r"```.*?```", "", text, flags=re.S)
+    return _ARXIV.sub("", re.sub(r"```.*?```", "", text, flags=re.S))
 
 
 def _cited_text(text: str) -> str:
@@ -99,7 +103,7 @@ _TYPED = re.compile(r"(?<![\w.])[-−+]?\d+(?:\.\d+)?%|(?<![\w.])[-−+]?\d*\.\d
 
 def typed_numbers(text: str) -> list[str]:
     text = blocks.BLOCK.sub("", text)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = _ARXIV.sub("", re.sub(r"```.*?```", "", text, flags=re.S))
     return _TYPED.findall(re.sub(r"`[^`]*`", "", text))
 
 
