@@ -269,3 +269,78 @@ def test_the_statement_walk_finds_ast_walks_docstrings_in_its_order(tmp_path):
     files = _stdlib_files()
     for _, path in files[:: max(1, len(files) // 40)]:
         assert _docstrings(path) == naive(path), path
+
+
+def test_a_text_longer_than_any_scan_reads_is_cut_at_a_character_and_said(tmp_path, monkeypatch):
+    from headlab.corpus import document
+
+    monkeypatch.setattr(document, "MAX_TEXT_BYTES", 100)
+    (tmp_path / "long.txt").write_text("é" * 80, encoding="utf-8")  # 160 bytes; byte 100 is inside no character
+    (tmp_path / "short.txt").write_text("é" * 40, encoding="utf-8")
+    with says(r"long\.txt: cut after its first"):
+        texts = {d.doc_id.rsplit("/", 1)[-1]: d.load() for d in file_documents(str(tmp_path))}
+    assert texts["long.txt"] == ["é" * 50] and texts["short.txt"] == ["é" * 40]
+
+
+@pytest.mark.parametrize("zipped", [False, True])
+def test_a_record_longer_than_any_scan_reads_is_skipped_unread_and_said(tmp_path, monkeypatch, zipped):
+    from headlab.corpus import document
+
+    monkeypatch.setattr(document, "MAX_TEXT_BYTES", 200)
+    lines = [json.dumps({"id": "a", "text": "x" * 50}), json.dumps({"id": "b", "text": "y" * 500}),
+             json.dumps({"id": "c", "text": "z" * 50})]
+    data = ("\n".join(lines) + "\n").encode()
+    path = tmp_path / ("r.jsonl.gz" if zipped else "r.jsonl")
+    path.write_bytes(gzip.compress(data) if zipped else data)
+    with says(r"1 record\(s\) longer than .* skipped \(line 2\)"):
+        docs = list(file_documents(str(path)))
+    assert [d.doc_id.split("#")[1] for d in docs] == ["a", "c"] and docs[1].load() == ["z" * 50]
+
+
+def test_a_zipped_jsonl_keeps_a_bounded_amount_of_text_and_says_where_it_stopped(tmp_path, monkeypatch):
+    from headlab.corpus import document
+
+    monkeypatch.setattr(document, "MAX_ZIPPED_TEXTS", 300)
+    lines = [json.dumps({"id": str(i), "text": "w" * 100}) for i in range(10)]
+    path = tmp_path / "r.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    with says(r"only the records up to line 3 are read"):
+        docs = list(file_documents(str(path)))
+    assert len(docs) == 3
+
+
+READ_UNDER_A_LIMIT = """
+import resource, sys
+from headlab.corpus.files import file_documents
+def vm():
+    return int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (vm() + int(sys.argv[2]) * 2**20, resource.RLIM_INFINITY))
+n = sum(len(t) for d in file_documents(sys.argv[1]) for t in d.load())
+print(n)
+"""
+
+
+@pytest.mark.parametrize("name", ["one.txt", "one.txt.gz", "one.jsonl"])
+def test_a_corpus_of_one_huge_text_is_read_in_bounded_memory(tmp_path, name):
+    """Under an address-space limit of 400 MB above the interpreter's (ulimit -v), a 600 MB text file, its .gz,
+    and a JSONL of one 600 MB record are read: the first 64 MiB of the text, the record skipped."""
+    import subprocess
+    import sys
+
+    path = tmp_path / name
+    chunk = b"slash / heads " * (2**20 // 14)
+    body = chunk * 600
+    if name.endswith(".jsonl"):
+        path.write_bytes(b'{"id": "big", "text": "' + body + b'"}\n{"id": "small", "text": "a b c"}\n')
+    elif name.endswith(".gz"):
+        with gzip.open(path, "wb", compresslevel=1) as fh:
+            for _ in range(600):
+                fh.write(chunk)
+    else:
+        path.write_bytes(body)
+    del body
+    got = subprocess.run([sys.executable, "-c", READ_UNDER_A_LIMIT, str(path), "400"], capture_output=True,
+                         text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    expected = 5 if name.endswith(".jsonl") else 64 * 2**20
+    assert int(got.stdout.split()[-1]) == expected, got.stderr[-500:]

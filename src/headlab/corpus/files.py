@@ -7,6 +7,7 @@ import gzip
 from pathlib import Path
 from typing import Iterator
 
+from headlab.corpus import document
 from headlab.corpus.document import Document
 from headlab.corpus.records import ID_FIELD, record_documents
 from headlab.errors import HeadlabError
@@ -27,10 +28,18 @@ def _kind(path: Path) -> str | None:
 
 
 def _read_bytes(path: Path) -> bytes:
-    if path.name.lower().endswith(".gz"):
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    return path.read_bytes()
+    """At most :data:`MAX_TEXT_BYTES` of the file (a longer one is cut at a character boundary, and said)."""
+    limit = document.MAX_TEXT_BYTES
+    with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")) as fh:
+        data = fh.read(limit + 1)
+    if len(data) <= limit:
+        return data
+    cut = limit
+    while cut > 0 and data[cut] & 0xC0 == 0x80:  # not inside a UTF-8 character
+        cut -= 1
+    say(f"{path}: cut after its first {limit / 2**20:g} MiB (a text longer than any scan reads; split the file "
+        "to read the rest)")
+    return data[:cut]
 
 
 def _decode(path: Path, data: bytes) -> str | None:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from headlab.corpus import document
 from headlab.corpus.document import Document
 from headlab.errors import HeadlabError
 from headlab.notices import say
@@ -48,11 +49,19 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
     no_text: list[int] = []
     fields: list[str] = []  # the string fields of the first record without a text
     empty: list[int] = []
-    unnamed = replaced = 0
+    long: list[int] = []
+    unnamed = replaced = kept = 0
     offset = 0
     with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
-        for n, raw in enumerate(fh, 1):
-            start, offset = offset, offset + len(raw)
+        for n, (raw, size) in enumerate(bounded_lines(fh, document.MAX_TEXT_BYTES), 1):
+            start, offset = offset, offset + size
+            if size > len(raw):  # longer than any text headlab reads: not parsed, so never held
+                long.append(n)
+                continue
+            if zipped and kept > document.MAX_ZIPPED_TEXTS:
+                say(f"{path}: only the records up to line {n - 1} are read ({document.MAX_ZIPPED_TEXTS / 2**20:g} "
+                    "MiB of text: a .gz file's records stay in memory); decompress it to read every record")
+                break
             rec, bad = _parse(raw)
             if rec is None:
                 if raw.strip():
@@ -78,10 +87,33 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
             else:
                 name, unnamed = f"{path}:{n}", unnamed + 1
             out.append((name, text if zipped else (start, len(raw)), n))
+            kept += len(raw)
+    if long:
+        say(f"{path}: {len(long)} record(s) longer than {document.MAX_TEXT_BYTES / 2**20:g} MiB skipped (line "
+            f"{_lines(long)}): more than any scan reads of one text")
     _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field, fields)  # no ids at all: lines
     if empty:
         say(f"{path}: {len(empty)} record(s) with an empty or blank text skipped (line {_lines(empty)})")
     return out
+
+
+def bounded_lines(fh: Any, limit: int) -> Iterator[tuple[bytes, int]]:
+    """Each line of a binary file as ``(bytes, size)``: a line longer than ``limit`` comes back empty with its full
+    size, read through in chunks and never held whole."""
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while not raw.endswith(b"\n"):
+            raw = fh.readline(1 << 20)
+            if not raw:
+                break
+            size += len(raw)
+        yield b"", size
 
 
 def _lines(numbers: list[int]) -> str:

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from headlab.corpus.records import index_records, jsonl_files
+from headlab.corpus import document
+from headlab.corpus.records import bounded_lines, index_records, jsonl_files
 from headlab.errors import HeadlabError
 from headlab.notices import repeated, say
 
@@ -58,7 +59,7 @@ def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, 
             with repeated():
                 names = {line: name for name, _, line in index_records(path, id_field, zipped)}
             with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
-                for n, raw in enumerate(fh, 1):
+                for n, (raw, _) in enumerate(bounded_lines(fh, document.MAX_TEXT_BYTES), 1):  # as indexed
                     got = verdicts.get(names.get(n, ""))
                     if got is None:
                         counts["unscored"] += n in names
