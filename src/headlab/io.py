@@ -11,6 +11,7 @@ import io as _io
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -67,6 +68,21 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
         raise HeadlabError(f"cannot write under {base} (for --out {p}); choose a writable --out")
     _probe(base, p)
     return p
+
+
+def save_tensors(tensors: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """``safetensors.torch.save_file``, with its I/O failures raised as the ``OSError`` they are (safetensors
+    reports a full disk as ``SafetensorError: ... (os error 28)``), so the CLI names a full disk as such."""
+    from safetensors import SafetensorError  # deferred: only the writers of weights need it
+    from safetensors.torch import save_file
+
+    try:
+        save_file(tensors, str(path))
+    except SafetensorError as exc:
+        code = re.search(r"os error (\d+)", str(exc))
+        if code is None:
+            raise
+        raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(path)) from exc
 
 
 #: a result folder needs at least this much free space; below it the disk counts as full before work starts.

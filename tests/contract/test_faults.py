@@ -39,6 +39,27 @@ def test_a_full_disk_is_refused_before_the_work(tmp_path: Path, capsys: pytest.C
         subprocess.run(["umount", str(disk)], check=False)
 
 
+def test_a_disk_that_fills_while_training_writes_is_one_line_naming_the_file(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    """The pre-check passes (more than 1 MiB free), then the first checkpoint's weights fill the disk:
+    safetensors' own error (SafetensorError ... os error 28) is said as the full disk it is, not an internal
+    error. Retrieval runs write through the same trainer."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
+    try:
+        big = {**TINY, "model": {**TINY["model"], "n_layers": 4, "d_model": 256}}  # ~13 MB of weights
+        assert main(["train", str(tiny_config(tmp_path, big)), "--out", str(disk / "run"), "--no-progress"]) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "No space left on device while writing" in last and "free space" in last, last
+        assert ".safetensors" in last and "internal error" not in last
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
 def test_a_damaged_model_cache_is_rebuilt_with_a_warning_not_loaded(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from transformers import BertConfig, BertModel

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from headlab.errors import HeadlabError
-from headlab.io import file_sha256
+from headlab.io import file_sha256, save_tensors
 from headlab.notices import say
 
 
@@ -68,11 +68,11 @@ def save(run: Path, step: int, model: torch.nn.Module, opt: torch.optim.Optimize
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     # tied weights share storage; safetensors refuses shared tensors, so store clones (restored by load_state_dict)
-    save_file(
+    save_tensors(
         {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors")
     )
     tensors, meta = _flatten_optimizer(opt)
-    save_file(tensors, str(tmp / "optimizer.safetensors"))
+    save_tensors(tensors, str(tmp / "optimizer.safetensors"))
     state = {
         "step": step,
         "optimizer": meta,
@@ -90,7 +90,7 @@ def save(run: Path, step: int, model: torch.nn.Module, opt: torch.optim.Optimize
 def save_final(run: Path, model: torch.nn.Module) -> Path:
     """``run/final.safetensors``, written to a temporary name and renamed (tied weights stored as clones)."""
     tmp = run / "final.safetensors.tmp"
-    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    save_tensors({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(tmp))
     return tmp.replace(run / "final.safetensors")
 
 

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from headlab.attention.padding import pad_right
 from headlab.corpus import Sampler, documents
 from headlab.errors import HeadlabError
-from headlab.io import file_sha256, write_json_atomic
+from headlab.io import file_sha256, save_tensors, write_json_atomic
 from headlab.nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
 from headlab.training.config import DataConfig
 
@@ -171,7 +171,7 @@ def save_pool(pool: WindowPool, tokenizer: Any, run: Path, print_: str) -> None:
     pool without a matching ``data.json`` is never taken for a finished one."""
     (run / "data.json").unlink(missing_ok=True)
     tmp = run / "data.safetensors.tmp"
-    save_file(
+    save_tensors(
         {
             "ids": pool.ids.to(torch.int32),
             "mask": pool.mask.to(torch.uint8),
