@@ -272,6 +272,54 @@ def test_a_page_built_from_hostile_names_renders_and_runs_nothing(tmp_path):
     assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []
 
 
+JS_LINKS = ["javascript:window.pwned=2", "java&#x73;cript:window.pwned=3", " JAVASCRIPT:window.pwned=4"]
+
+
+def _inert(page) -> None:
+    """Nothing on the page can run a script: no script element, no event-handler attribute, no javascript: or
+    data: target; every link clicked runs nothing."""
+    assert page.locator("script").count() == page.locator("script[id^=hl-], script[type='application/json']").count()
+    assert page.evaluate("""() => [...document.querySelectorAll('*')].flatMap(e => [...e.attributes])
+        .filter(a => a.name.startsWith('on') || /^\\s*(javascript|data|vbscript):/i.test(a.value)).length""") == 0
+    for link in page.locator("a[href]").all()[:20]:
+        link.click(modifiers=["Alt"], no_wait_after=True)  # Alt: download instead of navigate, where it is a file
+    assert page.evaluate("() => window.pwned === undefined")
+
+
+@pytest.mark.browser
+@pytest.mark.integration
+def test_a_report_and_a_notebook_repr_built_from_hostile_names_and_texts_run_nothing(tmp_path):
+    """The other two HTML writers: a report over a scan whose model name and warnings hold markup and
+    javascript: links, and a result's notebook repr (its _repr_html_ in a page), opened in Chromium."""
+    _browser_or_skip()
+    import json
+
+    import headlab
+    from headlab.viewer.browser import open_page
+
+    need("minilm-l6")
+    run = tmp_path / "run"
+    headlab.scan("minilm-l6", ["a / b c / d", "e f / g"], out=run / "scan", progress=False)
+    scan_json = run / "scan" / "scan.json"
+    d = json.loads(scan_json.read_text())
+    links = " ".join(f"[click]({t}) <a href=\"{t}\">raw</a>" for t in JS_LINKS)
+    d["model"] = HOSTILE + " " + links + " <img src=x onerror=window.pwned=5>"
+    d["warnings"] = [HOSTILE, links]
+    scan_json.write_text(json.dumps(d))
+    headlab.report(run, title=HOSTILE + links)
+    html_file = run / "report" / "report.html"
+    with open_page(html_file, ready=None) as (page, log):
+        _inert(page)
+    own = (run / "report").resolve().as_uri()
+    assert log["page_errors"] == [] and all(u.startswith(own) for u in log["requests"]), log  # its own figures
+    host = tmp_path / "notebook.html"
+    r = headlab.ScanResult.read(run / "scan")
+    host.write_text(f"<!doctype html><html><body>{r._repr_html_()}</body></html>", encoding="utf-8")
+    with open_page(host, ready=None) as (page, log):
+        _inert(page)
+    assert log["page_errors"] == [] and log["requests"] == []
+
+
 def test_every_folder_kind_is_recognized_by_the_registry_and_a_claims_study_opens(tmp_path):
     """The folder kinds come from FOLDER_SOURCES (registered result and run kinds), not from a chain of file
     checks; a claims study (results/study/claims) opens on its first model's scan."""
