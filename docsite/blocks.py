@@ -156,8 +156,10 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
 @generator("result-kinds")
 def result_kinds(root: Path, up: str) -> str:
     """Every registered result kind (headlab.result.RESULTS): its file, its Python type, its JSON keys."""
-    import headlab  # noqa: F401  (importing headlab registers every command's result kind)
+    from headlab.catalog import complete
     from headlab.result import RESULTS
+
+    complete()  # every result kind registers when its module is imported
 
     lines = ["| file | Python type | top-level keys | written beside it |", "|---|---|---|---|"]
     for kind, cls in sorted(RESULTS.items()):

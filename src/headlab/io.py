@@ -70,6 +70,11 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
     return p
 
 
+def cache_dir() -> Path:
+    """``$HEADLAB_CACHE``, default ``~/.cache/headlab``: model copies, route costs, the command line's help."""
+    return Path(os.environ.get("HEADLAB_CACHE", Path.home() / ".cache" / "headlab")).expanduser()
+
+
 def save_tensors(tensors: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """``safetensors.torch.save_file``, with its I/O failures raised as the ``OSError`` they are (safetensors
     reports a full disk as ``SafetensorError: ... (os error 28)``), so the CLI names a full disk as such."""

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from headlab.catalog import complete
 from headlab.display import Displayable, field_table
 from headlab.errors import HeadlabError
 from headlab.head import Head
@@ -183,5 +184,6 @@ def _path(cls: type) -> str:
 
 def found_in(folder: str | Path) -> list[type[Result]]:
     """The result kinds written in ``folder``, in registration order."""
+    complete()  # every kind registers when its module is imported
     p = Path(folder)
     return [cls for kind, cls in RESULTS.items() if (p / kind).is_file()]

@@ -42,7 +42,7 @@ def test_a_submodule_path_works_as_an_attribute_path() -> None:
 
 def test_top_level_holds_only_the_foundations() -> None:
     loose = {m.name for m in pkgutil.iter_modules(headlab.__path__) if not m.ispkg}
-    assert loose <= {"__main__", "display", "distributed", "errors", "head", "interrupts", "io", "plotting",
+    assert loose <= {"__main__", "catalog", "display", "distributed", "errors", "head", "interrupts", "io", "plotting",
                      "progress", "result", "settings", "values", "notices"}, loose
 
 

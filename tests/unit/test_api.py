@@ -278,3 +278,18 @@ def test_small_numbers_keep_their_digits():
 
     assert [number(0.0), number(2.3e-6), number(0.01234), number(-3e-7, signed=True)] == [
         "0.0000", "2.30e-06", "0.0123", "-3.00e-07"]
+
+
+def test_help_once_printed_is_printed_again_from_the_cache_until_the_code_changes(tmp_path, monkeypatch, capsys):
+    import headlab
+    from headlab.cli import helptext, main
+
+    monkeypatch.setenv("HEADLAB_CACHE", str(tmp_path))
+    assert [helptext.is_request(a) for a in (["--help"], ["scan", "-h"], ["scan", "x", "--help"], ["scan"], [])] == [
+        True, True, True, False, False]
+    assert main(["scan", "--help"]) == 0
+    fresh = capsys.readouterr().out
+    assert "usage: headlab scan" in fresh and helptext.cached(["scan", "--help"]) == fresh
+    assert main(["scan", "--help"]) == 0 and capsys.readouterr().out == fresh  # from the cache
+    monkeypatch.setattr(headlab, "__version__", "0.0.0-changed")  # any change of the key is a miss
+    assert helptext.cached(["scan", "--help"]) is None

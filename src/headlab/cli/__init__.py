@@ -1,6 +1,40 @@
 """The ``headlab`` command line: the parser and ``main`` (:mod:`.entry`), one module per family of subcommands,
-and the option types every subcommand shares (:mod:`.options`)."""
+and the option types every subcommand shares (:mod:`.options`). Importing this package is light: a request for
+help that was answered before is printed from :mod:`.helptext` without building the parser."""
 
-from headlab.cli.entry import build_parser, main
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from typing import Any, Sequence
+
+from headlab.cli import helptext
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    text = helptext.cached(args)
+    if text is not None:
+        sys.stdout.write(text)
+        return 0
+    from headlab.cli.entry import main as run  # deferred: it imports every command and torch (4 s)
+
+    if not helptext.is_request(args):
+        return run(args)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run(args)
+    sys.stdout.write(out.getvalue())
+    if code == 0:
+        helptext.remember(args, out.getvalue())
+    return code
+
+
+def build_parser() -> Any:
+    from headlab.cli.entry import build_parser as build  # deferred, as in main
+
+    return build()
+
 
 __all__ = ["build_parser", "main"]

@@ -9,7 +9,6 @@ the full digests. A damaged copy is rebuilt with a warning, never loaded.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import sys
@@ -17,14 +16,9 @@ import tempfile
 from pathlib import Path
 
 from headlab.errors import HeadlabError
-from headlab.io import file_sha256, write_json_atomic
+from headlab.io import cache_dir, file_sha256, write_json_atomic
 
 MANIFEST = "headlab-manifest.json"
-
-
-def cache_dir() -> Path:
-    """``$HEADLAB_CACHE``, default ``~/.cache/headlab``."""
-    return Path(os.environ.get("HEADLAB_CACHE", Path.home() / ".cache" / "headlab")).expanduser()
 
 
 def writable_cache(sub: str = "models") -> Path:

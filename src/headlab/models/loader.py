@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from headlab.attention.adapters import adapter_for, parts
+from headlab.catalog import complete
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
 from headlab.models.integrity import check_finite, check_loading
@@ -70,6 +71,8 @@ def register_folder_kind(kind: FolderKind) -> FolderKind:
 def folder_kind(name_or_path: str | os.PathLike[str]) -> FolderKind | None:
     """The registered kind of a local folder, or None (a Hugging Face directory, a file, a hub id)."""
     p = Path(name_or_path).expanduser()
+    if p.is_dir():
+        complete()  # the kinds register when their modules are imported
     return next((k for k in FOLDER_KINDS.values() if p.is_dir() and k.recognizes(p)), None)
 
 
