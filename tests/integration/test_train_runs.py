@@ -161,8 +161,9 @@ def test_head_monitor_on_the_smoke_config(tmp_path):
 def test_a_run_carried_across_sittings_without_its_folder_ends_with_the_uninterrupted_scores(uninterrupted,
                                                                                                 tmp_path):
     """The slash-dense study's carry (bench/studies/sdh_carry.py): a run stopped mid-way is packed (its
-    checkpoints' scores and what a resume needs), its folder is lost, it is made again, resumed and finished, and
-    its joined scores are the uninterrupted run's."""
+    checkpoints' scores and what a resume needs), its folder is lost, it is made again, resumed, stopped and packed
+    a second time (which must keep the first carry's scores), lost again, resumed and finished, and its joined
+    scores are the uninterrupted run's at every checkpoint."""
     import importlib.util
     import shutil
     from pathlib import Path
@@ -181,11 +182,16 @@ def test_a_run_carried_across_sittings_without_its_folder_ends_with_the_uninterr
     carry.pack(run, dest)
     shutil.rmtree(run)  # a new checkout: runs/ is gone
     carry.unpack(dest, run)
+    with pytest.raises(KeyboardInterrupt):
+        train(_cfg(), run, resume=True, progress=False, callbacks=[StopAt(10)])
+    carry.pack(run, dest)  # the second sitting's pack holds only checkpoints 6.. on disk
+    shutil.rmtree(run)
+    carry.unpack(dest, run)
     train(_cfg(), run, resume=True, progress=False)
     carry.finish(run, dest)
     whole = headlab.track(uninterrupted, progress=False, out=tmp_path / "whole", overwrite=True)
     joined = TrackResult.read(run / "track")
-    assert joined.steps == sorted([*whole.steps, 6])  # and the checkpoint the stop wrote
+    assert joined.steps == sorted([*whole.steps, 6, 10])  # and the checkpoints the stops wrote
     same = [joined.steps.index(s) for s in whole.steps]
     assert all(np.allclose(joined.scores[m][same], whole.scores[m], equal_nan=True, atol=1e-6) for m in whole.scores)
     a, b = MeasureResult.read(run / MeasureResult.KIND), measure_run(uninterrupted, "all", draws=0, seed=0)
