@@ -89,14 +89,20 @@ def test_an_unreadable_cost_file_is_measured_again_and_rewritten(lm, costs, meas
     assert measured and isinstance(json.loads(costs.read_text()), dict)
 
 
-def test_a_shape_with_too_few_batches_to_repay_its_timing_takes_the_kernel_route(lm, costs, measured,
-                                                                                   monkeypatch):
+@pytest.mark.parametrize("short_t,route,why", [
+    (128, "eager", "windows up to 128 tokens score faster on eager"),
+    (8, "fused", "the kernel route's memory stays flat"),
+])
+def test_a_shape_with_too_few_batches_to_repay_its_timing_takes_a_route_by_its_length(lm, costs, measured,
+                                                                                      monkeypatch, short_t, route, why):
+    """Untimed: windows up to SHORT_T tokens (these are 16) take eager, longer ones the kernel route."""
     monkeypatch.setattr(calibration, "MIN_BATCHES", 5)
-    ref = _scan(lm, route="eager")
+    monkeypatch.setattr(calibration, "SHORT_T", short_t)
+    ref = _scan(lm, route="fused" if route == "eager" else "eager")
     got = _scan(lm)  # one chunk of 4 batches (14 windows, 4 a batch)
     assert measured == [] and not costs.exists()
     assert [(c["route"], c["why"]) for c in got.settings["route_by_shape"].values()] == [
-        ("fused", "not timed: 4 batch(es) of this shape, timing repays itself from 5")]
+        (route, f"not timed: 4 batch(es) of this shape, timing repays itself from 5; {why}")]
     for name, m in ref.means.items():
         np.testing.assert_allclose(got.means[name], m, atol=1e-5, rtol=0, equal_nan=True, err_msg=name)
 

@@ -69,6 +69,21 @@ def test_fused_and_chunked_equal_eager(kind, batch_size):
     _assert_same(_scores(lm, "chunked", ALL, batch_size), ref)
 
 
+@pytest.mark.parametrize("kind", ["llama", "bert", "gemma3", "nn-decoder"])
+def test_the_eager_routes_one_product_equals_its_sum_by_sum_path(kind, monkeypatch):
+    """Short windows read every declared sum (key sets, diagonals, token matches, links) from one dense pattern
+    of pair weights; with no room for the pattern the same route reads them sum by sum (band, per-set products,
+    token-group gathers: the path the detectors' naive-loop tests check). Both agree on every detector."""
+    lm = _model(kind)
+    names = ALL + ["linked"]
+    samples = [Sample(s.index, s.doc_id, 0, s.input_ids, s.targets,
+                      links=(("link", len(s.input_ids) - 1, 0, 1.0), ("link", len(s.input_ids) - 1, 1, 0.5)))
+               for s in _samples(n=8, lo=4, hi=40, vocab=6)]
+    dense = _scores(lm, "eager", names, 3, samples)
+    monkeypatch.setattr(routes, "PATTERN_MB", 0.0)
+    _assert_same(dense, _scores(lm, "eager", names, 3, samples))
+
+
 def test_soft_capped_logits_take_the_chunked_route_and_agree():
     lm = _model("gemma2")
     assert choose(lm.model, [make("offset")]).candidates == ("chunked", "eager")

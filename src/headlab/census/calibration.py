@@ -9,12 +9,14 @@ eager's memory grows as T²). So ``auto`` times the routes that serve a scan on 
 later scan of the same shape measures nothing. Eager is timed only where one layer's probabilities fit the
 block budget, the memory rule the chunked route keeps. Timing costs one warm-up and :data:`ROUNDS` forwards
 per route, and a route choice gains at most the gap between routes (measured within ~30%), so a shape that
-runs fewer than :data:`MIN_BATCHES` batches in a chunk is not timed: it takes the kernel route, which is
-never far from the faster and is the only one whose memory stays flat.
+runs fewer than :data:`MIN_BATCHES` batches in a chunk is not timed: windows up to :data:`SHORT_T` tokens take
+the eager route, measured faster there, and longer ones the kernel route, which is never far from the faster
+and is the only one whose memory stays flat.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -36,6 +38,10 @@ COSTS_FILE = "route-costs.json"
 ROUNDS = 2
 #: the fewest batches of one shape in a chunk that repay timing it (five scored forwards at two routes)
 MIN_BATCHES = 16
+#: the longest window (a power of two) an untimed shape scores on the eager route: at 128 tokens eager was
+#: 1.02-1.10x a bare forward against the kernel route's 1.08-1.38x, at 256 tokens it was the slower in every
+#: cell (minilm-l6 and smollm2-135m, batch 1 and 8, BENCHMARKS.md "Windows of 128 tokens")
+SHORT_T = 128
 
 
 def costs_path() -> Path:
@@ -74,9 +80,13 @@ class RoutePicker:
         costs = self._stored_costs(shape, routes)
         measured = len(costs) < len(routes)
         if measured and n_batches < MIN_BATCHES:
-            self.chosen[shape] = {"route": routes[0], "why": f"not timed: {n_batches} batch(es) of this shape, "
-                                                             f"timing repays itself from {MIN_BATCHES}"}
-            return routes[0]
+            short = "eager" in routes and bucket(T) <= SHORT_T
+            pick = "eager" if short else routes[0]
+            self.chosen[shape] = {"route": pick, "why": f"not timed: {n_batches} batch(es) of this shape, timing "
+                                                        f"repays itself from {MIN_BATCHES}; "
+                                                        + (f"windows up to {SHORT_T} tokens score faster on eager"
+                                                           if short else "the kernel route's memory stays flat")}
+            return pick
         if measured:
             costs = _measure(routes, make, run)
             self._store(shape, costs)
@@ -97,10 +107,14 @@ class RoutePicker:
 
     def _stored(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text())
+            st = self.path.stat()
+            key = (str(self.path), st.st_mtime_ns, st.st_size)
+            if _READ.get("key") != key:  # a scan of one-window batches asks once a batch: read the file once
+                _READ.update(key=key, data=json.loads(self.path.read_text()))
+            data = _READ["data"]
         except (OSError, ValueError):  # none yet, or unreadable: measure again and rewrite it
             return {}
-        return data if isinstance(data, dict) else {}
+        return data if isinstance(data, dict) else {}  # shared: read it, copy it to change it
 
     def _stored_costs(self, shape: str, routes: Sequence[str]) -> dict[str, float]:
         """The cached seconds of ``routes`` at ``shape``; a damaged entry (not a table, a cost that is not a
@@ -118,7 +132,7 @@ class RoutePicker:
         return {r: float(c) for r, c in good.items()}
 
     def _store(self, shape: str, costs: dict[str, float]) -> None:
-        data = self._stored()
+        data = copy.deepcopy(self._stored())
         if not isinstance(data.get(self._model_key()), dict):
             data[self._model_key()] = {}
         data[self._model_key()][shape] = costs
@@ -127,6 +141,10 @@ class RoutePicker:
             write_json_atomic(self.path, data)
         except OSError:  # a read-only cache costs a re-measurement next time, not the scan
             pass
+
+
+#: the last cost file read: its (path, mtime, size) and contents
+_READ: dict[str, Any] = {}
 
 
 def _is_cost(x: Any) -> bool:

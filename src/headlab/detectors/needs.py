@@ -161,6 +161,48 @@ def match_plan(needs: Needs, groups: Groups, T: int, max_pairs: int) -> list[_Sl
     return plan
 
 
+def pattern_names(needs: Needs) -> list[str]:
+    """The sums :func:`pair_pattern` carries, in its column order: all but the diagonals, which one strided view
+    of the probabilities reads for less than a column each."""
+    return [*needs.keysets, *needs.matches, *needs.links]
+
+
+def pair_pattern(needs: Needs, groups: Groups | None, T: int) -> torch.Tensor:
+    """The declared sums of :func:`pattern_names` as columns of dense pair weights, ``(B, T·T, n)``: the weight of
+    pair (i, j) is what query i's declaration gives key j (token matches summed over the same pairs, duplicates
+    included, that :func:`match_plan`'s blocks visit). For short windows, where one product of a layer's whole
+    probabilities with it replaces every gather and per-set product."""
+    B, device = _batch_of(needs)
+    names = pattern_names(needs)
+    pattern = torch.zeros(B, T, T, len(names), device=device)
+    col = {name: c for c, name in enumerate(names)}
+    for name, ks in needs.keysets.items():
+        pattern[..., col[name]] = ks.queries[:, :, None] * ks.keys[:, None, :]
+    if needs.matches and groups is not None:
+        S, first = len(needs.matches), col[next(iter(needs.matches))]
+        for sl in match_plan(needs, groups, T, 1 << 62):
+            G, r = sl.rows.shape
+            shape = (G, r, S, sl.cols.shape[1] // S)
+            at = (sl.sample[:, None, None, None].expand(shape), (sl.rows % T)[:, :, None, None].expand(shape),
+                  (sl.cols % T).reshape(G, 1, S, -1).expand(shape),
+                  first + torch.arange(S, device=device)[None, None, :, None].expand(shape))
+            pattern.index_put_(at, sl.weights[..., None] * sl.keep.reshape(shape), accumulate=True)
+    for name, lk in needs.links.items():
+        n = lk.at.shape[0]
+        at = (lk.at[:, 0], lk.at[:, 1], lk.at[:, 2], torch.full((n,), col[name], device=device))
+        pattern.index_put_(at, lk.weights, accumulate=True)
+    return pattern.reshape(B, T * T, len(names))
+
+
+def _batch_of(needs: Needs) -> tuple[int, torch.device]:
+    """The batch size and device of the declarations (each carries (B, T) query weights, links their shape)."""
+    for group in (needs.keysets, needs.diagonals, needs.matches):
+        for item in group.values():
+            return item.queries.shape[0], item.queries.device
+    lk = next(iter(needs.links.values()))
+    return lk.shape[0], lk.weights.device
+
+
 def evaluate(
     needs: Needs,
     view: LayerView,
@@ -168,23 +210,32 @@ def evaluate(
     n_heads: int,
     plan: Callable[[], list[_Slice]] | None = None,
     keyset_mass: torch.Tensor | None = None,
+    pattern: Callable[[], torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
     """Every declared sum of one layer (or of layers stacked along the head axis): ``{name: (B, H)}``.
 
+    Where the view holds whole probabilities and ``pattern()`` (:func:`pair_pattern` of this batch) is given,
+    every sum but the diagonals is one product with it, and the diagonals come from the view's band. Otherwise:
     ``keyset_mass`` (B, H, T, m), when the route already has it (the fused kernel's indicator columns), is used
-    instead of asking the view. Matches are read through the view's fused ``match_mass`` where it has one, else
-    through ``plan()`` (:func:`match_plan` of this batch) and explicit blocks.
+    instead of asking the view; matches are read through the view's fused ``match_mass`` where it has one, else
+    through ``plan()`` (:func:`match_plan`) and explicit blocks.
     """
     out: dict[str, torch.Tensor] = {}
-    if needs.keysets:
+    dense = pattern is not None and hasattr(view, "pattern_sums") and bool(pattern_names(needs))
+    if dense:
+        sums = view.pattern_sums(pattern())  # type: ignore[attr-defined, misc]  # (B, H, n)
+        out.update({name: sums[..., c] for c, name in enumerate(pattern_names(needs))})
+    if needs.keysets and not dense:
         mass = keyset_mass if keyset_mass is not None else view.keyset_mass(needs.key_indicators())  # type: ignore[arg-type]
         for c, (name, ks) in enumerate(needs.keysets.items()):
             out[name] = torch.einsum("bht,bt->bh", mass[..., c].float(), ks.queries)
     if needs.diagonals:
         band = view.band(max(dg.delta for dg in needs.diagonals.values())).float()  # (B, H, T, K+1)
-        for name, dg in needs.diagonals.items():
-            out[name] = torch.einsum("bhi,bi->bh", band[..., dg.delta], dg.queries)
-    if needs.matches and groups is not None:
+        deltas = [dg.delta for dg in needs.diagonals.values()]
+        weights = torch.stack([dg.queries for dg in needs.diagonals.values()], -1)  # (B, T, n)
+        sums = torch.einsum("bhin,bin->bhn", band[..., deltas], weights)  # every diagonal in one product
+        out.update({name: sums[..., c] for c, name in enumerate(needs.diagonals)})
+    if needs.matches and groups is not None and not dense:
         first = next(iter(needs.matches.values())).queries
         S = len(needs.matches)
         total = torch.zeros(first.shape[0], n_heads, S, device=first.device)
@@ -207,7 +258,7 @@ def evaluate(
             total.index_add_(0, sl.sample, torch.einsum("ghrs,grs->ghs", per_query, sl.weights))
         for c, name in enumerate(needs.matches):
             out[name] = total[..., c]
-    if needs.links:
+    if needs.links and not dense:
         out.update(_link_mass(needs.links, view, n_heads))
     return out
 

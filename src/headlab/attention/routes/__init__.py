@@ -28,7 +28,7 @@ from headlab.attention.routes.spec import AttentionSpec
 from headlab.attention.routes.views import LogitsView, ProbsView
 from headlab.attention.rules import fused_unsupported, kernel_supported
 from headlab.detectors import Batch, Detector
-from headlab.detectors.needs import evaluate, match_plan
+from headlab.detectors.needs import evaluate, match_plan, pair_pattern, pattern_names
 from headlab.errors import HeadlabError
 
 KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
@@ -46,6 +46,10 @@ SMALL_SET = 64
 #: minilm-l6 at batch 8 x 128 tokens).
 DEFER_MB = 16.0
 EVAL_MB = 16.0
+#: the eager route reads key sets, token matches and links through one dense (B, T·T, n) pattern of pair weights
+#: when it fits this many MB: one product with the layer's probabilities instead of a product per key set and a
+#: gather per token group, each a handful of small operators (at 128 tokens these, not arithmetic, were the cost)
+PATTERN_MB = 16.0
 
 
 @dataclass(frozen=True)
@@ -126,13 +130,27 @@ class LayerScorer:
         self.pending: list[_Pending] = []
         self._plans: dict[int, list] = {}
         self.groups = batch.groups if batch.needs.matches else None
+        self._pattern: torch.Tensor | None = None
+        self.reduced: list[tuple[int, int, dict[str, torch.Tensor], dict[str, torch.Tensor]]] = []
+
+    def _pair_pattern(self) -> torch.Tensor:
+        if self._pattern is None:
+            self._pattern = pair_pattern(self.batch.needs, self.groups, self.batch.input_ids.shape[1])
+        return self._pattern
+
+    def _pattern_fits(self) -> bool:
+        B, T = self.batch.input_ids.shape
+        n = len(pattern_names(self.batch.needs))
+        return 0 < B * T * T * n * 4 <= min(self.block_mb, PATTERN_MB) * 2**20
 
     def from_probs(self, layer: int, probs: torch.Tensor) -> None:
-        """Eager route: the layer's full probabilities (B, H, T, T), evaluated at once (the reference)."""
+        """Eager route: the layer's full probabilities (B, H, T, T), reduced at once (the reference). The small
+        sums are kept and scored with the other layers' at :meth:`flush`, so detectors score once a batch."""
         H = probs.shape[1]
-        sums = evaluate(self.batch.needs, ProbsView(probs), self.groups, H, lambda: self._plan(H))
+        pattern = self._pair_pattern if self._pattern_fits() else None
+        sums = evaluate(self.batch.needs, ProbsView(probs), self.groups, H, lambda: self._plan(H), pattern=pattern)
         rows = {d.name: d.reduce_rows(probs, 0, 0, self.batch) for d in self.rows}
-        self._emit([layer], H, sums, rows)
+        self.reduced.append((layer, H, sums, rows))
 
     def kernel(self, route: str) -> KernelHandler:
         """The handler :func:`headlab.attention.hooks.capture_kernel` calls for the fused or chunked route."""
@@ -163,6 +181,8 @@ class LayerScorer:
 
     def flush(self) -> None:
         """Evaluate and emit every deferred layer."""
+        if self.reduced:
+            self._emit_reduced()
         if not self.pending:
             return
         items, self.pending = self.pending, []
@@ -203,6 +223,19 @@ class LayerScorer:
             got = view.keyset_mass(self._indicators(self.small))  # type: ignore[arg-type]
             cols.update({n: got[..., c] for c, n in enumerate(self.small)})
         return torch.stack([cols[n] for n in self.batch.needs.keysets], -1)
+
+    def _emit_reduced(self) -> None:
+        """The eager route's kept layers, stacked along the head axis (one head count per stack)."""
+        reduced, self.reduced = self.reduced, []
+        H = reduced[0][1]
+        if any(h != H for _, h, _, _ in reduced):
+            for layer, h, sums, rows in reduced:
+                self._emit([layer], h, sums, rows)
+            return
+        cat = lambda ts: torch.cat(ts, 1)
+        sums = {name: cat([r[2][name] for r in reduced]) for name in reduced[0][2]}
+        rows = {name: cat([r[3][name] for r in reduced]) for name in reduced[0][3]}
+        self._emit([r[0] for r in reduced], H, sums, rows)
 
     def _emit(self, layers: list[int], H: int, sums: dict[str, torch.Tensor], rows: dict[str, torch.Tensor]) -> None:
         self.batch.set_layer(sums, rows)

@@ -26,10 +26,18 @@ class ProbsView:
         return self.probs @ keys.to(self.probs.dtype)[:, None]  # (B, H, T, T) @ (B, 1, T, m) -> (B, H, T, m)
 
     def band(self, K: int) -> torch.Tensor:
-        T = self.probs.shape[-1]
-        cols = [F.pad(torch.diagonal(self.probs, offset=-d, dim1=-2, dim2=-1), (d, 0)) if d < T
-                else self.probs.new_zeros(self.probs.shape[:3]) for d in range(K + 1)]
-        return torch.stack(cols, -1)  # (B, H, T, K + 1)
+        # One strided view of the left-padded rows instead of K + 1 diagonal copies: element (i, e) of the view is
+        # padded[i, i + e] = p[i, i + e - K], so column e holds delta = K - e (zero where i < delta).
+        B, H, T, _ = self.probs.shape
+        padded = F.pad(self.probs, (K, 0)).contiguous()  # (B, H, T, T + K)
+        W = T + K
+        rev = padded.as_strided((B, H, T, K + 1), (H * T * W, T * W, W + 1, 1))
+        return rev.flip(-1)  # (B, H, T, K + 1)
+
+    def pattern_sums(self, pattern: torch.Tensor) -> torch.Tensor:
+        """pattern (B, T·T, S) → (B, H, S): Σ_ij p[b, h, i, j] · pattern[b, i·T + j, s], one batched product."""
+        B, H, T, _ = self.probs.shape
+        return self.probs.reshape(B, H, T * T).float() @ pattern
 
     def blocks(self, rows: torch.Tensor, cols: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         T = self.probs.shape[-1]
