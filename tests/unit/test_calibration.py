@@ -90,12 +90,13 @@ def test_an_unreadable_cost_file_is_measured_again_and_rewritten(lm, costs, meas
 
 
 @pytest.mark.parametrize("short_t,route,why", [
-    (128, "eager", "windows up to 128 tokens score faster on eager"),
+    (128, "eager", "batches of windows up to 128 tokens score faster on eager"),
     (8, "fused", "the kernel route's memory stays flat"),
 ])
 def test_a_shape_with_too_few_batches_to_repay_its_timing_takes_a_route_by_its_length(lm, costs, measured,
                                                                                       monkeypatch, short_t, route, why):
-    """Untimed: windows up to SHORT_T tokens (these are 16) take eager, longer ones the kernel route."""
+    """Untimed: batches (these hold 4) of windows up to SHORT_T tokens (these are 16) take eager, longer ones the
+    kernel route."""
     monkeypatch.setattr(calibration, "MIN_BATCHES", 5)
     monkeypatch.setattr(calibration, "SHORT_T", short_t)
     ref = _scan(lm, route="fused" if route == "eager" else "eager")
@@ -105,6 +106,12 @@ def test_a_shape_with_too_few_batches_to_repay_its_timing_takes_a_route_by_its_l
         (route, f"not timed: 4 batch(es) of this shape, timing repays itself from 5; {why}")]
     for name, m in ref.means.items():
         np.testing.assert_allclose(got.means[name], m, atol=1e-5, rtol=0, equal_nan=True, err_msg=name)
+
+
+def test_an_untimed_batch_of_one_window_takes_the_kernel_route(lm, costs, measured, monkeypatch):
+    monkeypatch.setattr(calibration, "MIN_BATCHES", 10**6)
+    got = scan(lm, TEXTS[:3], max_samples=None, batch_size=1, max_length=16, progress=False)
+    assert {c["route"] for c in got.settings["route_by_shape"].values()} == {"fused"} and measured == []
 
 
 def test_shapes_share_a_power_of_two_bucket():
