@@ -140,7 +140,10 @@ def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
                 new.append(nxt)
                 ids = torch.cat([ids, torch.tensor([[nxt]])], 1)
             assert g == lm.tokenizer.decode(new, skip_special_tokens=True), (p, g)
-    r = eval_llm(lm, depths=(1,), n=4, forms=("assign", "relatives-mc"), progress=False, continuation=3)
+    from headlab.retrieval.settings import EvalLLMSettings
+
+    r = eval_llm(lm, EvalLLMSettings(depths=(1,), n=4, forms=("assign", "relatives-mc"), continuation=3),
+                 progress=False)
     for c in r["cells"]:
         k = c["continuation"]
         assert set(k["counts"]) == set(OUTCOMES) and sum(k["counts"].values()) == 4
