@@ -61,8 +61,9 @@ class ScanSettings(Settings):
     seed: int = setting(0, "sample order seed")
     target_filter: str = setting("any", "keep samples with or without the target", flag="filter", choices=FILTERS)
     route: str = setting("auto", "capture route: auto (the faster of eager and fused, or chunked where fused cannot "
-                         "serve, timed once per batch shape and cached), or force one; the route used for each "
-                         "shape and its seconds are recorded in scan.json", choices=("auto", *ROUTES))
+                         "serve, timed once per batch shape and cached where a scan has enough batches of it, "
+                         "else chosen by window length), or force one; the route used for each shape and why are "
+                         "recorded in scan.json", choices=("auto", *ROUTES))
     chunk_mb: float = setting(DEFAULT_BLOCK_MB, "memory budget of one block of the chunked/fused routes, MB")
     checkpoint_every: int | None = setting(
         None, f"write the merged statistics every N samples into --out (default: {CHECKPOINT_EVERY} for scans of "
@@ -72,7 +73,9 @@ class ScanSettings(Settings):
     dtype: str = dtype_setting()
     stimuli: str | None = setting(None, "score constructed stimuli instead of a corpus: repeat (random tokens "
                                   "repeated twice, TransformerLens's induction probe), --max-samples of them, "
-                                  "--max-length tokens each", choices=(None, *STIMULI))
+                                  "--max-length tokens each; the induction score averages every query, both "
+                                  "copies, so it is about half the TransformerLens tutorial's, which averages the "
+                                  "second copy only", choices=(None, *STIMULI))
 
     def __post_init__(self) -> None:
         if self.max_samples == 0:  # the CLI's "0: the whole corpus"
