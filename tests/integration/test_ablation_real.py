@@ -63,6 +63,9 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0
     md = (tmp_path / "report" / "report.md").read_text()
     assert "## Ablation — minilm-l6" in md and "| cosine_distance |" in md
+    # the report opens with what it found: the ablation against its matched random heads, with its p
+    short = md.split("## In short", 1)[1].split("\n## ", 1)[0]
+    assert "**Ablation — minilm-l6**: ablating" in short and f"p = {c['p_value']:.3f}" in short
 
 
 def test_ablate_resample_mode_and_stimulus_suites(tmp_path):

@@ -114,6 +114,9 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> Report
     title = title or f"headlab report — {run.name}"
     viewer = next((p for p in sorted(run.glob("*.html")) if p.name != "report.html"), None)
     md = [f"# {title}", "", f"Results found in `{run}`: " + ", ".join(s.title for s in sections) + "."]
+    found = [f"- **{s.title}**: {s.finding}" for s in sections if s.finding]
+    if found:
+        md += ["", "## In short", "", *found]
     if viewer is not None:
         rel = Path("..") / viewer.relative_to(run) if out.parent == run else viewer.resolve()
         md += ["", f"Interactive attention viewer: [{viewer.name}]({rel.as_posix()})"]

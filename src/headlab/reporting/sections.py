@@ -38,6 +38,8 @@ class Section:
     title: str
     markdown: str
     figures: list[Path] = field(default_factory=list)
+    #: what the section found, in one line, for the report's opening summary ("" where a table says it better)
+    finding: str = ""
 
 
 Builder = Callable[[Path, Path, str], Section]
@@ -127,7 +129,10 @@ def scan_section(folder: Path, figdir: Path, tag: str) -> Section:
         top = sorted(((arrays[k][l, h], head_name(l, h)) for l in range(L) for h in range(H)
                       if np.isfinite(arrays[k][l, h])), reverse=True)[:5]
         lines.append(f"| {names[k]} | " + ", ".join(f"{n} ({v:.3f})" for v, n in top) + " |")
-    return Section(f"Scan — {d['model']}", "\n".join(lines), [fig])
+    at = {k: divmod(int(np.nanargmax(arrays[k])), H) for k in keys if np.isfinite(arrays[k]).any()}
+    best = [f"{names[k]} {head_name(*at[k])} ({np.nanmax(arrays[k]):.3f})" for k in at]
+    finding = (f"{count(d['n_sdh'], 'SDH')} by the strict rule; " if slash else "") + "top heads: " + ", ".join(best)
+    return Section(f"Scan — {d['model']}", "\n".join(lines), [fig], finding)
 
 
 @section("characterize", CharacterizeResult)
@@ -200,7 +205,10 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     lines += ["", f"Control ({c['matched']}): target Δ {_f(c['delta_target'])} vs mean of random sets "
               f"{_f(c['delta_mean'])}; difference {_f(c['difference'])}, interval "
               f"[{_f(c['interval'][0])}, {_f(c['interval'][1])}], p = {_f(c['p_value'])}."]
-    return Section(f"Ablation — {d['model']}", "\n".join(lines), [path])
+    finding = (f"ablating {', '.join(d['heads'])} changes {m} by {_f(c['delta_target'])} against "
+               f"{_f(c['delta_mean'])} for matched random heads (difference {_f(c['difference'])}, "
+               f"[{_f(c['interval'][0])}, {_f(c['interval'][1])}], p = {_f(c['p_value'])})")
+    return Section(f"Ablation — {d['model']}", "\n".join(lines), [path], finding)
 
 
 @section("importance", ImportanceResult)
