@@ -124,10 +124,23 @@ RESULTS = [  # (command line, the result file an earlier run left in --out)
     ("compare {tmp} --out {tmp}/out", "compare.md"),
     ("retrieval eval-llm smollm2-135m --n 2 --depths 1 --out {tmp}/out", "eval_llm.json"),
     ("retrieval analyze {tmp} --out {tmp}/out", "analyze.json"),
+    ("monitor fit minilm-l6 --out {tmp}/out", "profile.json"),
 ]
-ROWS += [Row(f"no silent overwrite: {cmd.split()[0]}", cmd.split(), 2, "--overwrite", _file(f"out/{f}", "earlier"),
+def _command(cmd: str) -> str:
+    """The command a command line runs ("retrieval eval-llm"), its words before the first argument."""
+    words = cmd.split()
+    return " ".join(words[:2]) if words[0] in ("retrieval", "monitor", "models") else words[0]
+
+
+ROWS += [Row(f"no silent overwrite: {_command(cmd)}", cmd.split(), 2, "--overwrite", _file(f"out/{f}", "earlier"),
              untouched=[f"out/{f}"]) for cmd, f in RESULTS]
 ROWS += [
+    Row("no silent overwrite: retrieval train onto a finished run's folder (it trained and replaced summary.json)",
+        "retrieval train --depth 2 --steps 2 --out {tmp}/out".split(), 2, "--resume",
+        _file("out/summary.json", "earlier"), untouched=["out/summary.json"]),
+    Row("no silent overwrite: train onto a finished run's folder", "train configs/smoke.toml --out {tmp}/out".split(),
+        2, "already holds final.safetensors", _file("out/final.safetensors", "earlier"),
+        untouched=["out/final.safetensors"]),
     Row("no silent overwrite: stimuli (it replaced the file)", "stimuli slash --out {tmp}/s.jsonl".split(), 2,
         "--overwrite", _file("s.jsonl", "earlier"), untouched=["s.jsonl"]),
     Row("stimuli --out a folder (an internal IsADirectoryError)", "stimuli slash --out {tmp}/s.jsonl".split(), 2,
@@ -952,3 +965,32 @@ def test_a_model_folders_code_never_runs_on_a_terminal_either(tmp_path: Path) ->
     assert "never runs code" in proc.stderr.decode().strip().splitlines()[-1]
     assert "custom code" not in proc.stdout.decode() + proc.stderr.decode()
     assert not (tmp_path / "ran.txt").exists()
+
+
+#: commands whose results are not yet a row above (each needs inputs a row must build first); may only shrink
+OVERWRITE_NOT_YET = {"induce", "monitor evaluate", "predict", "retrieval depth-law", "retrieval emergence",
+                     "retrieval sweep", "scale"}
+
+
+def test_every_command_that_writes_a_result_has_a_no_overwrite_row() -> None:
+    """Generated from the registry of outputs, not a list: each command whose Python twin takes ``out`` and returns
+    a registered result kind must have a "no silent overwrite" row, or be in the list of those not done yet, which
+    may only shrink."""
+    import inspect
+    import typing
+
+    from headlab.cli import build_parser
+    from headlab.result import Result
+    from tests.support import leaves
+
+    writers = set()
+    for cmd, p in leaves(build_parser()).items():
+        fn = p.get_default("api")
+        ret = typing.get_type_hints(fn).get("return") if fn is not None else None
+        if isinstance(ret, type) and issubclass(ret, Result) and ret.KIND and "out" in inspect.signature(fn).parameters:
+            writers.add(cmd)
+    names = [r.name for r in ROWS]
+    covered = {cmd for cmd in writers if any(n == f"no silent overwrite: {cmd}" or
+                                             n.startswith(f"no silent overwrite: {cmd} ") for n in names)}
+    assert not (writers - covered) - OVERWRITE_NOT_YET, sorted((writers - covered) - OVERWRITE_NOT_YET)
+    assert not OVERWRITE_NOT_YET & covered, ("now covered: remove from OVERWRITE_NOT_YET", OVERWRITE_NOT_YET & covered)

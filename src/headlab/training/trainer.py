@@ -81,6 +81,11 @@ def _dist() -> tuple[int, int]:
     return (torch.distributed.get_rank() if world > 1 else 0), world
 
 
+#: what a finished run leaves besides checkpoints (``summary.json``: a retrieval run's); a run killed before its
+#: first checkpoint leaves only logs, and a new run starts over there
+RUN_FILES = ("final.safetensors", "summary.json")
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,
                  callbacks: Sequence[Callback] = (), device: str = "cpu", source: BatchSource | None = None):
@@ -130,9 +135,12 @@ class Trainer:
     def _prepare_folder(self, resume: bool) -> None:
         if self.main:
             self.run.mkdir(parents=True, exist_ok=True)
-            if not resume and ckpt.checkpoints(self.run):
-                raise HeadlabError(f"{self.run} already holds checkpoints; pass --resume to continue it or "
-                                   "choose another --out")
+            # a finished run keeps no checkpoint it does not need, but its weights, log and summary are results:
+            # a new run must not replace them unasked
+            held = ["checkpoints"] if ckpt.checkpoints(self.run) else [f for f in RUN_FILES if (self.run / f).exists()]
+            if not resume and held:
+                raise HeadlabError(f"{self.run} already holds {held[0]} of an earlier run; pass --resume to continue "
+                                   "it or choose another --out")
             if resume and (self.run / "config.toml").exists():
                 if not same_but_vocab(load_config(self.run / "config.toml"), self.cfg):
                     raise HeadlabError(f"the config differs from {self.run}/config.toml; resume with the same one")
