@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -10,6 +11,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
+
+import pytest
 
 from ..support import SMALL_CORPUS
 
@@ -60,3 +64,18 @@ def wait_for_progress(p: subprocess.Popen, n: int = 3, timeout: float = 120) -> 
             if done and done[-1] >= n:
                 return done[-1]
     raise AssertionError(f"no progress seen: {buf[-300:]}")
+
+
+@contextlib.contextmanager
+def small_disk(tmp: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (mount's syntax, e.g. 64k) mounted at tmp/disk for the block, unmounted after it; the
+    calling test is skipped where mounting needs a root the suite does not have."""
+    disk = tmp / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)

@@ -21,22 +21,15 @@ from headlab.cli import main
 from tests.support import says
 
 from ..support import need
-from .procs import TINY, headlab_proc, scan_proc, tiny_config, wait_for_progress
+from .procs import TINY, headlab_proc, scan_proc, small_disk, tiny_config, wait_for_progress
 
 
 def test_a_full_disk_is_refused_before_the_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
-    try:
+    with small_disk(tmp_path, "64k") as disk:
         (disk / "fill").write_bytes(b"\0" * 56 * 1024)
         assert main(["scan", "minilm-l6", "--out", str(disk / "scan"), "--no-progress"]) == 2
         assert "full" in capsys.readouterr().err.strip().splitlines()[-1]
         assert not (disk / "scan").exists()
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
 
 
 def test_a_disk_that_fills_while_training_writes_is_one_line_naming_the_file(tmp_path: Path,
@@ -45,19 +38,12 @@ def test_a_disk_that_fills_while_training_writes_is_one_line_naming_the_file(tmp
     """The pre-check passes (more than 1 MiB free), then the first checkpoint's weights fill the disk:
     safetensors' own error (SafetensorError ... os error 28) is said as the full disk it is, not an internal
     error. Retrieval runs write through the same trainer."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN)")
-    try:
+    with small_disk(tmp_path, "1200k") as disk:
         big = {**TINY, "model": {**TINY["model"], "n_layers": 4, "d_model": 256}}  # ~13 MB of weights
         assert main(["train", str(tiny_config(tmp_path, big)), "--out", str(disk / "run"), "--no-progress"]) == 2
         last = capsys.readouterr().err.strip().splitlines()[-1]
         assert "No space left on device while writing" in last and "free space" in last, last
         assert ".safetensors" in last and "internal error" not in last
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
 
 
 def test_a_damaged_model_cache_is_rebuilt_with_a_warning_not_loaded(tmp_path: Path,

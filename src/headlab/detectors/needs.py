@@ -221,10 +221,11 @@ def evaluate(
     through ``plan()`` (:func:`match_plan`) and explicit blocks.
     """
     out: dict[str, torch.Tensor] = {}
-    dense = pattern is not None and hasattr(view, "pattern_sums") and bool(pattern_names(needs))
+    columns = pattern_names(needs)
+    dense = pattern is not None and hasattr(view, "pattern_sums") and bool(columns)
     if dense:
         sums = view.pattern_sums(pattern())  # type: ignore[attr-defined, misc]  # (B, H, n)
-        out.update({name: sums[..., c] for c, name in enumerate(pattern_names(needs))})
+        out.update({name: sums[..., c] for c, name in enumerate(columns)})
     if needs.keysets and not dense:
         mass = keyset_mass if keyset_mass is not None else view.keyset_mass(needs.key_indicators())  # type: ignore[arg-type]
         for c, (name, ks) in enumerate(needs.keysets.items()):
