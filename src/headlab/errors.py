@@ -224,3 +224,15 @@ def in_callers_words(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             raise HeadlabError(in_python_words(str(exc), params)) from exc
     return twin
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """A write's ``OSError`` carries no file name (a full disk fails ``write``, not ``open``): give it ``path``,
+    so the one line a user reads names the file it could not write."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise

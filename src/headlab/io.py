@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, naming
 from headlab.notices import say
 
 
@@ -158,7 +158,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        with naming(path), os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
@@ -285,11 +285,16 @@ class FolderLock:
             if path.exists() and os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino:
                 break
             fh.close()  # the holder finished and removed the file we opened: lock the folder's new one
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"headlab pid {os.getpid()}")
-        fh.flush()
         self._fh = fh
+        try:
+            with naming(path):  # a full disk refuses even the holder's name: said before the work, nothing left
+                fh.seek(0)
+                fh.truncate()
+                fh.write(f"headlab pid {os.getpid()}")
+                fh.flush()
+        except OSError:
+            self.release()
+            raise
         return self
 
     def release(self) -> None:

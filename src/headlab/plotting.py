@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from headlab.errors import naming
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend (figures are written to files; no display is needed). Inside a
@@ -40,9 +42,15 @@ def save_figure(fig: Any, path: Path) -> None:
     plt = pyplot()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with naming(path):
+            fig.savefig(tmp, dpi=110)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
 
 
 def color_limits(a: np.ndarray) -> dict[str, float]:

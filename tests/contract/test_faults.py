@@ -46,6 +46,59 @@ def test_a_disk_that_fills_while_training_writes_is_one_line_naming_the_file(tmp
         assert ".safetensors" in last and "internal error" not in last
 
 
+#: one command for each way results reach the disk: JSON and Markdown (write_text_atomic), figures
+#: (save_figure), Parquet parts and their join (per-sample rows, the monitor's rows), a JSONL stream, weights
+#: (safetensors), a single-file page, a report's figures, a sweep's runs
+FILLED = [
+    "scan minilm-l6 --max-samples 2 --per-sample {disk}/rows.parquet --out {disk}/scan",
+    "characterize minilm-l6 --n 4 --out {disk}/out",
+    "ablate minilm-l6 --heads 0.1 --samples 2 --draws 1 --out {disk}/out",
+    "predict results/formation/sdh/dense/s0 results/formation/sdh/dense/s1 --out {disk}/out",
+    "retrieval emergence results/retrieval/depth_law/L1-D4-dense-s0 results/retrieval/depth_law/L1-D4-dense-s1 "
+    "--out {disk}/out", "report results/quickstart/scan --out {disk}/out",
+    "scale results/quickstart/scan --out {disk}/out", "view minilm-l6 --out {disk}/v.html",
+    "retrieval train --depth 2 --steps 2 --out {disk}/out",
+    "retrieval sweep --steps 2 --layers 1 --depths 2 --seeds 0 --curricula none --out {disk}/out",
+    "monitor fit minilm-l6 --max-samples 100 --out {disk}/out",
+    "monitor check {tmp}/profile --corpus wiki --max-samples 8 --out {disk}/out",
+]
+
+
+@pytest.mark.parametrize("cmd", FILLED)
+def test_a_disk_that_fills_during_the_work_is_one_line_naming_the_file(cmd: str, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk passes the check before the work, then fills the moment the output folder is locked (another
+    process took the space): every writer's failure is the one line of a full disk naming the file it could not
+    write (pyarrow's and safetensors' own messages and a write's missing file name included), never an internal
+    error, and no temporary file is left."""
+    import headlab.io
+
+    if cmd.startswith("monitor check"):
+        assert main(["monitor", "fit", "minilm-l6", "--max-samples", "100", "--out", str(tmp_path / "profile"),
+                     "--no-progress"]) == 0
+    with small_disk(tmp_path, "2m") as disk:
+        acquire = headlab.io.FolderLock.acquire
+
+        def fill_after(lock: headlab.io.FolderLock) -> headlab.io.FolderLock:
+            held = acquire(lock)
+            with open(disk / "fill", "ab", buffering=0) as fh, pytest.raises(OSError):
+                while True:
+                    fh.write(b"\0" * 4096)
+            return held
+
+        monkeypatch.setattr(headlab.io.FolderLock, "acquire", fill_after)
+        monkeypatch.setattr(headlab.io, "_probe", lambda *_a: None)  # full after the door, as in life
+        argv = cmd.format(disk=disk, tmp=tmp_path).split()
+        capsys.readouterr()
+        assert main(argv + ["--no-progress"] * (argv[0] in ("scan", "characterize", "ablate", "view", "retrieval",
+                                                             "monitor") and argv[1] != "emergence")) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith(f"headlab: error: No space left on device while writing {disk}/"), last
+        assert last.endswith("free space or choose another --out"), last
+        assert not [p for p in disk.rglob("*") if ".tmp" in p.name], list(disk.rglob("*"))
+
+
 def test_a_damaged_model_cache_is_rebuilt_with_a_warning_not_loaded(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from transformers import BertConfig, BertModel

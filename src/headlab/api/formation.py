@@ -94,7 +94,7 @@ def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = 
 @listed("runs")
 @takes(PredictSettings)
 def predict(runs: Sequence[str | Path], settings: PredictSettings = PREDICT, *,
-            out: str | Path | None = None) -> PredictResult:
+            out: str | Path | None = None, overwrite: bool = False) -> PredictResult:
     """Predict from the first ``early`` share of training which heads end with ``metric`` >= ``threshold``
     (default: the tracker's threshold for the metric), over tracked runs of several seeds, leave one seed out:
     precision, recall and ROC AUC of the early model and of the early score alone.
@@ -105,14 +105,15 @@ def predict(runs: Sequence[str | Path], settings: PredictSettings = PREDICT, *,
         p.early_model["roc_auc"], p.early_score_alone["roc_auc"]
     """
     metric = settings.metric
-    data = [run_data(r, metric) for r in runs]
-    thr = settings.threshold if settings.threshold is not None else THRESHOLDS.get(metric, 0.5)
-    try:
-        res = early_prediction(data, metric, thr, settings.early)
-    except ValueError as exc:
-        raise HeadlabError(str(exc)) from None
-    if out is not None:
-        res.write(Path(out))
+    with saving(out, PredictResult.files(), overwrite) as folder:
+        data = [run_data(r, metric) for r in runs]
+        thr = settings.threshold if settings.threshold is not None else THRESHOLDS.get(metric, 0.5)
+        try:
+            res = early_prediction(data, metric, thr, settings.early)
+        except ValueError as exc:
+            raise HeadlabError(str(exc)) from None
+        if folder is not None:
+            res.write(folder)
     return res
 
 

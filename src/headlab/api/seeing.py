@@ -9,7 +9,7 @@ from typing import Sequence
 
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import claim_file, write_text_atomic, writing
+from headlab.io import claim_file, write_text_atomic, writing, writing_files
 from headlab.models.loaded import LoadedModel
 from headlab.reporting import Report
 from headlab.reporting import report as write_report
@@ -81,13 +81,12 @@ def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, tex
         page.save("runs/view.html")
     """
 
-    if out is not None:
-        claim_file(out, overwrite)  # before the work, as the command does
-    data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=settings.scale,
-                 dtype=settings.dtype)
-    page = ViewerPage(data, render(data))
-    if out is not None:
-        page.save(out, overwrite=True)
+    with writing_files([out], overwrite) as (held,):  # claimed and locked before the work, as the command does
+        data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=settings.scale,
+                     dtype=settings.dtype)
+        page = ViewerPage(data, render(data))
+        if held is not None:
+            page.save(held, overwrite=True)
     return page
 
 

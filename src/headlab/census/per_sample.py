@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.corpus import Sample
-from headlab.errors import HeadlabError
+from headlab.errors import HeadlabError, naming
 from headlab.head import name as head_name
 
 #: rows are buffered into row groups of about this many bytes. A Parquet writer holds every row group's column
@@ -106,9 +106,11 @@ class PerSampleWriter:
             return
         table = pa.concat_tables(self._buffered)
         self._buffered, self._size = [], 0
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self.parts / f"part-{self.n_parts:05d}.parquet", table.schema)
-        self._writer.write_table(table)
+        part = self.parts / f"part-{self.n_parts:05d}.parquet"
+        with naming(part):
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(part, table.schema)
+            self._writer.write_table(table)
 
     def checkpoint(self) -> int:
         """Write what is buffered and close the current part; returns the number of complete parts (what a
@@ -134,7 +136,7 @@ class PerSampleWriter:
         schema = pq.read_schema(files[0])
         if self.model is not None:
             schema = schema.with_metadata({**(schema.metadata or {}), MODEL_KEY: self.model.encode()})
-        with pq.ParquetWriter(tmp, schema) as out:
+        with naming(self.path), pq.ParquetWriter(tmp, schema) as out:
             for f in files:
                 pf = pq.ParquetFile(f)
                 for g in range(pf.num_row_groups):

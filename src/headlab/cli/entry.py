@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         if isinstance(exc, OSError) and exc.errno in _DISK_FULL + _NOT_WRITABLE:  # the machine's state, not a bug
             fix = "free space or choose another --out" if exc.errno in _DISK_FULL else "choose a writable --out"
-            print(f"headlab: error: {exc.strerror} while writing {exc.filename or 'a result'}; {fix}",
+            print(f"headlab: error: {os.strerror(exc.errno)} while writing {exc.filename or 'a result'}; {fix}",
                   file=sys.stderr)
             return 2
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

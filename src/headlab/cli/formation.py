@@ -66,6 +66,7 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", help="tracked run folders, one per seed (headlab track first)")
     settings_options(p, PredictSettings)
     p.add_argument("--out", default=None, help="write predict.json here")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(p, formation.predict, _cmd_predict)
 
 

@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
     settings_options(s, SweepSettings)
     s.add_argument("--out", default="runs/retrieval-sweep")
+    s.add_argument("--overwrite", action="store_true",
+                   help="replace a sweep.json in --out that is not a sweep's summary (a rerun resumes without it)")
     s.add_argument("--no-progress", action="store_true")
     bind(s, retrieval.sweep, _cmd_sweep)
 
@@ -60,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
     em.add_argument("runs", nargs="+", help="runs already analyzed (headlab retrieval analyze RUN)")
     em.add_argument("--out", default=None, help="write emergence.json here")
+    em.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     bind(em, retrieval.emergence, _cmd_emergence)
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")

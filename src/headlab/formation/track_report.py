@@ -152,8 +152,7 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
         ax.plot([r["step"] for r in loss_rows], [r["loss"] for r in loss_rows], lw=0.8)
         ax.set(xlabel="step", ylabel="training loss (nats/token)", title=f"loss — {Path(t.run).name}", xscale="log")
         fig.tight_layout()
-        fig.savefig(out / "loss.png", dpi=110)
-        plt.close(fig)
+        save_figure(fig, out / "loss.png")
         written.append(out / "loss.png")
     for m in PLOTTED:
         a = t.scores[m]  # (S, L, H)
@@ -173,8 +172,7 @@ def plots(t: TrackResult, ph: dict[str, Any], out: Path, loss_rows: list[dict[st
                title=f"{m}: top heads, phases of head {top[0]}")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(out / f"trajectories_{m}.png", dpi=110)
-        plt.close(fig)
+        save_figure(fig, out / f"trajectories_{m}.png")
         written.append(out / f"trajectories_{m}.png")
     return written
 
@@ -197,8 +195,7 @@ def monitor_report(run: Path, out: Path) -> list[str]:
     axes[0][0].legend(fontsize=6)
     fig.suptitle("head monitor (probe windows; red: warnings)", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "monitor.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "monitor.png")
     lines = ["", "## Head monitor", "", f"{len(steps)} rows (steps {steps[0]}..{steps[-1]}); ![monitor](monitor.png)",
              ""]
     lines += [f"- step {w['step']}, {w['rule']}: {w['message']}" for w in said] or ["No warning."]

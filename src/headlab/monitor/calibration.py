@@ -11,7 +11,7 @@ import numpy as np
 
 from headlab.census.stats import wilson
 from headlab.monitor.profile import Profile
-from headlab.plotting import pyplot
+from headlab.plotting import pyplot, save_figure
 
 TARGETS = (0.005, 0.01, 0.02, 0.05, 0.1)
 BAND = (0.005, 0.02)  # the accepted flag rate at the default 1% target
@@ -55,5 +55,4 @@ def _plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.set_title(title, fontsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from headlab.detectors import DETECTORS
+from headlab.errors import naming
 from headlab.io import write_text_atomic
 from headlab.monitor.profile import Profile
-from headlab.plotting import pyplot
+from headlab.plotting import pyplot, save_figure
 from headlab.result import Result
 
 
@@ -108,8 +109,7 @@ def plot(prof: Profile, ref_scores: list[float], scores: np.ndarray, path: Path)
     ax.set_xlabel("anomaly score (Mahalanobis distance of head z-scores)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 class RowFiles:
@@ -133,22 +133,31 @@ class RowFiles:
         # deferred: pyarrow.parquet adds ~0.19 s and 18 modules; only Parquet files need it
         import pyarrow as pa
 
-        self.jsonl.write("".join(json.dumps(r) + "\n" for r in rows))
+        with naming(self.paths[0]):
+            self.jsonl.write("".join(json.dumps(r) + "\n" for r in rows))
         cols = [[r[k] for r in rows] for k in ("doc", "windows", "score", "flag")]
         cols += list(np.ascontiguousarray(Z.astype(np.float32).T))
-        self.table.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=self.schema))
+        with naming(self.paths[1]):
+            self.table.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=self.schema))
 
     def __enter__(self) -> "RowFiles":
         return self
 
     def __exit__(self, kind: Any, *_: Any) -> None:
-        self.jsonl.close()
-        self.table.close()
-        for tmp, path in zip(self.tmps, self.paths):
-            if kind is None:
-                tmp.replace(path)
-            else:
-                tmp.unlink(missing_ok=True)
+        try:
+            with naming(self.paths[0]):
+                self.jsonl.close()
+            with naming(self.paths[1]):
+                self.table.close()
+        except OSError:  # the last buffer did not fit (a full disk): no half-written rows are kept
+            kind = OSError
+            raise
+        finally:
+            for tmp, path in zip(self.tmps, self.paths):
+                if kind is None:
+                    tmp.replace(path)
+                else:
+                    tmp.unlink(missing_ok=True)
 
 
 def write_summary(out: Path, res: CheckResult, worst: list[dict], prof: Profile, scores: np.ndarray) -> None:

@@ -8,6 +8,7 @@ The HTML file is offline: figures are files beside it, the style is inline, noth
 
 from __future__ import annotations
 
+import errno
 import html
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,8 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
         try:
             sections.append(build(folder, figdir, "-".join(folder.relative_to(run).parts) or run.name))
         except (KeyError, ValueError, TypeError, OSError, HeadlabError) as exc:  # one damaged result does not sink it
+            if isinstance(exc, OSError) and _in_writing(exc, out):  # the report's own disk: every section would fail
+                raise
             why = f"{path}: not a {kind} result this headlab can read ({type(exc).__name__}: {exc})"
             skipped.append(why)
             say(f"{why}; its section is left out")
@@ -70,6 +73,15 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
         skipped.append(why)
         say(f"{why}; left out of the report")
     return sections
+
+
+def _in_writing(exc: OSError, out: Path) -> bool:
+    """An error of writing the report (a full or read-only disk, or a file under ``out``), which is not the
+    result's fault and would fail every section alike."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG):
+        return True
+    name = exc.filename or ""
+    return bool(name) and Path(name).resolve().is_relative_to(out.resolve())
 
 
 def _without_section(run: Path, out: Path) -> dict[str, list[str]]:

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from headlab.plotting import color_limits, pyplot
+from headlab.plotting import color_limits, pyplot, save_figure
 
 
 def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: str, path: Path,
@@ -32,8 +32,7 @@ def head_heatmaps(arrays: dict[str, np.ndarray], sdh: np.ndarray | None, title: 
         fig.colorbar(im, ax=ax, fraction=0.05, label=(units or {}).get(name, "score (0-1)"))
     fig.suptitle(title + (" (orange: slash-dominance heads)" if sdh is not None and sdh.any() else ""))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 
@@ -56,8 +55,7 @@ def interval_bars(labels: Sequence[str], series: dict[str, Sequence[Sequence[flo
     ax.set(title=title, ylabel=ylabel, xlabel="head (layer.head)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 
@@ -70,8 +68,7 @@ def curves(x: Sequence[float], ys: dict[str, Sequence[float]], title: str, xlabe
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 
@@ -81,6 +78,5 @@ def scatter(x: Sequence[float], y: Sequence[float], title: str, xlabel: str, yla
     ax.scatter(x, y, s=12)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path

@@ -24,6 +24,7 @@ from headlab.head import name as head_name
 from headlab.monitor.comparison import EvaluationResult
 from headlab.monitor.profile import Profile
 from headlab.monitor.screening import CheckResult
+from headlab.plotting import save_figure
 from headlab.reporting import figures
 from headlab.result import Result
 from headlab.retrieval.analysis import AnalyzeResult
@@ -194,8 +195,7 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
            xlabel="tokens scored")
     fig.tight_layout()
     path = figdir / f"{tag}-ablation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     lines = [f"Heads {', '.join(d['heads'])} of **{d['model']}**, {d['mode']}-ablated; {d['n_samples']} samples, "
              f"{d['n_tokens']} tokens; scored tokens: {d['slash_definition']}.", "", _img(path, figdir, "ablation"),
              "", f"| metric | {scored}: base → ablated (Δ) | {rest}: base → ablated (Δ) |", "|---|---|---|"]

@@ -111,18 +111,21 @@ def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, resum
 @listed("layers", "depths", "curricula", "seeds")
 @takes(SweepSettings)
 def sweep(settings: SweepSettings = SWEEP, *, progress: bool = True,
-          out: str | Path = "runs/retrieval-sweep") -> SweepResult:
+          out: str | Path = "runs/retrieval-sweep", overwrite: bool = False) -> SweepResult:
     """Layers x depth x curriculum x seeds, each (layers, depth) trained as one ensemble, cheapest first,
     ``jobs`` at once; ``no_train`` only aggregates finished cells. Writes ``sweep.json``, ``sweep.md``,
     ``success_map.png`` and ``learning_curves.png``; ``r.figure()`` is the success map, ``to_pandas()`` one row
-    per cell.
+    per cell. A rerun into the same folder resumes it: finished runs are reused and the summary, which is made
+    from them, is written again; a folder holding any other ``sweep.json`` needs ``overwrite``.
 
     Example:
 
         r = retrieval.sweep(layers=[1, 2], depths=[2], seeds=[0], steps=500, out="runs/sweep-small")
         r.figure(); r.to_pandas()[["cell", "seeds", "successes"]]
     """
-    return grid.sweep(out, settings, progress=progress)
+    grid.check(settings)
+    with writing(out, SweepResult.files(), overwrite or _earlier_sweep(Path(out))) as folder:
+        return grid.sweep(folder, settings, progress=progress)
 
 
 @in_callers_words
@@ -149,9 +152,19 @@ def analyze(run: str | Path, settings: AnalyzeSettings = ANALYZE, *, out: str | 
     return r
 
 
+def _earlier_sweep(out: Path) -> bool:
+    """Whether ``out`` holds a summary this command wrote (a resume rewrites it from the runs it summarizes)."""
+    try:
+        SweepResult.read(out / SweepResult.KIND)
+    except (HeadlabError, OSError, TypeError, KeyError, ValueError, AttributeError):
+        return False
+    return True
+
+
 @in_callers_words
 @listed("runs")
-def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> EmergenceResult:
+def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None,
+              overwrite: bool = False) -> EmergenceResult:
     """The order in which labelled heads emerge across analyzed runs (seeds): each run's order, how often the
     most common one repeats, pairwise precedence; with ``out``, writes ``emergence.json``.
 
@@ -161,15 +174,16 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None) -> E
         e.most_common_order, e.same_order, e.n_runs
     """
 
-    analyses = []
-    for r in runs:
-        f = Path(r) / "analyze" / AnalyzeResult.KIND
-        if not f.exists():
-            raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
-        analyses.append(AnalyzeResult.read(f))
-    t = circuit_emergence(analyses)
-    if out is not None:
-        t.write(Path(out))
+    with saving(out, EmergenceResult.files(), overwrite) as folder:
+        analyses = []
+        for r in runs:
+            f = Path(r) / "analyze" / AnalyzeResult.KIND
+            if not f.exists():
+                raise HeadlabError(f"{r} has not been analyzed: run headlab retrieval analyze {r} first")
+            analyses.append(AnalyzeResult.read(f))
+        t = circuit_emergence(analyses)
+        if folder is not None:
+            t.write(folder)
     return t
 
 

@@ -43,6 +43,7 @@ class SweepResult(Result):
     """``sweep.json``: the grid, per-cell success counts, per-curriculum totals and every run's own result."""
 
     KIND = "sweep.json"
+    COMPANIONS = ("sweep.md", "success_map.png", "learning_curves.png")
     grid: dict[str, Any]
     trained_now: int
     wall_s_this_call: float
@@ -64,6 +65,13 @@ class SweepResult(Result):
         return success_figure(self)
 
 
+def check(st: SweepSettings) -> None:
+    """Every task of the grid is valid before anything trains or any folder is claimed (RetrievalTask says what
+    is not)."""
+    for d in st.depths:
+        RetrievalTask(d, "dense", n_distractors=st.distractors, separator=st.separator, min_depth=st.min_depth)
+
+
 def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = True) -> SweepResult:
     """Train every cell and aggregate; see the module docstring.
 
@@ -75,8 +83,7 @@ def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = 
     cells: the others show as not run (0 seeds), for a time-boxed sweep."""
 
     st = settings
-    for d in st.depths:  # every task of the grid is valid before anything trains (RetrievalTask says what is not)
-        RetrievalTask(d, "dense", n_distractors=st.distractors, separator=st.separator, min_depth=st.min_depth)
+    check(st)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [(l, d, c, s) for l in st.layers for d in st.depths for c in st.curricula for s in st.seeds]
@@ -238,8 +245,7 @@ def plot_sweep(result: SweepResult, out: Path) -> None:
     ax.set(xlabel="step", ylabel="held-out accuracy at full depth", title="retrieval learning curves", ylim=(0, 1.02))
     ax.legend(fontsize=5, ncol=3)
     fig.tight_layout()
-    fig.savefig(out / "learning_curves.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "learning_curves.png")
 
 
 def success_figure(result: SweepResult) -> Any:

@@ -27,7 +27,7 @@ from headlab.formation.induce.arms import INDUCE, InduceSettings, arm_config
 from headlab.formation.induce.measure import MeasureResult, measure_run, persistence
 from headlab.formation.training_run import tracked_training
 from headlab.io import write_text_atomic
-from headlab.plotting import pyplot
+from headlab.plotting import pyplot, save_figure
 from headlab.result import Result
 from headlab.rulebook import judge, label
 from headlab.rulebook.multiplicity import holm, stated
@@ -181,8 +181,7 @@ def plot(records: list[MeasureResult], path: Path) -> None:
            title="held-out probe windows")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
