@@ -123,6 +123,37 @@ def test_a_damaged_model_cache_is_rebuilt_with_a_warning_not_loaded(tmp_path: Pa
     assert "damaged (model.safetensors is truncated" in capsys.readouterr().err
 
 
+def test_two_processes_asking_for_one_cached_copy_build_it_once(tmp_path: Path) -> None:
+    """Two test workers loaded gemma3-270m on a fresh cache at once: both dequantized into one temporary folder,
+    and the first to publish removed the copy the other was loading ('no file named model.safetensors')."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # a process of its own, as a second command would be
+    target = tmp_path / "cache" / "models" / "tiny"
+    with ctx.Pool(2) as pool:
+        built = pool.starmap(_build_slowly, [(str(target), str(tmp_path / f"log{i}")) for i in range(2)])
+    from headlab.models.cache import damage
+
+    assert built == [str(target)] * 2 and damage(target, full=True) is None
+    assert (target / "weights.bin").read_bytes() == b"w" * 4096
+    assert sum((tmp_path / f"log{i}").exists() for i in range(2)) == 1  # built by one, found by the other
+
+
+def _build_slowly(target: str, log: str) -> str:
+    import time
+
+    from headlab.models.cache import cached
+
+    def build(tmp: Path) -> Path:
+        Path(log).write_text("built")
+        (tmp / "config.json").write_text("{}")
+        time.sleep(1.0)  # the other process asks meanwhile
+        (tmp / "weights.bin").write_bytes(b"w" * 4096)
+        return tmp
+
+    return str(cached(Path(target), build))
+
+
 def test_view_of_a_run_with_one_damaged_checkpoint_skips_it(tmp_path: Path) -> None:
     cfg, run = tiny_config(tmp_path), tmp_path / "run"
     assert main(["train", str(cfg), "--out", str(run), "--no-progress"]) == 0

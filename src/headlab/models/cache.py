@@ -8,12 +8,14 @@ the full digests. A damaged copy is rebuilt with a warning, never loaded.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import struct
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from headlab.errors import HeadlabError
 from headlab.io import cache_dir, file_sha256, write_json_atomic
@@ -133,30 +135,60 @@ def publish(tmp: Path, target: Path) -> Path:
     return target
 
 
-def gguf_to_safetensors(gguf: Path, key: str) -> Path:
-    """Dequantize a GGUF file once into fp32 safetensors under the cache and return that directory.
+def cached(target: Path, build: Callable[[Path], Path]) -> Path:
+    """The sound copy in ``target``; when there is none, ``build(tmp)`` fills the empty folder ``tmp`` and returns
+    the folder inside it to publish as ``target``.
 
-    transformers refuses to save a model loaded from GGUF ("not serializable"); clearing the quantizer
-    first gives a plain fp32 checkpoint. The copy is written to a temporary folder and renamed, so an
-    interrupted conversion never leaves a half-written model behind.
+    Two processes asking at once (test workers, two commands on a first use) build it once: the second waits on
+    a lock beside the copy and then finds it sound. Without the lock both wrote one temporary folder, and the
+    first to publish removed the copy the other was loading.
     """
-    target = cache_dir() / "models" / key
     if usable(target):
         return target
-    writable_cache("models")
-    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    folder = writable_cache(target.parent.name)
+    with open(folder / f".{target.name}.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"headlab: waiting for another headlab process building {target}", file=sys.stderr, flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if usable(target):
+            return target
+        tmp = target.with_name(target.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            publish(build(tmp), target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
-    print(f"headlab: dequantizing {gguf.name} once into {target} (this takes a minute)", flush=True)
-    try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, **NO_REMOTE_CODE)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **NO_REMOTE_CODE)
-    except (OSError, ValueError, ImportError) as exc:
-        raise HeadlabError(f"cannot read GGUF file {gguf}: {str(exc).splitlines()[0]}") from exc
-    setattr(model, "hf_quantizer", None)  # noqa: B010 - torch types module attributes as Tensor | Module
-    model.config.__dict__.pop("quantization_config", None)
-    tmp = target.with_name(target.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    return publish(tmp, target)
+
+def gguf_to_safetensors(gguf: Path | Callable[[], Path], key: str) -> Path:
+    """Dequantize a GGUF file once into fp32 safetensors under the cache and return that directory (``gguf``: the
+    file, or what makes it, called only when the copy must be built).
+
+    transformers refuses to save a model loaded from GGUF ("not serializable"); clearing the quantizer
+    first gives a plain fp32 checkpoint. The copy is built in a temporary folder and renamed (:func:`cached`),
+    so an interrupted conversion never leaves a half-written model behind.
+    """
+    target = cache_dir() / "models" / key
+
+    def build(tmp: Path) -> Path:
+        # deferred: transformers takes ~0.9 s to import and only loading a model needs it
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = gguf() if callable(gguf) else gguf
+        print(f"headlab: dequantizing {path.name} once into {target} (this takes a minute)", flush=True)
+        try:
+            tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, **NO_REMOTE_CODE)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **NO_REMOTE_CODE)
+        except (OSError, ValueError, ImportError) as exc:
+            raise HeadlabError(f"cannot read GGUF file {path}: {str(exc).splitlines()[0]}") from exc
+        setattr(model, "hf_quantizer", None)  # noqa: B010 - torch types module attributes as Tensor | Module
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        return tmp
+
+    return cached(target, build)

