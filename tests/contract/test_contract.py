@@ -98,6 +98,7 @@ RANGE = [  # (command line, the option that must be named)
     ("retrieval train --depth 2 --positions alibi --out {tmp}/r", "--positions"),
     ("ablate minilm-l6 --heads 0.1 --draws 0", "--draws"), ("ablate minilm-l6 --heads 0.1 --samples 1", "--samples"),
     ("ablate minilm-l6 --heads 0.1 --window 0", "--window"), ("importance minilm-l6 --samples 0", "--samples"),
+    ("ablate minilm-l6 --heads 0.1 --stop-after 0", "--stop-after"),
     ("prune minilm-l6 --window 2", "--window"), ("characterize minilm-l6 --n 1", "--n"),
     ("characterize minilm-l6 --kappa 3", "--kappa"), ("claims minilm-l6 --scan-samples 0", "--scan-samples"),
     ("claims minilm-l6 --ablate -1", "--ablate"), ("compare {tmp}/a --kappa -1", "--kappa"),

@@ -104,9 +104,12 @@ def test_ablate_scores_the_positions_asked_for(tmp_path):
     assert second["delta"] > 0.5 and r.control["difference"] > 0.3 and r.control["interval"][0] > 0
     assert r.rest_control is not None and abs(first["delta"]) < 0.1 and r.suites == {}
     assert r.part_names() == ("second copy", "first copy")
-    assert main(["ablate", "minilm-l6", "--heads", "0.1", "--positions", "all", "--draws", "2", "--samples", "6",
-                 "--corpus", "pydoc", "--no-progress", "--out", str(tmp_path / "all")]) == 0
+    assert main(["ablate", "minilm-l6", "--heads", "0.1", "--positions", "all", "--draws", "6", "--samples", "6",
+                 "--stop-after", "1", "--corpus", "pydoc", "--no-progress", "--out", str(tmp_path / "all")]) == 0
     a = json.loads((tmp_path / "all" / "ablate.json").read_text())
+    c = a["control"]  # stopped at the first random set that reached the target's change, or ran every draw
+    assert c["sequential"]["stopped"] == (c["per_set"][-1] >= c["delta_target"]) and len(c["per_set"]) == c["draws"]
+    assert sum(x >= c["delta_target"] for x in c["per_set"]) == (1 if c["sequential"]["stopped"] else 0)
     assert a["positions"] == "all" and a["no_slash"] == {} and a["rest_control"] is None
     assert a["slash_definition"] == "every token" and a["slash"]["cosine_distance"]["delta"] > 0
     assert main(["report", str(tmp_path / "all"), "--out", str(tmp_path / "report")]) == 0

@@ -1,5 +1,6 @@
 """Proofs for head ablation at the output projection's input, on tiny Llama (GQA), BERT and MPNet."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -176,3 +177,66 @@ def test_a_head_given_as_a_number_is_refused_not_read_as_another_head(bad):
     with pytest.raises(HeadlabError, match="write heads as strings|not of the form"):
         parse_heads([bad], 2, 12)
     assert parse_heads(["0.10", Head(1, 2), " "], 2, 12) == {0: [10], 1: [2]}
+
+
+def _forward(lm, ids):
+    out = lm.model(input_ids=ids, **({"use_cache": False} if lm.facts.causal else {}))
+    return out.logits if lm.facts.causal else out.last_hidden_state
+
+
+@pytest.mark.parametrize("family", sorted(__import__("tests.unit.tiny", fromlist=["FAMILIES"]).FAMILIES))
+def test_blocks_below_the_ablated_ones_reused_give_the_full_forward_exactly(family):
+    """shared_blocks records what the block below the lowest ablated head returned on the first pass and
+    returns it from every lower block after: each family's output equals the full forward's with the same
+    ablation, and differs from the plain forward (so the reused pass did ablate)."""
+    from headlab.ablation.heads import shared_blocks
+    from headlab.attention.adapters import parts
+
+    from .tiny import tiny_family
+
+    lm = tiny_family(family)
+    f = lm.facts
+    first = f.n_layers - 1
+    ids = torch.randint(5, 60, (2, 9), generator=torch.Generator().manual_seed(1))
+    cache = [None]
+    with torch.inference_mode():
+        with shared_blocks(lm.model, f.n_layers, first, cache, 0):
+            plain = _forward(lm, ids)  # records
+        with ablated(lm.model, f.n_layers, f.n_heads, {first: [1]}):
+            full = _forward(lm, ids)
+        calls = []
+        handle = parts(lm.model, f.n_layers).attention[0].register_forward_hook(lambda *_: calls.append(1))
+        with shared_blocks(lm.model, f.n_layers, first, cache, 0), \
+                ablated(lm.model, f.n_layers, f.n_heads, {first: [1]}):
+            reused = _forward(lm, ids)
+        assert not calls  # block 0's attention did not run
+        again = _forward(lm, ids)  # the blocks are themselves again afterwards
+        handle.remove()
+    assert calls and cache[0] is not None
+    assert torch.equal(reused, full) and not torch.equal(reused, plain)
+    assert torch.equal(again, plain)
+
+
+def _condition(v):
+    from headlab.ablation.experiment import Condition
+
+    return Condition(near={"p": [np.full(4, v)]}, away={"p": [np.full(4, v)]})
+
+
+def test_the_sequential_p_stops_at_h_sets_that_reach_the_target_and_the_two_sided_p_reads_both_tails():
+    from headlab.ablation.experiment import _control, _reached
+    from headlab.ablation.result import p_said
+
+    res = {"base": _condition(0.0), "target": _condition(1.0)}
+    res.update({f"control{i}": _condition(v) for i, v in enumerate([0.5, 1.5, 0.2, 2.0])})
+    assert _reached(res, "p", True) == 2
+    seq = _control(res, "near", "p", 2, True, np.random.default_rng(0))
+    assert seq["draws"] == 4 and seq["p_value"] == 2 / 4 and seq["sequential"] == {"stop_after": 2, "stopped": True}
+    assert "sequential p = 0.500" in p_said(seq) and "2 of 4 control sets" in p_said(seq)
+    fixed = _control(res, "near", "p", None, True, np.random.default_rng(0))
+    assert fixed["p_value"] == 3 / 5 and fixed["sequential"] is None and "0.200 at best" in p_said(fixed)
+    helped = {"base": _condition(0.0), "target": _condition(1.0)}  # every random set costs more than the target
+    helped.update({f"control{i}": _condition(v) for i, v in enumerate([2.0, 3.0, 4.0, 5.0])})
+    h = _control(helped, "near", "p", None, True, np.random.default_rng(0))
+    assert h["p_value"] == 1.0 and h["p_two_sided"] == 2 * (1 / 5)  # one-sided says nothing, two-sided sees it
+    assert "two-sided p = 0.400" in p_said(h)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 
-from headlab.ablation.heads import MODES, HeadSet, ablated, parse_heads, record_head_inputs
+from headlab.ablation.heads import MODES, HeadSet, ablated, parse_heads, record_head_inputs, shared_blocks
 from headlab.ablation.metrics import load_for_metric, metric_names, per_sample, reference_hidden, token_metrics
 from headlab.ablation.positions import POSITIONS
 from headlab.ablation.result import AblateResult
@@ -50,6 +50,7 @@ class Part:
     stimuli: bool
     base_hidden: list[torch.Tensor] | None = None
     sources: list[dict[int, torch.Tensor]] | None = None  # resample mode: per batch, layer -> (B, T, H, d)
+    below: list[Any] | None = None  # per batch, what the last block below every ablated head returned
 
 
 @dataclass
@@ -61,7 +62,9 @@ class Condition:
 
 
 def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: str, means: dict | None,
-                  slash_ids: frozenset[int], k: int, positions: str = "after") -> Condition:
+                  slash_ids: frozenset[int], k: int, positions: str = "after", first: int = 0) -> Condition:
+    """Per-sample metrics with ``heads`` ablated. ``first``: no condition of the experiment ablates below this
+    block, so the blocks below it are computed on the first condition and reused (:func:`shared_blocks`)."""
     f = loaded.facts
     masks = POSITIONS[positions].masks
     near: dict[str, list[np.ndarray]] = {}
@@ -69,9 +72,12 @@ def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: 
     with torch.inference_mode():
         for part in parts:
             rows_n, rows_a = [], []
+            if part.below is None:
+                part.below = [None] * len(part.batches)
             for i, b in enumerate(part.batches):
                 values = part.sources[i] if mode == "resample" and part.sources else means
-                with ablated(loaded.model, f.n_layers, f.n_heads, heads, mode, values):
+                with shared_blocks(loaded.model, f.n_layers, first, part.below, i), \
+                        ablated(loaded.model, f.n_layers, f.n_heads, heads, mode, values):
                     vals = token_metrics(loaded, b, part.base_hidden[i] if part.base_hidden else None)
                 nm, am = masks(b, slash_ids, f.causal, k, part.stimuli)
                 rows_n.append([per_sample(v, nm) for v in vals])
@@ -148,6 +154,10 @@ class AblateSettings(Settings):
                         "head's output on the next sample of the batch)", choices=MODES)
     draws: int = setting(20, "matched random head sets the target is compared with (p cannot go below "
                          "1/(draws+1))", rule=Rule("whole", 1))
+    stop_after: int | None = setting(None, "stop drawing once this many control sets change the metric at least as "
+                                     "much as the target (Besag-Clifford's sequential p: that count over the sets "
+                                     "drawn; a head like the random ones stops early); default: every draw",
+                                     rule=Rule("whole", 1, optional=True))
     positions: str = setting("after", "the tokens scored: after (within --within tokens after --symbol, against "
                              "samples without it), all (every token of any corpus), marked (the marked spans of the "
                              "first --suites suite, against the items' other tokens), repeat (the second copy of "
@@ -204,15 +214,37 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
     rng = random.Random(st.seed)
     conds = [("base", {}), ("target", target)] + [(f"control{i}", matched_control(target, f.n_heads, rng))
                                                    for i in range(st.draws)]
+    first = min(l for l, hs in target.items() if hs)  # every control is matched by layer: none ablates lower
     bar = progress_bar(len(conds), f"ablate {loaded.name}", "condition", progress)
-    res = {}
+    res: dict[str, Condition] = {}
     for name, hs in conds:
-        res[name] = run_condition(loaded, parts, hs, st.mode, means, symbol_ids, st.k, st.positions)
+        res[name] = run_condition(loaded, parts, hs, st.mode, means, symbol_ids, st.k, st.positions, first)
         if bar is not None:
             bar.update(1)
+        if st.stop_after is not None and _reached(res, parts[0].name, f.causal) >= st.stop_after:
+            break
     if bar is not None:
         bar.close()
     return _report(loaded, target, st, res, parts)
+
+
+def _changes(res: dict[str, Condition], side: str, part: str, causal: bool) -> tuple[float, np.ndarray]:
+    """The target's mean change of the primary metric and each control set's drawn so far, (draws,)."""
+    tgt = getattr(res["target"], side)[part][0]
+    base = getattr(res["base"], side)[part][0] if causal else np.zeros_like(tgt)
+    ctrl = [getattr(r, side)[part][0] for c, r in res.items() if c.startswith("control")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no scored token: NaN, which reaches nothing
+        d_c = np.array([np.nanmean(c - base) for c in ctrl])
+        return float(np.nanmean(tgt - base)), d_c
+
+
+def _reached(res: dict[str, Condition], part: str, causal: bool) -> int:
+    """How many control sets drawn so far change the primary metric at least as much as the target."""
+    if "target" not in res:
+        return 0
+    d_t, d_c = _changes(res, "near", part, causal)
+    return int((d_c >= d_t).sum())
 
 
 def _boot_diff(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int = 1000) -> tuple[float, float]:
@@ -246,21 +278,24 @@ def _blocks(res: dict[str, Condition], side: str, part: str, names: Sequence[str
     return out
 
 
-def _control(res: dict[str, Condition], side: str, part: str, draws: int, causal: bool,
+def _control(res: dict[str, Condition], side: str, part: str, stop_after: int | None, causal: bool,
              rng: np.random.Generator) -> dict[str, Any] | None:
     """The target set against its matched controls on the primary metric of one token set; None if it is
-    empty."""
+    empty. ``stop_after``: the draws stopped once that many sets reached the target (Besag-Clifford)."""
     tgt = getattr(res["target"], side)[part][0]
     if not np.isfinite(tgt).any():
         return None
-    ctrl = np.stack([getattr(res[f"control{i}"], side)[part][0] for i in range(draws)])  # (draws, n)
+    ctrl = np.stack([getattr(r, side)[part][0] for c, r in res.items() if c.startswith("control")])
     base = getattr(res["base"], side)[part][0] if causal else np.zeros_like(tgt)
-    d_t = float(np.nanmean(tgt - base))
-    d_c = np.nanmean(ctrl - base[None], axis=1)  # (draws,)
+    d_t, d_c = _changes(res, side, part, causal)
+    draws, above, below = len(d_c), int((d_c >= d_t).sum()), int((d_c <= d_t).sum())
     lo, hi = _boot_diff(tgt - base, ctrl - base[None], rng)
+    stopped = stop_after is not None and above >= stop_after
+    p = above / draws if stopped else (1 + above) / (1 + draws)
     return {"draws": draws, "matched": "same number of random heads per layer, never a target head",
             "delta_target": d_t, "delta_mean": float(np.mean(d_c)), "difference": float(d_t - np.mean(d_c)),
-            "interval": [lo, hi], "p_value": (1 + int((d_c >= d_t).sum())) / (1 + draws),
+            "interval": [lo, hi], "p_value": p, "p_two_sided": min(1.0, 2 * min(p, (1 + below) / (1 + draws))),
+            "sequential": ({"stop_after": stop_after, "stopped": stopped} if stop_after is not None else None),
             "per_set": [float(x) for x in d_c]}  # each control set's mean change: the p-value from the file alone
 
 
@@ -270,10 +305,10 @@ def _report(loaded: LoadedModel, target: HeadSet, st: AblateSettings, res: dict[
     names = metric_names(loaded)
     rng = np.random.default_rng(0)
     primary = parts[0].name
-    control = _control(res, "near", primary, st.draws, causal, rng)
+    control = _control(res, "near", primary, st.stop_after, causal, rng)
     if control is None:
         raise HeadlabError(f"no token of {primary} was scored under --positions {st.positions}")
-    rest = _control(res, "away", primary, st.draws, causal, rng)
+    rest = _control(res, "away", primary, None, causal, rng)
     suites = {part.name: {"near": _blocks(res, "near", part.name, names, causal, rng),
                           "away": _blocks(res, "away", part.name, names, causal, rng),
                           "n_items": int(sum(len(b.input_ids) for b in part.batches))}

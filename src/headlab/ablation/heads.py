@@ -13,7 +13,7 @@ Modes: ``zero`` (z_h = 0), ``mean`` (z_h = its mean over a reference set, global
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -77,6 +77,45 @@ def ablated(
     }
     with intervene(model, {layer: [make[mode](layer, list(hs))] for layer, hs in heads.items() if hs}):
         yield
+
+
+@contextlib.contextmanager
+def replay_below(blocks: nn.ModuleList, layer: int, output: Any) -> Iterator[None]:
+    """Blocks ``0..layer-1`` return ``output`` (the plain output of block ``layer-1``) without computing.
+
+    Embeddings, masks and position tables are still built by the model's own forward (cheap), which keeps this
+    generic: no per-architecture re-implementation of a block's call signature."""
+    own = [(block, block.__dict__.get("forward")) for block in list(blocks)[:layer]]  # another library's wrapper
+    try:
+        for block, _ in own:
+            block.forward = lambda *_a, **_k: output  # type: ignore[method-assign]
+        yield
+    finally:
+        for block, forward in own:
+            if forward is None:
+                block.__dict__.pop("forward", None)
+            else:
+                block.forward = forward  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def shared_blocks(model: nn.Module, n_layers: int, first: int, cache: list[Any], i: int) -> Iterator[None]:
+    """The blocks below ``first`` on batch ``i``, computed once: an intervention only in blocks ``first`` and
+    above leaves everything below unchanged, so the first forward (``cache[i]`` None) records what block
+    ``first - 1`` returned, and every later one replays it (:func:`replay_below`). The logits are the full
+    forward's, exactly (the parity test compares them), at ``first / n_layers`` of the blocks' cost saved."""
+    blocks = parts(model, n_layers).blocks
+    if first <= 0:
+        yield
+    elif cache[i] is None:
+        handle = blocks[first - 1].register_forward_hook(lambda _m, _a, out: cache.__setitem__(i, out))
+        try:
+            yield
+        finally:
+            handle.remove()
+    else:
+        with replay_below(blocks, first, cache[i]):
+            yield
 
 
 @contextlib.contextmanager

@@ -80,10 +80,19 @@ class AblateResult(Result):
 
 
 def p_said(control: dict[str, Any]) -> str:
-    """The permutation p-value as a reader needs it: one-sided, what it asks, and its floor at these draws."""
-    return (f"one-sided permutation p = {control['p_value']:.3f} (the share of the control sets whose change is at "
-            f"least the target's: small when ablating the target raises the metric more than random heads do; "
-            f"{control['draws']} draws reach p >= {1 / (1 + control['draws']):.3f} at best)")
+    """The permutation p-value as a reader needs it: one-sided, what it asks, its floor at these draws (or the
+    sequential rule that stopped them), and the two-sided p where the file holds it."""
+    n = control["draws"]
+    seq = control.get("sequential") or {}
+    if seq.get("stopped"):
+        how = (f"sequential p = {control['p_value']:.3f} (Besag-Clifford: the draws stopped once {seq['stop_after']} "
+               f"of {n} control sets changed the metric at least as much as the target)")
+    else:
+        how = (f"one-sided permutation p = {control['p_value']:.3f} (the share of the control sets whose change is "
+               f"at least the target's: small when ablating the target raises the metric more than random heads do; "
+               f"{n} draws reach p >= {1 / (1 + n):.3f} at best)")
+    two = control.get("p_two_sided")
+    return how if two is None else f"{how}; two-sided p = {two:.3f}"
 
 
 def write_report(report: AblateResult, out_dir: str) -> None:

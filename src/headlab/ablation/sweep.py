@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from headlab.ablation.heads import ablated, output_projections
+from headlab.ablation.heads import ablated, output_projections, replay_below
 from headlab.attention.adapters import parts
 from headlab.attention.interventions import Gate, intervene
 from headlab.errors import HeadlabError
@@ -57,19 +57,6 @@ def _repeat(out: Any, g: int) -> Any:
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
         return (_repeat(out[0], g), *out[1:])
     raise HeadlabError(f"unexpected Transformer block output {type(out).__name__}; cannot replay it")
-
-
-@contextlib.contextmanager
-def replay_below(layers: nn.ModuleList, layer: int, output: Any) -> Iterator[None]:
-    """Blocks ``0..layer-1`` return ``output`` (the plain output of block ``layer-1``) without computing."""
-    patched = list(layers)[:layer]
-    try:
-        for blk in patched:
-            blk.forward = lambda *a, **k: output  # instance attribute shadows the class method
-        yield
-    finally:
-        for blk in patched:
-            blk.__dict__.pop("forward", None)
 
 
 def _per_copy_heads(model: nn.Module, n_layers: int, n_heads: int, layer: int, heads: list[int]) -> Any:
