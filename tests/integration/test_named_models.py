@@ -186,3 +186,26 @@ def test_the_pattern_command_prints_each_querys_key_and_writes_the_heatmap(tmp_p
     assert main(["pattern", "minilm-l6", "--head", "0.2", "--text", text, "--out", str(tmp_path / "p.jpg")]) == 2
     assert "ending in .png" in capsys.readouterr().err
     assert len(repr(p)) < 200 and "<array" in repr(p)  # a repr names the array's shape, never prints it
+
+
+def test_pattern_with_bos_is_output_attentions_on_the_bos_prefixed_tokens():
+    """TransformerLens prepends BOS by default; --bos gives that input on a tokenizer that adds none."""
+    import numpy as np
+    import torch
+
+    import headlab
+
+    lm = named("smollm2-135m")
+    text = "See a/b and c/d."
+    ids = lm.tokenizer(text)["input_ids"]
+    bos = lm.tokenizer.bos_token_id
+    assert bos is not None and ids[0] != bos  # the tokenizer adds none itself
+    p = headlab.pattern(lm, text, "3.1", bos=True)
+    with torch.inference_mode():
+        ref = lm.model(input_ids=torch.tensor([[bos, *ids]]), output_attentions=True).attentions[3][0, 1]
+    assert len(p.tokens) == len(ids) + 1
+    np.testing.assert_allclose(np.asarray(p), ref.float().numpy(), atol=1e-5)
+    assert len(headlab.pattern(lm, text, "3.1").tokens) == len(ids)  # off by default, as scan tokenizes
+    assert named("minilm-l6").tokenizer.bos_token_id is None  # BERT's starts with [CLS] and has no BOS
+    with pytest.raises(headlab.HeadlabError, match="no beginning-of-sequence"):
+        headlab.pattern("minilm-l6", text, "0.2", bos=True)

@@ -8,7 +8,7 @@ import pytest
 
 from headlab import scan
 from headlab.cli import main
-from tests.support import need, says
+from tests.support import need
 
 from .conftest import PLAIN_TEXTS, SLASH_TEXTS, named
 
@@ -34,13 +34,19 @@ def test_scan_result_schema_and_sdh_rule():
     assert not (strict.sdh & ~r.sdh).any()
 
 
-def test_no_slash_in_data_is_a_documented_fallback():
+def test_no_slash_in_data_is_a_documented_fallback(capsys):
+    """Ordinary text: the token scores are undefined, recorded in the result, and said once by its summary instead
+    of a '/' row, an SDH line and a warning on every scan."""
     lm = named("minilm-l6")
-    with says("no sample contains"):
-        r = scan(lm, PLAIN_TEXTS, progress=False)
-    assert r.sdh_share is None and not r.sdh.any()
+    r = scan(lm, PLAIN_TEXTS, progress=False)
+    assert "contains" not in capsys.readouterr().err
+    assert r.sdh_share is None and not r.sdh.any() and any("no sample contains '/'" in w for w in r.warnings)
     assert np.isnan(r.means["token"]).all()
     assert not np.isnan(r.means["previous-token"]).any()
+    table = r.table()
+    assert "no sample contains '/': the token detector and the SDH rule had nothing" in table
+    assert "  token " not in table and "SDH (" not in table and "with target" not in table
+    assert "no sample contains '/'" in r.markdown() and "| token |" not in r.markdown()
 
 
 def test_long_text_is_windowed_not_truncated():

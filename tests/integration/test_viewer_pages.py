@@ -204,8 +204,15 @@ def test_viewer_of_a_packaged_model_marks_slash_tokens(tmp_path):
         meta = json.loads(page.inner_text("#hl-meta"))
         assert len(meta["samples"][0]["marked"]) >= 5 and meta["n_layers"] * meta["n_heads"] == 72
         assert page.locator("#tokens text.slash").count() >= 10  # '/' tokens highlighted on both sides
+        assert "orange = '/'" in page.inner_text("#maptitle")
         page.screenshot(path=str(ARTIFACTS / "viewer-minilm.png"), full_page=True)
     assert log["console_errors"] == [] and log["page_errors"] == [] and log["requests"] == []
+    plain = view("minilm-l6", tmp_path / "plain.html", [("plain", "A sentence with no mark at all.")], progress=False)
+    with open_page(plain) as (page, log):
+        page.click("#cell-2-3")
+        page.wait_for_selector("#map[data-head='2.3']")
+        assert "rows = queries" in page.inner_text("#maptitle") and "orange" not in page.inner_text("#maptitle")
+    assert log["console_errors"] == [] and log["page_errors"] == []
     with pytest.raises(HeadlabError, match="window is 512"):
         view("minilm-l6", tmp_path / "long.html", [("long", "word / " * 400)], progress=False)
 

@@ -71,11 +71,13 @@ class Pattern(Displayable):
 
 
 @in_callers_words
-def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: str = "cpu",
+def pattern(model: str | LoadedModel, text: str, head: str | Head, *, bos: bool = False, device: str = "cpu",
             dtype: str = "float32", out: str | Path | None = None, overwrite: bool = False) -> Pattern:
-    """One head's attention probabilities on ``text`` (tokenized with the model's special tokens; longer than the
-    model's window is refused, never truncated); a model given by name is loaded in ``dtype``. With ``out`` (a
-    ``.png`` file, never replaced unless ``overwrite``), the heatmap is written there too.
+    """One head's attention probabilities on ``text`` (tokenized with the model's special tokens, as ``scan``
+    tokenizes; longer than the model's window is refused, never truncated); ``bos``: put the tokenizer's
+    beginning-of-sequence token first where it adds none itself (TransformerLens's ``prepend_bos`` default, so a
+    pattern compares with its ``cache["pattern", L]``). A model given by name is loaded in ``dtype``. With
+    ``out`` (a ``.png`` file, never replaced unless ``overwrite``), the heatmap is written there too.
 
     Example:
 
@@ -93,7 +95,7 @@ def pattern(model: str | LoadedModel, text: str, head: str | Head, *, device: st
         claim_file(out, overwrite)  # before the model loads
     loaded = resolve(model, device=device, dtype=dtype)
     wanted.check(loaded.facts.n_layers, loaded.facts.n_heads)
-    sample = text_sample(loaded, text, "text")
+    sample = text_sample(loaded, text, "text", bos=bos)
     got: dict[str, np.ndarray] = {}
 
     def sink(layer: int, h: int, m: np.ndarray) -> None:

@@ -7,6 +7,8 @@ import html
 from pathlib import Path
 from typing import Sequence
 
+from headlab.corpus.files import file_documents
+from headlab.corpus.records import jsonl_files
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import claim_file, write_text_atomic, writing, writing_files
@@ -52,7 +54,11 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
     if isinstance(text, str):
         text = [text]
     texts = [(f"text {i}", t) for i, t in enumerate(text or [])]
-    if texts_file:
+    if texts_file and jsonl_files(str(texts_file)):  # records, read as scan reads them (their 'text' field)
+        texts += [(d.doc_id.rsplit("/", 1)[-1], t) for d in file_documents(str(texts_file)) for t in d.load()]
+        if not texts:
+            raise HeadlabError(f"{texts_file} holds no record with a text")
+    elif texts_file:
         try:
             lines = Path(texts_file).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -70,7 +76,8 @@ def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, tex
          out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
     """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores
     colour the grid), a training run (a checkpoint slider) or a retrieval run (the labelled circuit). ``text``
-    (one or several) or ``texts_file`` (one text a line) replace the default texts; ``scale``: sqrt (default;
+    (one or several) or ``texts_file`` (one text a line; a ``.jsonl`` file's records' ``text``, as ``scan`` reads
+    them) replace the default texts; ``scale``: sqrt (default;
     diffuse attention stays visible) or linear (smaller files). ``dtype``: the weights' dtype of a model given
     by name (a scan folder's model is loaded in its scan's dtype). With ``out``, writes the page there too.
 

@@ -215,19 +215,23 @@ class ScanResult(Result):
 
     def _summary(self, n: int) -> tuple[str, str | None, list[tuple[str, list[str]]], str | None]:
         """The parts of every summary: header, route, each detector's ``n`` top heads, the SDH rule's count."""
-        target = f" ({self.n_samples_with_target} with target)" if "token" in self.means else ""
+        target = f" ({self.n_samples_with_target} with target)" if self.n_samples_with_target else ""
         header = (f"{self.model}: {self.n_layers}x{self.n_heads} heads, {self.n_samples} samples{target}, "
                   f"{self.n_tokens} tokens"
                   + (f"  [INTERRUPTED by {self.interrupted_by or 'a signal'}: partial, finished batches only]"
                      if self.interrupted else ""))
         route = (f"route: {self.settings['route']}{_picked(self.settings.get('route_by_shape'))} "
                  f"({self.settings.get('route_reason', '')})" if "route" in self.settings else None)
+        absent = "token" in self.means and self.n_samples_with_target == 0  # ordinary text: nothing to say on '/'
         rows = [(name, [f"{h}={v:.3f}" + (f" (Δ={d})" if d is not None else "")
                         + (self._explained(h) if name == "token" else "") for h, v, d in self.top(name, n)])
-                for name in self.means]
+                for name in self.means if not (absent and name == "token")]
         sdh = None
-        if "token" in self.means:
-            st = self.settings.get("sdh_rule", {})
+        st = self.settings.get("sdh_rule", {})
+        if absent:
+            sdh = (f"no sample contains {st.get('target', '/')!r}: the token detector and the SDH rule had nothing "
+                   "to score (--target names another token)")
+        elif "token" in self.means:
             rule = f"token {st.get('target')!r} > {st.get('threshold')} in {st.get('consecutive')} consecutive samples"
             if self.sdh_share is None:
                 sdh = (f"SDH ({rule}): undefined: {self.n_samples_with_target} sample(s) contain the target, "

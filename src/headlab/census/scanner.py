@@ -91,7 +91,7 @@ def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus
         record = {**plan.record, "world_size": w.size, "checkpoint_every": every, "route_by_shape": picked,
                   "per_sample": str(Path(per_sample).resolve()) if per_sample is not None else None}
         result = _result(loaded, s, census, record, plan.has_token and rule_notes, interrupted)
-    result.warnings = list(said)
+    result.warnings = [*said, *(n for n in result.warnings if n not in said)]  # a note the summary says, not stderr
     return result
 
 
@@ -182,14 +182,13 @@ def _result(loaded: LoadedModel, s: ScanSettings, census: Census, record: dict[s
         raise HeadlabError("the corpus is empty: it produced no samples (empty, binary or unreadable files are "
                            "skipped)")
     notes = []
-    if has_token and n_with == 0:
+    if has_token and n_with == 0:  # text without the target: recorded, and the summary says it in one line
         notes.append(f"no sample contains {s.target!r}: token scores and the SDH rule are undefined")
     elif has_token and n_with < s.consecutive:
         notes.append(f"only {n_with} sample(s) contain {s.target!r}, fewer than the rule's k = {s.consecutive}: "
                      "the SDH share is undefined (use more samples, or keep only windows with the target: "
                      "--filter with-target, target_filter=\"with-target\" in Python)")
-    for note in notes:
-        say(note)
+        say(notes[-1])
     token = "token" in moments
     return ScanResult(
         model=loaded.name, n_layers=L, n_heads=H, n_samples=census.n_samples, n_samples_with_target=n_with,

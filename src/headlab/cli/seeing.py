@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("source")
     v.add_argument("--text", action="append", default=None, help="a text to show (repeatable; default: a corpus "
                                                                   "window with '/' and two slash stimuli)")
-    v.add_argument("--texts-file", default=None, help="one text per line, shown in that order")
+    v.add_argument("--texts-file", default=None,
+                   help="one text per line, shown in that order; a .jsonl file: each record's 'text', as scan reads it")
     v.add_argument("--out", default=None, help="FILE.html (default runs/view-NAME.html)")
     settings_options(v, ViewSettings)
     v.add_argument("--check", action="store_true", help="open the page in headless Chromium and report its load "
@@ -53,6 +54,8 @@ def _add_pattern(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="FILE.png (default runs/pattern-MODEL-L.H.png)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing FILE.png")
     p.add_argument("--rows", type=at_least(0), default=24, help="queries printed (0: every query)")
+    p.add_argument("--bos", action="store_true", help="put the tokenizer's beginning-of-sequence token first where "
+                   "it adds none (TransformerLens prepends it by default; scan does not)")
     p.add_argument("--device", default="cpu")
     threads_option(p)
     dtype_option(p)

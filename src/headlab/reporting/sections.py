@@ -162,12 +162,23 @@ def characterize_section(folder: Path, figdir: Path, tag: str) -> Section:
              "|---|---|---|---|---|---|"]
     for h in heads:
         c = h.get("context", {})
-        lines.append(f"| {h['name']}{' (SDH)' if h['sdh'] else ''} | {_f(h['slash_mass'][0])} | "
+        lines.append(f"| {h['name']}{' (SDH)' if h['sdh'] else ''}{_unspecific(h)} | {_f(h['slash_mass'][0])} | "
                      f"{_f(h['specificity']['pooled'][0])} | {_f(h['position_cv'][0])} | "
                      f"{_f((c.get('random') or [None])[0])} | {_f((c.get('shuffled') or [None])[0])} |")
     lines += ["", "Depth profile: " + ", ".join(f"{k}: {v['sdh']} SDH / {v['top']} top heads of {v['heads']}"
                                                for k, v in d["depth_profile"].items()) + "."]
     return Section(f"Characterization — {d['model']}", "\n".join(lines), [f1, f3, f2])
+
+
+#: a pooled specificity this close to 1 reads as no preference for '/': the head gives a control symbol the same
+#: mass (a previous-token or positional head lands on '/' as on anything else)
+SAME_MASS = 0.05
+
+
+def _unspecific(head: dict[str, Any]) -> str:
+    pooled = (head.get("specificity", {}).get("pooled") or [None])[0]
+    return " (no preference for '/': the same mass on the control symbols)" \
+        if pooled is not None and abs(pooled - 1) < SAME_MASS else ""
 
 
 @section("claims", ClaimsResult)

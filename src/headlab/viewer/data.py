@@ -16,6 +16,7 @@ import torch
 from headlab.attention.hooks import capture
 from headlab.census.engine import collate, forward
 from headlab.corpus import Sample
+from headlab.detectors.base import DETECTORS
 from headlab.errors import HeadlabError
 from headlab.io import _clean
 from headlab.models import LoadedModel
@@ -67,6 +68,7 @@ class ViewData:
                 ],
                 "steps": [s if s is not None else 0 for s in self.steps],
                 "metrics": metrics,
+                "about": {m: w for m in metrics if (w := about(m))},
                 "scores": [{m: np.asarray(sc[m], dtype=float).tolist() for m in metrics} for sc in self.scores],
                 "map_checkpoints": sorted({c for c, _, _, _ in self.maps}),
                 "sdh": self.sdh.astype(bool).tolist() if self.sdh is not None else None,
@@ -78,6 +80,13 @@ class ViewData:
                 "notes": self.notes,
             }
         )
+
+
+def about(metric: str) -> str:
+    """What a score means in words, as the detector that makes it declares (``offset``: SlashScore at the head's
+    best Δ); empty for a score no registered detector makes (a probe's, the monitor's)."""
+    cls = DETECTORS.get(metric.replace("_", "-"))
+    return "" if cls is None else cls.meaning or cls.shown_as()
 
 
 #: shown on a token that holds only part of a character's bytes (byte-level BPE splits CJK and emoji)
@@ -149,11 +158,17 @@ def make_sample(tokenizer: Any, name: str, ids: Sequence[int], marked: Sequence[
     return ViewSample(name, list(ids), tokens, list(marked), byte_hints(tokenizer, ids, tokens))
 
 
-def text_sample(loaded: LoadedModel, text: str, name: str, marker: str = "/") -> ViewSample:
-    """Tokenize ``text`` with the model's special tokens; longer than the model's window is an error."""
+def text_sample(loaded: LoadedModel, text: str, name: str, marker: str = "/", bos: bool = False) -> ViewSample:
+    """Tokenize ``text`` with the model's special tokens (``bos``: and the beginning-of-sequence token first,
+    where the tokenizer adds none); longer than the model's window is an error."""
     if not text.strip():
         raise HeadlabError(f"{name}: the text is empty")
     ids = list(loaded.tokenizer(text)["input_ids"])
+    first = loaded.tokenizer.bos_token_id
+    if bos and first is None:
+        raise HeadlabError(f"--bos: {loaded.name}'s tokenizer has no beginning-of-sequence token; leave --bos out")
+    if bos and ids[:1] != [first]:
+        ids = [first, *ids]
     if len(ids) > loaded.facts.max_length:
         raise HeadlabError(
             f"{name} is {len(ids)} tokens; {loaded.name}'s window is {loaded.facts.max_length}: "

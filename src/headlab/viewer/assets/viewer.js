@@ -46,6 +46,7 @@
     if (!Number.isFinite(lo)) return [0, 1];
     return hi > lo ? [lo, hi] : [lo, lo + 1e-9];
   }
+  const named = (m) => (meta.about && meta.about[m] ? `${m}: ${meta.about[m]},` : m);  // the detector's own words
   const clip = (t) => (t.length > 12 ? t.slice(0, 11) + '…' : t);  // a cut label says it is cut
   const fmt = (v) => (v === null || v === undefined || !Number.isFinite(v)) ? 'n/a' : (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3));
   const score = (ck, m, l, h) => { const a = meta.scores[ck] && meta.scores[ck][m]; return a ? a[l][h] : NaN; };
@@ -81,8 +82,8 @@
       c.dataset.value = Number.isFinite(v) ? v.toFixed(6) : 'nan';
       c.classList.toggle('sel', l === state.layer && h === state.head);
     }
-    $('scale').textContent = state.fixed ? `${state.metric} on a fixed 0–1 scale`
-      : `${state.metric} stretched over its range ${fmt(lo)} … ${fmt(hi)}`;
+    $('scale').textContent = state.fixed ? `${named(state.metric)} on a fixed 0–1 scale`
+      : `${named(state.metric)} stretched over its range ${fmt(lo)} … ${fmt(hi)}`;
     $('cblo').textContent = fmt(lo); $('cbhi').textContent = fmt(hi);
     $('cbar').style.background = `linear-gradient(to right, ${VIRIDIS.map((_, i) => viridis(i / (VIRIDIS.length - 1))).join(', ')})`;
   }
@@ -170,7 +171,8 @@
     cv.dataset.head = `${l}.${h}`; cv.dataset.checkpoint = ck; cv.dataset.sample = s;
     cv._geom = { pad, size, T, q };
     $('maptitle').textContent = `head ${l}.${h}` + (meta.steps.length > 1 ? ` at step ${meta.steps[ck]}` : '') +
-      ` — ${meta.samples[s].name} (${T} tokens; rows = queries, columns = keys; orange = ${meta.marked_label})`;
+      ` — ${meta.samples[s].name} (${T} tokens; rows = queries, columns = keys` +
+      (marked.size ? `; orange = ${meta.marked_label})` : ')');  // no legend for what the text does not hold
     drawTokens(q, tokens, marked);
     drawTrajectory();
   }
@@ -269,7 +271,7 @@
     $('title').textContent = meta.title;
     $('subtitle').textContent = meta.subtitle || '';
     const ms = $('metric');
-    for (const m of meta.metrics) ms.appendChild(Object.assign(document.createElement('option'), { value: m, textContent: m }));
+    for (const m of meta.metrics) ms.appendChild(Object.assign(document.createElement('option'), { value: m, textContent: m, title: (meta.about || {})[m] || m }));
     ms.value = state.metric;
     const fixed = $('fixed');
     const pickScale = () => { state.fixed = isShare(state.metric); fixed.checked = state.fixed; };
