@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The active-induction study of docs/induction.md; run from the repository root. Every arm x 3 seeds on
+# The active-induction study of docs/growing.md; run from the repository root. Every arm x 3 seeds on
 # configs/induce.toml; the summary goes to results/induction/ (runs/ with the checkpoints stays out of git).
 set -euo pipefail
 start=$(date +%s)

@@ -88,7 +88,7 @@ def test_a_measured_number_in_prose_is_in_a_result_the_page_cites(doc: Path) -> 
 
 
 def test_an_edited_reading_number_is_caught() -> None:
-    doc = ROOT / "docs" / "induction.md"
+    doc = ROOT / "docs" / "growing.md"
     text = doc.read_text(encoding="utf-8")
     held = {f"{abs(float(x)):.3f}" for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", _cited_text(text))}
     assert "0.245" in held and "0.743" not in held  # the reading's number is held; an edited one would not be
