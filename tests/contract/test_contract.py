@@ -385,7 +385,9 @@ ROWS += [
                              ("config claims fewer layers", "the config claims fewer layers"),
                              ("a key tensor missing", "lack 1 tensor(s)"),
                              ("a NaN weight", "NaN or infinite"),
-                             ("config gives another width", "the weights do not fit its config")]],
+                             ("config gives another width", "the weights do not fit its config"),
+                             # transformers built an empty tokenizer of 5 tokens: every word read as unknown
+                             ("no tokenizer files", "lacks its tokenizer files")]],
     Row("--max-offset beyond the window (it asked the allocator for 276 GB)",
         "scan minilm-l6 --max-offset 10000000 --out {tmp}/o".split(), 2, "give at most 128", absent=["o"]),
     Row("--threads beyond the machine's cores (4096 crashed torch)",
@@ -455,8 +457,9 @@ def _truncated_model(folder: Path) -> None:
 
 
 def _damaged_model(folder: Path, damage: str) -> None:
-    """A model folder whose config and weights disagree, or whose weights hold NaN: transformers alone would load
-    it, filling or dropping tensors at random, and every head score would be a random network's."""
+    """A model folder whose config and weights disagree, whose weights hold NaN, or without its tokenizer:
+    transformers alone would load it (filling or dropping tensors at random, or tokenizing every word as unknown),
+    and every head score would be meaningless."""
     import json
 
     from safetensors.torch import load_file, save_file
@@ -474,6 +477,8 @@ def _damaged_model(folder: Path, damage: str) -> None:
         config["intermediate_size"] = 48
     elif damage == "a key tensor missing":
         del weights["encoder.layer.0.attention.self.key.weight"]
+    elif damage == "no tokenizer files":
+        pass  # sound weights; what is missing is every tokenizer file, as in each of these folders
     else:
         weights["encoder.layer.0.attention.self.query.weight"][0, 0] = float("nan")
     (folder / "config.json").write_text(json.dumps(config))

@@ -63,3 +63,20 @@ def check_finite(path: str, model: Any) -> None:
         raise HeadlabError(f"{path}: {len(bad)} weight tensor(s) hold NaN or infinite values ({_named(bad)}); the "
                            "checkpoint is damaged or was saved after training diverged: use an earlier or intact "
                            "one")
+
+
+#: a tokenizer that knows fewer than this share of the model's embedding rows is not the model's: a folder
+#: without tokenizer files gets an empty one of a few special tokens (transformers builds it without a word), and
+#: every word of every text becomes the unknown token. Real tokenizers may leave a few rows unused (embeddings
+#: padded to a multiple of 64 or 128), never half.
+MIN_VOCAB_SHARE = 0.5
+
+
+def check_tokenizer(path: str, model: Any, tokenizer: Any) -> None:
+    """Refuse a tokenizer that cannot be the model's: one of a handful of tokens for an embedding of thousands."""
+    rows = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) < MIN_VOCAB_SHARE * rows:
+        raise HeadlabError(f"{path}: its tokenizer knows {len(tokenizer)} tokens for a model of {rows} embedding "
+                           "rows, so every word would read as unknown: the folder lacks its tokenizer files "
+                           "(tokenizer.json, or vocab.txt / vocab.json and merges.txt); copy them in from where the "
+                           "model came from")

@@ -17,7 +17,7 @@ from headlab.attention.adapters import adapter_for, parts
 from headlab.catalog import complete
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
-from headlab.models.integrity import check_finite, check_loading
+from headlab.models.integrity import check_finite, check_loading, check_tokenizer
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
 from headlab.settings import setting
@@ -259,6 +259,7 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
     check_loading(path, model, info)
     check_finite(path, model)
     tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
+    check_tokenizer(path, model, tokenizer)
     if tokenizer.pad_token_id is None:
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
