@@ -28,7 +28,7 @@ from headlab.plotting import new_figure, pyplot, save_figure
 from headlab.result import Result, found_in
 from headlab.retrieval.record import RunSummary
 from headlab.retrieval.settings import SWEEP, SweepSettings
-from headlab.retrieval.training import RetrievalTask
+from headlab.retrieval.training import RetrievalTask, retrieval_config
 from headlab.retrieval.training_group import GroupMember, train_group
 
 
@@ -66,10 +66,14 @@ class SweepResult(Result):
 
 
 def check(st: SweepSettings) -> None:
-    """Every task of the grid is valid before anything trains or any folder is claimed (RetrievalTask says what
-    is not)."""
+    """Every task of the grid is valid, and its largest ensemble fits, before anything trains or any folder is
+    claimed (RetrievalTask and the training config's size check say what does not)."""
     for d in st.depths:
-        RetrievalTask(d, "dense", n_distractors=st.distractors, separator=st.separator, min_depth=st.min_depth)
+        task = RetrievalTask(d, "dense", n_distractors=st.distractors, separator=st.separator,
+                             min_depth=st.min_depth)
+        members = len(st.curricula) * len(st.seeds)  # one ensemble steps every member's batch at once
+        retrieval_config(task, n_layers=max(st.layers), n_heads=st.n_heads, d_model=st.d_model, steps=st.steps,
+                         batch_size=members * st.batch_size, checkpoint_every=st.checkpoint_every)
 
 
 def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = True) -> SweepResult:

@@ -39,7 +39,15 @@ from headlab.retrieval.record import RunSummary, RunTask
 from headlab.retrieval.settings import TRAIN
 from headlab.retrieval.task import RetrievalTask
 from headlab.training import checkpoint as ckpt
-from headlab.training.config import CheckpointConfig, DataConfig, OptimConfig, TrackConfig, TrainConfig, load_config
+from headlab.training.config import (
+    CheckpointConfig,
+    DataConfig,
+    OptimConfig,
+    TrackConfig,
+    TrainConfig,
+    check_sizes,
+    load_config,
+)
 from headlab.training.trainer import Trainer
 
 if TYPE_CHECKING:
@@ -176,7 +184,7 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = TRAIN.n_layers, n_h
     except ValueError as exc:  # the model's own rule, in the options' words
         raise HeadlabError(f"--d-model {d_model} / --n-heads {n_heads} / --positions {positions} / --init {init}: "
                            f"{exc}") from None
-    return TrainConfig(
+    cfg = TrainConfig(
         model=model,
         data=DataConfig(corpus=[], tokenizer="retrieval-minimal", window=task.max_length, n_windows=0,
                         probe_windows=0),  # unused: the task generates its own batches
@@ -187,6 +195,14 @@ def retrieval_config(task: RetrievalTask, *, n_layers: int = TRAIN.n_layers, n_h
                                      every=max(1, checkpoint_every or steps // 10)),
         track=TrackConfig(grad_every=0),
     )
+    check_sizes(cfg, "retrieval train", FLAGS)
+    return cfg
+
+
+#: how the retrieval commands spell the settings a size check names
+FLAGS = {"model.d_model": "--d-model", "model.n_layers": "--n-layers", "model.vocab_size": "the task's vocabulary",
+         "optim.batch_size": "--batch-size", "data.window": "the task's depth", "optim.steps": "--steps",
+         "checkpoints.every": "--checkpoint-every"}
 
 
 def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float, **extra: Any) -> RunSummary:

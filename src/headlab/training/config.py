@@ -177,29 +177,47 @@ def _check_ranges(cfg: TrainConfig, where: str) -> None:
 MAX_CHECKPOINTS = 100_000
 
 
-def _check_sizes(cfg: TrainConfig, where: str) -> None:
+def check_sizes(cfg: TrainConfig, where: str, flags: dict[str, str] | None = None) -> None:
     """Refuse a run that cannot fit, before the corpus is read: its parameters with their gradients and two
-    Adam moments (4 float32 copies) against the machine's memory, and its checkpoint plan."""
-    m = cfg.model
+    Adam moments (4 float32 copies), one step's activations and the training pool of token windows against the
+    machine's memory, and its checkpoint plan. ``flags``: how the caller spells a setting (``--batch-size``)
+    where it is not a config file's key."""
+    m, o, name = cfg.model, cfg.optim, {**{k: k for k in SIZE_KEYS}, **(flags or {})}
     per_layer = (4 + 2 * m.mlp_ratio) * m.d_model ** 2
     params = m.vocab_size * m.d_model * (1 if m.tie_embeddings else 2) + m.n_layers * per_layer
-    need = 16 * params
+    T = cfg.data.window
+    # kept for the backward, per token: each block's projections and MLP (about (8 + 2·mlp_ratio)·d floats) and
+    # two rows of attention probabilities per head; the logits and their gradient
+    act = 4 * o.batch_size * T * (m.n_layers * ((8 + 2 * m.mlp_ratio) * m.d_model + 2 * m.n_heads * T)
+                                  + 2 * m.vocab_size)
+    pool = 8 * cfg.data.n_windows * T  # the drawn windows' token ids
     have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
-    if have and need > have:
-        raise HeadlabError(f"{where}: a model of about {params:,} parameters needs {need / 2**30:.0f} GiB for its "
-                           f"weights, gradients and optimizer state, more than this machine's {have / 2**30:.0f} "
-                           "GiB; make [model] d_model, n_layers or vocab_size smaller")
-    planned = cfg.optim.steps // max(1, cfg.checkpoints.every)
+    parts = [(16 * params, f"a model of about {params:,} parameters (weights, gradients, optimizer state)",
+              f"{name['model.d_model']}, {name['model.n_layers']} or {name['model.vocab_size']}"),
+             (act, f"a step of {o.batch_size:,} windows of {T} tokens (activations)",
+              f"{name['optim.batch_size']} or {name['data.window']}"),
+             (pool, f"a pool of {cfg.data.n_windows:,} windows of {T} tokens", name["data.n_windows"])]
+    if have and sum(b for b, _, _ in parts) > have:
+        need, what, smaller = max(parts)
+        raise HeadlabError(f"{where}: {what} needs about {need / 2**30:,.0f} GiB "
+                           f"({sum(b for b, _, _ in parts) / 2**30:,.0f} GiB in all), more than this machine's "
+                           f"{have / 2**30:.0f} GiB; make {smaller} smaller")
+    planned = o.steps // max(1, cfg.checkpoints.every)
     if planned > MAX_CHECKPOINTS:
-        raise HeadlabError(f"{where}: optim.steps {cfg.optim.steps:,} with checkpoints.every "
+        raise HeadlabError(f"{where}: {name['optim.steps']} {o.steps:,} with {name['checkpoints.every']} "
                            f"{cfg.checkpoints.every} plans {planned:,} checkpoints, more than {MAX_CHECKPOINTS:,}; "
-                           "raise checkpoints.every or lower the steps")
+                           f"raise {name['checkpoints.every']} or lower the steps")
+
+
+#: the settings a size check may name, spelled as a config file's keys
+SIZE_KEYS = ("model.d_model", "model.n_layers", "model.vocab_size", "optim.batch_size", "data.window",
+             "data.n_windows", "optim.steps", "checkpoints.every")
 
 
 def _check(cfg: TrainConfig, where: str) -> None:
     o, d = cfg.optim, cfg.data
     _check_ranges(cfg, where)
-    _check_sizes(cfg, where)
+    check_sizes(cfg, where)
     if o.steps < 1 or o.batch_size < 1:
         raise HeadlabError(f"{where}: steps and batch_size must be at least 1")
     if not o.lr > 0:
