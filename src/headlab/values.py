@@ -28,6 +28,9 @@ class Rule:
     kind: Literal["whole", "share", "positive", "number", "flag"]
     low: int = 0
     optional: bool = False
+    #: bytes each unit of a count holds in memory at the least (0: it holds none): a count whose items cannot
+    #: all fit in the machine's memory is refused before the work, not met by the allocator
+    each: int = 0
 
     def problem(self, flag: str, value: Any) -> str | None:
         if value is None and self.optional:
@@ -36,7 +39,14 @@ class Rule:
             return None if isinstance(value, bool) else f"--{flag} {value!r}: give True or False"
         if self.kind == "whole":
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.low
-            return None if ok else f"--{flag} {value!r}: give a whole number of at least {self.low}"
+            if not ok:
+                return f"--{flag} {value!r}: give a whole number of at least {self.low}"
+            have = machine_memory()
+            if self.each and have and value * self.each > have:
+                return (f"--{flag} {value:,}: each one holds at least {self.each:,} bytes, "
+                        f"{value * self.each / 2**30:,.0f} GiB in all, more than this machine's "
+                        f"{have / 2**30:.0f} GiB; give at most {have // self.each:,}")
+            return None
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if self.kind == "number":
             return None if number else f"--{flag} {value!r}: give a number"
@@ -45,18 +55,30 @@ class Rule:
         return None if number and value > 0 else f"--{flag} {value!r}: give a number above 0"
 
 
+def machine_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+#: what one generated text, sample or control draw holds at the least in Python objects (its text or token ids,
+#: its arrays, a dict of its own): counts of them are bounded by the machine's memory
+ITEM_BYTES = 1024
 WHOLE, COUNT, SHARE, FLAG = Rule("whole", 0), Rule("whole", 1), Rule("share"), Rule("flag")
+ITEMS, DRAWS = Rule("whole", 1, each=ITEM_BYTES), Rule("whole", 0, each=ITEM_BYTES)
 RULES: dict[str, Rule] = {
-    "threshold": SHARE, "kappa": SHARE, "consecutive": COUNT, "batch_size": COUNT, "n": COUNT, "top": COUNT,
-    "samples": COUNT, "rope_samples": COUNT, "draws": WHOLE, "max_offset": WHOLE, "max_length": Rule("whole", 2),
+    "threshold": SHARE, "kappa": SHARE, "consecutive": COUNT, "batch_size": COUNT, "n": ITEMS, "top": COUNT,
+    "samples": ITEMS, "rope_samples": ITEMS, "draws": DRAWS, "max_offset": WHOLE, "max_length": Rule("whole", 2),
     "max_samples": Rule("whole", 0, optional=True), "stride": Rule("whole", 1, optional=True),
     "checkpoint_every": Rule("whole", 0, optional=True), "seed": WHOLE,
     "chunk_mb": Rule("positive"), "window": Rule("whole", 4), "depth": COUNT, "distractors": WHOLE, "shots": WHOLE,
-    "continuation": WHOLE, "words": Rule("whole", 2), "suite_n": COUNT, "k": COUNT, "per_detector": COUNT,
+    "continuation": WHOLE, "words": Rule("whole", 2), "suite_n": ITEMS, "k": COUNT, "per_detector": COUNT,
     "fpr": SHARE, "min_lift": SHARE, "n_layers": COUNT, "n_heads": COUNT, "d_model": COUNT, "steps": COUNT,
     "lr": Rule("positive"), "eval_every": COUNT, "warmup_steps": Rule("whole", 0, optional=True),
     "min_depth": Rule("whole", 1, optional=True), "untied": FLAG, "separator": FLAG, "scan_samples": COUNT,
-    "ablate": WHOLE, "min_mass": SHARE, "jobs": COUNT, "eval_n": COUNT
+    "ablate": WHOLE, "min_mass": SHARE, "jobs": COUNT, "eval_n": ITEMS
 }
 
 

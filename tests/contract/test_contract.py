@@ -99,6 +99,12 @@ RANGE = [  # (command line, the option that must be named)
     ("ablate minilm-l6 --heads 0.1 --draws 0", "--draws"), ("ablate minilm-l6 --heads 0.1 --samples 1", "--samples"),
     ("ablate minilm-l6 --heads 0.1 --window 0", "--window"), ("importance minilm-l6 --samples 0", "--samples"),
     ("ablate minilm-l6 --heads 0.1 --stop-after 0", "--stop-after"),
+    # counts whose items cannot all be held: each was accepted and ran on, growing toward the allocator
+    ("ablate minilm-l6 --heads 0.1 --draws 1000000000000", "--draws"),
+    ("characterize minilm-l6 --n 1000000000000", "--n"), ("stimuli slash --n 1000000000000 --out {tmp}/s.jsonl", "--n"),
+    ("retrieval eval-llm smollm2-135m --n 1000000000000 --depths 1", "--n"),
+    ("monitor evaluate minilm-l6 --kind-samples 1000000000000 --out {tmp}/e", "--kind-samples"),
+    ("importance minilm-l6 --samples 1000000000000", "--samples"),
     ("prune minilm-l6 --window 2", "--window"), ("characterize minilm-l6 --n 1", "--n"),
     ("characterize minilm-l6 --kappa 3", "--kappa"), ("claims minilm-l6 --scan-samples 0", "--scan-samples"),
     ("claims minilm-l6 --ablate -1", "--ablate"), ("compare {tmp}/a --kappa -1", "--kappa"),

@@ -38,7 +38,7 @@ from headlab.models.loaded import device_of
 from headlab.probes import SUITES, make_suite, to_samples
 from headlab.progress import bar as progress_bar
 from headlab.settings import Settings, setting
-from headlab.values import Rule
+from headlab.values import ITEM_BYTES, Rule
 
 
 @dataclass
@@ -153,7 +153,7 @@ class AblateSettings(Settings):
     mode: str = setting("zero", "zero; mean (each head's mean output over the corpus samples); resample (the "
                         "head's output on the next sample of the batch)", choices=MODES)
     draws: int = setting(20, "matched random head sets the target is compared with (p cannot go below "
-                         "1/(draws+1))", rule=Rule("whole", 1))
+                         "1/(draws+1))", rule=Rule("whole", 1, each=ITEM_BYTES))
     stop_after: int | None = setting(None, "stop drawing once this many control sets change the metric at least as "
                                      "much as the target (Besag-Clifford's sequential p: that count over the sets "
                                      "drawn; a head like the random ones stops early); default: every draw",

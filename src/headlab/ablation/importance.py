@@ -31,7 +31,7 @@ from headlab.models.loaded import device_of
 from headlab.models.loader import dtype_setting
 from headlab.result import Result
 from headlab.settings import Settings, setting
-from headlab.values import Rule
+from headlab.values import ITEM_BYTES, Rule
 
 
 def primary_metric(loaded: LoadedModel, batch: Any, base_hidden: torch.Tensor | None) -> np.ndarray:
@@ -185,7 +185,7 @@ class ImportanceSettings(Settings):
     FAMILY: ClassVar[str] = "importance"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
 
-    samples: int = setting(32, "corpus windows the metric is measured on", rule=Rule("whole", 2))
+    samples: int = setting(32, "corpus windows the metric is measured on", rule=Rule("whole", 2, each=ITEM_BYTES))
     window: int = setting(64, "tokens per window")
     corpus: tuple[str, ...] | None = setting(None, "named sources or files/folders (default: wiki pydoc)",
                                              metavar="SRC", paths=True, annotation="Sequence[str] | None")

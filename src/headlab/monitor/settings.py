@@ -11,7 +11,7 @@ from headlab.corpus.records import ID_FIELD
 from headlab.models.loader import dtype_setting
 from headlab.monitor import anomalies
 from headlab.settings import Settings, setting
-from headlab.values import Rule
+from headlab.values import ITEM_BYTES, Rule
 
 #: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
 REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
@@ -80,7 +80,7 @@ class EvaluateSettings(Settings):
     kinds: tuple[str, ...] | None = setting(None, "kinds of structure to detect (default: every kind whose corpus "
                                             "is installed)", choices=KINDS, annotation="Sequence[str] | None")
     max_samples: int = setting(3000, "reference windows scanned", rule=Rule("whole", MIN_REFERENCE))
-    kind_samples: int = setting(200, "windows per kind", rule=Rule("whole", 1))
+    kind_samples: int = setting(200, "windows per kind", rule=Rule("whole", 1, each=ITEM_BYTES))
     per_detector: int = setting(MONITOR.per_detector, "heads per detector in a fingerprint")
     fpr: float = setting(MONITOR.fpr, "share of reference documents flagged (above 0, at most 0.5)")
     seed: int = setting(MONITOR.seed, "random seed (sample order, folds)")

@@ -35,7 +35,7 @@ from headlab.result import Result, per_head
 from headlab.settings import Settings, setting
 from headlab.study.bootstrap import curve_cv_ci, mean_ci, ratio_ci
 from headlab.study.rope import KAPPA, RopeResult, rope_analysis, rope_from_json
-from headlab.values import Rule
+from headlab.values import ITEM_BYTES, Rule
 
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 
@@ -185,7 +185,8 @@ class CharacterizeSettings(Settings):
     FAMILY: ClassVar[str] = "characterize"
     LISTS: ClassVar[tuple[str, ...]] = ("symbols", "placebos")
 
-    n: int = setting(40, "base items per suite (at least 2, for intervals)", rule=Rule("whole", 2))
+    n: int = setting(40, "base items per suite (at least 2, for intervals)",
+                         rule=Rule("whole", 2, each=ITEM_BYTES))
     seed: int = setting(0, "random seed (the suites' items)")
     threshold: float = setting(SDH.threshold, "SDH rule θ")
     consecutive: int = setting(SDH.consecutive, "SDH rule k")

@@ -40,7 +40,7 @@ from headlab.study.characterize import CHARACTERIZE, characterize
 from headlab.study.claim_rows import ModelClaims, about_real_sdhs, claim_heads, cross_model, measure, monitor_row
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 from headlab.study.rope import KAPPA
-from headlab.values import Rule
+from headlab.values import ITEM_BYTES, Rule
 
 CONVENTIONS = ("Claim 1 counts the heads that pass the strict rule on the corpus or on the constructed slash suite "
                "(each population in the cell), the slash suite's count beside the same rule's count with placebo "
@@ -214,7 +214,8 @@ class ClaimsSettings(Settings):
     FAMILY: ClassVar[str] = "claims"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
 
-    n: int = setting(CHARACTERIZE.n, "base items per stimulus suite (at least 2)", rule=Rule("whole", 2))
+    n: int = setting(CHARACTERIZE.n, "base items per stimulus suite (at least 2)",
+                         rule=Rule("whole", 2, each=ITEM_BYTES))
     scan_samples: int = setting(512, "corpus samples scanned per model")
     corpus: tuple[str, ...] | None = setting(None, "the scans' and the ablation's corpus: named sources or paths "
                                              "(default wiki pydoc)", metavar="SRC", paths=True,
@@ -224,7 +225,8 @@ class ClaimsSettings(Settings):
     kappa: float = setting(KAPPA, "(κ, Δ)-slash-dominance threshold (ours)")
     ablate: int = setting(0, "measure claim 8 on decoders: ablate the SDHs (or top heads) against DRAWS matched "
                           "random sets (0: not measured)", metavar="DRAWS")
-    ablate_samples: int = setting(ABLATE.samples, "corpus windows of claim 8's ablation", rule=Rule("whole", 2))
+    ablate_samples: int = setting(ABLATE.samples, "corpus windows of claim 8's ablation",
+                                  rule=Rule("whole", 2, each=ITEM_BYTES))
     monitor_evaluations: str | None = setting(
         None, "claim 9 from DIR/MODEL/evaluate.json, written by headlab monitor evaluate (default: not measured)",
         metavar="DIR", annotation="str | Path | None")

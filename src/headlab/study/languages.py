@@ -30,7 +30,7 @@ from headlab.result import Result
 from headlab.settings import Settings, setting
 from headlab.study.bootstrap import mean_ci
 from headlab.study.characterize import marked_mass
-from headlab.values import Rule
+from headlab.values import ITEM_BYTES, Rule
 
 LANGUAGES = tuple(TEMPLATES)
 
@@ -109,7 +109,8 @@ class LanguagesSettings(Settings):
 
     languages: tuple[str, ...] = setting(LANGUAGES, "languages; the first is the reference", choices=LANGUAGES,
                                          annotation="Sequence[str]")
-    n: int = setting(40, "suite items per language (the strict rule needs three in a row)", rule=Rule("whole", 3))
+    n: int = setting(40, "suite items per language (the strict rule needs three in a row)",
+                     rule=Rule("whole", 3, each=ITEM_BYTES))
     seed: int = setting(0, "random seed (the suite's items)")
     batch_size: int = setting(8, "samples per forward pass")
     dtype: str = dtype_setting()

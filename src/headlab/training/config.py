@@ -8,7 +8,6 @@ folder as ``config.toml``.
 
 from __future__ import annotations
 
-import os
 import tomllib
 import types
 import typing
@@ -19,6 +18,7 @@ from typing import Any
 from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.nn.transformer import ModelConfig
+from headlab.values import machine_memory
 
 
 @dataclass
@@ -191,7 +191,7 @@ def check_sizes(cfg: TrainConfig, where: str, flags: dict[str, str] | None = Non
     act = 4 * o.batch_size * T * (m.n_layers * ((8 + 2 * m.mlp_ratio) * m.d_model + 2 * m.n_heads * T)
                                   + 2 * m.vocab_size)
     pool = 8 * cfg.data.n_windows * T  # the drawn windows' token ids
-    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
+    have = machine_memory()
     parts = [(16 * params, f"a model of about {params:,} parameters (weights, gradients, optimizer state)",
               f"{name['model.d_model']}, {name['model.n_layers']} or {name['model.vocab_size']}"),
              (act, f"a step of {o.batch_size:,} windows of {T} tokens (activations)",
