@@ -401,7 +401,9 @@ ROWS += [
                              ("a NaN weight", "NaN or infinite"),
                              ("config gives another width", "the weights do not fit its config"),
                              # transformers built an empty tokenizer of 5 tokens: every word read as unknown
-                             ("no tokenizer files", "lacks its tokenizer files")]],
+                             ("no tokenizer files", "lacks its tokenizer files"),
+                             # the config fails transformers' own validation
+                             ("heads that do not divide the width", "not a multiple of the number of attention")]],
     Row("--max-offset beyond the window (it asked the allocator for 276 GB)",
         "scan minilm-l6 --max-offset 10000000 --out {tmp}/o".split(), 2, "give at most 128", absent=["o"]),
     Row("--threads beyond the machine's cores (4096 crashed torch)",
@@ -491,6 +493,8 @@ def _damaged_model(folder: Path, damage: str) -> None:
         config["intermediate_size"] = 48
     elif damage == "a key tensor missing":
         del weights["encoder.layer.0.attention.self.key.weight"]
+    elif damage == "heads that do not divide the width":
+        config["num_attention_heads"] = 3
     elif damage == "no tokenizer files":
         pass  # sound weights; what is missing is every tokenizer file, as in each of these folders
     else:
