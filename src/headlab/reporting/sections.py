@@ -194,16 +194,21 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     m = d["metric"]
     c = d["control"]
     plt = figures.pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, ax = plt.subplots(figsize=(5.6, 3.6))
     scored, rest = d.part_names()
-    bars = [(scored, d["slash"][m]["delta"], "#e65100")]
+    bars: list[tuple[str, float, str, Any]] = [(scored, d["slash"][m]["delta"], "#e65100", None)]
     if d["no_slash"]:
-        bars.append((rest, d["no_slash"][m]["delta"], "#607d8b"))
-    bars.append((f"matched random ({c['draws']})", c["delta_mean"], "#9e9e9e"))
-    ax.bar([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
+        bars.append((rest, d["no_slash"][m]["delta"], "#607d8b", None))
+    spread = np.percentile(c["per_set"], [2.5, 97.5]) if c.get("per_set") else None  # 95% of the random sets
+    err = None if spread is None else [[c["delta_mean"] - spread[0]], [spread[1] - c["delta_mean"]]]
+    bars.append((f"matched random\n({c['draws']} sets, on {scored})", c["delta_mean"], "#9e9e9e", err))
+    for name, value, colour, yerr in bars:
+        ax.bar(name, value, color=colour, yerr=yerr, capsize=4)
     ax.axhline(0, color="black", lw=0.6)
-    ax.set(title=f"{d['model']}: ablating {', '.join(d['heads'])} ({d['mode']})", ylabel=f"change in {m}",
-           xlabel="tokens scored")
+    lo, hi = c["interval"]
+    ax.set_title(f"{d['model']}: ablating {', '.join(d['heads'])} ({d['mode']})\ntarget − random on {scored}: "
+                 f"{_f(c['difference'])} [{_f(lo)}, {_f(hi)}] (95%)", fontsize=9)
+    ax.set(ylabel=f"change in {m}", xlabel="tokens scored" + ("; whisker: 95% of the random sets" if err else ""))
     fig.tight_layout()
     path = figdir / f"{tag}-ablation.png"
     save_figure(fig, path)
