@@ -359,7 +359,7 @@ ROWS += [
         ("0 layers (an error from grad())", "[model]\nn_layers = 0\n", "n_layers must be at least 1"),
         ("a width no machine holds (MemoryError)", "[model]\nd_model = 100000000\n", "optimizer state) needs"),
         ("a batch whose activations no machine holds", "[optim]\nbatch_size = 1000000000\n", "(activations) needs"),
-        ("a pool of windows no machine holds", "[data]\nn_windows = 1000000000000\n", "pool of 1,000,000,000,000 windows"),
+        ("a pool of windows no machine holds", "[data]\nn_windows = 1000000000000\n", "pool of 1,000,000,000,000"),
         ("steps whose checkpoint plan fills memory", "[optim]\nsteps = 100000000000\n", "checkpoints, more than")]],
     Row("retrieval train with a batch no machine holds (it was accepted and ran on)",
         "retrieval train --depth 2 --batch-size 1000000000000 --out {tmp}/r".split(), 2,
@@ -815,6 +815,24 @@ def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
             docs = list(file_documents(str(f)))
     assert [d.doc_id for d in docs] == [f"{f}:1", f"{f}#7"]  # a record is a document, in file order
     assert [d.load() for d in docs] == [["fine"], ["named"]]
+    with says("scan reads another field with --text-field"):
+        list(file_documents(str(f)))
+
+
+def test_a_jsonl_whose_text_is_in_another_field_is_scanned_with_text_field(tmp_path: Path) -> None:
+    """A corpus that calls its text 'content' was skipped record by record; --text-field reads it, the scan
+    records the field, and an empty name is refused."""
+    from headlab.cli import main
+
+    need("minilm-l6")
+    f = tmp_path / "c.jsonl"
+    f.write_text("".join(json.dumps({"id": i, "content": f"record {i} with a/b and c/d"}) + "\n" for i in range(4)))
+    out = tmp_path / "o"
+    assert main(["scan", "minilm-l6", "--corpus", str(f), "--text-field", "content", "--no-progress",
+                 "--out", str(out)]) == 0
+    r = json.loads((out / "scan.json").read_text())
+    assert r["n_samples"] == 4 and r["settings"]["text_field"] == "content"
+    assert main(["scan", "minilm-l6", "--corpus", str(f), "--text-field", "", "--out", str(tmp_path / "e")]) == 2
 
 
 def test_files_are_written_with_the_users_umask(tmp_path: Path) -> None:

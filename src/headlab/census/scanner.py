@@ -119,7 +119,7 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         raise HeadlabError("--filter needs the token detector (it defines the target)")
     if s.stimuli is not None and (texts is not None or corpus):
         raise HeadlabError(f"--stimuli {s.stimuli} replaces the corpus: give --stimuli or --corpus (texts=), not both")
-    docs = [] if s.stimuli is not None else _documents(texts, corpus, s.id_field)
+    docs = [] if s.stimuli is not None else _documents(texts, corpus, s.id_field, s.text_field)
     targets = token.target_ids if token is not None else ()  # type: ignore[attr-defined]
     window = min(s.max_length, loaded.facts.max_length)
     if window < s.max_length:
@@ -132,7 +132,7 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
         "detectors": {d.name: _recorded(d) for d in dets}, "sdh_rule": s.sdh_rule(), "max_samples": s.max_samples,
         "batch_size": s.batch_size, "window": window, "stride": sampler.stride,
         "special_tokens": sampler.special.count, "seed": s.seed, "filter": s.target_filter,
-        "id_field": s.id_field or None, "dtype": loaded.dtype,
+        "id_field": s.id_field or None, "text_field": s.text_field, "dtype": loaded.dtype,
         "capture": "streaming",
         **choice.settings(), "chunk_mb": s.chunk_mb, "model_facts": loaded.facts.__dict__,
     }
@@ -214,9 +214,10 @@ def _make(d: str | Detector, s: ScanSettings) -> Detector:
     return make(key, **options_for(key, s))
 
 
-def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None, id_field: str | None) -> list[Document]:
+def _documents(texts: Sequence[str] | None, corpus: Sequence[str] | None, id_field: str | None,
+               text_field: str) -> list[Document]:
     if texts is None:
-        return documents(list(corpus) if corpus else None, id_field)
+        return documents(list(corpus) if corpus else None, id_field, text_field)
     if isinstance(texts, str):
         raise HeadlabError("texts must be a list of strings, not one string")
     docs = [Document(f"text:{i}", lambda t=t: [t]) for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from headlab.corpus import document
 from headlab.corpus.document import Document
-from headlab.corpus.records import ID_FIELD, record_documents
+from headlab.corpus.records import ID_FIELD, TEXT_FIELD, record_documents
 from headlab.errors import HeadlabError
 from headlab.notices import say
 
@@ -70,7 +70,7 @@ def _load(path: Path) -> list[str]:
     return [text] if text.strip() else []
 
 
-def file_documents(spec: str, id_field: str | None = ID_FIELD) -> Iterator[Document]:
+def file_documents(spec: str, id_field: str | None = ID_FIELD, text_field: str = TEXT_FIELD) -> Iterator[Document]:
     """Documents of a file or a folder (recursively, in sorted order): a plain-text file is one document, each
     record of a JSONL file is one (named by ``id_field``, see :func:`~headlab.corpus.records.record_documents`).
     Files of other types are skipped."""
@@ -83,6 +83,6 @@ def file_documents(spec: str, id_field: str | None = ID_FIELD) -> Iterator[Docum
     for p in paths:
         kind = _kind(p)
         if kind == "jsonl":
-            yield from record_documents(p, id_field)
+            yield from record_documents(p, id_field, text_field)
         elif kind == "text":
             yield Document(str(p), lambda p=p: _load(p))

@@ -19,10 +19,12 @@ from headlab.notices import say
 
 #: the record field that names a record by default; a record without it is named by its line number
 ID_FIELD = "id"
+#: the record field that holds a record's text by default
+TEXT_FIELD = "text"
 
 
-def record_documents(path: Path, id_field: str | None = ID_FIELD) -> Iterator[Document]:
-    """One document per JSONL record with a string ``text``, in file order, named ``PATH#ID`` (or ``PATH:LINE``
+def record_documents(path: Path, id_field: str | None = ID_FIELD, text_field: str = TEXT_FIELD) -> Iterator[Document]:
+    """One document per JSONL record with a string ``text_field``, in file order, named ``PATH#ID`` (or ``PATH:LINE``
     when the record has no ``id_field``, or ``id_field`` is None or empty). Lines that are not JSON and records
     without a string text are skipped and said; two records with one id are refused (a result keyed by id would
     mix them)."""
@@ -34,15 +36,17 @@ def record_documents(path: Path, id_field: str | None = ID_FIELD) -> Iterator[Do
             if binary:
                 say(f"skipping {path}: binary content")
                 return
-        index = index_records(path, id_field, zipped)
+        index = index_records(path, id_field, zipped, text_field)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         say(f"skipping {path}: cannot read it ({exc})")
         return
     for doc_id, where, _ in index:
-        yield Document(doc_id, (lambda t=where: [t]) if zipped else (lambda at=where: _read_record(path, at)))
+        yield Document(doc_id, (lambda t=where: [t]) if zipped
+                       else (lambda at=where: _read_record(path, at, text_field)))
 
 
-def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[str, Any, int]]:
+def index_records(path: Path, id_field: str | None, zipped: bool,
+                  text_field: str = TEXT_FIELD) -> list[tuple[str, Any, int]]:
     """``(name, offset and length, line)`` of every usable record (``(name, text, line)`` for a ``.gz`` file)."""
     out: list[tuple[str, Any, int]] = []
     seen: dict[str, int] = {}
@@ -68,7 +72,7 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
                     say(f"{path}:{n}: not JSON, line skipped")
                 continue
             replaced += bad
-            text = rec.get("text") if isinstance(rec, dict) else None
+            text = rec.get(text_field) if isinstance(rec, dict) else None
             if not isinstance(text, str):
                 no_text.append(n)
                 if isinstance(rec, dict) and not fields:  # what the file calls its text, to say so
@@ -91,7 +95,7 @@ def index_records(path: Path, id_field: str | None, zipped: bool) -> list[tuple[
     if long:
         say(f"{path}: {len(long)} record(s) longer than {document.MAX_TEXT_BYTES / 2**20:g} MiB skipped (line "
             f"{_lines(long)}): more than any scan reads of one text")
-    _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field, fields)  # no ids at all: lines
+    _say_skipped(path, no_text, unnamed if seen else 0, replaced, id_field, fields, text_field)  # no ids: lines
     if empty:
         say(f"{path}: {len(empty)} record(s) with an empty or blank text skipped (line {_lines(empty)})")
     return out
@@ -133,11 +137,11 @@ def _parse(raw: bytes) -> tuple[Any, int]:
 
 
 def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id_field: str | None,
-                 fields: list[str]) -> None:
+                 fields: list[str], text_field: str = TEXT_FIELD) -> None:
     if no_text:
         held = f"; the first holds the string field(s) {', '.join(map(repr, fields[:5]))}" if fields else ""
-        say(f"{path}: {len(no_text)} record(s) without a string 'text' field skipped (line {_lines(no_text)}{held}); "
-            "headlab reads each record's 'text': rename the field that holds it")
+        say(f"{path}: {len(no_text)} record(s) without a string '{text_field}' field skipped (line "
+            f"{_lines(no_text)}{held}); scan reads another field with --text-field; rename it for the monitor")
     if unnamed:
         say(f"{path}: {unnamed} record(s) without a string or integer '{id_field}' field, named by their line "
             "number")
@@ -145,11 +149,11 @@ def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id
         say(f"{path}: {replaced} byte sequence(s) that are not UTF-8 replaced by U+FFFD")
 
 
-def _read_record(path: Path, at: tuple[int, int]) -> list[str]:
+def _read_record(path: Path, at: tuple[int, int], text_field: str = TEXT_FIELD) -> list[str]:
     with path.open("rb") as fh:
         fh.seek(at[0])
         rec, _ = _parse(fh.read(at[1]))
-    return [rec["text"]]
+    return [rec[text_field]]
 
 
 def jsonl_files(spec: str) -> list[Path]:

@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 
 from headlab.corpus.document import Document
 from headlab.corpus.files import file_documents
-from headlab.corpus.records import ID_FIELD
+from headlab.corpus.records import ID_FIELD, TEXT_FIELD
 from headlab.errors import HeadlabError
 
 DEFAULT_CORPUS = ("wiki", "pydoc")
@@ -223,13 +223,14 @@ NAMED_SOURCES: dict[str, Callable[[], Iterator[Document]]] = {
 }
 
 
-def documents(specs: list[str] | tuple[str, ...] | None, id_field: str | None = ID_FIELD) -> list[Document]:
+def documents(specs: list[str] | tuple[str, ...] | None, id_field: str | None = ID_FIELD,
+              text_field: str = TEXT_FIELD) -> list[Document]:
     """All documents of the given sources (named sources or paths; a JSONL record is a document named by its
     ``id_field``); texts are loaded later, lazily."""
     docs: list[Document] = []
     for spec in specs or DEFAULT_CORPUS:
         src = NAMED_SOURCES.get(spec)
-        docs.extend(src() if src is not None else file_documents(spec, id_field))
+        docs.extend(src() if src is not None else file_documents(spec, id_field, text_field))
     if not docs:
         raise HeadlabError(f"corpus {', '.join(specs or DEFAULT_CORPUS)} is empty: no readable text documents")
     return docs
