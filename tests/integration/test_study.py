@@ -89,10 +89,10 @@ def test_claims_on_a_chosen_corpus_then_scale_against_a_naive_count(run, corpus,
 def test_languages_against_a_naive_loop_over_the_marked_masses(tmp_path):
     from headlab.probes.suites import slash
     from headlab.study.characterize import marked_mass
-    from headlab.study.languages import LanguagesResult, by_language
+    from headlab.study.languages import LanguagesResult, LanguagesSettings, by_language
 
     lm = named("minilm-l6")
-    r = by_language(lm, ["en", "de", "ja"], n=8)
+    r = by_language(lm, LanguagesSettings(languages=("en", "de", "ja"), n=8))
     assert [row.language for row in r.rows] == ["en", "de", "ja"] and r.settings["reference"] == "en"
     ref = marked_mass(lm, slash(8, 0, ["en"])).mean(0)  # (L, H)
     H = ref.shape[1]

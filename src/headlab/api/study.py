@@ -113,8 +113,7 @@ def languages(models: Sequence[str | LoadedModel], settings: LanguagesSettings =
         parts = ["# `/` heads across languages (slash stimulus suite)", ""]
         for m, name in zip(models, folder_names(models)):
             print(f"measuring {m if isinstance(m, str) else m.name}", file=sys.stderr)
-            r = by_language(m, settings.languages, n=settings.n, seed=settings.seed,
-                            batch_size=settings.batch_size, device=device, dtype=settings.dtype)
+            r = by_language(m, settings, device=device)
             results.append(r)
             parts.append(r.markdown())
             if folder is not None:

@@ -123,13 +123,14 @@ class LanguagesSettings(Settings):
 LANGUAGES_SETTINGS = LanguagesSettings()
 
 
-def by_language(model: str | LoadedModel, languages: Sequence[str] = LANGUAGES, *, n: int = 40, seed: int = 0,
-                top: int = 3, threshold: float = SDH.threshold, consecutive: int = SDH.consecutive, batch_size: int = 8,
-                device: str = "cpu", dtype: str = "float32") -> LanguagesResult:
-    """Measure ``model`` on the slash suite of each language; the first language is the reference."""
+def by_language(model: str | LoadedModel, settings: LanguagesSettings = LANGUAGES_SETTINGS, *, top: int = 3,
+                threshold: float = SDH.threshold, consecutive: int = SDH.consecutive,
+                device: str = "cpu") -> LanguagesResult:
+    """Measure ``model`` on the slash suite of each of ``settings.languages``; the first is the reference."""
 
+    languages, n, seed, batch_size = settings.languages, settings.n, settings.seed, settings.batch_size
     check_languages(languages)
-    lm = resolve(model, device=device, dtype=dtype)
+    lm = resolve(model, device=device, dtype=settings.dtype)
     L, H = lm.facts.n_layers, lm.facts.n_heads
     masses = {}
     for lang in languages:
