@@ -815,7 +815,7 @@ def test_jsonl_records_without_text_are_named(tmp_path: Path) -> None:
             docs = list(file_documents(str(f)))
     assert [d.doc_id for d in docs] == [f"{f}:1", f"{f}#7"]  # a record is a document, in file order
     assert [d.load() for d in docs] == [["fine"], ["named"]]
-    with says("scan reads another field with --text-field"):
+    with says("name the field that holds the text with --text-field"):
         list(file_documents(str(f)))
 
 
@@ -833,6 +833,29 @@ def test_a_jsonl_whose_text_is_in_another_field_is_scanned_with_text_field(tmp_p
     r = json.loads((out / "scan.json").read_text())
     assert r["n_samples"] == 4 and r["settings"]["text_field"] == "content"
     assert main(["scan", "minilm-l6", "--corpus", str(f), "--text-field", "", "--out", str(tmp_path / "e")]) == 2
+
+
+def test_the_monitor_fits_and_checks_records_whose_text_is_in_another_field(tmp_path: Path) -> None:
+    """monitor fit and check read the field --text-field names, and the write-back keeps every record it scored
+    byte for byte (its index of records reads the same field)."""
+    from headlab.cli import main
+
+    need("minilm-l6")
+    f = tmp_path / "c.jsonl"
+    words = "the river runs past the old mill and under the stone bridge".split()
+    f.write_text("".join(json.dumps({"id": i, "content": " ".join(words[i % 5:] + words[:i % 5])}) + "\n"
+                         for i in range(250)))
+    prof = tmp_path / "p"
+    assert main(["monitor", "fit", "minilm-l6", "--corpus", str(f), "--text-field", "content", "--max-samples", "250",
+                 "--no-progress", "--out", str(prof)]) == 0
+    assert json.loads((prof / "profile.json").read_text())["settings"]["text_field"] == "content"
+    kept = tmp_path / "kept.jsonl"
+    assert main(["monitor", "check", str(prof), "--corpus", str(f), "--text-field", "content", "--no-progress",
+                 "--write-filtered", str(kept), "--out", str(tmp_path / "c")]) == 0
+    lines = kept.read_text().splitlines()
+    assert 200 <= len(lines) <= 250 and set(lines) <= set(f.read_text().splitlines())
+    assert main(["monitor", "check", str(prof), "--corpus", str(f), "--text-field", "", "--out",
+                 str(tmp_path / "d")]) == 2
 
 
 def test_files_are_written_with_the_users_umask(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
-from headlab.corpus.records import ID_FIELD, TEXT_FIELD
+from headlab.corpus.records import ID_FIELD, TEXT_FIELD, text_field_problem
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
 from headlab.models.loader import dtype_setting
 from headlab.settings import Settings, setting
@@ -93,8 +93,7 @@ class ScanSettings(Settings):
             out.append(f"--target {self.target!r}: give a non-empty string")
         if self.stimuli is not None and self.max_samples is None:
             out.append(f"--stimuli {self.stimuli}: give --max-samples N (how many stimuli; 0 means a whole corpus)")
-        if not self.text_field:
-            out.append(f"--text-field {self.text_field!r}: give the name of the field that holds each record's text")
+        out += [p for p in [text_field_problem(self.text_field)] if p]
         if self.id_field is not None and not isinstance(self.id_field, str):
             out.append(f"--id-field {self.id_field!r}: give a field name ('' or None: name records by line)")
         # each offset is a column per head: 10**7 of them asked 276 GB; the default is never the one refused

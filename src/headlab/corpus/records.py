@@ -23,6 +23,11 @@ ID_FIELD = "id"
 TEXT_FIELD = "text"
 
 
+def text_field_problem(value: object) -> str | None:
+    """Why ``--text-field`` cannot name a record's text (an empty name matches no field), or None."""
+    return None if value else f"--text-field {value!r}: give the name of the field that holds each record's text"
+
+
 def record_documents(path: Path, id_field: str | None = ID_FIELD, text_field: str = TEXT_FIELD) -> Iterator[Document]:
     """One document per JSONL record with a string ``text_field``, in file order, named ``PATH#ID`` (or ``PATH:LINE``
     when the record has no ``id_field``, or ``id_field`` is None or empty). Lines that are not JSON and records
@@ -141,7 +146,7 @@ def _say_skipped(path: Path, no_text: list[int], unnamed: int, replaced: int, id
     if no_text:
         held = f"; the first holds the string field(s) {', '.join(map(repr, fields[:5]))}" if fields else ""
         say(f"{path}: {len(no_text)} record(s) without a string '{text_field}' field skipped (line "
-            f"{_lines(no_text)}{held}); scan reads another field with --text-field; rename it for the monitor")
+            f"{_lines(no_text)}{held}); name the field that holds the text with --text-field")
     if unnamed:
         say(f"{path}: {unnamed} record(s) without a string or integer '{id_field}' field, named by their line "
             "number")

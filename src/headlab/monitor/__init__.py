@@ -60,7 +60,7 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
         res, rows = headlab.monitor.check(prof, corpus=["pydoc"], max_samples=200)
     """
 
-    check_corpus(settings.corpus, settings.id_field)
+    check_corpus(settings.corpus, settings.id_field, settings.text_field)
     with saving(out, [Profile.KIND], overwrite) as folder:
         prof = _fit(model, settings, progress, device)
         if folder is not None:
@@ -71,7 +71,7 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
 def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
     loaded = resolve(model, device=device, dtype=st.dtype)
     with scanned(loaded, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
-                 device, id_field=st.id_field, dtype=st.dtype) as (path, r):
+                 device, id_field=st.id_field, dtype=st.dtype, text_field=st.text_field) as (path, r):
         features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
     record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
@@ -111,7 +111,7 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
     st = settings
     max_samples, seed, batch_size, id_field, checkpoint_every = (st.max_samples, st.seed, st.batch_size, st.id_field,
                                                                  st.checkpoint_every)
-    rank = check_corpus(corpus, id_field)
+    rank = check_corpus(corpus, id_field, st.text_field)
     keep_apart({"--write-filtered": write_filtered, "--write-scores": write_scores, "--out": out},
                {**{f"--corpus {c}": c for c in corpus}, "profile": None if isinstance(profile, Profile) else profile})
     targets = [None if p is None else claim_file(p, overwrite, flag)
@@ -132,10 +132,10 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
         # which may already have started its scan there
         work = None if folder is None else claim_work(folder / WORK, resume, overwrite) if w.main else folder / WORK
         res, kept, verdicts = run_check(profile, corpus, folder if w.main else None, model,
-                                        (max_samples, seed, batch_size, id_field, rank), progress,
+                                        (max_samples, seed, batch_size, (id_field, st.text_field), rank), progress,
                                         device_for(device, w), (work, resume, checkpoint_every, rows), w)
         if verdicts is not None and any(targets):
-            write_back(corpus, id_field, verdicts, *targets)
+            write_back(corpus, id_field, verdicts, targets[0], targets[1], st.text_field)
         if w.main and work is not None:
             shutil.rmtree(work, ignore_errors=True)
         return res, kept

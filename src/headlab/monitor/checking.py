@@ -63,12 +63,12 @@ def _fitted_model(prof: Profile, loaded: LoadedModel) -> LoadedModel:
 
 
 def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
-              how: tuple[int, int, int, str | None, dict[str, int]], progress: bool, device: str,
+              how: tuple[int, int, int, tuple[str | None, str], dict[str, int]], progress: bool, device: str,
               kept: tuple[Path | None, bool, int, bool], w: Any
               ) -> tuple[CheckResult, list[dict[str, Any]], Verdicts | None]:
     """Scan, fingerprint and score; under torchrun every rank scans its share, rank 0 (which holds the merged
     per-sample rows) scores and writes, and the other ranks return its summary with no rows and no verdicts."""
-    max_samples, seed, batch_size, id_field, rank = how
+    max_samples, seed, batch_size, (id_field, text_field), rank = how
     work, resume, every, keep_rows = kept
     prof = _profile(profile, model)
     detectors = prof.settings.get("detectors", MONITOR_DETECTORS)
@@ -77,7 +77,7 @@ def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | 
         loaded = _fitted_model(prof, resolve(model or prof.model, device=device, dtype=dtype))
         with scanned(loaded, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress, device,
                      detectors, id_field, work=work, resume=resume, checkpoint_every=every,
-                     dtype=dtype) as (path, _):
+                     dtype=dtype, text_field=text_field) as (path, _):
             scored = score_check(prof, path, rank, list(corpus), out, work, keep_rows, said,
                                  capped=max_samples > 0) if w.main else None
     if scored is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from headlab.corpus import document
-from headlab.corpus.records import bounded_lines, index_records, jsonl_files
+from headlab.corpus.records import TEXT_FIELD, bounded_lines, index_records, jsonl_files
 from headlab.errors import HeadlabError
 from headlab.notices import repeated, say
 
@@ -46,7 +46,7 @@ def with_scores(raw: bytes, score: float, flag: bool) -> bytes:
 
 
 def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, filtered: Path | None,
-               scored: Path | None) -> dict[str, int]:
+               scored: Path | None, text_field: str = TEXT_FIELD) -> dict[str, int]:
     """Write the kept records' bytes to ``filtered`` and the scored records with :data:`SCORE_KEY` and
     :data:`FLAG_KEY` to ``scored``; what was not scored (past ``--max-samples``) is left out of both and said."""
 
@@ -57,7 +57,7 @@ def write_back(corpus: Sequence[str], id_field: str | None, verdicts: Verdicts, 
         for path in dataset_files(corpus):
             zipped = path.name.lower().endswith(".gz")
             with repeated():
-                names = {line: name for name, _, line in index_records(path, id_field, zipped)}
+                names = {line: name for name, _, line in index_records(path, id_field, zipped, text_field)}
             with (gzip.open(path, "rb") if zipped else path.open("rb")) as fh:
                 for n, (raw, _) in enumerate(bounded_lines(fh, document.MAX_TEXT_BYTES), 1):  # as indexed
                     got = verdicts.get(names.get(n, ""))

@@ -20,7 +20,7 @@ import numpy as np
 
 from headlab.census.scanner import scan
 from headlab.corpus import documents
-from headlab.corpus.records import ID_FIELD
+from headlab.corpus.records import ID_FIELD, TEXT_FIELD
 from headlab.detectors import DEFAULT_DETECTORS
 from headlab.errors import HeadlabError
 from headlab.notices import repeated
@@ -38,7 +38,8 @@ BUCKET_DOCS, MAX_BUCKETS = 8192, 256
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
             progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS,
             id_field: str | None = ID_FIELD, *, work: Path | None = None, resume: bool = False,
-            checkpoint_every: int | None = None, dtype: str = "float32") -> Iterator[tuple[Path, Any]]:
+            checkpoint_every: int | None = None, dtype: str = "float32",
+            text_field: str = TEXT_FIELD) -> Iterator[tuple[Path, Any]]:
     """A per-sample scan of ``corpus``: the Parquet path and the scan result. Without ``work`` it lives in a
     temporary folder removed on exit; with ``work`` the scan checkpoints there every ``checkpoint_every``
     samples and ``resume`` continues it (the caller removes ``work`` once its result is written)."""
@@ -52,7 +53,7 @@ def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batc
         rows = folder / "rows.parquet"
         r = scan(model, corpus=list(corpus), detectors=list(detectors), max_samples=max_samples, seed=seed,
                  batch_size=batch_size, max_length=max_length, progress=progress, device=device, per_sample=rows,
-                 id_field=id_field, dtype=dtype, rule_notes=False, **kept)
+                 id_field=id_field, text_field=text_field, dtype=dtype, rule_notes=False, **kept)
         # exits as the interrupt did: 130 for Ctrl-C, 143 for SIGTERM
         r.stop_if_interrupted("the monitor" if work is None else f"the monitor (finish it with --resume; {work} "
                               "holds its checkpoint)")
@@ -173,9 +174,9 @@ def read_columns(path: Path, columns: Sequence[str]) -> Any:
     return pq.read_table(path, columns=list(columns)).to_pandas()
 
 
-def check_corpus(corpus: Sequence[str], id_field: str | None) -> dict[str, int]:
+def check_corpus(corpus: Sequence[str], id_field: str | None, text_field: str = TEXT_FIELD) -> dict[str, int]:
     """Refuse an empty corpus or one whose records share an id before a model is loaded (its notices are said
     by the scan that reads it); the position of every document in the corpus's order."""
 
     with repeated():
-        return {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field))}
+        return {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field, text_field))}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from headlab.corpus.records import ID_FIELD
+from headlab.corpus.records import ID_FIELD, TEXT_FIELD, text_field_problem
 from headlab.models.loader import dtype_setting
 from headlab.monitor import anomalies
 from headlab.settings import Settings, setting
@@ -49,10 +49,12 @@ class MonitorSettings(Settings):
     max_length: int = setting(128, "window length in tokens", cli=False)
     id_field: str | None = setting(ID_FIELD, "the JSONL field that names a record (each record is a document); '' "
                                    "names records by line", metavar="FIELD")
+    text_field: str = setting(TEXT_FIELD, "the JSONL field that holds a record's text", metavar="FIELD")
     dtype: str = dtype_setting()
 
     def more_problems(self) -> list[str]:
         out = [] if self.corpus else ["--corpus: give at least one reference source"]
+        out += [p for p in [text_field_problem(self.text_field)] if p]
         fpr, n = self.fpr, self.max_samples
         if isinstance(fpr, (int, float)) and not 0 < fpr <= 0.5:
             out.append(f"--fpr {fpr}: give a false-positive rate above 0 and at most 0.5, e.g. 0.01")
@@ -114,8 +116,12 @@ class CheckSettings(Settings):
     batch_size: int = setting(MONITOR.batch_size, "samples per forward pass")
     id_field: str | None = setting(MONITOR.id_field, "the JSONL field that names a record (each record is a "
                                    "document); '' names records by line", metavar="FIELD")
+    text_field: str = setting(MONITOR.text_field, "the JSONL field that holds a record's text", metavar="FIELD")
     checkpoint_every: int = setting(CHECKPOINT_EVERY, "windows between the check's checkpoints",
                                     rule=Rule("whole", 1), metavar="N")
+
+    def more_problems(self) -> list[str]:
+        return [p for p in [text_field_problem(self.text_field)] if p]
 
 
 #: check given no options
