@@ -36,7 +36,7 @@ class PruneResult(Result):
     """``prune.json``: the metric after removing each fraction of heads, per removal order (null: unreachable)."""
 
     KIND = "prune.json"
-    COMPANIONS = ("prune.md",)
+    COMPANIONS = ("prune.md", "prune.png")
     model: str
     metric: str
     fractions: list[float]

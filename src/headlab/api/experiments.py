@@ -64,7 +64,7 @@ def ablate(model: Model, heads: str | Sequence[str], settings: AblateSettings = 
     """
     if isinstance(heads, int) or (not isinstance(heads, str) and any(not isinstance(h, str) for h in heads)):
         raise HeadlabError(f"heads {heads!r}: give head names as \"L.H\" strings, e.g. [\"0.7\", \"2.3\"]")
-    with saving(out, ["ablate.json"], overwrite) as folder:
+    with saving(out, AblateResult.files(), overwrite) as folder:
         r = ablate_experiment(model, heads, settings, progress=progress, device=device, dtype=dtype)
         if folder is not None:
             r.write(folder)
@@ -84,7 +84,7 @@ def importance(model: Model, settings: ImportanceSettings = IMPORTANCE, *, devic
         imp = headlab.importance("smollm2-135m", samples=16)
         imp.to_pandas().nlargest(10, "exact_delta")   # the heads whose removal costs most
     """
-    with saving(out, ["importance.json"], overwrite) as folder:
+    with saving(out, ImportanceResult.files(), overwrite) as folder:
         r = importance_study.importance(model, settings, progress=progress, device=device)
         if folder is not None:
             r.write(folder)
@@ -106,7 +106,7 @@ def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequ
         r.figure()                                  # metric against the fraction of heads removed
         r.to_pandas().pivot(index="fraction", columns="order")
     """
-    with saving(out, ["prune.json", "prune.png"], overwrite) as folder:
+    with saving(out, PruneResult.files(), overwrite) as folder:
         r = prune_curves(model, keep, settings, progress=progress, device=device)
         if folder is not None:
             write_prune(r, folder)

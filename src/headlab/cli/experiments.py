@@ -9,7 +9,7 @@ from headlab.ablation import format_report
 from headlab.ablation.experiment import AblateSettings
 from headlab.ablation.importance import ImportanceSettings, format_importance
 from headlab.api import experiments as api
-from headlab.cli.options import bind, call, list_option, settings_options
+from headlab.cli.options import bind, call, list_option, say_wrote, settings_options
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
 from headlab.probes import SUITES
@@ -54,7 +54,7 @@ def _cmd_characterize(a: argparse.Namespace) -> int:
     out = _out(a, "characterize")
     r = call(a, out=out)
     print(r.markdown())
-    print(f"wrote {out}/characterize.json and {out}/characterize.md")
+    say_wrote(out, r)
     return 0
 
 
@@ -77,7 +77,7 @@ def _cmd_ablate(a: argparse.Namespace) -> int:
     out = _out(a, "ablate")
     r = call(a, out=out)
     print(format_report(r))
-    print(f"wrote {out}/ablate.json")
+    say_wrote(out, r)
     return 0
 
 
@@ -92,7 +92,7 @@ def _cmd_importance(a: argparse.Namespace) -> int:
     out = _out(a, "importance")
     r = call(a, out=out)
     print(format_importance(r))
-    print(f"wrote {out}/importance.json")
+    say_wrote(out, r)
     return 0
 
 
@@ -110,5 +110,5 @@ def _cmd_prune(a: argparse.Namespace) -> int:
     for name, ys in r["curves"].items():
         print(f"{name:<24} " + " ".join("   -  " if y is None else f"{y:.4f}" for y in ys))
     print(f"fractions removed: {' '.join(f'{x:.1f}' for x in r['fractions'])}  ({r['metric']})")
-    print(f"wrote {out}/prune.json and {out}/prune.png")
+    say_wrote(out, r)
     return 0

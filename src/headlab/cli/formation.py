@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from headlab.api import formation
-from headlab.cli.options import at_least, bind, call, settings_options
+from headlab.cli.options import at_least, bind, call, say_wrote, settings_options
 from headlab.formation.induce.arms import InduceSettings
 from headlab.formation.predict import PredictSettings
 from headlab.formation.tracking import TrackResult, TrackSettings
@@ -97,6 +97,7 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_induce(a: argparse.Namespace) -> int:
-    print(call(a).markdown())
-    print(f"wrote {a.out}/induce.md, induce.json and induce.png (runs in {a.out}/runs)")
+    r = call(a)
+    print(r.markdown())
+    say_wrote(a.out, r, f" (runs in {a.out}/runs)")
     return 0

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from headlab import monitor
-from headlab.cli.options import at_least, bind, call, list_option, settings_options, threads_option
+from headlab.cli.options import at_least, bind, call, list_option, say_wrote, settings_options, threads_option
 from headlab.monitor.settings import CheckSettings, EvaluateSettings, MonitorSettings
 
 
@@ -51,8 +51,9 @@ def _shared(p: argparse.ArgumentParser, settings: Any = None) -> None:
 
 
 def _cmd_fit(a: argparse.Namespace) -> int:
-    print(call(a).summary())
-    print(f"wrote {a.out}/profile.json")
+    prof = call(a)
+    print(prof.summary())
+    say_wrote(a.out, prof)
     return 0
 
 
@@ -64,7 +65,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
         print(f"  flagged: {r['doc']}  score {r['score']:.1f}")
     for t in res.top_features:
         print(f"  {t['feature']:<22} mean z {t['mean_z']:+.1f} over the flagged documents")
-    print(f"wrote {a.out}/monitor.md, monitor.jsonl, monitor.parquet, check.json and scores.png")
+    say_wrote(a.out, res)
     for path, what in ((a.write_filtered, "the records not flagged"), (a.write_scores, "the records with scores")):
         if path:
             print(f"wrote {path}: {what}")
@@ -76,5 +77,5 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     r = call(a)
     print(r.markdown())
     print(json.dumps({k: v["verdict"] for k, v in r.kinds.items()}))
-    print(f"wrote {a.out}/evaluate.json, evaluate.md and calibration.png")
+    say_wrote(a.out, r)
     return 0

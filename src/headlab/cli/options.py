@@ -198,6 +198,11 @@ def dtype_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=DTYPES)
 
 
+def say_wrote(folder: Any, result: Any, extra: str = "") -> None:
+    """A command's "wrote" line, naming the files its result class says it writes (never a list typed again)."""
+    print(f"wrote {folder}/: {', '.join(result.files())}{extra}")
+
+
 def default_out(a: argparse.Namespace, kind: str) -> str:
     return a.out or os.path.join("runs", f"{kind}-" + os.path.basename(str(a.model).rstrip("/")))
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from headlab import retrieval
-from headlab.cli.options import at_least, bind, call, settings_options, threads_option
+from headlab.cli.options import at_least, bind, call, say_wrote, settings_options, threads_option
 from headlab.retrieval.settings import (
     AnalyzeSettings,
     EvalLLMSettings,
@@ -97,7 +97,7 @@ def _cmd_train(a: argparse.Namespace) -> int:
 def _cmd_depth_law(a: argparse.Namespace) -> int:
     r = call(a)
     print(r.markdown(), end="")
-    print(f"wrote {a.out or a.sweep[0]}/depth_law.json, depth_law.md and depth_law.png")
+    say_wrote(a.out or a.sweep[0], r)
     return 0
 
 
@@ -110,15 +110,15 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
         print(f"  {k:<16} {v['successes']}/{v['seeds']} succeeded (bound log3(2D) = {v['bound_layers']:.2f} layers)")
     for c, v in r["by_curriculum"].items():
         print(f"  curriculum {c}: {v['successes']}/{v['runs']} runs succeeded")
-    print(f"wrote {a.out}/sweep.json, success_map.png, learning_curves.png")
+    say_wrote(a.out, r)
     return 0
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
     out = Path(a.out or os.path.join(a.run, "analyze"))
-    call(a, out=out)
+    r = call(a, out=out)
     print((out / "analyze.md").read_text())
-    print(f"wrote {out}/analyze.json, analyze.md and circuit.png")
+    say_wrote(out, r)
     return 0
 
 
@@ -141,5 +141,5 @@ def _cmd_eval_llm(a: argparse.Namespace) -> int:
             f"{c['interval'][1]:.3f}] (n={c['n']}, chance {c['chance']:.2f})"
             + (_outcomes(c["continuation"]) if "continuation" in c else "")
         )
-    print(f"wrote {out}/eval_llm.json and eval_llm.png")
+    say_wrote(out, r)
     return 0

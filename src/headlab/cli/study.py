@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import bind, call, settings_options, threads_option
+from headlab.cli.options import bind, call, say_wrote, settings_options, threads_option
 from headlab.study.claims import ClaimsSettings
 from headlab.study.compare import CompareSettings
 from headlab.study.languages import LanguagesSettings
@@ -57,8 +57,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(a: argparse.Namespace) -> int:
-    print(call(a).markdown())
-    print(f"wrote {a.out}/compare.md, compare.json and compare.png")
+    r = call(a)
+    print(r.markdown())
+    say_wrote(a.out, r)
     return 0
 
 
@@ -77,7 +78,7 @@ def _add_scale(sub: argparse._SubParsersAction) -> None:
 def _cmd_scale(a: argparse.Namespace) -> int:
     r = call(a)
     print(r.markdown())
-    print(f"wrote {a.out}/scale.md, scale.json and scale.png ({len(r.points)} models)")
+    say_wrote(a.out, r, f" ({len(r.points)} models)")
     return 0
 
 

@@ -161,7 +161,7 @@ def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *,
     """
 
     chosen = installed_kinds(settings.kinds)
-    with saving(out, [*EvaluationResult.files(), "calibration.png"], overwrite) as folder:
+    with saving(out, EvaluationResult.files(), overwrite) as folder:
         assert folder is not None
         r = evaluation.evaluate(model, settings, chosen, progress=progress, device=device,
                                 figure=folder / "calibration.png")

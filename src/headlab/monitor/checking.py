@@ -15,7 +15,7 @@ from headlab.monitor.scoring import Verdicts, score_check
 from headlab.monitor.screening import CheckResult
 from headlab.notices import recorded, say
 
-CHECK_FILES = ["check.json", "monitor.jsonl", "monitor.parquet", "monitor.md"]
+CHECK_FILES = CheckResult.files()
 
 
 def claim_work(work: Path, resume: bool, overwrite: bool, remove: bool = True) -> Path:

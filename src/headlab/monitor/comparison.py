@@ -130,7 +130,7 @@ class EvaluationResult(Result):
     ``evaluate.md`` beside it."""
 
     KIND: ClassVar[str] = "evaluate.json"
-    COMPANIONS: ClassVar[tuple[str, ...]] = ("evaluate.md",)
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("evaluate.md", "calibration.png")
 
     model: str
     reference: list[str]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class CheckResult(Result):
     """``check.json``: the summary of a check; per-document rows are in ``monitor.jsonl``."""
 
     KIND = "check.json"
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("monitor.jsonl", "monitor.parquet", "monitor.md", "scores.png")
     model: str
     corpus: list[str]
     n_documents: int

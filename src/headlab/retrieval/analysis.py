@@ -130,6 +130,7 @@ class AnalyzeResult(Result):
     """``analyze.json``: head labels from attention maps, the circuit, the ablation check, the emergence steps."""
 
     KIND = "analyze.json"
+    COMPANIONS = ("analyze.md", "circuit.png")
     run: str
     task: dict[str, Any]
     labels: list[list[str]]

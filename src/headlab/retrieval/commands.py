@@ -146,7 +146,7 @@ def analyze(run: str | Path, settings: AnalyzeSettings = ANALYZE, *, out: str | 
         a.figure()
     """
     folder = Path(out) if out is not None else Path(run) / "analyze"
-    with writing(folder, [AnalyzeResult.KIND, "analyze.md", "circuit.png"], overwrite) as held:
+    with writing(folder, AnalyzeResult.files(), overwrite) as held:
         r = analysis.analyze(run, settings)
         write_analysis(r, held)
     return r
@@ -201,7 +201,7 @@ def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings = EVAL_LLM, *, 
         r = retrieval.eval_llm("smollm2-135m", depths=[1, 2], n=40, forms=["assign-mc"])
         r.to_pandas()[["form", "depth", "accuracy", "lower", "upper", "chance"]]; r.figure()
     """
-    held = writing(out, [EvalLLMResult.KIND, "eval_llm.png"], overwrite) if out is not None else nullcontext(None)
+    held = writing(out, EvalLLMResult.files(), overwrite) if out is not None else nullcontext(None)
     with held as folder:  # claimed and locked before the model is read: no result is lost to a late refusal
         r = llm_eval.eval_llm(model, settings, progress=progress, device=device)
         if folder is not None:

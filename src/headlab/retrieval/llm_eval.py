@@ -105,6 +105,7 @@ class EvalLLMResult(Result):
     """``eval_llm.json``: accuracy with its Wilson interval per form and depth, and the scoring rule."""
 
     KIND = "eval_llm.json"
+    COMPANIONS = ("eval_llm.png",)
     model: str
     shots: int
     n_distractors: int

@@ -144,7 +144,7 @@ class InduceResult(Result):
     with the verdicts; ``induce.md`` beside it (``induce.png``, drawn from the per-run records, too)."""
 
     KIND: ClassVar[str] = "induce.json"
-    COMPANIONS: ClassVar[tuple[str, ...]] = ("induce.md",)
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("induce.md", "induce.png")
 
     settings: dict[str, Any]
     summary: dict[str, Any]
