@@ -340,3 +340,22 @@ def test_every_folder_kind_is_recognized_by_the_registry_and_a_claims_study_open
     assert "minilm-l6" in data.title and data.n_layers == 6
     with pytest.raises(HeadlabError, match="no claims study"):
         kind_of(tmp_path)
+
+
+def test_a_scan_folders_page_shows_windows_of_the_scanned_corpus_not_the_slash_defaults(tmp_path):
+    """The viewer of a scan showed a Python-docs window with '/' and slash stimuli whatever was scanned; it now
+    draws its maps on the scan's own first windows."""
+    from headlab.cli import main
+    from headlab.viewer import build
+
+    need("minilm-l6")
+    corpus = tmp_path / "plain.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "body": f"the {w} river runs past the mill {i} times"}) + "\n"
+                              for i, w in enumerate(["slow", "wide", "cold", "deep"])))
+    out = tmp_path / "scan"
+    assert main(["scan", "minilm-l6", "--corpus", str(corpus), "--text-field", "body", "--no-progress",
+                 "--out", str(out)]) == 0
+    data = build(out, progress=False)
+    names = [s.name for s in data.samples]
+    assert names and all(n.startswith("scanned corpus window") for n in names)
+    assert all("river" in "".join(s.tokens) for s in data.samples) and not any(s.marked for s in data.samples)

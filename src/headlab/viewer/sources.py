@@ -12,7 +12,7 @@ import numpy as np
 
 from headlab.census.result import ScanResult
 from headlab.census.scanner import scan
-from headlab.corpus import DEFAULT_CORPUS, Sample, Sampler, documents, repeat_probe
+from headlab.corpus import DEFAULT_CORPUS, TEXT_FIELD, Sample, Sampler, documents, repeat_probe
 from headlab.errors import HeadlabError
 from headlab.formation.head_monitor import read_monitor
 from headlab.formation.track_report import PhasesResult
@@ -100,6 +100,25 @@ def default_texts(loaded: Any, n_stimuli: int = 3, seed: int = 0, n_windows: int
     return out
 
 
+def scanned_texts(loaded: Any, scanned: ScanResult, n_windows: int = 3) -> list[tuple[str, str]]:
+    """(name, text): the first ``n_windows`` windows the scan drew from its own corpus (its seed, filter, target
+    and record fields), so the page shows what was scanned; none where the scan read no corpus it names (given
+    texts, stimuli) or its corpus cannot be read here."""
+    st = scanned.settings
+    if not isinstance(st.get("corpus"), list):
+        return []
+    rule = st.get("sdh_rule") or {}
+    targets = loaded.ids_containing(rule["target"]) if rule.get("target") else frozenset()
+    try:
+        sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), None, st.get("seed", 0), targets,
+                          st.get("filter", "any"))
+        docs = documents(st["corpus"], st.get("id_field"), st.get("text_field") or TEXT_FIELD)
+        return [(f"scanned corpus window {k}", loaded.tokenizer.decode(w.input_ids, skip_special_tokens=True))
+                for k, w in enumerate(sampler.samples(docs, n_windows))]
+    except HeadlabError:
+        return []
+
+
 def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.ndarray]:
     out = {}
     for k, v in heads[0]["scores"].items():  # every detector the scan ran, built in or registered by a user
@@ -120,7 +139,7 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
     texts themselves; either way read from one :class:`ScanResult`."""
 
     loaded = resolve(source, device=device, dtype=dtype)
-    texts = list(texts) if texts else default_texts(loaded)
+    texts = list(texts or (scanned_texts(loaded, scanned) if scanned is not None else []) or default_texts(loaded))
     samples = [text_sample(loaded, t, name) for name, t in texts]
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     if scanned is not None:
