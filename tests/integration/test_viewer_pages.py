@@ -212,6 +212,9 @@ def test_viewer_of_a_packaged_model_marks_slash_tokens(tmp_path):
         page.click("#cell-2-3")
         page.wait_for_selector("#map[data-head='2.3']")
         assert "rows = queries" in page.inner_text("#maptitle") and "orange" not in page.inner_text("#maptitle")
+        page.hover("#cell-2-3")
+        tip = page.inner_text("#tip")
+        assert "head 2.3" in tip and "previous-token:" in tip and "token: n/a" not in tip  # no '/' to score
     assert log["console_errors"] == [] and log["page_errors"] == []
     with pytest.raises(HeadlabError, match="window is 512"):
         view("minilm-l6", tmp_path / "long.html", [("long", "word / " * 400)], progress=False)

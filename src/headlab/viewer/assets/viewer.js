@@ -90,7 +90,9 @@
   function showTip(e, l, h) {
     const lines = [`head ${l}.${h}` + (meta.sdh && meta.sdh[l][h] ? '  (slash-dominance head)' : '')];
     if (meta.labels) lines.push(`label: ${meta.labels[l][h]}`);
-    for (const m of meta.metrics) lines.push(`${m}: ${fmt(score(state.ck, m, l, h))}`);
+    // a score no head has here (the token mass of texts without '/') is left out, not listed as n/a for every head
+    const defined = (m) => ((meta.scores[state.ck] || {})[m] || []).some((row) => row.some(Number.isFinite));
+    for (const m of meta.metrics) if (defined(m)) lines.push(`${m}: ${fmt(score(state.ck, m, l, h))}`);
     if (meta.steps.length > 1) lines.push(`step ${meta.steps[state.ck]}`);
     tip.textContent = lines.join('\n');
     tip.style.display = 'block';
