@@ -41,8 +41,8 @@ class Rule:
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= self.low
             if not ok:
                 return f"--{flag} {value!r}: give a whole number of at least {self.low}"
-            have = machine_memory()
-            if self.each and have and value * self.each > have:
+            have = machine_memory() if self.each else None
+            if have and value * self.each > have:
                 return (f"--{flag} {value:,}: each one holds at least {self.each:,} bytes, "
                         f"{value * self.each / 2**30:,.0f} GiB in all, more than this machine's "
                         f"{have / 2**30:.0f} GiB; give at most {have // self.each:,}")

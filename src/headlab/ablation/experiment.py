@@ -17,6 +17,7 @@ Modes: ``zero``, ``mean`` (each head's mean over all tokens of the experiment's 
 
 from __future__ import annotations
 
+import itertools
 import random
 import warnings
 from dataclasses import dataclass
@@ -212,10 +213,11 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
         if st.mode == "resample":
             part.sources = _resample_sources(loaded, part.batches)
     rng = random.Random(st.seed)
-    conds = [("base", {}), ("target", target)] + [(f"control{i}", matched_control(target, f.n_heads, rng))
-                                                   for i in range(st.draws)]
+    # drawn as they are run: a sequential stop leaves the rest undrawn
+    conds = itertools.chain([("base", {}), ("target", target)],
+                            ((f"control{i}", matched_control(target, f.n_heads, rng)) for i in range(st.draws)))
     first = min(l for l, hs in target.items() if hs)  # every control is matched by layer: none ablates lower
-    bar = progress_bar(len(conds), f"ablate {loaded.name}", "condition", progress)
+    bar = progress_bar(2 + st.draws, f"ablate {loaded.name}", "condition", progress)
     res: dict[str, Condition] = {}
     for name, hs in conds:
         res[name] = run_condition(loaded, parts, hs, st.mode, means, symbol_ids, st.k, st.positions, first)

@@ -182,7 +182,11 @@ def check_sizes(cfg: TrainConfig, where: str, flags: dict[str, str] | None = Non
     Adam moments (4 float32 copies), one step's activations and the training pool of token windows against the
     machine's memory, and its checkpoint plan. ``flags``: how the caller spells a setting (``--batch-size``)
     where it is not a config file's key."""
-    m, o, name = cfg.model, cfg.optim, {**{k: k for k in SIZE_KEYS}, **(flags or {})}
+    m, o, spelled = cfg.model, cfg.optim, flags or {}
+
+    def name(key: str) -> str:  # a config file's key, unless the caller spells it otherwise
+        return spelled.get(key, key)
+
     per_layer = (4 + 2 * m.mlp_ratio) * m.d_model ** 2
     params = m.vocab_size * m.d_model * (1 if m.tie_embeddings else 2) + m.n_layers * per_layer
     T = cfg.data.window
@@ -193,25 +197,22 @@ def check_sizes(cfg: TrainConfig, where: str, flags: dict[str, str] | None = Non
     pool = 8 * cfg.data.n_windows * T  # the drawn windows' token ids
     have = machine_memory()
     parts = [(16 * params, f"a model of about {params:,} parameters (weights, gradients, optimizer state)",
-              f"{name['model.d_model']}, {name['model.n_layers']} or {name['model.vocab_size']}"),
+              f"{name('model.d_model')}, {name('model.n_layers')} or {name('model.vocab_size')}"),
              (act, f"a step of {o.batch_size:,} windows of {T} tokens (activations)",
-              f"{name['optim.batch_size']} or {name['data.window']}"),
-             (pool, f"a pool of {cfg.data.n_windows:,} windows of {T} tokens", name["data.n_windows"])]
-    if have and sum(b for b, _, _ in parts) > have:
+              f"{name('optim.batch_size')} or {name('data.window')}"),
+             (pool, f"a pool of {cfg.data.n_windows:,} windows of {T} tokens", name("data.n_windows"))]
+    total = sum(b for b, _, _ in parts)
+    if have and total > have:
         need, what, smaller = max(parts)
         raise HeadlabError(f"{where}: {what} needs about {need / 2**30:,.0f} GiB "
-                           f"({sum(b for b, _, _ in parts) / 2**30:,.0f} GiB in all), more than this machine's "
+                           f"({total / 2**30:,.0f} GiB in all), more than this machine's "
                            f"{have / 2**30:.0f} GiB; make {smaller} smaller")
     planned = o.steps // max(1, cfg.checkpoints.every)
     if planned > MAX_CHECKPOINTS:
-        raise HeadlabError(f"{where}: {name['optim.steps']} {o.steps:,} with {name['checkpoints.every']} "
+        every = name("checkpoints.every")
+        raise HeadlabError(f"{where}: {name('optim.steps')} {o.steps:,} with {every} "
                            f"{cfg.checkpoints.every} plans {planned:,} checkpoints, more than {MAX_CHECKPOINTS:,}; "
-                           f"raise {name['checkpoints.every']} or lower the steps")
-
-
-#: the settings a size check may name, spelled as a config file's keys
-SIZE_KEYS = ("model.d_model", "model.n_layers", "model.vocab_size", "optim.batch_size", "data.window",
-             "data.n_windows", "optim.steps", "checkpoints.every")
+                           f"raise {every} or lower the steps")
 
 
 def _check(cfg: TrainConfig, where: str) -> None:
