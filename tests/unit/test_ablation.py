@@ -240,3 +240,31 @@ def test_the_sequential_p_stops_at_h_sets_that_reach_the_target_and_the_two_side
     h = _control(helped, "near", "p", None, True, np.random.default_rng(0))
     assert h["p_value"] == 1.0 and h["p_two_sided"] == 2 * (1 / 5)  # one-sided says nothing, two-sided sees it
     assert "two-sided p = 0.400" in p_said(h)
+
+
+def test_per_token_loss_and_accuracy_equal_a_naive_loop_over_tokens():
+    """token_metrics takes the loss over rows of the vocabulary; each value equals -log softmax at the next token,
+    computed one token at a time, and accuracy the argmax hit; padding and the first position are NaN."""
+    from types import SimpleNamespace
+
+    from headlab.ablation.metrics import token_metrics
+
+    from .test_importance import tiny_lm
+
+    lm = tiny_lm()
+    ids = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones(2, 7, dtype=torch.bool)
+    mask[1, 5:] = False  # right padding
+    batch = SimpleNamespace(input_ids=ids, attention_mask=mask)
+    with torch.inference_mode():
+        loss, acc = token_metrics(lm, batch, None)
+        logits = lm.model(input_ids=ids, attention_mask=mask.long(), use_cache=False).logits
+    for b in range(2):
+        for t in range(1, 7):
+            if not mask[b, t]:
+                assert np.isnan(loss[b, t]) and np.isnan(acc[b, t])
+                continue
+            row = logits[b, t - 1].double()
+            want = float(torch.logsumexp(row, 0) - row[ids[b, t]])
+            assert abs(loss[b, t] - want) < 1e-5 and acc[b, t] == float(int(row.argmax()) == int(ids[b, t]))
+    assert np.isnan(loss[:, 0]).all()
