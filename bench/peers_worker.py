@@ -11,6 +11,9 @@ own detection patterns and ``compute_head_attention_similarity_score``, as ``det
 (the eager attention modules' probabilities saved inside ``model.trace``, scored in numpy). Every tool gets the
 same token ids. Formulas (TransformerLens's "mul"): sum(A * P) / sum(A) per head and window, sum(A) being the
 number of queries.
+
+Each tool is called as its users call it: the peers once per batch (a forward is their unit of work), headlab once
+for all the windows, batched by B, as ``headlab.scan`` does (the capture is installed once, not once a batch).
 """
 
 from __future__ import annotations
@@ -78,7 +81,20 @@ def score_probs(probs: list[np.ndarray], tokens: np.ndarray) -> dict[str, np.nda
     return {d: np.stack(v) for d, v in out.items()}
 
 
-def run_headlab(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+Scorer = Callable[[np.ndarray, int], dict[str, np.ndarray]]  # (windows, batch size) -> per detector (N, L, H)
+
+
+def per_batch(score: Callable[[np.ndarray], dict[str, np.ndarray]]) -> Scorer:
+    """A peer's per-forward scorer run over every window in batches of B."""
+
+    def run(ids: np.ndarray, batch: int) -> dict[str, np.ndarray]:
+        parts = [score(ids[i:i + batch]) for i in range(0, len(ids), batch)]
+        return {d: np.concatenate([p[d] for p in parts]) for d in DETECTORS}
+
+    return run
+
+
+def run_headlab(model_dir: str) -> Scorer:
     from headlab.census.engine import score_samples
     from headlab.corpus import Sample
     from headlab.detectors import make
@@ -86,9 +102,9 @@ def run_headlab(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]
 
     lm = load(model_dir)
 
-    def score(tokens: np.ndarray) -> dict[str, np.ndarray]:
+    def score(tokens: np.ndarray, batch: int) -> dict[str, np.ndarray]:
         samples = [Sample(i, "peers", 0, tuple(int(x) for x in t)) for i, t in enumerate(tokens)]
-        parts = [s for _, s in score_samples(lm, [make(d) for d in DETECTORS], samples, batch_size=len(tokens))]
+        parts = [s for _, s in score_samples(lm, [make(d) for d in DETECTORS], samples, batch_size=batch)]
         return {d: np.concatenate([p[d] for p in parts]) for d in DETECTORS}
 
     return score
@@ -102,7 +118,7 @@ def _auto(model_dir: str) -> Any:
     return AutoModelForCausalLM if any(a.endswith("ForCausalLM") for a in archs) else AutoModel
 
 
-def run_transformers(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+def run_transformers(model_dir: str) -> Scorer:
     model = _auto(model_dir).from_pretrained(model_dir, attn_implementation="eager").eval()
 
     def score(tokens: np.ndarray) -> dict[str, np.ndarray]:
@@ -110,10 +126,10 @@ def run_transformers(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndar
             out = model(torch.from_numpy(tokens), output_attentions=True, use_cache=False)
         return score_probs([a.float().numpy() for a in out.attentions], tokens)
 
-    return score
+    return per_batch(score)
 
 
-def run_transformerlens(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+def run_transformerlens(model_dir: str) -> Scorer:
     from transformer_lens.head_detector import (
         compute_head_attention_similarity_score,
         get_duplicate_token_head_detection_pattern,
@@ -143,10 +159,10 @@ def run_transformerlens(model_dir: str) -> Callable[[np.ndarray], dict[str, np.n
                             exclude_current_token=False, error_measure="mul")
         return out
 
-    return score
+    return per_batch(score)
 
 
-def run_nnsight(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+def run_nnsight(model_dir: str) -> Scorer:
     from nnsight import LanguageModel, NNsight
 
     auto = _auto(model_dir)
@@ -164,7 +180,7 @@ def run_nnsight(model_dir: str) -> Callable[[np.ndarray], dict[str, np.ndarray]]
                 saved.append(module.output[1].save())
         return score_probs([s.float().numpy() for s in saved], tokens)
 
-    return score
+    return per_batch(score)
 
 
 TOOLS = {"headlab": run_headlab, "transformers": run_transformers, "transformerlens": run_transformerlens,
@@ -176,13 +192,11 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(int(os.environ.get("PEERS_THREADS", "2")))
     ids = np.array(json.load(open(ids_file)), dtype=np.int64)  # (N, T)
     score = TOOLS[tool](model_dir)
-    parts: list[dict[str, np.ndarray]] = []
     with PeakRSS() as rss:
         t0 = time.perf_counter()
-        for i in range(0, len(ids), batch):
-            parts.append(score(ids[i:i + batch]))
+        scores = score(ids, batch)
         wall = time.perf_counter() - t0
-    means = {d: np.concatenate([p[d] for p in parts]).mean(0).tolist() for d in DETECTORS}
+    means = {d: scores[d].mean(0).tolist() for d in DETECTORS}
     print(json.dumps({"tool": tool, "T": int(ids.shape[1]), "B": batch, "n": int(len(ids)), "wall_s": wall,
                       "peak_rss_mb": (rss.peak - rss.base) / 2**20, "scores": means}))
     return 0

@@ -108,10 +108,10 @@ def test_a_shape_with_too_few_batches_to_repay_its_timing_takes_a_route_by_its_l
         np.testing.assert_allclose(got.means[name], m, atol=1e-5, rtol=0, equal_nan=True, err_msg=name)
 
 
-def test_an_untimed_batch_of_one_window_takes_the_kernel_route(lm, costs, measured, monkeypatch):
+def test_an_untimed_batch_of_one_short_window_takes_the_eager_route(lm, costs, measured, monkeypatch):
     monkeypatch.setattr(calibration, "MIN_BATCHES", 10**6)
     got = scan(lm, TEXTS[:3], max_samples=None, batch_size=1, max_length=16, progress=False)
-    assert {c["route"] for c in got.settings["route_by_shape"].values()} == {"fused"} and measured == []
+    assert {c["route"] for c in got.settings["route_by_shape"].values()} == {"eager"} and measured == []
 
 
 def test_shapes_share_a_power_of_two_bucket():

@@ -42,7 +42,7 @@ def test_the_numpy_scoring_of_the_attention_maps_equals_the_census(tmp_path: Pat
     rng = np.random.default_rng(0)
     ids = np.concatenate([np.ones((4, 1), dtype=np.int64), rng.integers(2, 12, (4, 39))], 1)  # many repeats
     json.dump(ids.tolist(), open(tmp_path / "ids.json", "w"))
-    ours, theirs = w.run_headlab(str(folder))(ids), w.run_transformers(str(folder))(ids)
+    ours, theirs = w.run_headlab(str(folder))(ids, 3), w.run_transformers(str(folder))(ids, 3)  # batches of 3 and 1
     for d in w.DETECTORS:
         assert ours[d].shape == (4, 2, 4) and np.ptp(ours[d]) > 1e-4  # near-uniform random attention, yet not constant
         np.testing.assert_allclose(ours[d], theirs[d], atol=1e-6)

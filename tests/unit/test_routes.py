@@ -1,6 +1,8 @@
 """Capture routes: fused and chunked scores equal the eager route's, on every architecture headlab serves, and
 neither builds a (T, T) tensor."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -79,7 +81,10 @@ def test_the_eager_routes_one_product_equals_its_sum_by_sum_path(kind, monkeypat
     samples = [Sample(s.index, s.doc_id, 0, s.input_ids, s.targets,
                       links=(("link", len(s.input_ids) - 1, 0, 1.0), ("link", len(s.input_ids) - 1, 1, 0.5)))
                for s in _samples(n=8, lo=4, hi=40, vocab=6)]
-    dense = _scores(lm, "eager", names, 3, samples)
+    dense = _scores(lm, "eager", names, 3, samples)  # the layers held and reduced together
+    with monkeypatch.context() as m:
+        m.setattr(routes.LayerScorer, "__init__", functools.partialmethod(routes.LayerScorer.__init__, defer_mb=0.0))
+        _assert_same(dense, _scores(lm, "eager", names, 3, samples))  # one layer at a time
     monkeypatch.setattr(routes, "PATTERN_MB", 0.0)
     _assert_same(dense, _scores(lm, "eager", names, 3, samples))
 
@@ -139,6 +144,17 @@ def test_entropy_matches_a_naive_loop_over_output_attentions():
             for h in range(a.shape[1]):
                 rows = [-sum(float(p) * np.log(float(p)) for p in row if p > 0) for row in a[0, h]]
                 assert got[s.index, layer, h] == pytest.approx(np.mean(rows), abs=1e-4)
+
+
+@pytest.mark.parametrize("T, K", [(1, 0), (5, 0), (4, 3), (4, 4), (5, 8), (16, 3), (128, 8)])
+def test_the_eager_band_equals_a_naive_loop_over_diagonals(T, K):
+    probs = torch.rand(2, 3, T, T, generator=torch.Generator().manual_seed(T + K))
+    want = torch.zeros(2, 3, T, K + 1)
+    for i in range(T):
+        for delta in range(min(i, K) + 1):
+            want[:, :, i, delta] = probs[:, :, i, i - delta]
+    for p in (probs, probs.transpose(2, 3).contiguous().transpose(2, 3)):  # in place, and copied when strided
+        assert torch.equal(views.ProbsView(p).band(K), want)
 
 
 def test_route_choice_and_errors():

@@ -9,9 +9,9 @@ eager's memory grows as T²). So ``auto`` times the routes that serve a scan on 
 later scan of the same shape measures nothing. Eager is timed only where one layer's probabilities fit the
 block budget, the memory rule the chunked route keeps. Timing costs one warm-up and :data:`ROUNDS` forwards
 per route, and a route choice gains at most the gap between routes (measured within ~30%), so a shape that
-runs fewer than :data:`MIN_BATCHES` batches in a chunk is not timed: batches of at least two windows of up to
-:data:`SHORT_T` tokens take the eager route, measured faster there, and the others the kernel route, which is never
-far from the faster and is the only one whose memory stays flat.
+runs fewer than :data:`MIN_BATCHES` batches in a chunk is not timed: batches of windows of up to :data:`SHORT_T`
+tokens take the eager route, measured faster there, and the others the kernel route, which is never far from the
+faster and is the only one whose memory stays flat.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ COSTS_FILE = "route-costs.json"
 ROUNDS = 2
 #: the fewest batches of one shape in a chunk that repay timing it (five scored forwards at two routes)
 MIN_BATCHES = 16
-#: the longest window (a power of two) an untimed batch of several windows scores on the eager route: at 128
-#: tokens and batch 2-8 eager was 1.02-1.13x a bare forward against the kernel route's 1.08-1.44x; at batch 1 the
-#: kernel route was the faster on smollm2-135m (1.08 against 1.10-1.11x) and neither on minilm-l6; at 256 tokens
-#: eager was the slower in every cell (BENCHMARKS.md "Windows of 128 tokens, again")
+#: the longest window (a power of two) an untimed batch scores on the eager route: at 128 tokens and batch 2-8
+#: eager was 1.02-1.13x a bare forward against the kernel route's 1.08-1.44x, and at batch 1, since eager holds
+#: and reduces its layers together, 1.07x against 1.09-1.10x on smollm2-135m and 1.15-1.21x against 1.29-1.30x
+#: on minilm-l6; at 256 tokens eager was the slower in every cell (BENCHMARKS.md "Windows of 128 tokens, again"
+#: and "one window")
 SHORT_T = 128
 
 
@@ -81,7 +82,7 @@ class RoutePicker:
         costs = self._stored_costs(shape, routes)
         measured = len(costs) < len(routes)
         if measured and n_batches < MIN_BATCHES:
-            short = "eager" in routes and bucket(T) <= SHORT_T and B >= 2
+            short = "eager" in routes and bucket(T) <= SHORT_T
             pick = "eager" if short else routes[0]
             self.chosen[shape] = {"route": pick, "why": f"not timed: {n_batches} batch(es) of this shape, timing "
                                                         f"repays itself from {MIN_BATCHES}; "

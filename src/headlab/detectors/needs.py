@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import torch
+import torch.nn.functional as F
 
 
 @dataclass(frozen=True)
@@ -167,40 +168,31 @@ def pattern_names(needs: Needs) -> list[str]:
     return [*needs.keysets, *needs.matches, *needs.links]
 
 
-def pair_pattern(needs: Needs, groups: Groups | None, T: int) -> torch.Tensor:
+def pair_pattern(needs: Needs, input_ids: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
     """The declared sums of :func:`pattern_names` as columns of dense pair weights, ``(B, T·T, n)``: the weight of
-    pair (i, j) is what query i's declaration gives key j (token matches summed over the same pairs, duplicates
-    included, that :func:`match_plan`'s blocks visit). For short windows, where one product of a layer's whole
-    probabilities with it replaces every gather and per-set product."""
-    B, device = _batch_of(needs)
+    pair (i, j) is what query i's declaration gives key j (a token match gives key j + shift for every earlier
+    real position j holding query i's token, as :func:`match_plan`'s blocks visit them). For short windows, where
+    one product of a layer's whole probabilities with it replaces every gather and per-set product; the token
+    matches come from one comparison of the ids, without the token groups the blocks need."""
+    B, T = input_ids.shape
     names = pattern_names(needs)
-    pattern = torch.zeros(B, T, T, len(names), device=device)
+    pattern = torch.zeros(B, T, T, len(names), device=input_ids.device)
     col = {name: c for c, name in enumerate(names)}
     for name, ks in needs.keysets.items():
         pattern[..., col[name]] = ks.queries[:, :, None] * ks.keys[:, None, :]
-    if needs.matches and groups is not None:
-        S, first = len(needs.matches), col[next(iter(needs.matches))]
-        for sl in match_plan(needs, groups, T, 1 << 62):
-            G, r = sl.rows.shape
-            shape = (G, r, S, sl.cols.shape[1] // S)
-            at = (sl.sample[:, None, None, None].expand(shape), (sl.rows % T)[:, :, None, None].expand(shape),
-                  (sl.cols % T).reshape(G, 1, S, -1).expand(shape),
-                  first + torch.arange(S, device=device)[None, None, :, None].expand(shape))
-            pattern.index_put_(at, sl.weights[..., None] * sl.keep.reshape(shape), accumulate=True)
+    if needs.matches:
+        pair = real[:, :, None] & real[:, None, :]
+        same = ((input_ids[:, :, None] == input_ids[:, None, :]) & pair).tril(-1)  # (B, T, T): j < i, same token
+        for name, m in needs.matches.items():
+            moved = same if m.shift == 0 else F.pad(same[..., :max(0, T - m.shift)], (min(m.shift, T), 0))
+            pattern[..., col[name]] = m.queries[:, :, None] * moved  # key j + shift
     for name, lk in needs.links.items():
         n = lk.at.shape[0]
-        at = (lk.at[:, 0], lk.at[:, 1], lk.at[:, 2], torch.full((n,), col[name], device=device))
+        at = (lk.at[:, 0], lk.at[:, 1], lk.at[:, 2], torch.full((n,), col[name], device=input_ids.device))
         pattern.index_put_(at, lk.weights, accumulate=True)
-    return pattern.reshape(B, T * T, len(names))
-
-
-def _batch_of(needs: Needs) -> tuple[int, torch.device]:
-    """The batch size and device of the declarations (each carries (B, T) query weights, links their shape)."""
-    for group in (needs.keysets, needs.diagonals, needs.matches):
-        for item in group.values():
-            return item.queries.shape[0], item.queries.device
-    lk = next(iter(needs.links.values()))
-    return lk.shape[0], lk.weights.device
+    # Kept column-major: a layer's (H, T·T) @ (T·T, n) product reads it 3.8x faster that way than row-major
+    # (0.27 against 1.04 ms a layer at 8 windows of 128 tokens, 12 heads, 2 threads), once copied per batch.
+    return pattern.reshape(B, T * T, len(names)).transpose(1, 2).contiguous().transpose(1, 2)
 
 
 def evaluate(

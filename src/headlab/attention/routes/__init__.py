@@ -28,7 +28,7 @@ from headlab.attention.routes.spec import AttentionSpec
 from headlab.attention.routes.views import LogitsView, ProbsView
 from headlab.attention.rules import fused_unsupported, kernel_supported
 from headlab.detectors import Batch, Detector
-from headlab.detectors.needs import evaluate, match_plan, pair_pattern, pattern_names
+from headlab.detectors.needs import Groups, evaluate, match_plan, pair_pattern, pattern_names
 from headlab.errors import HeadlabError
 
 KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
@@ -129,13 +129,19 @@ class LayerScorer:
         self.indicators = self._indicators(self.big)
         self.pending: list[_Pending] = []
         self._plans: dict[int, list] = {}
-        self.groups = batch.groups if batch.needs.matches else None
         self._pattern: torch.Tensor | None = None
         self.reduced: list[tuple[int, int, dict[str, torch.Tensor], dict[str, torch.Tensor]]] = []
+        self.held: list[tuple[int, torch.Tensor, dict[str, torch.Tensor]]] = []
+
+    @property
+    def groups(self) -> Groups | None:
+        """The batch's token groups where token matches are declared (built on first use: the dense pattern
+        needs none)."""
+        return self.batch.groups if self.batch.needs.matches else None
 
     def _pair_pattern(self) -> torch.Tensor:
         if self._pattern is None:
-            self._pattern = pair_pattern(self.batch.needs, self.groups, self.batch.input_ids.shape[1])
+            self._pattern = pair_pattern(self.batch.needs, self.batch.input_ids, self.batch.attention_mask)
         return self._pattern
 
     def _pattern_fits(self) -> bool:
@@ -144,13 +150,31 @@ class LayerScorer:
         return 0 < B * T * T * n * 4 <= min(self.block_mb, PATTERN_MB) * 2**20
 
     def from_probs(self, layer: int, probs: torch.Tensor) -> None:
-        """Eager route: the layer's full probabilities (B, H, T, T), reduced at once (the reference). The small
-        sums are kept and scored with the other layers' at :meth:`flush`, so detectors score once a batch."""
-        H = probs.shape[1]
-        pattern = self._pair_pattern if self._pattern_fits() else None
-        sums = evaluate(self.batch.needs, ProbsView(probs), self.groups, H, lambda: self._plan(H), pattern=pattern)
+        """Eager route: the layer's full probabilities (B, H, T, T), reduced (the reference). Where the dense
+        pattern fits, layers with the same head count are held (up to ``defer_mb``) and reduced together, stacked
+        along the head axis, as the kernel routes defer theirs. The small sums are kept and scored with the other
+        layers' at :meth:`flush`, so detectors score once a batch."""
         rows = {d.name: d.reduce_rows(probs, 0, 0, self.batch) for d in self.rows}
-        self.reduced.append((layer, H, sums, rows))
+        if not self._pattern_fits():
+            H = probs.shape[1]
+            sums = evaluate(self.batch.needs, ProbsView(probs), self.groups, H, lambda: self._plan(H))
+            self.reduced.append((layer, H, sums, rows))
+            return
+        held = sum(p.numel() * p.element_size() for _, p, _ in self.held)
+        if self.held and (self.held[0][1].shape[1] != probs.shape[1]
+                          or held + probs.numel() * probs.element_size() > self.defer_mb * 2**20):
+            self._reduce_held()
+        self.held.append((layer, probs, rows))
+
+    def _reduce_held(self) -> None:
+        """The held layers' sums from one stacked view: one band, one product with the pattern."""
+        held, self.held = self.held, []
+        H = held[0][1].shape[1]
+        stacked = held[0][1] if len(held) == 1 else torch.cat([p for _, p, _ in held], 1)  # (B, n·H, T, T)
+        n = stacked.shape[1]
+        sums = evaluate(self.batch.needs, ProbsView(stacked), None, n, pattern=self._pair_pattern)
+        for i, (layer, _, rows) in enumerate(held):
+            self.reduced.append((layer, H, {k: v[:, i * H:(i + 1) * H] for k, v in sums.items()}, rows))
 
     def kernel(self, route: str) -> KernelHandler:
         """The handler :func:`headlab.attention.hooks.capture_kernel` calls for the fused or chunked route."""
@@ -181,6 +205,8 @@ class LayerScorer:
 
     def flush(self) -> None:
         """Evaluate and emit every deferred layer."""
+        if self.held:
+            self._reduce_held()
         if self.reduced:
             self._emit_reduced()
         if not self.pending:

@@ -26,13 +26,18 @@ class ProbsView:
         return self.probs @ keys.to(self.probs.dtype)[:, None]  # (B, H, T, T) @ (B, 1, T, m) -> (B, H, T, m)
 
     def band(self, K: int) -> torch.Tensor:
-        # One strided view of the left-padded rows instead of K + 1 diagonal copies: element (i, e) of the view is
-        # padded[i, i + e] = p[i, i + e - K], so column e holds delta = K - e (zero where i < delta).
+        # Strided views instead of K + 1 diagonal copies: element (i, e) is p[i, i + e - K], so column e holds
+        # delta = K - e (zero where i < delta). Rows from K on are read in place (i·(T+1) - K + e); only the first K
+        # rows are left-padded, where a copy of the whole padded matrix cost twice the time.
         B, H, T, _ = self.probs.shape
-        padded = F.pad(self.probs, (K, 0)).contiguous()  # (B, H, T, T + K)
-        W = T + K
-        rev = padded.as_strided((B, H, T, K + 1), (H * T * W, T * W, W + 1, 1))
-        return rev.flip(-1)  # (B, H, T, K + 1)
+        if not 0 < K < T:
+            padded = F.pad(self.probs, (K, 0)).contiguous()  # (B, H, T, T + K)
+            return padded.as_strided((B, H, T, K + 1), (H * T * (T + K), T * (T + K), T + K + 1, 1)).flip(-1)
+        probs = self.probs.contiguous()
+        top = F.pad(probs[..., :K, :K], (K, 0))  # (B, H, K, 2K)
+        head = top.as_strided((B, H, K, K + 1), (H * K * 2 * K, K * 2 * K, 2 * K + 1, 1))
+        rest = probs.as_strided((B, H, T - K, K + 1), (H * T * T, T * T, T + 1, 1), probs.storage_offset() + K * T)
+        return torch.cat([head, rest], 2).flip(-1)  # (B, H, T, K + 1)
 
     def pattern_sums(self, pattern: torch.Tensor) -> torch.Tensor:
         """pattern (B, T·T, S) → (B, H, S): Σ_ij p[b, h, i, j] · pattern[b, i·T + j, s], one batched product."""
