@@ -25,7 +25,7 @@ def test_streamed_statistics_match_a_direct_svd():
     Slash(lm)
     samples = _samples(6)
     f = lm.facts
-    res = rope_analysis(lm, natural=samples, randoms=samples[:2], batch_size=4, max_offset=3)
+    res = rope_analysis(lm, n=6, seed=0, natural=samples, randoms=samples[:2], batch_size=4, max_offset=3)
     # direct: run each sample alone, collect pre-RoPE q of layer 1, head 2
     qs = []
     with torch.inference_mode(), capture_qk(lm.model, f.head_dim,

@@ -79,7 +79,7 @@ def test_jsonl_round_trip_and_cli(tmp_path, capsys):
     rows = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 23 and all(r["text"][r["spans"][0][0]] == "/" for r in rows)
     with pytest.raises(HeadlabError, match="unknown stimulus suite"):
-        make_suite("nope", 1)
+        make_suite("nope", 1, 0)
 
 
 class OffsetTokenizer:

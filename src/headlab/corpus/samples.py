@@ -202,7 +202,7 @@ class Sampler:
             yield emit(item)
 
 
-def repeat_probe(tokenizer: Any, n: int, length: int, seed: int = 0) -> list[Sample]:
+def repeat_probe(tokenizer: Any, n: int, length: int, seed: int) -> list[Sample]:
     """``n`` samples: [bos] + r + r for a random token sequence r of ``(length - 1) // 2`` (non-special) tokens."""
     rng = np.random.default_rng(seed)
     special = set(tokenizer.all_special_ids)

@@ -39,13 +39,15 @@ FILLER = ("The committee met on a quiet morning to review the annual budget and 
           "building near the river. Several members asked for more time to read the reports before any vote "
           "was taken, and the chair agreed to meet again next week. Local residents have followed the project "
           "closely since it was first proposed, and many of them attended the meeting to hear the discussion.")
+#: words in a window of the position sweep (characterize's ``words`` setting reads this one declaration)
+POSITION_WORDS = 24
 
 
 def _fill(template: str, rng: random.Random) -> str:
     return _FIELD.sub(lambda m: rng.choice(_POOLS[m.group(1)]), template)
 
 
-def slash(n: int, seed: int = 0, languages: Sequence[str] = ("en", "zh")) -> list[Stimulus]:
+def slash(n: int, seed: int, languages: Sequence[str] = ("en", "zh")) -> list[Stimulus]:
     """``n`` slash-context stimuli cycling through languages and categories; every `/` is a target."""
     rng = random.Random(seed)
     keys = [(lang, cat, i) for lang in languages for cat, ts in TEMPLATES[lang].items() for i in range(len(ts))]
@@ -60,7 +62,7 @@ def slash(n: int, seed: int = 0, languages: Sequence[str] = ("en", "zh")) -> lis
     return out
 
 
-def controls(n: int, seed: int = 0, symbols: Sequence[str] = CONTROL_SYMBOLS,
+def controls(n: int, seed: int, symbols: Sequence[str] = CONTROL_SYMBOLS,
              languages: Sequence[str] = ("en", "zh")) -> list[Stimulus]:
     """For each of the ``n`` slash stimuli of the same seed: the original and one copy per control symbol,
     with each target `/` replaced in place (same template slot, same spans)."""
@@ -77,7 +79,7 @@ def controls(n: int, seed: int = 0, symbols: Sequence[str] = CONTROL_SYMBOLS,
     return out
 
 
-def positions(n: int, seed: int = 0, words: int = 24) -> list[Stimulus]:
+def positions(n: int, seed: int, words: int = POSITION_WORDS) -> list[Stimulus]:
     """``n`` windows of ``words`` natural words; for each window, one copy per gap k = 1..words-1 with a
     standalone `/` inserted between word k-1 and word k. ``meta.position`` is the relative position k/words."""
     rng = random.Random(seed)
@@ -96,7 +98,7 @@ def positions(n: int, seed: int = 0, words: int = 24) -> list[Stimulus]:
     return out
 
 
-def contexts(n: int, seed: int = 0, tokenizer: Any = None) -> list[Stimulus]:
+def contexts(n: int, seed: int, tokenizer: Any = None) -> list[Stimulus]:
     """Per item: ``natural`` (a slash sentence), ``shuffled`` (its words shuffled, the `/` kept),
     ``random`` (uniformly random vocabulary tokens around one `/`, as many as the natural sentence has
     tokens, so attention mass is not diluted by length; needs ``tokenizer``) and ``no-slash`` (natural
@@ -137,7 +139,7 @@ SUITES: dict[str, Callable[..., list[Stimulus]]] = {
 }
 
 
-def make_suite(name: str, n: int, seed: int = 0, **options: Any) -> list[Stimulus]:
+def make_suite(name: str, n: int, seed: int, **options: Any) -> list[Stimulus]:
     fn = SUITES.get(name)
     if fn is None:
         raise HeadlabError(f"unknown stimulus suite '{name}'; known: {', '.join(SUITES)}")

@@ -80,7 +80,7 @@ def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str
     return prof, control
 
 
-def hop_labels(profile: np.ndarray, control: np.ndarray, min_lift: float = 0.2) -> list[list[str]]:
+def hop_labels(profile: np.ndarray, control: np.ndarray, min_lift: float) -> list[list[str]]:
     lift = np.nan_to_num(profile - control, nan=-1.0)  # (L, H, D, keys)
     out = []
     for layer in range(lift.shape[0]):

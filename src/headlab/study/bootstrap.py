@@ -18,7 +18,7 @@ def _counts(n: int, reps: int, seed: int) -> np.ndarray:
     return counts
 
 
-def boot_means(x: np.ndarray, reps: int = REPS, seed: int = 0) -> np.ndarray:
+def boot_means(x: np.ndarray, reps: int, seed: int) -> np.ndarray:
     """(reps, ...) NaN-aware means of ``x`` (n, ...) over bootstrap resamples of its first axis.
 
     Computed as a (reps, n) @ (n, m) product of draw counts, so memory is reps·m, not reps·n·m."""
@@ -30,7 +30,7 @@ def boot_means(x: np.ndarray, reps: int = REPS, seed: int = 0) -> np.ndarray:
         return ((c @ np.where(ok, flat, 0.0)) / (c @ ok)).reshape((reps,) + x.shape[1:])
 
 
-def mean_ci(x: np.ndarray, reps: int = REPS, seed: int = 0, alpha: float = 0.05
+def mean_ci(x: np.ndarray, reps: int = REPS, *, seed: int, alpha: float = 0.05
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``x`` (n, ...) → mean, lower, upper (percentile bootstrap, NaN-aware) over the first axis."""
     with np.errstate(invalid="ignore"), _quiet():
@@ -40,7 +40,7 @@ def mean_ci(x: np.ndarray, reps: int = REPS, seed: int = 0, alpha: float = 0.05
     return mean, lo, hi
 
 
-def ratio_ci(num: np.ndarray, den: np.ndarray, reps: int = REPS, seed: int = 0, alpha: float = 0.05
+def ratio_ci(num: np.ndarray, den: np.ndarray, reps: int = REPS, *, seed: int, alpha: float = 0.05
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ratio of means of paired items ``num``/``den`` (n, ...), with a paired bootstrap interval."""
     if num.shape != den.shape:
@@ -52,7 +52,7 @@ def ratio_ci(num: np.ndarray, den: np.ndarray, reps: int = REPS, seed: int = 0, 
     return ratio, lo, hi
 
 
-def curve_cv_ci(x: np.ndarray, reps: int = REPS, seed: int = 0, alpha: float = 0.05
+def curve_cv_ci(x: np.ndarray, reps: int = REPS, *, seed: int, alpha: float = 0.05
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``x`` (n items, G points, ...) → coefficient of variation (std / mean over the G points) of the mean
     curve, with an interval from resampling items."""

@@ -29,6 +29,7 @@ from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
 from headlab.probes import contexts, controls, positions, to_samples
+from headlab.probes.suites import POSITION_WORDS
 from headlab.probes.templates import CONTROL_SYMBOLS, PLACEBO_SYMBOLS
 from headlab.progress import bar as progress_bar
 from headlab.result import Result, per_head
@@ -194,7 +195,7 @@ class CharacterizeSettings(Settings):
     kappa: float = setting(KAPPA, "(κ, Δ)-slash-dominance threshold (RoPE models; ours)")
     rope_samples: int = setting(64, "natural and random prompts for the RoPE analysis")
     batch_size: int = setting(8, "samples per forward pass")
-    words: int = setting(24, "words of the position sweep's filler")
+    words: int = setting(POSITION_WORDS, "words of the position sweep's filler")
     symbols: tuple[str, ...] = setting(CONTROL_SYMBOLS, "control symbols compared with '/'",
                                        annotation="Sequence[str]")
     placebos: tuple[str, ...] = setting(PLACEBO_SYMBOLS, "symbols put in the slots of '/' for the strict rule's null",

@@ -27,6 +27,7 @@ from torch import nn
 from headlab.attention.adapters import parts
 from headlab.attention.interventions import Record, intervene
 from headlab.census.engine import collate, score_batches
+from headlab.census.settings import DEFAULT_MAX_OFFSET
 from headlab.corpus import Sample, Sampler, documents, special_tokens
 from headlab.detectors import make
 from headlab.errors import HeadlabError
@@ -119,8 +120,8 @@ def random_token_samples(loaded: LoadedModel, n: int, length: int, seed: int) ->
             for i in range(n)]
 
 
-def rope_analysis(loaded: LoadedModel, *, n: int = 64, length: int = 64, max_offset: int = 8, kappa: float = KAPPA,
-                  seed: int = 0, batch_size: int = 8, corpus: list[str] | None = None,
+def rope_analysis(loaded: LoadedModel, *, n: int, seed: int, batch_size: int, length: int = 64,
+                  max_offset: int = DEFAULT_MAX_OFFSET, kappa: float = KAPPA, corpus: list[str] | None = None,
                   natural: list[Sample] | None = None, randoms: list[Sample] | None = None,
                   progress: Any = None) -> RopeResult:
     """Run the slash-pattern analysis on ``n`` natural windows of the corpus (default wiki+pydoc) and ``n``
