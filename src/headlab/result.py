@@ -94,6 +94,8 @@ class Result(Displayable):
     KEYS: ClassVar[tuple[str, ...] | None] = None
     #: the files :meth:`write_companions` writes beside ``KIND``
     COMPANIONS: ClassVar[tuple[str, ...]] = ()
+    #: keys that files of an earlier version wrote, and the field each is now read into
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -123,6 +125,7 @@ class Result(Displayable):
     def from_json(cls: type[R], d: dict[str, Any]) -> R:
         if not isinstance(d, dict):
             raise HeadlabError(f"{cls.KIND}: expected a JSON object, got {type(d).__name__}")
+        d = {cls.RENAMED.get(k, k) if cls.RENAMED.get(k) not in d else k: v for k, v in d.items()}
         names = cls.keys()
         missing = [n for n in names if n not in d and n not in cls._optional()]
         unknown = [k for k in d if k not in names]

@@ -51,14 +51,14 @@ def test_ablate_experiment_report_on_an_encoder(tmp_path):
     r = json.loads((tmp_path / "ablate.json").read_text())
     assert_round_trip(AblateResult, tmp_path / "ablate.json")
     assert r["heads"] == ["0.2", "3.1"] and r["metric"] == "cosine_distance"
-    assert {"base", "ablated", "delta"} <= set(r["slash"]["cosine_distance"])
+    assert {"base", "ablated", "delta"} <= set(r["scored"]["cosine_distance"])
     c = r["control"]
     assert c["draws"] == 3 and 1 / 4 <= c["p_value"] <= 1 and c["interval"][0] <= c["interval"][1]
     # the p-value again from the file alone: each control set's change against the target's
     assert len(c["per_set"]) == 3 and c["delta_mean"] == pytest.approx(sum(c["per_set"]) / 3)
     assert c["p_value"] == (1 + sum(x >= c["delta_target"] for x in c["per_set"])) / 4
-    assert r["slash"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
-    pooled = r["slash"]["pooled_cosine_distance"]
+    assert r["scored"]["cosine_distance"]["delta"] > 0  # removing heads moves the hidden states
+    pooled = r["scored"]["pooled_cosine_distance"]
     assert 0 < pooled["delta"] < 1 and pooled["control_delta_mean"] > 0
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "report")]) == 0
     md = (tmp_path / "report" / "report.md").read_text()
@@ -99,7 +99,7 @@ def test_ablate_scores_the_positions_asked_for(tmp_path):
                  "8", "--window", "48", "--no-progress", "--out", str(tmp_path / "rep")]) == 0
     r = AblateResult.read(tmp_path / "rep")
     assert_round_trip(AblateResult, tmp_path / "rep" / "ablate.json")
-    second, first = r.slash["loss"], r.no_slash["loss"]
+    second, first = r.scored["loss"], r.rest["loss"]
     assert second["base"] < first["base"] - 5  # the copy is predictable, random tokens are not
     assert second["delta"] > 0.5 and r.control["difference"] > 0.3 and r.control["interval"][0] > 0
     assert r.rest_control is not None and abs(first["delta"]) < 0.1 and r.suites == {}
@@ -110,8 +110,8 @@ def test_ablate_scores_the_positions_asked_for(tmp_path):
     c = a["control"]  # stopped at the first random set that reached the target's change, or ran every draw
     assert c["sequential"]["stopped"] == (c["per_set"][-1] >= c["delta_target"]) and len(c["per_set"]) == c["draws"]
     assert sum(x >= c["delta_target"] for x in c["per_set"]) == (1 if c["sequential"]["stopped"] else 0)
-    assert a["positions"] == "all" and a["no_slash"] == {} and a["rest_control"] is None
-    assert a["slash_definition"] == "every token" and a["slash"]["cosine_distance"]["delta"] > 0
+    assert a["positions"] == "all" and a["rest"] == {} and a["rest_control"] is None
+    assert a["scored_definition"] == "every token" and a["scored"]["cosine_distance"]["delta"] > 0
     assert main(["report", str(tmp_path / "all"), "--out", str(tmp_path / "report")]) == 0
 
 

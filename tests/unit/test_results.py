@@ -44,6 +44,19 @@ def test_missing_and_unknown_keys_are_named() -> None:
                                                2).to_json(), "heads": ["x"]})
 
 
+def test_a_renamed_key_of_an_earlier_file_reads_into_its_field_and_is_written_by_its_new_name() -> None:
+    r = AblateResult("m", "zero", [Head(0, 1)], "loss", ["loss"], "every token", {"loss": {"delta": 0.5}}, {}, {}, {},
+                     1, 2, positions="all")
+    new = r.to_json()
+    assert {"scored_definition", "scored", "rest"} <= set(new) and not {"slash", "no_slash"} & set(new)
+    back = {v: k for k, v in AblateResult.RENAMED.items()}
+    old = {back.get(k, k): v for k, v in new.items()}  # the keys files written before the rename hold
+    assert {"slash_definition", "slash", "no_slash"} <= set(old)
+    assert AblateResult.from_json(old) == r
+    with pytest.raises(HeadlabError, match="unknown slash"):  # both spellings at once is not an earlier file
+        AblateResult.from_json({**new, "slash": {}})
+
+
 def test_nested_results_round_trip() -> None:
     inner = EmergenceResult(runs=[{"run": "a", "order": ["L0:a→b@10"], "types": ["L0:a→b"]}],
                             most_common_order=["L0:a→b"], same_order=1, n_runs=1, pairwise=[])

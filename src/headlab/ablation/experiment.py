@@ -317,9 +317,9 @@ def _report(loaded: LoadedModel, target: HeadSet, st: AblateSettings, res: dict[
               for part in parts if part.name in st.suites}
     return AblateResult(
         model=loaded.name, mode=st.mode, heads=[Head(l, h) for l, hs in sorted(target.items()) for h in hs],
-        metric=names[0], metrics=list(names), slash_definition=POSITIONS[st.positions].words(st, causal, primary),
-        slash=_blocks(res, "near", primary, names, causal, rng),
-        no_slash=_blocks(res, "away", primary, names, causal, rng) if rest is not None else {},
+        metric=names[0], metrics=list(names), scored_definition=POSITIONS[st.positions].words(st, causal, primary),
+        scored=_blocks(res, "near", primary, names, causal, rng),
+        rest=_blocks(res, "away", primary, names, causal, rng) if rest is not None else {},
         control=control, suites=suites, n_samples=len(res["target"].near[primary][0]),
         n_tokens=int(sum(int(b.attention_mask.sum()) for b in parts[0].batches)),
         positions=st.positions, symbol=st.symbol, rest_control=rest,

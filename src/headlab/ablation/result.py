@@ -24,9 +24,10 @@ class AblateResult(Result):
     heads: list[Head]
     metric: str
     metrics: list[str]
-    slash_definition: str
-    slash: dict[str, Any]
-    no_slash: dict[str, Any]
+    scored_definition: str
+    #: per metric, the scored tokens' (``positions``) and the rest's base, ablated, change and controls' change
+    scored: dict[str, Any]
+    rest: dict[str, Any]
     control: dict[str, Any]
     suites: dict[str, Any]
     n_samples: int
@@ -35,9 +36,10 @@ class AblateResult(Result):
     symbol: str = "/"
     #: the same test on the rest (tokens not scored); None where there is no rest (``positions="all"``)
     rest_control: dict[str, Any] | None = None
+    RENAMED = {"slash_definition": "scored_definition", "slash": "scored", "no_slash": "rest"}
 
     def part_names(self) -> tuple[str, str]:
-        """What the ``slash`` and ``no_slash`` blocks hold, in words."""
+        """What the ``scored`` and ``rest`` blocks hold, in words."""
         if self.positions == "all":
             return "all", "-"
         if self.positions == "marked":
@@ -46,7 +48,7 @@ class AblateResult(Result):
             return "second copy", "first copy"
         if self.symbol == "/":
             return "slash", "no_slash"
-        at = "after" if self.slash_definition.startswith("targets") else "at"
+        at = "after" if self.scored_definition.startswith("targets") else "at"
         return f"{at} '{self.symbol}'", f"without '{self.symbol}'"
 
     def write_companions(self, folder: Path) -> None:
@@ -57,7 +59,7 @@ class AblateResult(Result):
         interval and p-value."""
         c = self.control
         lines = [f"**{self.model}**: {self.mode}-ablating {', '.join(map(str, self.heads))}; {self.n_samples} "
-                 f"samples, {self.n_tokens} tokens; scored: {self.slash_definition}", "",
+                 f"samples, {self.n_tokens} tokens; scored: {self.scored_definition}", "",
                  "| part | metric | base | ablated | Δ | controls' mean Δ |", "|---|---|---|---|---|---|"]
         for r in self.records():
             lines.append(f"| {r['part']} | {r['metric']} | {r['base']:.4f} | {r['ablated']:.4f} | {r['delta']:+.4f} | "
@@ -73,7 +75,7 @@ class AblateResult(Result):
     def records(self) -> list[dict[str, Any]]:
         """One row per (text part, metric): base, ablated, the change and the controls' mean change."""
         scored, rest = self.part_names()
-        parts = [(scored, self.slash), (rest, self.no_slash)]
+        parts = [(scored, self.scored), (rest, self.rest)]
         parts += [(f"suite {s}", v["near"]) for s, v in self.suites.items()]
         return [{"part": part, "metric": name, **{k: v for k, v in values.items() if not isinstance(v, list)}}
                 for part, block in parts for name, values in block.items()]
@@ -103,7 +105,7 @@ def write_report(report: AblateResult, out_dir: str) -> None:
 def format_report(r: AblateResult) -> str:
     m = r["metric"]
     lines = [f"{r['model']}: {r['mode']}-ablating {len(r['heads'])} heads ({', '.join(r['heads'])}); "
-             f"{r['n_samples']} samples, {r['n_tokens']} tokens; scored: {r['slash_definition']}"]
+             f"{r['n_samples']} samples, {r['n_tokens']} tokens; scored: {r['scored_definition']}"]
 
     def cells(block: dict[str, Any]) -> str:
         out = []
@@ -114,7 +116,7 @@ def format_report(r: AblateResult) -> str:
                        f"{extra}; controls Δ {number(v['control_delta_mean'], signed=True)})")
         return "; ".join(out)
 
-    for part, name in zip(("slash", "no_slash"), r.part_names()):
+    for part, name in zip(("scored", "rest"), r.part_names()):
         if r[part]:
             lines.append(f"  {name:<9} " + cells(r[part]))
     for suite, v in r.suites.items():

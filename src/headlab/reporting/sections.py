@@ -196,9 +196,9 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     plt = figures.pyplot()
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
     scored, rest = d.part_names()
-    bars: list[tuple[str, float, str, Any]] = [(scored, d["slash"][m]["delta"], "#e65100", None)]
-    if d["no_slash"]:
-        bars.append((rest, d["no_slash"][m]["delta"], "#607d8b", None))
+    bars: list[tuple[str, float, str, Any]] = [(scored, d["scored"][m]["delta"], "#e65100", None)]
+    if d["rest"]:
+        bars.append((rest, d["rest"][m]["delta"], "#607d8b", None))
     spread = np.percentile(c["per_set"], [2.5, 97.5]) if c.get("per_set") else None  # 95% of the random sets
     err = None if spread is None else [[c["delta_mean"] - spread[0]], [spread[1] - c["delta_mean"]]]
     bars.append((f"matched random\n({c['draws']} sets, on {scored})", c["delta_mean"], "#9e9e9e", err))
@@ -213,11 +213,11 @@ def ablation_section(folder: Path, figdir: Path, tag: str) -> Section:
     path = figdir / f"{tag}-ablation.png"
     save_figure(fig, path)
     lines = [f"Heads {', '.join(d['heads'])} of **{d['model']}**, {d['mode']}-ablated; {d['n_samples']} samples, "
-             f"{d['n_tokens']} tokens; scored tokens: {d['slash_definition']}.", "", _img(path, figdir, "ablation"),
+             f"{d['n_tokens']} tokens; scored tokens: {d['scored_definition']}.", "", _img(path, figdir, "ablation"),
              "", f"| metric | {scored}: base → ablated (Δ) | {rest}: base → ablated (Δ) |", "|---|---|---|"]
     cell = lambda v: f"{_f(v['base'])} → {_f(v['ablated'])} ({_f(v['delta'])})" if v else "-"  # noqa: E731
     for k in d["metrics"]:
-        lines.append(f"| {k} | {cell(d['slash'][k])} | {cell(d['no_slash'].get(k))} |")
+        lines.append(f"| {k} | {cell(d['scored'][k])} | {cell(d['rest'].get(k))} |")
     lines += ["", f"Control ({c['matched']}): target Δ {_f(c['delta_target'])} vs mean of random sets "
               f"{_f(c['delta_mean'])}; difference {_f(c['difference'])}, interval "
               f"[{_f(c['interval'][0])}, {_f(c['interval'][1])}], p = {_f(c['p_value'])}."]

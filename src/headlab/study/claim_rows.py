@@ -59,11 +59,11 @@ def ablation_row(ablation: Any, sdhs: bool, causal: bool) -> dict[str, Any]:
                       detail="encoder without a language-model head: no accuracy to lose")
     if ablation is None:
         return judged("slash.8", None, value="not measured", detail="run with --ablate")
-    acc = ablation["slash"]["accuracy"]
+    acc = ablation["scored"]["accuracy"]
     lo, hi = acc["interval_points"]
     change = (acc["delta_points"], lo, hi)
     c = ablation["control"]
-    away = ablation["no_slash"]["accuracy"]["delta_points"]
+    away = ablation["rest"]["accuracy"]["delta_points"]
     detail = (f"heads {', '.join(ablation['heads'])}: accuracy after `/` {moved(change[0])}; on text without `/` "
               f"{moved(away)} (specificity); {c['draws']} matched random sets: "
               f"{moved(100 * acc['control_delta_mean'])} after `/`; loss change target minus controls "

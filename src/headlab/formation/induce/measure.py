@@ -120,7 +120,7 @@ def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress:
     settings = ABLATE.replace(draws=draws, samples=32, window=cfg.data.window, corpus=cfg.data.corpus, seed=seed)
     r = ablate_experiment(loaded, [head], settings, progress=progress)
     c = r.control  # on the loss after `/`: the head's effect minus the matched random heads' mean effect
-    return {"head": head, "loss_delta": r.slash["loss"]["delta"], "control_delta": c["delta_mean"],
+    return {"head": head, "loss_delta": r.scored["loss"]["delta"], "control_delta": c["delta_mean"],
             "difference": c["difference"], "interval": c["interval"], "p_value": c["p_value"], "draws": c["draws"],
             "n_samples": r.n_samples}
 
