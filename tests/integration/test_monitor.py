@@ -61,10 +61,16 @@ def test_code_is_flagged_more_often_than_prose_and_explained(profile, tmp_path, 
 
 
 def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> None:
+    """On a reference given as a JSONL whose records keep their text in another field (``--text-field``)."""
+    from headlab.corpus import documents
+
     need("minilm-l6")
-    out = tmp_path / "eval"
-    assert main(["monitor", "evaluate", "minilm-l6", "--max-samples", "200", "--kind-samples", "30", "--kinds",
-                 "paths", "--out", str(out), "--no-progress"]) == 0
+    out, reference = tmp_path / "eval", tmp_path / "wiki.jsonl"
+    reference.write_text("".join(json.dumps({"title": d.doc_id, "content": "\n\n".join(d.load())}) + "\n"
+                                 for d in documents(["wiki"])), encoding="utf-8")
+    assert main(["monitor", "evaluate", "minilm-l6", "--reference", str(reference), "--id-field", "title",
+                 "--text-field", "content", "--max-samples", "200", "--kind-samples", "30", "--kinds", "paths",
+                 "--out", str(out), "--no-progress"]) == 0
     r = json.loads((out / "evaluate.json").read_text())
     assert r["baselines"] == ["characters", "gopher", "c4", "ngram"]  # an encoder has no next-token loss
     row = r["kinds"]["paths"]

@@ -86,11 +86,12 @@ class ColumnScorer:
         return M[:, 0]
 
 
-def raw_texts(specs: Sequence[str], docs: Sequence[str], id_field: str | None) -> dict[str, str]:
+def raw_texts(specs: Sequence[str], docs: Sequence[str], id_field: str | None, text_field: str) -> dict[str, str]:
     """Each scanned document's own text (its texts joined by a blank line), as a data pipeline reads it."""
 
     want = set(docs)
-    out = {d.doc_id: "\n\n".join(d.load()) for d in documents(list(specs), id_field) if d.doc_id in want}
+    out = {d.doc_id: "\n\n".join(d.load()) for d in documents(list(specs), id_field, text_field)
+           if d.doc_id in want}
     missing = want - set(out)
     assert not missing, f"scanned documents not in the corpus: {sorted(missing)[:3]}"
     return out
@@ -99,8 +100,9 @@ def raw_texts(specs: Sequence[str], docs: Sequence[str], id_field: str | None) -
 class _Scorer:
     """The heads' and each baseline's fingerprints of a scanned corpus, and their profiles' scores."""
 
-    def __init__(self, loaded: Any, features: list[str], id_field: str | None):
-        self.loaded, self.features, self.base, self.id_field = loaded, features, baselines(loaded), id_field
+    def __init__(self, loaded: Any, features: list[str], id_field: str | None, text_field: str):
+        self.loaded, self.features, self.base = loaded, features, baselines(loaded)
+        self.id_field, self.text_field = id_field, text_field
         self.document: dict[str, Any] = {}
 
     def learn(self, reference: list[str]) -> None:
@@ -116,7 +118,7 @@ class _Scorer:
         for name, (_, values) in self.base.items():
             out[name], bdocs = per_document(rows, values(rows, texts))
             assert bdocs == docs, "baseline and head documents differ"
-        raw = raw_texts(specs, docs, self.id_field)
+        raw = raw_texts(specs, docs, self.id_field, self.text_field)
         return {**out, **self.document_columns(raw, docs)}, docs, raw
 
     def document_columns(self, raw: dict[str, str], docs: list[str]) -> dict[str, np.ndarray]:
@@ -141,8 +143,8 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
 
     loaded = resolve(model, device=device, dtype=dtype, lm_head=True)
     scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS, id_field)
-    with scanned(loaded, reference, max_samples, *scan_args) as (path, _):
-        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector), id_field)
+    with scanned(loaded, reference, max_samples, *scan_args, text_field=st.text_field) as (path, _):
+        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector), id_field, st.text_field)
         mats, docs, raw = scorer.matrices(path, reference)
     fresh = np.array([fold(d) == FRESH for d in docs])
     scorer.learn([raw[d] for d, f in zip(docs, fresh) if not f and not held_out(d)])

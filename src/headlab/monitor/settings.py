@@ -72,7 +72,8 @@ MONITOR = MonitorSettings()
 class EvaluateSettings(Settings):
     """The monitor's evaluation: a profile of ``reference`` (``max_samples`` windows; ``per_detector`` and
     ``fpr`` as a profile's) against attention-free baselines on ``kind_samples`` windows of each of ``kinds``
-    (None: every kind whose corpus is installed); ``seed``, ``batch_size``, ``id_field``, the weights' ``dtype``."""
+    (None: every kind whose corpus is installed); ``seed``, ``batch_size``, the reference's ``id_field`` and
+    ``text_field``, the weights' ``dtype``."""
 
     FAMILY: ClassVar[str] = "monitor evaluate"
     LISTS: ClassVar[tuple[str, ...]] = ("reference", "kinds")
@@ -89,10 +90,12 @@ class EvaluateSettings(Settings):
     batch_size: int = setting(MONITOR.batch_size, "samples per forward pass")
     id_field: str | None = setting(MONITOR.id_field, "the JSONL field that names a record (each record is a "
                                    "document); '' names records by line", metavar="FIELD")
+    text_field: str = setting(MONITOR.text_field, "the JSONL field that holds a record's text", metavar="FIELD")
     dtype: str = dtype_setting()
 
     def more_problems(self) -> list[str]:
         out = [] if self.reference else ["--reference: give at least one reference source"]
+        out += [p for p in [text_field_problem(self.text_field)] if p]
         if isinstance(self.fpr, (int, float)) and not 0 < self.fpr <= 0.5:
             out.append(f"--fpr {self.fpr}: give a false-positive rate above 0 and at most 0.5, e.g. 0.01")
         return out
