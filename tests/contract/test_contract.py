@@ -406,6 +406,8 @@ ROWS += [
                              ("heads that do not divide the width", "not a multiple of the number of attention")]],
     Row("--max-offset beyond the window (it asked the allocator for 276 GB)",
         "scan minilm-l6 --max-offset 10000000 --out {tmp}/o".split(), 2, "give at most 128", absent=["o"]),
+    Row("--tokenizer from a folder that does not exist",
+        "scan minilm-l6 --tokenizer {tmp}/no-tok --out {tmp}/o".split(), 2, "does not exist", absent=["o"]),
     Row("--threads beyond the machine's cores (4096 crashed torch)",
         "scan minilm-l6 --threads 4096 --out {tmp}/o".split(), 2, "core(s); give 1 to", absent=["o"]),
     Row("--threads of a million (torch ran out of memory)", "scan minilm-l6 --threads 1000000 --out {tmp}/o".split(),
@@ -589,10 +591,11 @@ def _python_call(argv: list[str]) -> tuple[Callable[..., object], dict[str, obje
     return p.get_default("api"), kw
 
 
-#: rows a twin cannot take: options that only shape what the CLI prints after the work, and the process setting
-#: --threads (from Python: headlab.distributed.use_threads, tested beside it)
+#: rows a twin cannot take: options that only shape what the CLI prints after the work, and the process settings
+#: --threads (from Python: headlab.distributed.use_threads, tested beside it) and --tokenizer (from Python:
+#: headlab.load(..., tokenizer=...), tests/unit/test_models.py)
 CLI_ONLY = {"range: scan --top", "--threads beyond the machine's cores (4096 crashed torch)",
-            "--threads of a million (torch ran out of memory)"}
+            "--threads of a million (torch ran out of memory)", "--tokenizer from a folder that does not exist"}
 REFUSED = [r for r in ROWS if r.rc == 2 and r.name not in CLI_ONLY]
 
 

@@ -122,3 +122,28 @@ def test_a_missing_test_model_skips_here_and_fails_under_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="under CI every test model"):
         need("minilm-l6")
+
+
+def test_a_folder_without_tokenizer_files_loads_with_the_tokenizer_it_is_given(tmp_path, capsys):
+    """``tokenizer=`` (``--tokenizer``) reads the tokenizer from another source, here a named model's, and the
+    model's name records it; without it the folder is refused."""
+    from transformers import BertConfig, BertModel
+
+    if not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("needs minilm-l6's tokenizer files")
+    folder = tmp_path / "weights-only"
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2)).save_pretrained(folder)
+    with pytest.raises(HeadlabError, match="lacks its tokenizer files"):
+        load(str(folder))
+    lm = load(str(folder), tokenizer="minilm-l6")
+    assert lm.name == f"{folder} (tokenizer: minilm-l6)"
+    assert lm.tokenizer("hello world")["input_ids"] == load("minilm-l6").tokenizer("hello world")["input_ids"]
+    texts = tmp_path / "t.txt"
+    texts.write_text("A sentence about nothing in particular. " * 40)
+    assert main(["scan", str(folder), "--tokenizer", "minilm-l6", "--corpus", str(texts), "--max-samples", "2",
+                 "--out", str(tmp_path / "scan"), "--no-progress"]) == 0
+    assert json.loads((tmp_path / "scan" / "scan.json").read_text())["model"] == lm.name
+    capsys.readouterr()
+    assert main(["scan", str(folder), "--corpus", str(texts), "--out", str(tmp_path / "refused")]) == 2
+    assert "lacks its tokenizer files" in capsys.readouterr().err

@@ -51,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.debug:
         warnings.simplefilter("ignore", FutureWarning)
         _quiet_transformers()
+    # deferred: the loader imports torch (~1 s), which a help or a refused option never needs
+    from headlab.models.loader import tokenizer_from
+
     previous_format = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
     if hasattr(args, "threads"):
@@ -59,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if said and not getattr(args, "no_progress", False) and sys.stderr.isatty():
             print(f"headlab: {said}", file=sys.stderr)
     try:
-        with sigterm_as_interrupt(), from_cli():  # refusals name flags, not keywords
+        with sigterm_as_interrupt(), from_cli(), tokenizer_from(getattr(args, "tokenizer_source", None)):
             return int(args.func(args) or 0)
     except HeadlabError as exc:
         if args.debug:

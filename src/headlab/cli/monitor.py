@@ -7,7 +7,16 @@ import json
 from typing import Any
 
 from headlab import monitor
-from headlab.cli.options import at_least, bind, call, list_option, say_wrote, settings_options, threads_option
+from headlab.cli.options import (
+    at_least,
+    bind,
+    call,
+    list_option,
+    say_wrote,
+    settings_options,
+    threads_option,
+    tokenizer_option,
+)
 from headlab.monitor.settings import CheckSettings, EvaluateSettings, MonitorSettings
 
 
@@ -45,6 +54,7 @@ def _shared(p: argparse.ArgumentParser, settings: Any = None) -> None:
         p.add_argument("--id-field", metavar="FIELD")
     p.add_argument("--device", default="cpu")
     threads_option(p)
+    tokenizer_option(p)
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")

@@ -172,6 +172,7 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
     threads_option(p)
     if "dtype" not in declared:
         dtype_option(p)
+    tokenizer_option(p)
     p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     p.add_argument("--no-progress", action="store_true")
@@ -190,6 +191,14 @@ def _threads(text: str) -> int:
         return check_threads(at_least(1)(text))
     except HeadlabError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--threads ")) from None
+
+
+def tokenizer_option(p: argparse.ArgumentParser) -> None:
+    """``--tokenizer``: every model the command loads reads its tokenizer from there (a process setting the entry
+    point applies, like ``--threads``; from Python, ``headlab.load(..., tokenizer=...)``)."""
+    p.add_argument("--tokenizer", dest="tokenizer_source", metavar="SOURCE", default=None,
+                   help="read the tokenizer from this named model, folder or hub id instead of the model's own files "
+                        "(a folder of weights without them); recorded in the model's name")
 
 
 def dtype_option(p: argparse.ArgumentParser) -> None:

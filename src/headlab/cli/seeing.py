@@ -9,7 +9,7 @@ from pathlib import Path
 
 from headlab.api import seeing
 from headlab.api.pattern import pattern
-from headlab.cli.options import at_least, bind, call, dtype_option, settings_options, threads_option
+from headlab.cli.options import at_least, bind, call, dtype_option, settings_options, threads_option, tokenizer_option
 from headlab.viewer.browser import open_page
 from headlab.viewer.settings import ViewSettings
 
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
     v.add_argument("--device", default="cpu")
     threads_option(v)
+    tokenizer_option(v)
     v.add_argument("--no-progress", action="store_true")
     bind(v, seeing.view, _cmd_view)
     _add_pattern(sub)
@@ -59,6 +60,7 @@ def _add_pattern(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="cpu")
     threads_option(p)
     dtype_option(p)
+    tokenizer_option(p)
     bind(p, pattern, _cmd_pattern)
 
 

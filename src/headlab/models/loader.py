@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import functools
 import os
@@ -40,6 +41,21 @@ FOLDER_KINDS: dict[str, FolderKind] = {}
 
 #: the dtypes a model's weights can be loaded in, by name (every command's ``--dtype``, every twin's ``dtype=``)
 DTYPES = ("float32", "bfloat16", "float16")
+#: the tokenizer every load in this context reads instead of the model's own (the CLI's --tokenizer)
+_TOKENIZER: contextvars.ContextVar[str | None] = contextvars.ContextVar("tokenizer", default=None)
+
+
+@contextlib.contextmanager
+def tokenizer_from(source: str | None) -> Iterator[None]:
+    """Every :func:`load` inside reads its tokenizer from ``source`` (a named model, a folder or a hub id) instead
+    of the model's own files: how a command line's ``--tokenizer`` reaches each model it loads."""
+    if source is not None:
+        check_source(source)
+    token = _TOKENIZER.set(source)
+    try:
+        yield
+    finally:
+        _TOKENIZER.reset(token)
 
 
 def dtype_setting() -> Any:
@@ -77,7 +93,7 @@ def folder_kind(name_or_path: str | os.PathLike[str]) -> FolderKind | None:
 
 
 def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
-         device: str = "cpu") -> LoadedModel:
+         device: str = "cpu", tokenizer: str | os.PathLike[str] | None = None) -> LoadedModel:
     """Load a model for attention analysis.
 
     Args:
@@ -88,11 +104,18 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
             Attention analyses do not need it; for Gemma3 it triples the forward time.
         dtype: the weights' dtype, a name of :data:`DTYPES` or a torch dtype; default float32.
         device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"``, ... or ``"auto"`` (CUDA when available).
+        tokenizer: read the tokenizer from this named model, folder or hub id instead of the model's own files
+            (a folder of weights without them); the model's name records it, ``NAME (tokenizer: SOURCE)``.
 
     The model is in eval mode with eager attention, so attention probabilities exist.
     """
     dtype = torch_dtype(dtype)  # refused before any weight is read
     name = str(name_or_path)
+    tok_source = str(tokenizer) if tokenizer is not None else _TOKENIZER.get()
+    if tok_source is not None:
+        check_source(tok_source)
+        if folder_kind(name) is not None:
+            raise HeadlabError(f"{name} is a headlab run folder, which reads its own tokenizer: leave out --tokenizer")
     spec = NAMED_MODELS.get(name)
     if spec is not None:
         if not spec.installed():
@@ -110,7 +133,8 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     else:
         path = _resolve_path(name)  # type: ignore[assignment]
     try:
-        model, tokenizer = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype)
+        model, tok = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype,
+                                      tokenizer_at=None if tok_source is None else _tokenizer_path(tok_source))
     except HeadlabError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as exc:
@@ -126,8 +150,10 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     adapter = adapter_for(model)
     parts(model)  # the family's layout checked once, here, not in the middle of an analysis
     model.to(_device(device)).eval()
-    facts = read_facts(model, tokenizer)
-    return LoadedModel(name=name, model=model, tokenizer=tokenizer, facts=facts, source=str(path), adapter=adapter)
+    facts = read_facts(model, tok)
+    if tok_source is not None:
+        name = f"{name} (tokenizer: {tok_source})"
+    return LoadedModel(name=name, model=model, tokenizer=tok, facts=facts, source=str(path), adapter=adapter)
 
 
 def resolve(model: "str | os.PathLike[str] | LoadedModel", *, device: str = "cpu", dtype: Any = None,
@@ -145,15 +171,19 @@ def load_tokenizer(name_or_path: str | os.PathLike[str]) -> Any:
     from transformers import AutoTokenizer
 
     name = str(name_or_path)
-    spec = NAMED_MODELS.get(name)
     check_source(name)
-    path = spec.locate() if spec is not None else _resolve_path(name)
     try:
-        return AutoTokenizer.from_pretrained(str(path), **NO_REMOTE_CODE)
+        return AutoTokenizer.from_pretrained(str(_tokenizer_path(name)), **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         if (refused := remote_code_refusal(exc, name)) is not None:
             raise refused from None
         raise HeadlabError(f"cannot load the tokenizer of {name}: {str(exc).splitlines()[0]}") from exc
+
+
+def _tokenizer_path(name: str) -> str:
+    """Where the tokenizer of a named model, a model folder or a hub id is read from."""
+    spec = NAMED_MODELS.get(name)
+    return str(spec.locate() if spec is not None else _resolve_path(name))
 
 
 def check_source(name_or_path: str | os.PathLike[str]) -> None:
@@ -240,7 +270,7 @@ def _hub_reachable() -> bool:
         return False
 
 
-def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]:
+def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str | None = None) -> tuple[Any, Any]:
     # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
@@ -258,8 +288,8 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any) -> tuple[Any, Any]
                                            ignore_mismatched_sizes=True, **NO_REMOTE_CODE)
     check_loading(path, model, info)
     check_finite(path, model)
-    tokenizer = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
-    check_tokenizer(path, model, tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_at or path, **NO_REMOTE_CODE)
+    check_tokenizer(tokenizer_at or path, model, tokenizer)
     if tokenizer.pad_token_id is None:
         # Decoders often ship without a pad token; padding positions are masked out, so any id works.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
