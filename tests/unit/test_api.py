@@ -38,7 +38,9 @@ TWINS = {
 }
 #: options that only shape what the command prints or checks after the work (no Python counterpart)
 PRINT_ONLY = {"scan": {"top"}, "view": {"check"}, "pattern": {"rows"}}
-PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd", "threads"}
+#: options the entry point applies as process settings, not twin parameters (--threads, --tokenizer)
+PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd", "threads",
+               "tokenizer_source"}
 
 
 LEAVES = leaves(build_parser())
