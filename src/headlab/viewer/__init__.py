@@ -16,7 +16,7 @@ from headlab.models.loaded import LoadedModel
 from headlab.viewer.codec import SCALES, dequantize, quantize
 from headlab.viewer.data import ViewData, ViewSample
 from headlab.viewer.page import render, write_html
-from headlab.viewer.sources import claims_scan, from_model, from_retrieval, from_scan, from_training, kind_of
+from headlab.viewer.sources import Shown, from_model, from_retrieval, from_scan, from_training, kind_of, source_of
 
 
 def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
@@ -28,18 +28,12 @@ def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] |
     run's in its own)."""
     if scale not in SCALES:
         raise HeadlabError(f"unknown scale {scale!r}; known: {', '.join(SCALES)}")
-    if isinstance(source, LoadedModel):  # already loaded (a notebook's model object)
-        return from_model(source, texts, None, device, progress, scale)
-    kind = kind_of(source)
-    if kind == "retrieval":
-        return from_retrieval(Path(source), progress, scale=scale)
-    if kind == "training":
-        return from_training(Path(source), texts, progress, scale)
-    if kind == "scan":
-        return from_scan(Path(source), texts, device, progress, scale)
-    if kind == "claims":
-        return from_scan(claims_scan(Path(source)), texts, device, progress, scale)
-    return from_model(str(source), texts, None, device, progress, scale, dtype)
+    shown = Shown(texts, device, progress, scale, dtype)
+    found = None if isinstance(source, LoadedModel) else source_of(source)  # a LoadedModel: a notebook's model
+    if found is not None:
+        return found.build(Path(source), shown)  # type: ignore[arg-type]
+    return from_model(source if isinstance(source, LoadedModel) else str(source), texts, None, device, progress,
+                      scale, dtype)
 
 
 def view(source: str | Path, out: str | Path, texts: Sequence[tuple[str, str]] | None = None, *,

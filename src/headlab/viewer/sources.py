@@ -43,35 +43,56 @@ NOT_SHOWN = ("token_std", "token_max_run", "offset_delta")
 
 
 @dataclass(frozen=True)
+class Shown:
+    """What every source's view is built with: the texts shown instead of its defaults, the device and dtype maps
+    are computed in, the progress bar, the maps' quantization (:class:`headlab.viewer.settings.ViewSettings`)."""
+
+    texts: Sequence[tuple[str, str]] | None
+    device: str
+    progress: bool
+    scale: str
+    dtype: str
+
+
+@dataclass(frozen=True)
 class FolderSource:
-    """One kind of folder the viewer opens, and how it is recognized: by the registered result kinds it holds
+    """One kind of folder the viewer opens: how it is recognized, by the registered result kinds it holds
     (:func:`headlab.result.found_in`: a retrieval run by its ``task.json``, a :class:`RunTask`) or the registered
-    run kinds (:func:`headlab.models.loader.folder_kind`)."""
+    run kinds (:func:`headlab.models.loader.folder_kind`), and how its view is built."""
 
     kind: str
     recognizes: Callable[[Path], bool]
+    build: Callable[[Path, Shown], ViewData]
 
 
 #: the folder kinds the viewer opens, in the order they are tried (a model directory is the fallback)
 FOLDER_SOURCES = (
-    FolderSource("retrieval", lambda p: RunTask in found_in(p)),
-    FolderSource("training", lambda p: folder_kind(p) is TRAINING_RUN and (p / "checkpoints").is_dir()),
-    FolderSource("scan", lambda p: ScanResult in found_in(p)),
-    FolderSource("claims", lambda p: ClaimsResult in found_in(p)),
+    FolderSource("retrieval", lambda p: RunTask in found_in(p), lambda p, s: from_retrieval(p, s.progress, s.scale)),
+    FolderSource("training", lambda p: folder_kind(p) is TRAINING_RUN and (p / "checkpoints").is_dir(),
+                 lambda p, s: from_training(p, s.texts, s.progress, s.scale)),
+    FolderSource("scan", lambda p: ScanResult in found_in(p),
+                 lambda p, s: from_scan(p, s.texts, s.device, s.progress, s.scale)),
+    FolderSource("claims", lambda p: ClaimsResult in found_in(p),
+                 lambda p, s: from_scan(claims_scan(p), s.texts, s.device, s.progress, s.scale)),
 )
 
 
-def kind_of(source: str | Path) -> str:
+def source_of(source: str | Path) -> FolderSource | None:
+    """The folder kind ``source`` is, or None for a model (a name, a hub id or a model directory)."""
     p = Path(source)
-    if p.is_dir():
-        found = next((s.kind for s in FOLDER_SOURCES if s.recognizes(p)), None)
-        if found is not None:
-            return found
-        if not (p / "config.json").exists():
-            raise HeadlabError(f"{p} holds no run headlab can show: no scan.json, no claims study, no training run "
-                               "(config.toml and checkpoints/), no retrieval run (task.json), and no model "
-                               "(config.json)")
-    return "model"
+    if not p.is_dir():
+        return None
+    found = next((s for s in FOLDER_SOURCES if s.recognizes(p)), None)
+    if found is None and not (p / "config.json").exists():
+        raise HeadlabError(f"{p} holds no run headlab can show: no scan.json, no claims study, no training run "
+                           "(config.toml and checkpoints/), no retrieval run (task.json), and no model "
+                           "(config.json)")
+    return found
+
+
+def kind_of(source: str | Path) -> str:
+    found = source_of(source)
+    return "model" if found is None else found.kind
 
 
 def claims_scan(folder: Path) -> Path:
@@ -131,9 +152,8 @@ def _scan_scores(heads: list[dict[str, Any]], L: int, H: int) -> dict[str, np.nd
     return out
 
 
-def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | None,
-               scanned: ScanResult | None = None, device: str = "cpu", progress: bool = True,
-               scale: str = "sqrt", dtype: str = "float32") -> ViewData:
+def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | None, scanned: ScanResult | None,
+               device: str, progress: bool, scale: str, dtype: str) -> ViewData:
     """A pretrained model (loaded in ``dtype`` when given by name): maps on ``texts`` (default:
     :func:`default_texts`), scores from ``scanned`` when given (a corpus scan), else from a scan of the shown
     texts themselves; either way read from one :class:`ScanResult`."""
@@ -163,15 +183,14 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
     return data
 
 
-def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str = "cpu",
-              progress: bool = True, scale: str = "sqrt") -> ViewData:
+def from_scan(folder: Path, texts: Sequence[tuple[str, str]] | None, device: str, progress: bool,
+              scale: str) -> ViewData:
     scanned = ScanResult.read(folder)  # its maps in the dtype its scores were measured in
     return from_model(scanned.model, texts, scanned, device, progress, scale,
                       scanned.settings.get("dtype", "float32"))
 
 
-def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: bool = True,
-                  scale: str = "sqrt") -> ViewData:
+def from_training(run: Path, texts: Sequence[tuple[str, str]] | None, progress: bool, scale: str) -> ViewData:
     """A headlab training run: a checkpoint slider over the tracked scores (``headlab track`` output when present,
     else the shown samples), every checkpoint's maps, and the tracker's phases."""
 
@@ -277,7 +296,7 @@ def _label_scores(model: Any, task: Any, probes: list[dict[str, Any]], kinds: li
     return sc
 
 
-def from_retrieval(run: Path, progress: bool = True, n_probes: int = 16, scale: str = "sqrt") -> ViewData:
+def from_retrieval(run: Path, progress: bool, scale: str, n_probes: int = 16) -> ViewData:
     """A retrieval run: the labelled circuit, label masses per checkpoint, maps of one probe example."""
 
     model, task = load_run(run)
