@@ -47,7 +47,7 @@ def main() -> int:
 
     loaded = load_for_metric(a.model)
     f = loaded.facts
-    batches = metric_batches(loaded, a.samples, a.window, 0, a.batch)
+    batches = metric_batches(loaded, a.samples, a.window, 0, a.batch, None)  # the default corpus
     ref = reference_hidden(loaded, batches)
     n_tok = int(sum(int(b.attention_mask.sum()) for b in batches))
     print(f"model {loaded.name} ({f.n_layers}x{f.n_heads} heads), {a.samples} windows of {a.window} tokens "

@@ -94,11 +94,11 @@ def test_languages_against_a_naive_loop_over_the_marked_masses(tmp_path):
     lm = named("minilm-l6")
     r = by_language(lm, LanguagesSettings(languages=("en", "de", "ja"), n=8))
     assert [row.language for row in r.rows] == ["en", "de", "ja"] and r.settings["reference"] == "en"
-    ref = marked_mass(lm, slash(8, 0, ["en"])).mean(0)  # (L, H)
+    ref = marked_mass(lm, slash(8, 0, ["en"]), 8).mean(0)  # (L, H)
     H = ref.shape[1]
     flat_ref = sorted(((float(v), f"{i // H}.{i % H}") for i, v in enumerate(ref.ravel())), reverse=True)
     for row in r.rows:
-        m = marked_mass(lm, slash(8, 0, [row.language]))  # (N, L, H)
+        m = marked_mass(lm, slash(8, 0, [row.language]), 8)  # (N, L, H)
         mean = m.mean(0)
         ranked = sorted(((float(v), f"{i // H}.{i % H}") for i, v in enumerate(mean.ravel())), reverse=True)
         assert [(h, pytest.approx(v)) for v, h in ranked[:3]] == [(h, v) for h, v, _, _ in row.top]

@@ -63,7 +63,7 @@ class Condition:
 
 
 def run_condition(loaded: LoadedModel, parts: list[Part], heads: HeadSet, mode: str, means: dict | None,
-                  slash_ids: frozenset[int], k: int, positions: str = "after", first: int = 0) -> Condition:
+                  slash_ids: frozenset[int], k: int, positions: str, first: int = 0) -> Condition:
     """Per-sample metrics with ``heads`` ablated. ``first``: no condition of the experiment ablates below this
     block, so the blocks below it are computed on the first condition and reused (:func:`shared_blocks`)."""
     f = loaded.facts

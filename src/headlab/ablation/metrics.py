@@ -112,7 +112,7 @@ def load_for_metric(model: str | LoadedModel, device: str = "cpu", dtype: str = 
 
 
 def metric_batches(loaded: LoadedModel, samples: int, window: int, seed: int, batch_size: int,
-                   corpus: Sequence[str] | None = None) -> list[Any]:
+                   corpus: Sequence[str] | None) -> list[Any]:
     """Padded batches of ``samples`` seeded corpus windows, for the metrics of importance and pruning."""
     f = loaded.facts
     picked = list(Sampler(loaded.tokenizer, min(window, f.max_length), seed=seed).samples(

@@ -41,7 +41,7 @@ from headlab.values import ITEM_BYTES, Rule
 DEPTH_BINS = (("early", 0.0, 1 / 3), ("middle", 1 / 3, 2 / 3), ("late", 2 / 3, 1.0 + 1e-9))
 
 
-def marked_mass(loaded: LoadedModel, stimuli: Sequence[Any], batch_size: int = 8, progress: Any = None
+def marked_mass(loaded: LoadedModel, stimuli: Sequence[Any], batch_size: int, progress: Any = None
                 ) -> np.ndarray:
     """(N, L, H) per-stimulus mass on the marked targets, in stimulus order."""
     samples = to_samples(stimuli, loaded.tokenizer, loaded.facts.max_length)

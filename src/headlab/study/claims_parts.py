@@ -43,7 +43,7 @@ def _same(saved: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samples: int, seed: int,
-               target_filter: str, dtype: str = "float32") -> Any:
+               target_filter: str, dtype: str) -> Any:
     f = folder / ScanResult.KIND
     if not f.exists():
         return None
@@ -54,7 +54,7 @@ def saved_scan(folder: Path, model: str, corpus: Sequence[str] | None, scan_samp
     return sc if sc.model == model and same and not sc.interrupted else None
 
 
-def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float, dtype: str = "float32") -> Any:
+def saved_characterization(folder: Path, model: str, n: int, seed: int, kappa: float, dtype: str) -> Any:
     f = folder / CharacterizeResult.KIND
     if not f.exists():
         return None
