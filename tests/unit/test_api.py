@@ -95,8 +95,11 @@ def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, 
             assert "threads" in dests and p.get_default("threads") is None, cmd
     before = torch.get_num_threads()
     try:
-        monkeypatch.setattr(distributed.os, "getloadavg", lambda: (99.0, 0.0, 0.0))
+        monkeypatch.setattr(distributed, "busy_cores", lambda: 99.0)
         assert distributed.use_threads(None)[0] == 1 and "--threads N" in distributed.use_threads(None)[1]
+        monkeypatch.setattr(distributed, "busy_cores", lambda: None)  # no /proc/stat: the load average decides
+        monkeypatch.setattr(distributed.os, "getloadavg", lambda: (99.0, 0.0, 0.0))
+        assert distributed.use_threads(None)[0] == 1
         cores = distributed.spare_cores()[0]
         assert distributed.use_threads(cores) == (cores, None) and torch.get_num_threads() == cores
         with pytest.raises(HeadlabError, match=f"--threads {cores + 1}: this process may use {cores} core"):
@@ -295,3 +298,22 @@ def test_help_once_printed_is_printed_again_from_the_cache_until_the_code_change
     assert main(["scan", "--help"]) == 0 and capsys.readouterr().out == fresh  # from the cache
     monkeypatch.setattr(headlab, "__version__", "0.0.0-changed")  # any change of the key is a miss
     assert helptext.cached(["scan", "--help"]) is None
+
+
+def test_the_busy_cores_are_measured_now_not_averaged_over_a_minute() -> None:
+    """A process spinning on one core is counted while it runs (the load average would count it for a minute after)."""
+    import subprocess
+    import sys
+    import time
+
+    from headlab import distributed
+
+    if distributed.busy_cores(0.01) is None:
+        pytest.skip("no /proc/stat here")
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert distributed.busy_cores(0.3) >= 0.7
+    finally:
+        spin.kill()
+        spin.wait()
