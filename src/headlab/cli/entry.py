@@ -8,6 +8,7 @@ Errors are one line on stderr and a non-zero exit code; ``--debug`` shows the tr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -51,9 +52,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.debug:
         warnings.simplefilter("ignore", FutureWarning)
         _quiet_transformers()
-    # deferred: the loader imports torch (~1 s), which a help or a refused option never needs
-    from headlab.models.loader import tokenizer_from
-
     previous_format = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *_: f"headlab: warning: {msg}\n"
     if hasattr(args, "threads"):
@@ -62,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if said and not getattr(args, "no_progress", False) and sys.stderr.isatty():
             print(f"headlab: {said}", file=sys.stderr)
     try:
-        with sigterm_as_interrupt(), from_cli(), tokenizer_from(getattr(args, "tokenizer_source", None)):
+        with sigterm_as_interrupt(), from_cli(), _tokenizer(getattr(args, "tokenizer_source", None)):
             return int(args.func(args) or 0)
     except HeadlabError as exc:
         if args.debug:
@@ -86,6 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         warnings.formatwarning = previous_format
+
+
+def _tokenizer(source: str | None) -> contextlib.AbstractContextManager[None]:
+    """``--tokenizer``'s process setting, where it is given."""
+    if source is None:
+        return contextlib.nullcontext()
+    # deferred: the loader imports torch (~1 s), which a command without --tokenizer may never need
+    from headlab.models.loader import tokenizer_from
+
+    return tokenizer_from(source)
 
 
 def _quiet_transformers() -> None:
