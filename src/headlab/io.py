@@ -47,7 +47,7 @@ def _no_dangling_link(p: Path) -> None:
                            "--out")
 
 
-def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool = False) -> Path:
+def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool) -> Path:
     """Check that folder ``out`` can receive ``files`` (this command's result), before the work starts.
 
     Refuses, in one line each: an ``out`` that is an existing file; a folder that already holds one of
@@ -110,7 +110,7 @@ def _probe(base: Path, out: Path) -> None:
                            "choose a writable --out") from exc
 
 
-def claim_file(path: str | os.PathLike[str], overwrite: bool = False, flag: str = "--out") -> Path:
+def claim_file(path: str | os.PathLike[str], overwrite: bool, flag: str = "--out") -> Path:
     """:func:`claim_out` for a single output file (``flag``: the option that names it)."""
     p = Path(path).expanduser()
     if p.is_dir():
@@ -226,7 +226,7 @@ def write_csv_atomic(path: str | os.PathLike[str], header: Sequence[str], rows: 
 
 
 @contextlib.contextmanager
-def writing(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool = False) -> Iterator[Path]:
+def writing(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool) -> Iterator[Path]:
     """:func:`claim_out`, then hold the folder's :class:`FolderLock` for the work, claiming once more under the
     lock (another writer may have finished in between): one writer per result folder, never a silent mix."""
     p = claim_out(out, files, overwrite)
@@ -236,7 +236,7 @@ def writing(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool =
 
 
 @contextlib.contextmanager
-def writing_files(paths: Sequence[str | os.PathLike[str] | None], overwrite: bool = False
+def writing_files(paths: Sequence[str | os.PathLike[str] | None], overwrite: bool
                   ) -> Iterator[list[Path | None]]:
     """:func:`claim_file` for each output file given, then hold each one's :class:`FolderLock` for the work,
     claiming once more under the lock: two commands writing one file are refused, never left to replace each

@@ -78,6 +78,13 @@ class Settings:
         return next(f.metadata for f in cls.fields() if f.name == name)
 
     @classmethod
+    def field_of(cls, name: str) -> Any:
+        """The field ``name`` declared again, with its default, help and allowed values, for another settings class
+        that gives it (a scan gives each detector its options: ``target = TokenOptions.field_of("target")``)."""
+        found = next(f for f in cls.fields() if f.name == name)
+        return dataclasses.field(default=found.default, metadata=found.metadata)
+
+    @classmethod
     def flag(cls, name: str) -> str:
         """The field's option as the CLI spells it, without the dashes."""
         return cls.meta(name).get("flag") or name.replace("_", "-")
@@ -123,14 +130,69 @@ class Settings:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.values().items()}
 
 
-def takes(cls: type[Settings]) -> Callable[[F], F]:
+#: the dtypes a model's weights can be loaded in, by name (every command's ``--dtype``, every twin's ``dtype=``)
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def dtype_setting() -> Any:
+    """The ``dtype`` field: of :class:`RunOptions`, and of every settings class whose result depends on it."""
+    return setting("float32", "the weights' dtype (scores and statistics are accumulated in float32)",
+                   choices=DTYPES)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a command runs, beside what it measures (its :class:`Settings`): where it writes, whether it may
+    replace an earlier result there, its progress bars, the device, the weights' dtype. Declared once here: a
+    twin's keyword of one of these names gets its default from :data:`RUN` (:func:`takes_run`, which :func:`takes`
+    applies), and the command line's options are made from these fields (``headlab.cli.options.run_options``).
+    ``--threads`` and ``--tokenizer`` are process settings the entry point applies, not parameters."""
+
+    out: Any = setting(None, "output folder", annotation="str | Path | None")
+    overwrite: bool = setting(False, "replace an earlier result in --out")
+    progress: bool = setting(True, "do not show progress bars", flag="no-progress")
+    device: str = setting("cpu", "cpu, cuda, cuda:N or auto")
+    dtype: str = dtype_setting()
+
+
+#: the run options' defaults
+RUN = RunOptions()
+RUN_OPTIONS = tuple(f.name for f in dataclasses.fields(RunOptions))
+
+
+def takes_run(fn: F | None = None, *, required: Sequence[str] = ()) -> Any:
+    """Give a twin's keyword-only run options written without a default (``*, device: str, progress: bool``)
+    their :data:`RUN` default in its public signature and in every call; those named in ``required`` stay
+    required (a training run's ``out``)."""
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+        filled = {p.name: getattr(RUN, p.name) for p in sig.parameters.values()
+                  if p.kind is p.KEYWORD_ONLY and p.default is p.empty and p.name in RUN_OPTIONS
+                  and p.name not in required}
+        if not filled:
+            return fn
+
+        @functools.wraps(fn)
+        def twin(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **{**filled, **kwargs})
+
+        twin.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[p.replace(default=filled[p.name]) if p.name in filled else p for p in sig.parameters.values()])
+        return twin  # type: ignore[return-value]
+    return wrap if fn is None else wrap(fn)
+
+
+def takes(cls: type[Settings], *, required: Sequence[str] = ()) -> Callable[[F], F]:
     """Give a twin written ``def fn(inputs, settings, *, run options)`` the public signature
     ``fn(inputs, *, every field of cls, run options, settings=None)``: a caller names any field as a keyword
     (on top of ``settings``, or of the defaults without it), and ``fn`` receives one checked ``cls``. The
-    keywords are the fields themselves, so the twin never repeats a name or a default."""
+    keywords are the fields themselves, so the twin never repeats a name or a default; its run options get
+    theirs from :data:`RUN` (:func:`takes_run`; ``required`` as there)."""
     names = [f.name for f in cls.fields()]
 
     def wrap(fn: F) -> F:
+        fn = takes_run(fn, required=required)
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         at = [p.name for p in params].index("settings")

@@ -1,6 +1,7 @@
-"""Inner functions take the settings object: a keyword whose name and default are a settings field's says the
-same default twice, and the two drift apart when one changes. Found by reading every function's signature in
-the package; the re-spellings that remain are listed in respelled_defaults.txt, which may only shrink."""
+"""Inner functions take the settings object and the run options their caller was given: a keyword whose name and
+default are a settings field's or a run option's says the same default twice, and the two drift apart when one
+changes. Found by reading every function's signature in the package; the re-spellings that remain are listed in
+respelled_defaults.txt, which may only shrink."""
 
 from __future__ import annotations
 
@@ -11,17 +12,18 @@ import pkgutil
 from pathlib import Path
 
 import headlab
-from headlab.settings import Settings
+from headlab.settings import RunOptions, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = Path(__file__).with_name("respelled_defaults.txt")
 
 
 def _settings_defaults() -> dict[str, set[str]]:
+    """Every settings field's default, and the run options' (but ``out``, whose None means "no output")."""
     for m in pkgutil.walk_packages(headlab.__path__, "headlab."):
         if not m.name.endswith("__main__"):
             importlib.import_module(m.name)
-    out: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {f.name: {repr(f.default)} for f in dataclasses.fields(RunOptions) if f.name != "out"}
     todo = list(Settings.__subclasses__())
     while todo:
         cls = todo.pop()
@@ -49,6 +51,8 @@ def respelled() -> set[str]:
                 try:
                     value = repr(ast.literal_eval(default))
                 except ValueError:
+                    continue
+                if value == "None":  # "not given", not a value of its own that could drift from the field's
                     continue
                 if value in fields[arg.arg]:
                     hits.add(f"{path.relative_to(ROOT / 'src').as_posix()}:{node.name}({arg.arg}={value})")

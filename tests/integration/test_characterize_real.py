@@ -15,7 +15,8 @@ pytestmark = pytest.mark.integration
 
 def test_characterize_minilm_shapes_intervals_and_outputs(tmp_path):
     lm = named("minilm-l6")
-    r = characterize(lm, CharacterizeSettings(n=4, seed=1, top=5), progress=False)
+    r = characterize(lm, CharacterizeSettings(n=4, seed=1, top=5), progress=False, device="cpu",
+                     dtype="float32")
     L, H = 6, 12
     assert r.slash_mass["value"].shape == (L, H) and r.position_curve.shape == (23, L, H)
     for t in [r.slash_mass, r.position_cv, *r.specificity.values(), *r.context.values()]:
@@ -51,14 +52,14 @@ def test_claims_table_on_one_model(tmp_path):
 
     with pytest.raises(HeadlabError, match="minilm-l6/evaluate.json does not exist"):  # checked before the work
         claims([named("minilm-l6")], ClaimsSettings(n=2, scan_samples=16, monitor_evaluations=str(tmp_path)),
-               progress=False)
+               progress=False, device="cpu")
     (tmp_path / "mon" / "minilm-l6").mkdir(parents=True)
     (tmp_path / "mon" / "minilm-l6" / "evaluate.json").write_text(json.dumps(
         {"kinds": {"paths": {"auroc": {"heads": [0.95, 0.93, 0.97], "characters": [0.8, 0.78, 0.82]},
                              "best_baseline": "characters", "heads_vs_best": [0.15, 0.12, 0.18],
                              "verdict": "heads better"}}, "baselines": ["characters"], "fresh_documents": 9}))
     r = claims([named("minilm-l6")], ClaimsSettings(n=2, scan_samples=16, monitor_evaluations=str(tmp_path / "mon")),
-               progress=False, out=tmp_path)
+               progress=False, device="cpu", out=tmp_path)
     r.write(tmp_path)
     md = (tmp_path / "claims.md").read_text()
     assert md.count("\n| ") >= 9 and "15-20%" in md and "Verdicts: the rule book" in md

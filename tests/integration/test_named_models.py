@@ -81,7 +81,8 @@ def test_eval_llm_scores_a_packaged_decoder(tmp_path):
     from headlab.retrieval.settings import EvalLLMSettings
 
     r = eval_llm(lm if lm.model.get_output_embeddings() is not None else "smollm2-135m",
-                 EvalLLMSettings(depths=(1,), n=4, forms=("assign", "assign-mc")), progress=False)
+                 EvalLLMSettings(depths=(1,), n=4, forms=("assign", "assign-mc")), progress=False,
+                 device="cpu")
     assert [c["form"] for c in r["cells"]] == ["assign", "assign-mc"]
     assert all(0 <= c["accuracy"] <= 1 and c["interval"][0] <= c["interval"][1] for c in r["cells"])
 
@@ -96,7 +97,7 @@ def test_eval_llm_reads_the_same_logits_as_a_plain_forward(name):
     from headlab.retrieval.llm_eval import _fused_attention, _next_logits
 
     need(name)
-    lm = load_for_metric(name)
+    lm = load_for_metric(name, "cpu", "float32")
     prompts = ["A = 7. B = A. C = B. What is the value of C? Answer:", "Ann lives in Paris. Where does Ann live?",
                "Bob = 3. Answer:"]
     with _fused_attention(lm.model):
@@ -120,7 +121,7 @@ def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
     from headlab.retrieval.llm_eval import _fused_attention, eval_llm
 
     need("smollm2-135m")
-    lm = load_for_metric("smollm2-135m")
+    lm = load_for_metric("smollm2-135m", "cpu", "float32")
     prompts = ["A = 7. B = A. C = B. What is the value of C? Answer:", "Ann lives in Paris. Where does Ann live?",
                "Bob = 3. Answer:"]
     with _fused_attention(lm.model):
@@ -143,7 +144,7 @@ def test_continuations_equal_a_naive_greedy_loop_and_are_classified():
     from headlab.retrieval.settings import EvalLLMSettings
 
     r = eval_llm(lm, EvalLLMSettings(depths=(1,), n=4, forms=("assign", "relatives-mc"), continuation=3),
-                 progress=False)
+                 progress=False, device="cpu")
     for c in r["cells"]:
         k = c["continuation"]
         assert set(k["counts"]) == set(OUTCOMES) and sum(k["counts"].values()) == 4

@@ -28,7 +28,7 @@ def run(tmp_path_factory):
     raw = json.loads(json.dumps(TINY_RUN))
     raw["model"]["max_length"] = 128  # the packaged models' scan window, so that the scans compare
     folder = tmp_path_factory.mktemp("run")
-    tracked_training(from_dict(raw), folder, progress=False)
+    tracked_training(from_dict(raw), folder, progress=False, device="cpu")
     return folder
 
 
@@ -92,7 +92,7 @@ def test_languages_against_a_naive_loop_over_the_marked_masses(tmp_path):
     from headlab.study.languages import LanguagesResult, LanguagesSettings, by_language
 
     lm = named("minilm-l6")
-    r = by_language(lm, LanguagesSettings(languages=("en", "de", "ja"), n=8))
+    r = by_language(lm, LanguagesSettings(languages=("en", "de", "ja"), n=8), device="cpu")
     assert [row.language for row in r.rows] == ["en", "de", "ja"] and r.settings["reference"] == "en"
     ref = marked_mass(lm, slash(8, 0, ["en"]), 8).mean(0)  # (L, H)
     H = ref.shape[1]
@@ -127,7 +127,7 @@ def test_claims_resume_reuses_the_saved_parts_made_with_the_same_settings(corpus
 
     lm = named("minilm-l6")
     st = claims_mod.ClaimsSettings(n=2, scan_samples=4, corpus=[str(corpus)])
-    opts = dict(progress=False, out=tmp_path)
+    opts = dict(progress=False, device="cpu", out=tmp_path)
     first = claims_mod.claims([lm], st, **opts)
 
     def no_rescan(*a, **k):

@@ -65,7 +65,7 @@ def test_training_run_page_has_every_checkpoint_map_and_nothing_external(tracked
     # a stored map decodes back to a row-stochastic lower-triangular matrix
     key = (len(meta["steps"]) - 1, 0, 1, 0)
     T = len(meta["samples"][0]["tokens"])
-    m = dequantize(data.maps[key], T, True)
+    m = dequantize(data.maps[key], T, True, data.scale)
     assert np.allclose(m.sum(1), 1, atol=0.05) and np.all(np.triu(m, 1) == 0)
 
 

@@ -140,10 +140,11 @@ def test_members_must_share_the_model_and_the_optimizers_form(tmp_path):
     t = RetrievalTask(2, "chain")
     a = Member(retrieval_config(t, steps=5), tmp_path / "a", RetrievalSource(t))
     with pytest.raises(HeadlabError, match="same model config"):
-        Ensemble([a, Member(retrieval_config(t, steps=5, d_model=32), tmp_path / "b", RetrievalSource(t))])
+        Ensemble([a, Member(retrieval_config(t, steps=5, d_model=32), tmp_path / "b", RetrievalSource(t))],
+                 progress=False)
     a = Member(retrieval_config(t, steps=5), tmp_path / "c", RetrievalSource(t))
     with pytest.raises(HeadlabError, match="optim.steps differs"):
-        Ensemble([a, Member(retrieval_config(t, steps=6), tmp_path / "d", RetrievalSource(t))])
+        Ensemble([a, Member(retrieval_config(t, steps=6), tmp_path / "d", RetrievalSource(t))], progress=False)
 
 
 def test_a_member_folder_with_checkpoints_is_refused(pair, tmp_path):
@@ -185,5 +186,5 @@ def test_two_members_in_one_folder_are_refused_before_anything_is_written(tmp_pa
     t = RetrievalTask(2, "chain")
     members = [Member(retrieval_config(t, steps=2, seed=s), tmp_path / "same", RetrievalSource(t)) for s in (0, 1)]
     with pytest.raises(HeadlabError, match="share the run folder"):
-        Ensemble(members)
+        Ensemble(members, progress=False)
     assert not (tmp_path / "same").exists()

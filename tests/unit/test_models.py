@@ -90,7 +90,7 @@ def test_a_decoder_loads_once_for_the_loss_metrics(tmp_path, monkeypatch):
 
     monkeypatch.setattr(loader, "load", counted)
     monkeypatch.setattr(metrics, "load", counted)
-    loaded = metrics.load_for_metric(str(folder))
+    loaded = metrics.load_for_metric(str(folder), "cpu", "float32")
     assert calls == [True] and loaded.model.get_output_embeddings() is not None
 
 

@@ -173,7 +173,7 @@ def test_an_interrupted_scan_stops_its_consumers(tmp_path) -> None:
 def test_a_finished_folder_keeps_no_lock_file_and_a_held_one_refuses(tmp_path) -> None:
     from headlab.io import FolderLock, writing
 
-    with writing(tmp_path / "out", ["a.json"]) as folder:
+    with writing(tmp_path / "out", ["a.json"], False) as folder:
         (folder / "a.json").write_text("{}")
         assert (folder / ".headlab.lock").exists()
         with pytest.raises(HeadlabError, match="being written by headlab pid"):

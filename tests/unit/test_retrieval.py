@@ -36,9 +36,9 @@ def test_solver_catches_a_wrong_answer_and_broken_chains():
 
 def test_depth_and_size_errors():
     with pytest.raises(HeadlabError, match="variables"):
-        list(generate("minimal", 10, 1, vocab=MinimalVocab(n_vars=12)))
+        list(generate("minimal", 10, 1, 0, vocab=MinimalVocab(n_vars=12)))
     with pytest.raises(HeadlabError, match="unknown form"):
-        list(generate("nope", 2, 1))
+        list(generate("nope", 2, 1, 0))
 
 
 def test_curricula_encode_their_targets():

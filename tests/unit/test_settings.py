@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,9 @@ import headlab
 from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.census.stats import SDH
 from headlab.cli import build_parser
+from headlab.cli.options import run_options
 from headlab.errors import HeadlabError
+from headlab.settings import RUN, RunOptions
 from tests.support import leaves
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,3 +218,57 @@ def test_every_command_prints_its_help() -> None:
         return 1 + sum(walk(c) for s in subs for c in s.choices.values())
 
     assert walk(build_parser()) > 30
+
+
+@pytest.mark.parametrize("cmd", sorted(leaves(build_parser())))
+def test_every_run_option_is_its_one_declaration(cmd: str) -> None:
+    """A command's --device, --dtype, --overwrite, --no-progress and --out are made from RunOptions, and its twin's
+    keyword of that name takes the declared default (``out``: required, or a folder of the command's own)."""
+    p = leaves(build_parser())[cmd]
+    params = inspect.signature(p.get_default("api")).parameters
+    for f in dataclasses.fields(RunOptions):
+        action = next((a for a in p._actions if a.dest == f.name.replace("progress", "no_progress")), None)
+        if action is None:
+            continue
+        flag = "--" + (f.metadata["flag"] or f.name)
+        assert action.option_strings == [flag], (cmd, flag)
+        if f.name not in ("out", "overwrite"):  # what --out holds, and so what --overwrite replaces, is the command's
+            assert action.help.startswith(f.metadata["help"]), (cmd, flag)
+        if f.name != "out":
+            assert params[f.name].default == getattr(RUN, f.name), (cmd, f.name)
+
+
+def test_a_run_option_without_a_default_takes_the_declared_one() -> None:
+    from headlab.settings import takes_run
+
+    @takes_run(required=("out",))
+    def fn(x: int, *, device: str, progress: bool, out: str, overwrite: bool = True) -> tuple[Any, ...]:
+        return x, device, progress, out, overwrite
+
+    sig = inspect.signature(fn).parameters
+    assert (sig["device"].default, sig["progress"].default) == (RUN.device, RUN.progress)
+    assert sig["out"].default is inspect.Parameter.empty and sig["overwrite"].default is True  # its own, kept
+    assert fn(1, out="o") == (1, "cpu", True, "o", True)
+    assert fn(1, out="o", device="cuda", progress=False) == (1, "cuda", False, "o", True)
+    with pytest.raises(TypeError, match="out"):
+        fn(1)
+    with pytest.raises(ValueError, match="not run options"):
+        run_options(argparse.ArgumentParser(), "devices")
+
+
+def test_a_detectors_options_are_its_settings_fragment_and_the_scan_gives_them() -> None:
+    """The scan's detector fields are the detectors' own declarations (default, help, choices), and a scan builds
+    each detector with the values of its fragment's fields."""
+    from headlab.detectors.base import DETECTORS, make, options_for
+
+    fragments = {name: cls.options for name, cls in DETECTORS.items() if cls.options is not None}
+    assert {"token", "offset", "marked"} <= set(fragments)
+    declared = {f.name: f for f in ScanSettings.fields()}
+    for name, frag in fragments.items():
+        for f in frag.fields():
+            assert declared[f.name].default == f.default and declared[f.name].metadata == f.metadata, (name, f.name)
+    s = DEFAULTS.replace(target=":", bare=True, queries="all", max_offset=3)
+    token, offset = make("token", **options_for("token", s)), make("offset", **options_for("offset", s))
+    assert (token.target, token.bare, token.queries, offset.max_offset) == (":", True, "all", 3)
+    with pytest.raises(HeadlabError, match="--queries 'some': choose can-see, all"):
+        fragments["token"](queries="some")

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 
-from headlab.ablation.heads import MODES, HeadSet, ablated, parse_heads, record_head_inputs, shared_blocks
+from headlab.ablation.heads import MODES, ZERO, HeadSet, ablated, parse_heads, record_head_inputs, shared_blocks
 from headlab.ablation.metrics import load_for_metric, metric_names, per_sample, reference_hidden, token_metrics
 from headlab.ablation.positions import POSITIONS
 from headlab.ablation.result import AblateResult
@@ -151,7 +151,7 @@ class AblateSettings(Settings):
     FAMILY: ClassVar[str] = "ablate"
     LISTS: ClassVar[tuple[str, ...]] = ("corpus", "suites")
 
-    mode: str = setting("zero", "zero; mean (each head's mean output over the corpus samples); resample (the "
+    mode: str = setting(ZERO, "zero; mean (each head's mean output over the corpus samples); resample (the "
                         "head's output on the next sample of the batch)", choices=MODES)
     draws: int = setting(20, "matched random head sets the target is compared with (p cannot go below "
                          "1/(draws+1))", rule=Rule("whole", 1, each=ITEM_BYTES))
@@ -184,7 +184,7 @@ ABLATE = AblateSettings()
 
 
 def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], settings: AblateSettings = ABLATE, *,
-                      progress: bool = True, device: str = "cpu", dtype: str = "float32") -> AblateResult:
+                      progress: bool, device: str, dtype: str) -> AblateResult:
     """Ablate ``heads`` together and ``settings.draws`` matched random sets; return the ``ablate.json`` record.
 
     ``settings.suites`` (names of :data:`headlab.probes.SUITES`) adds per-suite effects."""

@@ -29,6 +29,8 @@ HeadSet = Mapping[int, Sequence[int]]  # layer -> heads
 
 #: how an ablated head's output is replaced: by zeros, its mean over the corpus, another sample's output
 MODES = ("zero", "mean", "resample")
+#: the mode an ablation uses unless told otherwise: a head's output set to zero
+ZERO = MODES[0]
 
 def output_projections(model: nn.Module, n_layers: int) -> list[nn.Module]:
     """The attention output projection of each layer, in layer order (the family's adapter names it)."""
@@ -56,7 +58,7 @@ def ablated(
     n_layers: int,
     n_heads: int,
     heads: HeadSet,
-    mode: str = "zero",
+    mode: str = ZERO,
     values: Mapping[int, torch.Tensor] | None = None,
 ) -> Iterator[None]:
     """Ablate ``heads`` for the duration of the block (:func:`headlab.attention.interventions.intervene` at site ``z``);

@@ -28,9 +28,8 @@ from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
-from headlab.models.loader import dtype_setting
 from headlab.result import Result
-from headlab.settings import Settings, setting
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.values import ITEM_BYTES, Rule
 
 
@@ -150,7 +149,7 @@ class ImportanceResult(Result):
     heads: list[dict[str, Any]]
     interval: str | None = None  # how each head's ``interval`` was drawn (None: written before intervals)
 
-    def markdown(self, top: int = 10) -> str:
+    def markdown(self, top: int = TOP) -> str:
         """The ``top`` heads by exact importance with their interval and gradient importance, the rank agreement
         and the top heads the gradient ranks far lower."""
         lines = [f"**{self.model}**: {self.n_samples} samples, {self.n_tokens} tokens; metric {self.metric}, base "
@@ -198,8 +197,8 @@ class ImportanceSettings(Settings):
 IMPORTANCE = ImportanceSettings()
 
 
-def importance(model: str | LoadedModel, settings: ImportanceSettings = IMPORTANCE, *, progress: bool = True,
-               device: str = "cpu", batches: list[Any] | None = None,
+def importance(model: str | LoadedModel, settings: ImportanceSettings = IMPORTANCE, *, progress: bool,
+               device: str, batches: list[Any] | None = None,
                base_hidden: list[torch.Tensor] | None = None) -> ImportanceResult:
     """Exact and (for decoders) gradient importance of every head; returns the ``importance.json`` record.
 
@@ -236,7 +235,7 @@ def importance(model: str | LoadedModel, settings: ImportanceSettings = IMPORTAN
     )
 
 
-def format_importance(r: ImportanceResult, top: int = 10) -> str:
+def format_importance(r: ImportanceResult, top: int = TOP) -> str:
     heads = sorted(r["heads"], key=lambda h: -h["exact_delta"])[:top]
     lines = [f"{r['model']}: head importance on {r['n_samples']} samples ({r['n_tokens']} tokens); metric "
              f"{r['metric']}, base {r['base']:.4f}",

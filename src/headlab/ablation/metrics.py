@@ -99,7 +99,7 @@ def per_sample(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.where(n > 0, np.where(ok, values, 0.0).sum(-1) / np.maximum(n, 1), np.nan)
 
 
-def load_for_metric(model: str | LoadedModel, device: str = "cpu", dtype: str = "float32") -> LoadedModel:
+def load_for_metric(model: str | LoadedModel, device: str, dtype: str) -> LoadedModel:
     """Decoders need their language-model head for the loss; encoders are measured on hidden states. The config
     says which before any weight is read, so a decoder loads once; where it cannot, the model loads twice."""
     head = False if isinstance(model, LoadedModel) else bool(declares_causal_lm(model))
@@ -132,7 +132,7 @@ def reference_hidden(loaded: LoadedModel, batches: list[Any]) -> list[torch.Tens
                 for b in batches]
 
 
-def window_losses(loaded: Any, ids: list[list[int]], batch_size: int = 8) -> np.ndarray:
+def window_losses(loaded: Any, ids: list[list[int]], batch_size: int) -> np.ndarray:
     """Mean next-token cross-entropy (nats) of each window under the model (a decoder with its LM head)."""
     out = []
     dev = next(loaded.model.parameters()).device

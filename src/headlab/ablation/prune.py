@@ -72,7 +72,7 @@ class PruneResult(Result):
 
 
 def prune_curves(model: Any, keep: Sequence[str] = (), settings: ImportanceSettings = IMPORTANCE, *,
-                 progress: bool = True, device: str = "cpu") -> PruneResult:
+                 progress: bool, device: str) -> PruneResult:
     """Curves of the metric (importance's) for each order; ``keep`` names the specialized heads (``L.H``)."""
     st = settings
     loaded = load_for_metric(model, device, st.dtype)
@@ -80,7 +80,7 @@ def prune_curves(model: Any, keep: Sequence[str] = (), settings: ImportanceSetti
     parsed = parse_heads(list(keep), f.n_layers, f.n_heads)  # checked before the work: no unknown head is kept
     batches = metric_batches(loaded, st.samples, st.window, st.seed, st.batch_size, st.corpus)
     base_hidden = reference_hidden(loaded, batches)
-    imp = importance(loaded, st, batches=batches, base_hidden=base_hidden, progress=progress)
+    imp = importance(loaded, st, batches=batches, base_hidden=base_hidden, progress=progress, device=device)
     heads = [(h["layer"], h["head"]) for h in imp.heads]
     exact = {(h["layer"], h["head"]): h["exact_delta"] for h in imp.heads}
     orders = {"exact": sorted(heads, key=lambda x: exact[x]),

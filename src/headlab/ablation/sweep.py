@@ -85,7 +85,7 @@ def _sum_count(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None,
-                token_metric: TokenMetric, *, group_tokens: int | None = None, progress: bool = True) -> np.ndarray:
+                token_metric: TokenMetric, *, group_tokens: int | None = None, progress: bool) -> np.ndarray:
     """(L, H) mean per-token metric with each head alone zero-ablated (:func:`sample_sweep`, pooled)."""
     sums, counts = sample_sweep(loaded, batches, base_hidden, token_metric, group_tokens=group_tokens,
                                 progress=progress)
@@ -93,7 +93,7 @@ def exact_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch
 
 
 def sample_sweep(loaded: LoadedModel, batches: list[Any], base_hidden: list[torch.Tensor] | None,
-                 token_metric: TokenMetric, *, group_tokens: int | None = None, progress: bool = True
+                 token_metric: TokenMetric, *, group_tokens: int | None = None, progress: bool
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Per sample (N, L, H): the sum and count of the per-token metric with each head alone zero-ablated, reusing
     the plain pass below each layer (per sample, so intervals can be drawn over samples).
@@ -148,7 +148,7 @@ def naive_sweep(
     base_hidden: list[torch.Tensor] | None,
     token_metric: TokenMetric,
     *,
-    progress: bool = True,
+    progress: bool,
 ) -> np.ndarray:
     """(L, H) the same quantity as :func:`exact_sweep`, by one full pass per head and batch (the baseline)."""
     f = loaded.facts

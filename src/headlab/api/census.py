@@ -33,8 +33,8 @@ _FILES = ScanResult.files()
 @takes(ScanSettings)
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, settings: ScanSettings = DEFAULTS, *,
          corpus: Sequence[str] | None = None, resume: bool = False, per_sample: str | Path | None = None,
-         device: str = "cpu", progress: bool = True, out: str | Path | None = None,
-         overwrite: bool = False) -> ScanResult:
+         device: str, progress: bool, out: str | Path | None,
+         overwrite: bool) -> ScanResult:
     """Score every head of ``model`` with ``detectors`` over ``texts`` or ``corpus`` (named sources or paths;
     default wiki pydoc), streaming windows of ``max_length`` tokens (``stride`` apart; default no overlap), at
     most ``max_samples`` of them (None or 0: all). The token detector scores mass on ``target`` (``bare``: the

@@ -25,9 +25,9 @@ Model = str | LoadedModel
 
 @in_callers_words
 @takes(CharacterizeSettings)
-def characterize(model: Model, settings: CharacterizeSettings = CHARACTERIZE, *, device: str = "cpu",
-                 dtype: str = "float32", progress: bool = True, out: str | Path | None = None,
-                 overwrite: bool = False) -> CharacterizeResult:
+def characterize(model: Model, settings: CharacterizeSettings = CHARACTERIZE, *, device: str,
+                 dtype: str, progress: bool, out: str | Path | None,
+                 overwrite: bool) -> CharacterizeResult:
     """Characterize every head with constructed stimuli: mass on ``/`` (SDH rule: mass > ``threshold`` in
     ``consecutive`` consecutive stimuli), specificity against other symbols, position sensitivity (coefficient of
     variation over relative gaps), context independence, layer profile; bootstrap 95% intervals over the ``n``
@@ -49,9 +49,9 @@ def characterize(model: Model, settings: CharacterizeSettings = CHARACTERIZE, *,
 
 @in_callers_words
 @takes(AblateSettings)
-def ablate(model: Model, heads: str | Sequence[str], settings: AblateSettings = ABLATE, *, device: str = "cpu",
-           dtype: str = "float32", progress: bool = True, out: str | Path | None = None,
-           overwrite: bool = False) -> AblateResult:
+def ablate(model: Model, heads: str | Sequence[str], settings: AblateSettings = ABLATE, *, device: str,
+           dtype: str, progress: bool, out: str | Path | None,
+           overwrite: bool) -> AblateResult:
     """Ablate ``heads`` (``L.H``) together at the output projection's input (``mode``: zero, mean or resample)
     and ``draws`` random head sets matched by layer; the change of the loss-based metric on ``samples`` windows
     of ``window`` tokens (half with ``/``), target minus control with a bootstrap 95% interval and a permutation
@@ -74,8 +74,8 @@ def ablate(model: Model, heads: str | Sequence[str], settings: AblateSettings = 
 @in_callers_words
 @listed("corpus")
 @takes(ImportanceSettings)
-def importance(model: Model, settings: ImportanceSettings = IMPORTANCE, *, device: str = "cpu",
-               progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> ImportanceResult:
+def importance(model: Model, settings: ImportanceSettings = IMPORTANCE, *, device: str,
+               progress: bool, out: str | Path | None, overwrite: bool) -> ImportanceResult:
     """Every head's exact importance (the metric's change when that head alone is zeroed) and its gradient
     importance, on ``samples`` corpus windows of ``window`` tokens. With ``out``, writes ``importance.json``.
 
@@ -94,8 +94,8 @@ def importance(model: Model, settings: ImportanceSettings = IMPORTANCE, *, devic
 @in_callers_words
 @listed("keep", "corpus")
 @takes(ImportanceSettings)
-def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequence[str] = (), device: str = "cpu",
-          progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> PruneResult:
+def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequence[str] = (), device: str,
+          progress: bool, out: str | Path | None, overwrite: bool) -> PruneResult:
     """Pruning curves: the metric after removing each fraction of heads, by several removal orders; ``keep``
     names heads (``L.H``) the keep order never removes. ``r.figure()`` draws them. With ``out``, writes
     ``prune.json`` and ``prune.png``.
@@ -116,7 +116,7 @@ def prune(model: Model, settings: ImportanceSettings = IMPORTANCE, *, keep: Sequ
 @in_callers_words
 @takes(StimuliSettings)
 def stimuli(suite: str, settings: StimuliSettings = STIMULI, *, model: Model | None = None,
-            out: str | Path | None = None, overwrite: bool = False) -> list[Any]:
+            out: str | Path | None, overwrite: bool) -> list[Any]:
     """A seeded stimulus suite (texts with their target character spans); ``model``'s tokenizer draws the
     random-token contexts of the ``contexts`` suite. With ``out`` (a ``.jsonl`` file), writes it there (an
     existing file is replaced only with ``overwrite``).

@@ -18,7 +18,7 @@ from headlab.formation.track_report import THRESHOLDS, write_track_report
 from headlab.formation.tracking import TRACK, TrackResult, TrackSettings
 from headlab.formation.training_run import tracked_training
 from headlab.io import read_jsonl, saving, writing
-from headlab.settings import takes
+from headlab.settings import takes, takes_run
 from headlab.training import load_config
 from headlab.training.checkpoint import checkpoints
 from headlab.training.config import TrainConfig, config_path
@@ -43,8 +43,9 @@ class TrainedRun(Displayable):
 
 
 @in_callers_words
+@takes_run(required=("out",))
 def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = False, seed: int | None = None,
-          device: str = "cpu", progress: bool = True) -> TrainedRun:
+          device: str, progress: bool) -> TrainedRun:
     """Train a small Transformer from scratch on real text: ``config`` is a TOML file (docs/training.md), a
     config that ships with headlab by name (``smoke``, ``study``, ``scale/xs``, ...:
     :func:`~headlab.training.config.named_configs`) or a :class:`~headlab.training.config.TrainConfig`;
@@ -71,8 +72,8 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
 
 @in_callers_words
 @takes(TrackSettings)
-def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = True,
-          out: str | Path | None = None, overwrite: bool = False) -> TrackResult:
+def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool,
+          out: str | Path | None, overwrite: bool) -> TrackResult:
     """Score every head at every checkpoint of a training run (slash mass on ``n`` slash stimuli, and the census
     detectors on the run's probe windows); phases and plots are written to ``out`` (default RUN/track).
     ``r.figure(metric)`` draws one metric over training; ``to_pandas()``: one row per (step, metric, head).
@@ -94,7 +95,7 @@ def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = 
 @listed("runs")
 @takes(PredictSettings)
 def predict(runs: Sequence[str | Path], settings: PredictSettings = PREDICT, *,
-            out: str | Path | None = None, overwrite: bool = False) -> PredictResult:
+            out: str | Path | None, overwrite: bool) -> PredictResult:
     """Predict from the first ``early`` share of training which heads end with ``metric`` >= ``threshold``
     (default: the tracker's threshold for the metric), over tracked runs of several seeds, leave one seed out:
     precision, recall and ROC AUC of the early model and of the early score alone.
@@ -119,9 +120,9 @@ def predict(runs: Sequence[str | Path], settings: PredictSettings = PREDICT, *,
 
 @in_callers_words
 @listed("arms", "seeds", "heads")
-@takes(InduceSettings)
-def induce(config: str | Path, settings: InduceSettings = INDUCE, *, out: str | Path, progress: bool = True,
-           overwrite: bool = False) -> InduceResult:
+@takes(InduceSettings, required=("out",))
+def induce(config: str | Path, settings: InduceSettings = INDUCE, *, out: str | Path, progress: bool,
+           overwrite: bool) -> InduceResult:
     """Grow a ``/`` head on purpose: train ``config`` under each arm (default: all; the data lever with
     ``slash_share``, the auxiliary loss on ``heads`` with ``weight`` until ``stop`` of the run, the
     initialization lever, and their combinations) and seed; measure every checkpoint on held-out probe windows;

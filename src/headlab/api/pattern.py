@@ -18,6 +18,7 @@ from headlab.io import claim_file
 from headlab.models import resolve
 from headlab.models.loaded import LoadedModel
 from headlab.plotting import new_figure, save_figure
+from headlab.settings import takes_run
 from headlab.viewer.data import capture_maps, text_sample
 
 
@@ -71,8 +72,9 @@ class Pattern(Displayable):
 
 
 @in_callers_words
-def pattern(model: str | LoadedModel, text: str, head: str | Head, *, bos: bool = False, device: str = "cpu",
-            dtype: str = "float32", out: str | Path | None = None, overwrite: bool = False) -> Pattern:
+@takes_run
+def pattern(model: str | LoadedModel, text: str, head: str | Head, *, bos: bool = False, device: str,
+            dtype: str, out: str | Path | None, overwrite: bool) -> Pattern:
     """One head's attention probabilities on ``text`` (tokenized with the model's special tokens, as ``scan``
     tokenizes; longer than the model's window is refused, never truncated); ``bos``: put the tokenizer's
     beginning-of-sequence token first where it adds none itself (TransformerLens's ``prepend_bos`` default, so a

@@ -15,7 +15,7 @@ from headlab.io import claim_file, write_text_atomic, writing, writing_files
 from headlab.models.loaded import LoadedModel
 from headlab.reporting import Report
 from headlab.reporting import report as write_report
-from headlab.settings import takes
+from headlab.settings import RUN, takes, takes_run
 from headlab.viewer import build
 from headlab.viewer.data import ViewData
 from headlab.viewer.page import render
@@ -43,7 +43,7 @@ class ViewerPage(Displayable):
                 f'style="width:100%;height:{self.height}px;border:1px solid #ddd" '
                 f'title="{html.escape(self.data.title, quote=True)}"></iframe>')
 
-    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+    def save(self, path: str | Path, overwrite: bool = RUN.overwrite) -> Path:
         """Write the page to ``path`` (an ``.html`` file; an existing file is replaced only with ``overwrite``)."""
 
         claim_file(path, overwrite)
@@ -72,8 +72,8 @@ def _texts(text: Sequence[str] | str | None, texts_file: str | Path | None) -> l
 @in_callers_words
 @takes(ViewSettings)
 def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, text: Sequence[str] | str | None = None,
-         texts_file: str | Path | None = None, device: str = "cpu", progress: bool = True,
-         out: str | Path | None = None, overwrite: bool = False) -> ViewerPage:
+         texts_file: str | Path | None = None, device: str, progress: bool,
+         out: str | Path | None, overwrite: bool) -> ViewerPage:
     """The offline attention viewer of ``source``: a model (name, folder or hub id), a scan folder (its scores
     colour the grid), a training run (a checkpoint slider) or a retrieval run (the labelled circuit). ``text``
     (one or several) or ``texts_file`` (one text a line; a ``.jsonl`` file's records' ``text``, as ``scan`` reads
@@ -98,8 +98,9 @@ def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, tex
 
 
 @in_callers_words
-def report(run: str | Path, *, title: str | None = None, out: str | Path | None = None,
-           overwrite: bool = False) -> Report:
+@takes_run
+def report(run: str | Path, *, title: str | None = None, out: str | Path | None,
+           overwrite: bool) -> Report:
     """A Markdown and HTML report with PNG figures of every headlab result found in ``run`` (two levels deep),
     written to ``out`` (default RUN/report).
 

@@ -13,7 +13,7 @@ from headlab.models.loader import check_source
 from headlab.reporting.ledger import open_ledger
 from headlab.reporting.ledger import record as verdict_record
 from headlab.reporting.verdicts import Change, declare_rules, merged, rejudge_all
-from headlab.settings import takes
+from headlab.settings import takes, takes_run
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
 from headlab.study import scale as scaling
@@ -27,8 +27,8 @@ from headlab.values import listed
 @in_callers_words
 @listed("models", "corpus")
 @takes(ClaimsSettings)
-def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIMS_SETTINGS, *, device: str = "cpu",
-           progress: bool = True, out: str | Path = "runs/claims", overwrite: bool = False,
+def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIMS_SETTINGS, *, device: str,
+           progress: bool, out: str | Path = "runs/claims", overwrite: bool,
            resume: bool = False) -> ClaimsResult:
     """Measure each claim of the slash-dominance write-up on every model: one row per claim, the measured value
     with its 95% interval and a verdict by the printed rule. Scans ``scan_samples`` windows of ``corpus``
@@ -55,7 +55,7 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
 @listed("runs")
 @takes(CompareSettings)
 def compare(runs: Sequence[str | Path], settings: CompareSettings = COMPARE, *, out: str | Path = "runs/compare",
-            overwrite: bool = False) -> CompareResult:
+            overwrite: bool) -> CompareResult:
     """Compare scans and characterizations of different models (folders holding ``scan.json`` and/or
     ``characterize.json``): a table and ``compare.png``; ``kappa`` is the SlashScore threshold of the
     slash-pattern share; an earlier comparison in ``out`` is replaced only with ``overwrite``. ``records()``: one
@@ -73,7 +73,8 @@ def compare(runs: Sequence[str | Path], settings: CompareSettings = COMPARE, *, 
 
 @in_callers_words
 @listed("runs")
-def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool = False) -> ScaleResult:
+@takes_run
+def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwrite: bool) -> ScaleResult:
     """Specialization against parameter count, one point per scanned model (scan folders, or folders of them):
     share of heads per kind, highest mass on ``/`` and top SlashScore. Writes ``scale.md``, ``scale.json`` and
     ``scale.png``; ``records()``: one row per model; ``figure()``: the three panels.
@@ -92,8 +93,8 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
 @listed("models", "languages")
 @takes(LanguagesSettings)
 def languages(models: Sequence[str | LoadedModel], settings: LanguagesSettings = LANGUAGES_SETTINGS, *,
-              device: str = "cpu", out: str | Path | None = "runs/languages",
-              overwrite: bool = False) -> list[LanguagesResult]:
+              device: str, out: str | Path | None = "runs/languages",
+              overwrite: bool) -> list[LanguagesResult]:
     """Per model and language (the first is the reference): every head's mass on ``/`` in the slash stimulus
     suite with its interval, the strict rule's SDHs, and whether the reference's top head stays on top. With
     ``out``, writes ``languages.md`` and ``MODEL/languages.json`` (finished models are kept if one fails).

@@ -15,9 +15,10 @@ import torch
 
 from headlab.attention.hooks import capture, capture_kernel
 from headlab.attention.padding import pad_right
-from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES, Choice, LayerScorer, choose
+from headlab.attention.routes import AUTO, DEFAULT_BLOCK_MB, ROUTES, Choice, LayerScorer, choose
 from headlab.attention.routes.spec import AttentionSpec
 from headlab.census.calibration import RoutePicker
+from headlab.census.settings import DEFAULTS
 from headlab.corpus import Sample
 from headlab.detectors import Batch, Detector, bind_to, prepare_batch
 from headlab.errors import HeadlabError
@@ -131,7 +132,7 @@ def score_batches(loaded: LoadedModel, detectors: Sequence[Detector], batches: I
             yield {name: torch.stack(layers, dim=1).numpy() for name, layers in per_layer.items()}
 
 
-def plan_route(loaded: LoadedModel, detectors: Sequence[Detector], requested: str = "auto",
+def plan_route(loaded: LoadedModel, detectors: Sequence[Detector], requested: str = AUTO,
                block_mb: float = DEFAULT_BLOCK_MB) -> tuple[Choice, "str | RoutePicker"]:
     """The route choice and what :func:`score_chunk` takes: a route, or the picker that times the candidates."""
     choice = choose(loaded.model, detectors, requested)
@@ -141,7 +142,7 @@ def plan_route(loaded: LoadedModel, detectors: Sequence[Detector], requested: st
 
 
 def score_samples(loaded: LoadedModel, detectors: Sequence[Detector], samples: Iterable[Sample],
-                  batch_size: int = 8, progress: "object | None" = None, route: str = "auto",
+                  batch_size: int = DEFAULTS.batch_size, progress: "object | None" = None, route: str = AUTO,
                   block_mb: float = DEFAULT_BLOCK_MB) -> Iterator[tuple[list[Sample], dict[str, np.ndarray]]]:
     """Yield ``(samples, {detector: (N, L, H[, C])})`` chunk by chunk, samples in seeded order.
 

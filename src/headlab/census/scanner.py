@@ -26,13 +26,14 @@ from headlab.interrupts import Terminated
 from headlab.models import LoadedModel, resolve
 from headlab.notices import recorded, say
 from headlab.progress import bar as progress_bar
+from headlab.settings import RUN
 
 __all__ = ["ScanResult", "ScanSettings", "scan"]
 
 
 
 def scan(model: str | LoadedModel, texts: Sequence[str] | None = None, *, corpus: Sequence[str] | None = None,
-         settings: ScanSettings = DEFAULTS, progress: bool = True, device: str = "cpu",
+         settings: ScanSettings = DEFAULTS, progress: bool = RUN.progress, device: str = RUN.device,
          checkpoint_dir: str | Path | None = None, resume: bool = False, per_sample: str | Path | None = None,
          rule_notes: bool = True, **options: Any) -> ScanResult:
     """Score every attention head of ``model`` over a corpus, streaming.
@@ -125,7 +126,8 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     if window < s.max_length:
         say(f"--max-length {s.max_length} is above {loaded.name}'s limit of {loaded.facts.max_length} tokens: "
             f"windows are {window} tokens")
-    sampler = Sampler(loaded.tokenizer, window, s.stride, s.seed, targets, s.target_filter)  # type: ignore[arg-type]
+    sampler = Sampler(loaded.tokenizer, window, s.stride, seed=s.seed, target_ids=targets,
+                      target_filter=s.target_filter)  # type: ignore[arg-type]
     record = {
         "corpus": (f"stimuli: {s.stimuli}" if s.stimuli is not None else list(corpus or DEFAULT_CORPUS)
                    if texts is None else f"{len(texts)} texts (Python API)"),

@@ -12,24 +12,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from headlab.attention.routes import DEFAULT_BLOCK_MB, ROUTES
+from headlab.attention.routes import AUTO, DEFAULT_BLOCK_MB, ROUTES
 from headlab.census.stats import SDH
 from headlab.corpus.records import ID_FIELD, TEXT_FIELD, text_field_problem
+from headlab.corpus.samples import ANY, FILTERS
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
-from headlab.models.loader import dtype_setting
-from headlab.settings import Settings, setting
+from headlab.detectors.offset import OFFSET, OffsetOptions
+from headlab.detectors.token import TokenOptions
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.values import items
 
-FILTERS = ("any", "with-target", "without-target")
 #: constructed stimuli a scan can read instead of a corpus
 STIMULI = ("repeat",)
-QUERIES = ("can-see", "all")
 #: scans of more samples than this checkpoint every :data:`CHECKPOINT_EVERY` samples unless told otherwise
 CHECKPOINT_ABOVE, CHECKPOINT_EVERY = 4096, 2048
 
 
 #: offsets the offset detector scores by default (Δ = 0..8)
-DEFAULT_MAX_OFFSET = 8
+DEFAULT_MAX_OFFSET = OFFSET.max_offset
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,10 @@ class ScanSettings(Settings):
     detectors: tuple[str | Detector, ...] = setting(DEFAULT_DETECTORS, "detectors to run",
                                                     choices=lambda: sorted(DETECTORS),
                                                     annotation="Sequence[str | Detector]")
-    target: str = setting("/", "the token detector's target character")
-    bare: bool = setting(False, "target only the plain token, not merges like '://'")
-    queries: str = setting("can-see", "the token score averages over queries that can see a target (can-see) or all "
-                           "queries", choices=QUERIES)
-    max_offset: int = setting(DEFAULT_MAX_OFFSET, "the offset detector scores Δ = 0..K")
+    target: str = TokenOptions.field_of("target")
+    bare: bool = TokenOptions.field_of("bare")
+    queries: str = TokenOptions.field_of("queries")
+    max_offset: int = OffsetOptions.field_of("max_offset")
     threshold: float = setting(SDH.threshold, "SDH rule θ: mass on the target above it")
     consecutive: int = setting(SDH.consecutive, "SDH rule k: consecutive samples with the target")
     max_samples: int | None = setting(512, "stop after N samples (0: the whole corpus)")
@@ -59,11 +58,11 @@ class ScanSettings(Settings):
     max_length: int = setting(128, "window length in tokens")
     stride: int | None = setting(None, "window stride in tokens (default: no overlap)")
     seed: int = setting(0, "sample order seed")
-    target_filter: str = setting("any", "keep samples with or without the target", flag="filter", choices=FILTERS)
-    route: str = setting("auto", "capture route: auto (the faster of eager and fused, or chunked where fused cannot "
+    target_filter: str = setting(ANY, "keep samples with or without the target", flag="filter", choices=FILTERS)
+    route: str = setting(AUTO, "capture route: auto (the faster of eager and fused, or chunked where fused cannot "
                          "serve, timed once per batch shape and cached where a scan has enough batches of it, "
                          "else chosen by window length), or force one; the route used for each shape and why are "
-                         "recorded in scan.json", choices=("auto", *ROUTES))
+                         "recorded in scan.json", choices=(AUTO, *ROUTES))
     chunk_mb: float = setting(DEFAULT_BLOCK_MB, "memory budget of one block of the chunked/fused routes, MB")
     checkpoint_every: int | None = setting(
         None, f"write the merged statistics every N samples into --out (default: {CHECKPOINT_EVERY} for scans of "

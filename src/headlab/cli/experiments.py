@@ -9,7 +9,7 @@ from headlab.ablation import format_report
 from headlab.ablation.experiment import AblateSettings
 from headlab.ablation.importance import ImportanceSettings, format_importance
 from headlab.api import experiments as api
-from headlab.cli.options import bind, call, list_option, say_wrote, settings_options
+from headlab.cli.options import bind, call, list_option, run_options, say_wrote, settings_options
 from headlab.cli.options import common_options as _common
 from headlab.cli.options import default_out as _out
 from headlab.probes import SUITES
@@ -29,8 +29,8 @@ def _add_stimuli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("suite", choices=sorted(SUITES))
     settings_options(p, StimuliSettings)
     p.add_argument("--model", default=None, help="tokenizer for the random-token contexts (suite contexts)")
-    p.add_argument("--out", required=True, help="output .jsonl file")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    run_options(p, "out", "overwrite", out="output .jsonl file", required=True,
+                overwrite="replace an existing --out file")
     bind(p, api.stimuli, _cmd_stimuli)
 
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from headlab.api import formation
-from headlab.cli.options import at_least, bind, call, say_wrote, settings_options
+from headlab.cli.options import at_least, bind, call, run_options, say_wrote, settings_options
 from headlab.formation.induce.arms import InduceSettings
 from headlab.formation.predict import PredictSettings
 from headlab.formation.tracking import TrackResult, TrackSettings
@@ -27,11 +27,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                                    "--out. Also runs under torchrun --nproc_per_node=N.")
     p.add_argument("config", help="a TOML config file or a named config that ships with headlab "
                    f"({', '.join(named_configs())})")
-    p.add_argument("--out", required=True, help="run folder")
+    run_options(p, "out", out="run folder", required=True)
     p.add_argument("--resume", action="store_true", help="continue from the last good checkpoint in --out")
     p.add_argument("--seed", type=at_least(0), default=None, help="override optim.seed (one run per seed)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--no-progress", action="store_true")
+    run_options(p, "device", "progress")
     bind(p, formation.train, _cmd_train)
 
 
@@ -46,10 +45,8 @@ def _cmd_train(a: argparse.Namespace) -> int:
 def _add_track(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("track", help="score every head at every checkpoint of a training run; phases and plots")
     p.add_argument("run", help="run folder written by headlab train")
-    p.add_argument("--out", default=None, help="output folder (default RUN/track)")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     settings_options(p, TrackSettings)
-    p.add_argument("--no-progress", action="store_true")
+    run_options(p, "out", "overwrite", "progress", out="output folder (default RUN/track)")
     bind(p, formation.track, _cmd_track)
 
 
@@ -65,8 +62,7 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="predict from early training which heads specialize (over several seeds)")
     p.add_argument("runs", nargs="+", help="tracked run folders, one per seed (headlab track first)")
     settings_options(p, PredictSettings)
-    p.add_argument("--out", default=None, help="write predict.json here")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    run_options(p, "out", "overwrite", out="write predict.json here")
     bind(p, formation.predict, _cmd_predict)
 
 
@@ -89,10 +85,9 @@ def _add_induce(sub: argparse._SubParsersAction) -> None:
                                    "probe windows, and write OUT/induce.md, induce.json and induce.png. Finished "
                                    "runs in OUT/runs are reused and interrupted ones resumed.")
     p.add_argument("config", help="base training config: a TOML file or a named config (e.g. seeds)")
-    p.add_argument("--out", required=True, help="study folder")
     settings_options(p, InduceSettings)
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier summary in --out (runs are reused)")
-    p.add_argument("--no-progress", action="store_true")
+    run_options(p, "out", "overwrite", "progress", out="study folder", required=True,
+                overwrite="replace an earlier summary in --out (runs are reused)")
     bind(p, formation.induce, _cmd_induce)
 
 

@@ -12,6 +12,7 @@ from headlab.cli.options import (
     bind,
     call,
     list_option,
+    run_options,
     say_wrote,
     settings_options,
     threads_option,
@@ -52,12 +53,10 @@ def _shared(p: argparse.ArgumentParser, settings: Any = None) -> None:
         p.add_argument("--seed", type=int)
         p.add_argument("--batch-size", type=at_least(1))
         p.add_argument("--id-field", metavar="FIELD")
-    p.add_argument("--device", default="cpu")
+    run_options(p, "device")
     threads_option(p)
     tokenizer_option(p)
-    p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.add_argument("--no-progress", action="store_true")
+    run_options(p, "out", "overwrite", "progress", required=True)
 
 
 def _cmd_fit(a: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import os
 import sys
@@ -14,8 +15,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from headlab.distributed import check_threads
 from headlab.errors import HeadlabError
-from headlab.models.loader import DTYPES
-from headlab.settings import choices_of
+from headlab.settings import RUN_OPTIONS, RunOptions, choices_of
 from headlab.values import RULES
 
 
@@ -168,14 +168,35 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
         p.add_argument("--seed", type=int, default=0)
     if batch and "batch_size" not in declared:
         p.add_argument("--batch-size", type=at_least(1), default=8)
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    run_options(p, "device")
     threads_option(p)
-    if "dtype" not in declared:
-        dtype_option(p)
+    run_options(p, *(() if "dtype" in declared else ("dtype",)))
     tokenizer_option(p)
-    p.add_argument("--out", default=None, help=f"output folder (default runs/{kind}-MODEL)")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    p.add_argument("--no-progress", action="store_true")
+    run_options(p, "out", "overwrite", "progress", out=f"output folder (default runs/{kind}-MODEL)")
+
+
+def run_options(p: argparse.ArgumentParser, *names: str, out: str | None = None, out_default: str | None = None,
+                required: bool = False, overwrite: str | None = None) -> None:
+    """Add the run options ``names`` (fields of :class:`headlab.settings.RunOptions`) as their one declaration
+    spells them: flag, help, choices and default. What ``--out`` holds differs by command: ``out`` is its help
+    here, ``out_default`` the folder it writes without one, ``required`` that it must be given; ``overwrite``
+    the help of ``--overwrite`` where it replaces something other than a result in --out."""
+
+    unknown = set(names) - set(RUN_OPTIONS)
+    if unknown:
+        raise ValueError(f"not run options: {sorted(unknown)}")
+    for f in dataclasses.fields(RunOptions):
+        if f.name not in names:
+            continue
+        meta = f.metadata
+        flag, help_text = "--" + (meta.get("flag") or f.name), {"out": out, "overwrite": overwrite}.get(f.name)
+        kw: dict[str, Any] = {"help": help_text or meta["help"]}
+        if isinstance(f.default, bool):
+            p.add_argument(flag, action="store_true", **kw)
+        elif f.name == "out":
+            p.add_argument(flag, default=out_default, required=required, **kw)
+        else:
+            p.add_argument(flag, default=f.default, choices=choices_of(meta), **kw)
 
 
 def threads_option(p: argparse.ArgumentParser) -> None:
@@ -201,12 +222,6 @@ def tokenizer_option(p: argparse.ArgumentParser) -> None:
                         "(a folder of weights without them); recorded in the model's name")
 
 
-def dtype_option(p: argparse.ArgumentParser) -> None:
-    """``--dtype`` of every command that loads a model (its default comes from the twin's ``dtype=``)."""
-
-    p.add_argument("--dtype", choices=DTYPES)
-
-
 def say_wrote(folder: Any, result: Any, extra: str = "") -> None:
     """A command's "wrote" line, naming the files its result class says it writes (never a list typed again)."""
     print(f"wrote {folder}/: {', '.join(result.files())}{extra}")
@@ -218,11 +233,8 @@ def default_out(a: argparse.Namespace, kind: str) -> str:
 
 #: what the options every family shares mean, said once (an option's own help wins)
 SHARED_HELP = {
-    "no_progress": "do not show progress bars",
     "seed": "random seed (sample order, draws)",
     "batch_size": "samples per forward pass",
-    "device": "cpu, cuda, cuda:N or auto",
-    "dtype": "the weights' dtype (scores and statistics are accumulated in float32)",
     "model": "a named model (headlab models list), a Hugging Face model directory or hub id, a .gguf file, or a "
              "headlab train run folder",
     "models": "models as for `headlab scan` (named, directories, hub ids, run folders)",
@@ -232,7 +244,6 @@ SHARED_HELP = {
     "window": "window length in tokens",
     "max_samples": "reference windows scanned",
     "id_field": "the JSONL field that names a record (each record is a document); '' names records by line",
-    "out": "output folder",
     "depth": "chain depth D (hops)",
     "d_model": "model width",
     "steps": "training steps",

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from headlab import retrieval
-from headlab.cli.options import at_least, bind, call, say_wrote, settings_options, threads_option
+from headlab.cli.options import at_least, bind, call, run_options, say_wrote, settings_options, threads_option
 from headlab.retrieval.settings import (
     AnalyzeSettings,
     EvalLLMSettings,
@@ -26,53 +26,46 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--form", required=True, choices=FORMS)
     g.add_argument("--depth", type=at_least(1), required=True)
     settings_options(g, GenerateSettings)
-    g.add_argument("--out", required=True, help="FILE.jsonl")
-    g.add_argument("--overwrite", action="store_true", help="replace an existing FILE.jsonl")
+    run_options(g, "out", "overwrite", out="FILE.jsonl", required=True, overwrite="replace an existing FILE.jsonl")
     bind(g, retrieval.generate, _cmd_generate)
 
     t = rs.add_parser("train", help="train one decoder on the minimal form")
     t.add_argument("--depth", type=at_least(1), required=True)
     settings_options(t, TrainSettings)
-    t.add_argument("--out", required=True)
+    run_options(t, "out", out="run folder", required=True)
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    t.add_argument("--no-progress", action="store_true")
+    run_options(t, "progress")
     bind(t, retrieval.train, _cmd_train)
 
     s = rs.add_parser("sweep", help="layers x depth x curriculum x seeds: success map and learning curves")
     settings_options(s, SweepSettings)
-    s.add_argument("--out", default="runs/retrieval-sweep")
-    s.add_argument("--overwrite", action="store_true",
-                   help="replace a sweep.json in --out that is not a sweep's summary (a rerun resumes without it)")
-    s.add_argument("--no-progress", action="store_true")
+    run_options(s, "out", "overwrite", "progress", out="sweep folder", out_default="runs/retrieval-sweep",
+                overwrite="replace a sweep.json in --out that is not a sweep's summary (a rerun resumes without it)")
     bind(s, retrieval.sweep, _cmd_sweep)
 
     an = rs.add_parser("analyze", help="label heads from attention maps, check by ablation, emergence order")
     an.add_argument("run", help="a run of headlab retrieval train (or a sweep cell)")
     settings_options(an, AnalyzeSettings)
-    an.add_argument("--out", default=None, help="default RUN/analyze")
-    an.add_argument("--overwrite", action="store_true", help="replace an earlier analysis in --out")
+    run_options(an, "out", "overwrite", out="output folder (default RUN/analyze)")
     bind(an, retrieval.analyze, _cmd_analyze)
 
     dl = rs.add_parser("depth-law", help="largest hop count solved per layer count, against 3^L/2 (a finished sweep)")
     dl.add_argument("sweep", nargs="+", help="folders written by headlab retrieval sweep (one setting each)")
-    dl.add_argument("--out", default=None, help="default: the sweep folder (required for several)")
-    dl.add_argument("--overwrite", action="store_true", help="replace an earlier depth law in --out")
+    run_options(dl, "out", "overwrite", out="output folder (default: the sweep folder; required for several)")
     bind(dl, retrieval.depth_law, _cmd_depth_law)
 
     em = rs.add_parser("emergence", help="order in which labelled heads emerge, across seeds (analyzed runs)")
     em.add_argument("runs", nargs="+", help="runs already analyzed (headlab retrieval analyze RUN)")
-    em.add_argument("--out", default=None, help="write emergence.json here")
-    em.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    run_options(em, "out", "overwrite", out="write emergence.json here")
     bind(em, retrieval.emergence, _cmd_emergence)
 
     e = rs.add_parser("eval-llm", help="accuracy of a pretrained causal LM on the text forms, by depth")
     e.add_argument("model")
     settings_options(e, EvalLLMSettings)
-    e.add_argument("--device", default="cpu")
+    run_options(e, "device")
     threads_option(e)
-    e.add_argument("--out", default=None, help="folder for eval_llm.json and .png (default runs/eval-llm-MODEL)")
-    e.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
-    e.add_argument("--no-progress", action="store_true")
+    run_options(e, "out", "overwrite", "progress",
+                out="folder for eval_llm.json and .png (default runs/eval-llm-MODEL)")
     bind(e, retrieval.eval_llm, _cmd_eval_llm)
 
 

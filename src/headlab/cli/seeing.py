@@ -9,7 +9,7 @@ from pathlib import Path
 
 from headlab.api import seeing
 from headlab.api.pattern import pattern
-from headlab.cli.options import at_least, bind, call, dtype_option, settings_options, threads_option, tokenizer_option
+from headlab.cli.options import at_least, bind, call, run_options, settings_options, threads_option, tokenizer_option
 from headlab.viewer.browser import open_page
 from headlab.viewer.settings import ViewSettings
 
@@ -24,23 +24,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                   "window with '/' and two slash stimuli)")
     v.add_argument("--texts-file", default=None,
                    help="one text per line, shown in that order; a .jsonl file: each record's 'text', as scan reads it")
-    v.add_argument("--out", default=None, help="FILE.html (default runs/view-NAME.html)")
+    run_options(v, "out", out="FILE.html (default runs/view-NAME.html)")
     settings_options(v, ViewSettings)
     v.add_argument("--check", action="store_true", help="open the page in headless Chromium and report its load "
                                                         "time, console errors and network requests")
-    v.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
-    v.add_argument("--device", default="cpu")
+    run_options(v, "overwrite", "device", overwrite="replace an existing FILE.html")
     threads_option(v)
     tokenizer_option(v)
-    v.add_argument("--no-progress", action="store_true")
+    run_options(v, "progress")
     bind(v, seeing.view, _cmd_view)
     _add_pattern(sub)
 
     r = sub.add_parser("report", help="Markdown + HTML report with PNG figures of every result in a run folder")
     r.add_argument("run", help="a folder of headlab results (searched two levels deep)")
-    r.add_argument("--out", default=None, help="output folder (default RUN/report)")
     r.add_argument("--title", default=None)
-    r.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
+    run_options(r, "out", "overwrite", out="output folder (default RUN/report)")
     bind(r, seeing.report, _cmd_report)
 
 
@@ -52,14 +50,14 @@ def _add_pattern(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="named model (headlab models list), HF model directory or hub id")
     p.add_argument("--head", required=True, metavar="L.H")
     p.add_argument("--text", required=True, help="the text (longer than the model's window is refused)")
-    p.add_argument("--out", default=None, help="FILE.png (default runs/pattern-MODEL-L.H.png)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing FILE.png")
+    run_options(p, "out", "overwrite", out="FILE.png (default runs/pattern-MODEL-L.H.png)",
+                overwrite="replace an existing FILE.png")
     p.add_argument("--rows", type=at_least(0), default=24, help="queries printed (0: every query)")
     p.add_argument("--bos", action="store_true", help="put the tokenizer's beginning-of-sequence token first where "
                    "it adds none (TransformerLens prepends it by default; scan does not)")
-    p.add_argument("--device", default="cpu")
+    run_options(p, "device")
     threads_option(p)
-    dtype_option(p)
+    run_options(p, "dtype")
     tokenizer_option(p)
     bind(p, pattern, _cmd_pattern)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from headlab.api import study
-from headlab.cli.options import bind, call, say_wrote, settings_options, threads_option
+from headlab.cli.options import bind, call, run_options, say_wrote, settings_options, threads_option
 from headlab.study.claims import ClaimsSettings
 from headlab.study.compare import CompareSettings
 from headlab.study.languages import LanguagesSettings
@@ -29,14 +29,13 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("models", nargs="+")
     settings_options(p, ClaimsSettings)
-    p.add_argument("--device", default="cpu")
+    run_options(p, "device")
     threads_option(p)
-    p.add_argument("--out", default="runs/claims", help="output folder")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    run_options(p, "out", "overwrite", out_default="runs/claims")
     p.add_argument("--resume", action="store_true",
                    help="reuse each model's scan, characterization and ablation that an earlier (interrupted) run "
                    "left in --out with the same settings")
-    p.add_argument("--no-progress", action="store_true")
+    run_options(p, "progress")
     bind(p, study.claims, _cmd_claims)
 
 
@@ -51,8 +50,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare scans/characterizations of different models (table + PNG)")
     p.add_argument("runs", nargs="+", help="run folders holding scan.json and/or characterize.json")
     settings_options(p, CompareSettings)
-    p.add_argument("--out", default="runs/compare", help="output folder")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    run_options(p, "out", "overwrite", out_default="runs/compare")
     bind(p, study.compare, _cmd_compare)
 
 
@@ -70,8 +68,7 @@ def _add_scale(sub: argparse._SubParsersAction) -> None:
                                    "max mass on '/' and top SlashScore against parameters, encoders and decoders "
                                    "marked.")
     p.add_argument("runs", nargs="+")
-    p.add_argument("--out", default="runs/scale", help="output folder")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    run_options(p, "out", "overwrite", out_default="runs/scale")
     bind(p, study.scale, _cmd_scale)
 
 
@@ -89,10 +86,9 @@ def _add_languages(sub: argparse._SubParsersAction) -> None:
                                    "stays on top. Writes DIR/languages.md and DIR/MODEL/languages.json.")
     p.add_argument("models", nargs="+")
     settings_options(p, LanguagesSettings)
-    p.add_argument("--device", default="cpu")
+    run_options(p, "device")
     threads_option(p)
-    p.add_argument("--out", default="runs/languages", help="output folder")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    run_options(p, "out", "overwrite", out_default="runs/languages")
     bind(p, study.languages, _cmd_languages)
 
 

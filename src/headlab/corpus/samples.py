@@ -25,6 +25,9 @@ from headlab.corpus.document import Document
 from headlab.errors import HeadlabError
 
 TargetFilter = Literal["any", "with-target", "without-target"]
+#: the filters a sample stream can apply, the first keeping every sample
+FILTERS: tuple[TargetFilter, ...] = ("any", "with-target", "without-target")
+ANY: TargetFilter = FILTERS[0]
 SHUFFLE_BUFFER = 1024
 #: a text longer than this is tokenized piece by piece, as its windows are needed: tokenizing a 50 MB line at once
 #: costs minutes and gigabytes before the first window. A piece ends before a whitespace, where BPE, WordPiece and
@@ -118,8 +121,8 @@ def pieces(text: str, size: int) -> Iterator[str]:
 class Sampler:
     """Seeded stream of :class:`Sample` from documents, for one tokenizer and window setting."""
 
-    def __init__(self, tokenizer: Any, length: int, stride: int | None = None, seed: int = 0,
-                 target_ids: Iterable[int] = (), target_filter: TargetFilter = "any",
+    def __init__(self, tokenizer: Any, length: int, stride: int | None = None, *, seed: int,
+                 target_ids: Iterable[int] = (), target_filter: TargetFilter = ANY,
                  cache: dict[str, list[int]] | None = None):
         self.tokenizer = tokenizer
         # text -> token ids, shared by samplers of one tokenizer that pass over the same documents (a pool drawn

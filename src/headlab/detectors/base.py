@@ -20,8 +20,10 @@ restricted to ``batch.query_mask`` and padded keys carry zero probability.
 
 A detector declares its meaning beside its code: ``label`` (a column or a plot's title), ``meaning`` (what a
 high score is, in words), ``hint`` (what an unusually high score suggests about a text), ``threshold`` (the
-score at which a head is said to have the pattern, where one is conventional) and ``options`` (which scan
-settings its constructor takes). Register a new detector with ``@register`` on a :class:`Detector` subclass
+score at which a head is said to have the pattern, where one is conventional) and ``options`` (a settings
+fragment, :class:`headlab.settings.Settings`, whose fields are its constructor's keywords with their defaults, help
+and allowed values; a scan gives each from its setting of the same name, which it declares with the fragment's
+``field_of``). Register a new detector with ``@register`` on a :class:`Detector` subclass
 (``headlab.register_detector``); ``make(name, **options)`` builds one by name. No if-chains: the scan's choices
 and validation, ``scan.json``, ``heads.csv``, the report, the viewer and the monitor read this registry, so a
 detector registered from outside the package reaches every one of them.
@@ -32,13 +34,14 @@ from __future__ import annotations
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
 
 import numpy as np
 import torch
 
 from headlab.detectors.needs import Diagonal, Groups, KeySet, Links, Matches, Needs, token_groups
 from headlab.errors import HeadlabError
+from headlab.settings import Settings
 
 
 @dataclass
@@ -145,8 +148,9 @@ class Detector(ABC):
     hint: ClassVar[str] = "unusual structure"
     #: the score at which a head is said to have the pattern (None: no conventional cut)
     threshold: ClassVar[float | None] = None
-    #: constructor keyword -> the scan setting that gives it (``token``'s target is ``--target``)
-    options: ClassVar[Mapping[str, str]] = {}
+    #: the settings fragment of its constructor's keywords (None: it takes none); a scan setting of the same name
+    #: gives each (``token``'s ``target`` is ``--target``)
+    options: ClassVar[type[Settings] | None] = None
     #: names of the columns when the detector returns (B, H, C); None for one score per head.
     columns: tuple[str, ...] | None = None
     #: "pairs": sparse pair sums (every route); "rows": whole probability rows (chunked and eager routes).
@@ -212,9 +216,12 @@ def register(cls: D) -> D:
 
 
 def options_for(name: str, settings: Any) -> dict[str, Any]:
-    """The constructor keywords the detector ``name`` takes from scan ``settings`` (its declared ``options``)."""
+    """The constructor keywords the detector ``name`` takes from scan ``settings``: its ``options`` fragment's
+    fields that ``settings`` gives."""
     cls = DETECTORS.get(name.replace("_", "-"))
-    return {} if cls is None else {kw: getattr(settings, field) for kw, field in cls.options.items()}
+    if cls is None or cls.options is None:
+        return {}
+    return {f.name: getattr(settings, f.name) for f in cls.options.fields() if hasattr(settings, f.name)}
 
 
 def make(name: str, **options: Any) -> Detector:

@@ -8,12 +8,27 @@ without a marked target score NaN.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 
 from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.token import TokenOptions
 from headlab.errors import HeadlabError
+from headlab.settings import Settings
+
+
+@dataclass(frozen=True)
+class MarkedOptions(Settings):
+    """The marked detector's option: which ``queries`` it averages over, as the token detector's."""
+
+    FAMILY: ClassVar[str] = "marked detector"
+
+    queries: str = TokenOptions.field_of("queries")
+
+
+MARKED = MarkedOptions()
 
 
 @register
@@ -22,7 +37,9 @@ class MarkedDetector(Detector):
     summary = "attention mass on the marked target positions of constructed stimuli"
     meaning = "attention on the marked target positions of constructed stimuli"
 
-    def __init__(self, queries: Literal["can-see", "all"] = "can-see"):
+    options = MarkedOptions
+
+    def __init__(self, queries: str = MARKED.queries):
         if queries not in ("can-see", "all"):
             raise HeadlabError(f"queries must be 'can-see' or 'all', not {queries!r}")
         self.queries = queries

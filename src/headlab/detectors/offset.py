@@ -8,13 +8,27 @@ meaning of slash (a fixed diagonal), not attention to the ``/`` token.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from headlab.detectors.base import Batch, Detector, register
 from headlab.errors import HeadlabError
+from headlab.settings import Settings, setting
+
+
+@dataclass(frozen=True)
+class OffsetOptions(Settings):
+    """The offset detector's option: the largest Δ it scores."""
+
+    FAMILY: ClassVar[str] = "offset detector"
+
+    max_offset: int = setting(8, "the offset detector scores Δ = 0..K")
+
+
+OFFSET = OffsetOptions()
 
 
 @register
@@ -25,9 +39,9 @@ class OffsetDetector(Detector):
     meaning = "attention along a fixed diagonal (SlashScore at the head's best Δ)"
     hint = "text with a regular local pattern (tables, code, lists)"
     threshold = 0.5  # κ of the slash-pattern meaning (ours)
-    options = {"max_offset": "max_offset"}
+    options = OffsetOptions
 
-    def __init__(self, max_offset: int = 8):
+    def __init__(self, max_offset: int = OFFSET.max_offset):
         if max_offset < 0:
             raise HeadlabError("max_offset must be >= 0")
         self.max_offset = max_offset

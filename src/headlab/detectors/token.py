@@ -9,12 +9,32 @@ count. ``bare=True`` narrows the target to the plain ``/`` token (see ``LoadedMo
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 
 from headlab.detectors.base import Batch, Detector, register
 from headlab.errors import HeadlabError
+from headlab.settings import Settings, setting
+
+#: which queries a mass on target keys averages over
+QUERIES = ("can-see", "all")
+
+
+@dataclass(frozen=True)
+class TokenOptions(Settings):
+    """The token detector's options: its ``target``, ``bare`` and ``queries``."""
+
+    FAMILY: ClassVar[str] = "token detector"
+
+    target: str = setting("/", "the token detector's target character")
+    bare: bool = setting(False, "target only the plain token, not merges like '://'")
+    queries: str = setting("can-see", "the token score averages over queries that can see a target (can-see) or all "
+                           "queries", choices=QUERIES)
+
+
+TOKEN = TokenOptions()
 
 
 @register
@@ -25,9 +45,10 @@ class TokenDetector(Detector):
     meaning = "attention mass on the target token (`/` by default)"
     hint = "text dense in the target token: for `/`, path-, URL- or fraction-heavy text"
     threshold = 0.5  # the slash-dominance rule's θ
-    options = {"target": "target", "bare": "bare", "queries": "queries"}
+    options = TokenOptions
 
-    def __init__(self, target: str = "/", bare: bool = False, queries: Literal["can-see", "all"] = "can-see"):
+    def __init__(self, target: str = TOKEN.target, bare: bool = TOKEN.bare,
+                 queries: str = TOKEN.queries):
         if not target:
             raise HeadlabError("the token detector needs a non-empty --target")
         if queries not in ("can-see", "all"):

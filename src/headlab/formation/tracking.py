@@ -137,7 +137,7 @@ class TrackSettings(Settings):
 TRACK = TrackSettings()
 
 
-def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool = True) -> TrackResult:
+def track(run: str | Path, settings: TrackSettings = TRACK, *, progress: bool) -> TrackResult:
     """Score every head at every checkpoint of ``run`` (damaged checkpoints are reported and skipped)."""
 
     run = Path(run)

@@ -8,13 +8,14 @@ from typing import Sequence
 
 from headlab.formation.head_monitor import HeadMonitor
 from headlab.formation.signals import GradientSignals
+from headlab.settings import RUN
 from headlab.training import TrainConfig, Trainer, train
 from headlab.training.data import slash_ids
 from headlab.training.trainer import Callback
 
 
-def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,
-                     device: str = "cpu", callbacks: Sequence[Callback] = ()) -> Trainer:
+def tracked_training(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = RUN.progress,
+                     device: str = RUN.device, callbacks: Sequence[Callback] = ()) -> Trainer:
     """Train ``cfg`` into ``run`` with the gradient signals written every ``cfg.track.grad_every`` steps and the
     head monitor's rows every ``cfg.monitor.every`` steps."""
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import torch
 
 from headlab.attention.adapters import Adapter
+from headlab.detectors.token import TOKEN
 from headlab.errors import HeadlabError
 
 #: weight values per tensor that enter :attr:`LoadedModel.identity`
@@ -86,7 +87,7 @@ class LoadedModel:
                                f"{self.facts.vocab_size}; give the model its own tokenizer")
         self._vocabulary_checked = self.tokenizer
 
-    def ids_containing(self, char: str, bare: bool = False) -> frozenset[int]:
+    def ids_containing(self, char: str, bare: bool = TOKEN.bare) -> frozenset[int]:
         """Vocabulary ids whose token string contains ``char`` (special tokens such as ``</s>`` excluded).
 
         With ``bare=True`` only tokens that are ``char`` alone, optionally after a word-boundary marker

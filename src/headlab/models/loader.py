@@ -21,7 +21,7 @@ from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safete
 from headlab.models.integrity import check_finite, check_loading, check_tokenizer
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
-from headlab.settings import setting
+from headlab.settings import DTYPES, RUN
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,6 @@ class FolderKind:
 
 FOLDER_KINDS: dict[str, FolderKind] = {}
 
-#: the dtypes a model's weights can be loaded in, by name (every command's ``--dtype``, every twin's ``dtype=``)
-DTYPES = ("float32", "bfloat16", "float16")
 #: the tokenizer every load in this context reads instead of the model's own (the CLI's --tokenizer)
 _TOKENIZER: contextvars.ContextVar[str | None] = contextvars.ContextVar("tokenizer", default=None)
 
@@ -56,12 +54,6 @@ def tokenizer_from(source: str | None) -> Iterator[None]:
         yield
     finally:
         _TOKENIZER.reset(token)
-
-
-def dtype_setting() -> Any:
-    """The ``dtype`` field of every settings class whose command loads a model (:mod:`headlab.settings`)."""
-    return setting("float32", "the weights' dtype (scores and statistics are accumulated in float32)",
-                   choices=DTYPES)
 
 
 def torch_dtype(dtype: Any) -> Any:
@@ -93,7 +85,7 @@ def folder_kind(name_or_path: str | os.PathLike[str]) -> FolderKind | None:
 
 
 def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
-         device: str = "cpu", tokenizer: str | os.PathLike[str] | None = None) -> LoadedModel:
+         device: str = RUN.device, tokenizer: str | os.PathLike[str] | None = None) -> LoadedModel:
     """Load a model for attention analysis.
 
     Args:
@@ -156,7 +148,7 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     return LoadedModel(name=name, model=model, tokenizer=tok, facts=facts, source=str(path), adapter=adapter)
 
 
-def resolve(model: "str | os.PathLike[str] | LoadedModel", *, device: str = "cpu", dtype: Any = None,
+def resolve(model: "str | os.PathLike[str] | LoadedModel", *, device: str = RUN.device, dtype: Any = None,
             lm_head: bool = False) -> LoadedModel:
     """``model`` itself when it is loaded already (its device and dtype are its own), else :func:`load` of it.
     A bad ``dtype`` or ``device`` is refused either way: the caller asked for something that will not happen."""

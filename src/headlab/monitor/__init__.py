@@ -48,8 +48,8 @@ from headlab.values import listed
 @in_callers_words
 @listed("corpus")
 @takes(MonitorSettings)
-def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device: str = "cpu", progress: bool = True,
-        out: str | Path | None = None, overwrite: bool = False) -> Profile:
+def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device: str, progress: bool,
+        out: str | Path | None, overwrite: bool) -> Profile:
     """Scan the reference ``corpus`` (up to ``max_samples`` windows), choose the features (each census
     detector's top ``per_detector`` heads and every head's entropy), fit the profile and calibrate its threshold
     to flag ``fpr`` of held-out reference documents. With ``out``, writes ``profile.json`` there.
@@ -71,7 +71,8 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
 def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
     loaded = resolve(model, device=device, dtype=st.dtype)
     with scanned(loaded, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
-                 device, id_field=st.id_field, dtype=st.dtype, text_field=st.text_field) as (path, r):
+                 device, id_field=st.id_field, checkpoint_every=None, dtype=st.dtype,
+                 text_field=st.text_field) as (path, r):
         features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
     record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
@@ -84,9 +85,9 @@ def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profil
 @takes(CheckSettings)
 def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, corpus: Sequence[str],
           model: str | LoadedModel | None = None, write_filtered: str | Path | None = None,
-          write_scores: str | Path | None = None, resume: bool = False, device: str = "cpu", rows: bool = True,
-          progress: bool = True, out: str | Path | None = None,
-          overwrite: bool = False) -> tuple[CheckResult, list[dict[str, Any]]]:
+          write_scores: str | Path | None = None, resume: bool = False, device: str, rows: bool = True,
+          progress: bool, out: str | Path | None,
+          overwrite: bool) -> tuple[CheckResult, list[dict[str, Any]]]:
     """Score every document of ``corpus`` (or its first ``max_samples`` windows; 0: all) against the profile
     (a :class:`Profile` or the folder of ``monitor fit``; a model given by name is loaded in the profile's dtype);
     returns the summary and one record per document
@@ -144,9 +145,9 @@ def check(profile: Profile | str | Path, settings: CheckSettings = CHECK, *, cor
 @in_callers_words
 @listed("reference", "kinds")
 @takes(EvaluateSettings)
-def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *, device: str = "cpu",
-             progress: bool = True, out: str | Path = "runs/monitor-evaluate",
-             overwrite: bool = False) -> EvaluationResult:
+def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *, device: str,
+             progress: bool, out: str | Path = "runs/monitor-evaluate",
+             overwrite: bool) -> EvaluationResult:
     """AUROC of the monitor against attention-free baselines (character classes, the Gopher and C4 rules, an
     n-gram perplexity of the reference and, for decoders, the model's own loss), per kind of structure (default:
     every kind whose corpus is installed), on documents held out in hash folds, and combined with the best

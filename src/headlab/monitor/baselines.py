@@ -48,12 +48,17 @@ def per_document(rows: Any, values: np.ndarray) -> tuple[np.ndarray, list[str]]:
     return means.to_numpy(dtype=np.float64), [str(d) for d in means.index]
 
 
-def baselines(loaded: Any) -> dict[str, tuple[tuple[str, ...], Callable[[Any, list[str]], np.ndarray]]]:
-    """The baselines that apply to ``loaded``: name -> (feature names, per-window values from (rows, texts))."""
-    out: dict[str, tuple[tuple[str, ...], Callable[[Any, list[str]], np.ndarray]]] = {
+Baseline = tuple[tuple[str, ...], Callable[[Any, list[str]], np.ndarray]]
+
+
+def baselines(loaded: Any, batch_size: int) -> dict[str, Baseline]:
+    """The baselines that apply to ``loaded``: name -> (feature names, per-window values from (rows, texts)); the
+    loss is computed ``batch_size`` windows a forward."""
+    out: dict[str, Baseline] = {
         "characters": (CHAR_FEATURES, lambda rows, texts: np.array([char_features(t) for t in texts]))}
     if loaded.facts.causal and loaded.model.get_output_embeddings() is not None:
-        out["loss"] = (("loss",), lambda rows, texts: window_losses(loaded, [list(i) for i in rows["ids"]])[:, None])
+        out["loss"] = (("loss",), lambda rows, texts: window_losses(loaded, [list(i) for i in rows["ids"]],
+                                                                             batch_size)[:, None])
     return out
 
 

@@ -100,8 +100,8 @@ def raw_texts(specs: Sequence[str], docs: Sequence[str], id_field: str | None, t
 class _Scorer:
     """The heads' and each baseline's fingerprints of a scanned corpus, and their profiles' scores."""
 
-    def __init__(self, loaded: Any, features: list[str], id_field: str | None, text_field: str):
-        self.loaded, self.features, self.base = loaded, features, baselines(loaded)
+    def __init__(self, loaded: Any, features: list[str], id_field: str | None, text_field: str, batch_size: int):
+        self.loaded, self.features, self.base = loaded, features, baselines(loaded, batch_size)
         self.id_field, self.text_field = id_field, text_field
         self.document: dict[str, Any] = {}
 
@@ -133,8 +133,8 @@ def _context(seed: int, loaded: Any) -> anomalies.Context:
                              code=["\n".join(d.load()) for d in picked])
 
 
-def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, progress: bool = True,
-             device: str = "cpu", figure: Path | None = None) -> dict[str, Any]:
+def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, progress: bool,
+             device: str, figure: Path | None = None) -> dict[str, Any]:
     """The evaluation record of ``model`` on the installed ``kinds`` (``settings.kinds`` resolved)."""
     st = settings
     reference, max_samples, kind_samples, per_detector, fpr = (st.reference, st.max_samples, st.kind_samples,
@@ -143,8 +143,10 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
 
     loaded = resolve(model, device=device, dtype=dtype, lm_head=True)
     scan_args = (seed, batch_size, 128, progress, device, MONITOR_DETECTORS, id_field)
-    with scanned(loaded, reference, max_samples, *scan_args, text_field=st.text_field) as (path, _):
-        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector), id_field, st.text_field)
+    with scanned(loaded, reference, max_samples, *scan_args, checkpoint_every=None, dtype=dtype,
+                 text_field=st.text_field) as (path, _):
+        scorer = _Scorer(loaded, choose_features(column_means(path), per_detector), id_field, st.text_field,
+                         batch_size)
         mats, docs, raw = scorer.matrices(path, reference)
     fresh = np.array([fold(d) == FRESH for d in docs])
     scorer.learn([raw[d] for d, f in zip(docs, fresh) if not f and not held_out(d)])
@@ -169,7 +171,8 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
                 for i, text in enumerate(anomalies.derive(prose, kind, rng, ctx)):
                     (folder / f"{i:05d}.txt").write_text(text, encoding="utf-8")
                 spec = str(folder)
-            with scanned(loaded, [spec], kind_samples, *scan_args) as (kpath, _):
+            with scanned(loaded, [spec], kind_samples, *scan_args, checkpoint_every=None,
+                         dtype=dtype) as (kpath, _):
                 kmats, _, _ = scorer.matrices(kpath, [spec])
             kmats["heads-forest"] = kmats["heads"]
             table[kind] = kind_row(scorers, neg, kmats, baseline_names, nrng)

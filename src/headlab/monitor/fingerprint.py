@@ -38,7 +38,7 @@ BUCKET_DOCS, MAX_BUCKETS = 8192, 256
 def scanned(model: Any, corpus: Sequence[str], max_samples: int, seed: int, batch_size: int, max_length: int,
             progress: bool, device: str, detectors: Sequence[str] = MONITOR_DETECTORS,
             id_field: str | None = ID_FIELD, *, work: Path | None = None, resume: bool = False,
-            checkpoint_every: int | None = None, dtype: str = "float32",
+            checkpoint_every: int | None, dtype: str,
             text_field: str = TEXT_FIELD) -> Iterator[tuple[Path, Any]]:
     """A per-sample scan of ``corpus``: the Parquet path and the scan result. Without ``work`` it lives in a
     temporary folder removed on exit; with ``work`` the scan checkpoints there every ``checkpoint_every``

@@ -141,7 +141,7 @@ class ForestScorer:
     same held-out documents. Not stored in profiles: the evaluation reports both (docs/monitor.md says which
     did better and why the profile uses the distance)."""
 
-    def __init__(self, prof: Profile, X: np.ndarray, docs: list[str], exclude: np.ndarray, seed: int = 0):
+    def __init__(self, prof: Profile, X: np.ndarray, docs: list[str], exclude: np.ndarray, seed: int):
         # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
         from sklearn.ensemble import IsolationForest
 

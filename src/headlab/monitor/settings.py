@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from headlab.corpus.records import ID_FIELD, TEXT_FIELD, text_field_problem
-from headlab.models.loader import dtype_setting
 from headlab.monitor import anomalies
-from headlab.settings import Settings, setting
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.values import ITEM_BYTES, Rule
 
 #: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose

@@ -28,6 +28,7 @@ import numpy as np
 
 from headlab.ablation.experiment import matched_control
 from headlab.ablation.heads import ablated
+from headlab.attention.routes import AUTO
 from headlab.errors import HeadlabError
 from headlab.formation.emergence import EmergenceResult, emergence_table
 from headlab.formation.phases import emergence_step
@@ -44,6 +45,9 @@ from headlab.retrieval.training import RetrievalTask, accuracy, checkpoint_model
 
 READERS = ("query", "ref", "var")
 KEYS = ("def-var", "def-ref", "prev", "bos")
+
+#: the probe examples' seed: fixed, so two analyses of one run read the same examples
+PROBE_SEED = 0
 
 
 def _round(x: float | None) -> float | None:
@@ -76,7 +80,7 @@ def _positions(
 
 
 def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]],
-                 route: str = "auto") -> np.ndarray:
+                 route: str = AUTO) -> np.ndarray:
     """(L, H, readers, keys) mean attention mass, 0 where no reader has that key."""
     labels = [f"{r}→{k}" for r in READERS for k in KEYS]
     samples = []
@@ -89,7 +93,7 @@ def head_profile(model: Transformer, task: RetrievalTask, examples: list[dict[st
     return np.nan_to_num(mass).reshape(*mass.shape[:2], len(READERS), len(KEYS))
 
 
-def labels_of(profile: np.ndarray, min_mass: float = 0.3) -> list[list[str]]:
+def labels_of(profile: np.ndarray, min_mass: float) -> list[list[str]]:
     L, H = profile.shape[:2]
     out = []
     for layer in range(L):
@@ -148,7 +152,7 @@ class AnalyzeResult(Result):
         return circuit_figure(self)
 
 
-def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = 0) -> AnalyzeResult:
+def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = PROBE_SEED) -> AnalyzeResult:
     run = Path(run)
     n, draws, min_mass, min_lift = settings.n, settings.draws, settings.min_mass, settings.min_lift
     model, task = load_run(run)

@@ -42,14 +42,14 @@ from headlab.retrieval.settings import (
 )
 from headlab.retrieval.task import generate as examples
 from headlab.retrieval.training import RetrievalTask, train_retrieval
-from headlab.settings import takes
+from headlab.settings import takes, takes_run
 from headlab.values import listed, validate
 
 
 @in_callers_words
 @takes(GenerateSettings)
-def generate(settings: GenerateSettings = GENERATE, *, form: str, depth: int, out: str | Path | None = None,
-             overwrite: bool = False) -> list[dict[str, Any]]:
+def generate(settings: GenerateSettings = GENERATE, *, form: str, depth: int, out: str | Path | None,
+             overwrite: bool) -> list[dict[str, Any]]:
     """``n`` seeded examples of ``form`` at chain ``depth`` with ``distractors`` distractor chains, each checked
     by the solver; with ``out`` (a ``.jsonl`` file, never replaced unless ``overwrite``), written one JSON a line.
 
@@ -70,9 +70,9 @@ def generate(settings: GenerateSettings = GENERATE, *, form: str, depth: int, ou
 
 
 @in_callers_words
-@takes(TrainSettings)
+@takes(TrainSettings, required=("out",))
 def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, resume: bool = False,
-          progress: bool = True) -> RunSummary:
+          progress: bool) -> RunSummary:
     """Train one decoder on the minimal form at chain ``depth`` under ``curriculum`` (none, mixed, chain or
     dense) into ``out``; held-out accuracy by depth every ``eval_every`` steps; success is accuracy >= 0.99 at
     full depth. ``min_depth``: each step's training chains have a depth drawn from min_depth..depth (held-out
@@ -110,8 +110,8 @@ def train(settings: TrainSettings = TRAIN, *, depth: int, out: str | Path, resum
 @in_callers_words
 @listed("layers", "depths", "curricula", "seeds")
 @takes(SweepSettings)
-def sweep(settings: SweepSettings = SWEEP, *, progress: bool = True,
-          out: str | Path = "runs/retrieval-sweep", overwrite: bool = False) -> SweepResult:
+def sweep(settings: SweepSettings = SWEEP, *, progress: bool,
+          out: str | Path = "runs/retrieval-sweep", overwrite: bool) -> SweepResult:
     """Layers x depth x curriculum x seeds, each (layers, depth) trained as one ensemble, cheapest first,
     ``jobs`` at once; ``no_train`` only aggregates finished cells. Writes ``sweep.json``, ``sweep.md``,
     ``success_map.png`` and ``learning_curves.png``; ``r.figure()`` is the success map, ``to_pandas()`` one row
@@ -130,8 +130,8 @@ def sweep(settings: SweepSettings = SWEEP, *, progress: bool = True,
 
 @in_callers_words
 @takes(AnalyzeSettings)
-def analyze(run: str | Path, settings: AnalyzeSettings = ANALYZE, *, out: str | Path | None = None,
-            overwrite: bool = False) -> AnalyzeResult:
+def analyze(run: str | Path, settings: AnalyzeSettings = ANALYZE, *, out: str | Path | None,
+            overwrite: bool) -> AnalyzeResult:
     """Label the heads of a retrieval run from attention maps on ``n`` probe examples (a role needs
     ``min_mass`` of attention), check the circuit by ablation against ``draws`` matched random sets and each
     head alone, and find the step each labelled head emerges. A run trained on dense targets also gets its hop
@@ -163,8 +163,9 @@ def _earlier_sweep(out: Path) -> bool:
 
 @in_callers_words
 @listed("runs")
-def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None,
-              overwrite: bool = False) -> EmergenceResult:
+@takes_run
+def emergence(runs: Sequence[str | Path], *, out: str | Path | None,
+              overwrite: bool) -> EmergenceResult:
     """The order in which labelled heads emerge across analyzed runs (seeds): each run's order, how often the
     most common one repeats, pairwise precedence; with ``out``, writes ``emergence.json``.
 
@@ -189,8 +190,8 @@ def emergence(runs: Sequence[str | Path], *, out: str | Path | None = None,
 
 @in_callers_words
 @takes(EvalLLMSettings)
-def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings = EVAL_LLM, *, device: str = "cpu",
-             progress: bool = True, out: str | Path | None = None, overwrite: bool = False) -> EvalLLMResult:
+def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings = EVAL_LLM, *, device: str,
+             progress: bool, out: str | Path | None, overwrite: bool) -> EvalLLMResult:
     """Accuracy of a pretrained causal LM on the text forms by chain depth (``n`` questions per cell,
     ``shots`` solved examples in the prompt), with Wilson 95% intervals; ``continuation`` > 0 also classifies a
     greedy continuation of that many tokens (answer, distractor, hop, other name, format). With ``out``,
@@ -214,8 +215,9 @@ __all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]
 
 
 @in_callers_words
-def depth_law(sweep: str | Path | Sequence[str | Path], *, out: str | Path | None = None,
-              overwrite: bool = False) -> DepthLawResult:
+@takes_run
+def depth_law(sweep: str | Path | Sequence[str | Path], *, out: str | Path | None,
+              overwrite: bool) -> DepthLawResult:
     """The depth law of a finished sweep (``headlab retrieval sweep`` at one depth, dense and answer-only
     curricula, or a folder of ``--task khop`` runs): per layers and curriculum, every seed's largest hop count
     solved at 0.95 accuracy, against 3^L/2 and 2^L (and, for k-hop runs, Sanford et al.'s published threshold).

@@ -76,7 +76,7 @@ def check(st: SweepSettings) -> None:
                          batch_size=members * st.batch_size, checkpoint_every=st.checkpoint_every)
 
 
-def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool = True) -> SweepResult:
+def sweep(out: str | Path, settings: SweepSettings = SWEEP, *, progress: bool) -> SweepResult:
     """Train every cell and aggregate; see the module docstring.
 
     The cells of one (layers, depth) train together as one ensemble (``headlab.training.ensemble``: curricula x

@@ -25,6 +25,7 @@ import numpy as np
 
 from headlab.ablation.experiment import matched_control
 from headlab.ablation.heads import ablated
+from headlab.attention.routes import AUTO
 from headlab.errors import HeadlabError
 from headlab.formation.phases import emergence_step
 from headlab.head import name as head_name
@@ -43,7 +44,7 @@ def _definitions(task: RetrievalTask, tokens: Sequence[int]) -> dict[int, int]:
     return {tokens[1 + stride * j]: 1 + stride * j for j in range((len(tokens) - 3) // stride)}
 
 
-def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]], route: str = "auto"
+def hop_profile(model: Transformer, task: RetrievalTask, examples: list[dict[str, Any]], route: str = AUTO
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean attention mass (L, H, D, keys) from each hop's references to each key, and its control: for the
     definition keys, the mass on the same keys of the other chains' variable at that hop (defined earlier too),

@@ -99,10 +99,10 @@ def solved(errs: dict[str, float], limit: float = SOLVED_ERROR) -> int:
 class KHopEval:
     """Trainer callback: per-hop error on held-out sequences (100 per hop count, their size) to eval.jsonl."""
 
-    def __init__(self, run: Path, task: KHopTask, every: int, n: int = 100, seed: int = 10**6):
+    def __init__(self, run: Path, task: KHopTask, every: int, per_hop: int = 100, seed: int = 10**6):
         rng = random.Random(f"khop-eval:{seed}")
         self.task, self.every, self.path = task, every, Path(run) / "eval.jsonl"
-        self.sets = {k: [example(task, rng, k) for _ in range(n)] for k in range(task.max_hops + 1)}
+        self.sets = {k: [example(task, rng, k) for _ in range(per_hop)] for k in range(task.max_hops + 1)}
 
     def on_step(self, trainer: Any, step: int, loss: float) -> None:
         if step % self.every and step != trainer.cfg.optim.steps:
@@ -112,7 +112,7 @@ class KHopEval:
             fh.write(json.dumps({"step": step, "loss": loss, "errors": errs, "solved": solved(errs)}) + "\n")
 
 
-def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progress: bool = True,
+def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progress: bool,
                resume: bool = False, **shape: Any) -> RunSummary:
     """Train one decoder on ``task`` into ``run`` (``shape``: the keywords of
     :func:`~headlab.retrieval.training.retrieval_config`); returns and writes ``summary.json``: per-hop error,
@@ -121,7 +121,7 @@ def train_khop(task: KHopTask, run: str | Path, *, eval_every: int = 500, progre
     run = Path(run)
     cfg = retrieval_config(task, **shape)  # type: ignore[arg-type]
     # the trainer refuses a folder with checkpoints but no --resume before anything in it is touched
-    trainer = Trainer(cfg, run, resume=resume, progress=progress, source=KHopSource(task),
+    trainer = Trainer(cfg, run, resume=resume, progress=progress, device="cpu", source=KHopSource(task),
                       callbacks=[KHopEval(run, task, eval_every)])
     RunTask(task).write(run)
     if not resume and (run / "eval.jsonl").exists():

@@ -172,8 +172,8 @@ def _check_context(loaded: LoadedModel, forms: Sequence[str], depths: Sequence[i
                                    "fit")
 
 
-def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings, *, progress: bool = True,
-             device: str = "cpu") -> EvalLLMResult:
+def eval_llm(model: str | LoadedModel, settings: EvalLLMSettings, *, progress: bool,
+             device: str) -> EvalLLMResult:
     """Accuracy per form and depth by the first-token rule and, unless ``settings.continuation`` is 0, by greedy
     continuations of up to that many tokens classified by :mod:`.llm_continuation`."""
     depths, n, forms, shots = settings.depths, settings.n, settings.forms, settings.shots

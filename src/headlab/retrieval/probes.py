@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+from headlab.attention.routes import AUTO
 from headlab.census.engine import score_samples
 from headlab.corpus import Sample
 from headlab.detectors import make
@@ -24,7 +25,7 @@ def link_sample(index: int, tokens: Sequence[int], links: Sequence[Link]) -> Sam
     return Sample(index=index, doc_id="retrieval-probe", window=0, input_ids=tuple(tokens), links=tuple(links))
 
 
-def pooled_mass(model: Transformer, samples: Sequence[Sample], labels: Sequence[str], route: str = "auto"
+def pooled_mass(model: Transformer, samples: Sequence[Sample], labels: Sequence[str], route: str = AUTO
                 ) -> np.ndarray:
     """(L, H, len(labels)): each label's attention mass over every sample's links of that label, weighted; NaN
     for a label no sample has."""

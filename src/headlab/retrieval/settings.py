@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from headlab.models.loader import dtype_setting
 from headlab.nn.init import INITS
-from headlab.settings import Settings, setting
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.values import Rule
 
 CURRICULA = ("none", "mixed", "chain", "dense")
@@ -47,6 +46,7 @@ class DecoderSettings(Settings):
         """The keywords of :func:`~headlab.retrieval.training.retrieval_config` this decoder sets."""
         return {k: getattr(self, k) for k in ("n_heads", "d_model", "steps", "batch_size", "lr", "positions",
                                               "init", "untied", "warmup_steps")}
+
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
 from headlab.errors import HeadlabError
-from headlab.retrieval.settings import CURRICULA
+from headlab.retrieval.settings import CURRICULA, DECODER
 
 FORMS = ("minimal", "assign", "relatives", "assign-mc", "relatives-mc")
 NAMES = ("Ann", "Bob", "Cara", "Dan", "Eve", "Finn", "Gia", "Hal", "Ida", "Jon", "Kim", "Leo", "Mia", "Ned",
@@ -105,7 +105,7 @@ def minimal(
     vocab: MinimalVocab = MinimalVocab(),
     shuffle: bool = True,
     query_depth: int | None = None,
-    separator: bool = False,
+    separator: bool = DECODER.separator,
     definitions_first: bool = False,
 ) -> dict[str, Any]:
     """One ``minimal`` example: ``tokens`` (prompt, ending with the queried variable), ``answer`` (value token)
@@ -211,7 +211,7 @@ def _finish(form: str, depth: int, prompt: str, answer: str, others: list[str], 
             "answer_text": answer, "ends": others, **cast}
 
 
-def generate(form: str, depth: int, n: int, seed: int = 0, **options: Any) -> Iterator[dict[str, Any]]:
+def generate(form: str, depth: int, n: int, seed: int, **options: Any) -> Iterator[dict[str, Any]]:
     """``n`` seeded examples of ``form``, each checked by :func:`solve` (a mismatch is a bug: raises)."""
     if form not in FORMS:
         raise HeadlabError(f"unknown form {form!r}; known: {', '.join(FORMS)}")

@@ -228,8 +228,8 @@ def train_retrieval(
     run: str | Path,
     *,
     success: float = 0.99,
-    eval_every: int = 100,
-    progress: bool = True,
+    eval_every: int,
+    progress: bool,
     resume: bool = False,
     **shape: Any,
 ) -> RunSummary:
@@ -242,7 +242,8 @@ def train_retrieval(
     cfg = retrieval_config(task, **shape)
     ev = RetrievalEval(run, task, eval_every)
     # the trainer refuses a folder with checkpoints but no --resume before anything in it is touched
-    trainer = Trainer(cfg, run, resume=resume, progress=progress, source=RetrievalSource(task), callbacks=[ev])
+    trainer = Trainer(cfg, run, resume=resume, progress=progress, device="cpu", source=RetrievalSource(task),
+                      callbacks=[ev])
     RunTask(task).write(run)
     if not resume and (run / "eval.jsonl").exists():
         (run / "eval.jsonl").unlink()

@@ -112,7 +112,7 @@ def train_group(members: Sequence[GroupMember], *, n_layers: int = TRAIN.n_layer
                 positions: str = TRAIN.positions, init: str = TRAIN.init, untied: bool = TRAIN.untied,
                 eval_every: int = TRAIN.eval_every, eval_n: int = SWEEP.eval_n, checkpoint_every: int | None = None,
                 success: float = 0.99,
-                progress: bool = True, threads: int = 1) -> list[RunSummary]:
+                progress: bool, threads: int = 1) -> list[RunSummary]:
     """Train every member into its folder at once; returns their summaries (also each ``summary.json``)."""
     first = members[0].task
     for m in members:

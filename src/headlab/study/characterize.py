@@ -217,8 +217,8 @@ class CharacterizeSettings(Settings):
 CHARACTERIZE = CharacterizeSettings()
 
 
-def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHARACTERIZE, *, progress: bool = True,
-                 device: str = "cpu", dtype: str = "float32") -> CharacterizeResult:
+def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHARACTERIZE, *, progress: bool,
+                 device: str, dtype: str) -> CharacterizeResult:
     """Characterize every head of ``model`` with the constructed suites (``settings.n`` base items each)."""
     st = settings
     n, seed, batch_size, words, symbols = st.n, st.seed, st.batch_size, st.words, st.symbols
@@ -236,7 +236,7 @@ def characterize(model: str | LoadedModel, settings: CharacterizeSettings = CHAR
                        f"characterize {loaded.name}", "stimulus", progress)
     try:
         mass = {k: marked_mass(loaded, v, batch_size, bar) for k, v in suites.items()}
-        rope = rope_analysis(loaded, n=rope_samples, kappa=kappa, seed=seed, batch_size=batch_size,
+        rope = rope_analysis(loaded, n=rope_samples, kappa=kappa, seed=seed, batch_size=batch_size, corpus=None,
                              progress=bar) if is_rope else None
     finally:
         if bar is not None:

@@ -29,13 +29,13 @@ from headlab.corpus import documents
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
-from headlab.models.loader import check_source, dtype_setting
+from headlab.models.loader import check_source
 from headlab.notices import say
 from headlab.result import Result, read_json
 from headlab.rulebook import BOOK, VERSION, Verdict, label
 from headlab.rulebook.multiplicity import holm, stated
 from headlab.rulebook.slash import CLAIMS
-from headlab.settings import Settings, setting
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.study.characterize import CHARACTERIZE, characterize
 from headlab.study.claim_rows import ModelClaims, about_real_sdhs, claim_heads, cross_model, measure, monitor_row
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
@@ -240,7 +240,7 @@ CLAIMS_SETTINGS = ClaimsSettings()
 
 
 def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIMS_SETTINGS, *,
-           progress: bool = True, device: str = "cpu", on_model: Callable[[str], None] | None = None,
+           progress: bool, device: str, on_model: Callable[[str], None] | None = None,
            out: str | Path | None = None, resume: bool = False) -> ClaimsResult:
     """Measure every claim on every model: a corpus scan plus a characterization per model.
 
@@ -276,12 +276,12 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
         reused = sc is not None
         if sc is None:
             sc = scan(lm, corpus=corpus, max_samples=scan_samples, seed=seed, batch_size=batch_size,
-                      progress=progress, target_filter=target_filter)
+                      progress=progress, device=device, target_filter=target_filter)
             sc.stop_if_interrupted("headlab claims")  # a claims table from a partial scan would look whole
         ch = saved_characterization(folder, lm.name, n, seed, kappa, lm.dtype) if resume and folder else None
         if ch is None:
             ch = characterize(lm, CHARACTERIZE.replace(n=n, seed=seed, batch_size=batch_size, kappa=kappa),
-                              progress=progress)
+                              progress=progress, device=device, dtype=lm.dtype)
         if folder is not None:
             sc.write(folder)
             ch.write(folder)

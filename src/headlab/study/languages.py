@@ -23,11 +23,10 @@ from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import write_text_atomic
 from headlab.models import LoadedModel, resolve
-from headlab.models.loader import dtype_setting
 from headlab.probes.suites import slash
 from headlab.probes.templates import TEMPLATES
 from headlab.result import Result
-from headlab.settings import Settings, setting
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.study.bootstrap import mean_ci
 from headlab.study.characterize import marked_mass
 from headlab.values import ITEM_BYTES, Rule
@@ -125,7 +124,7 @@ LANGUAGES_SETTINGS = LanguagesSettings()
 
 def by_language(model: str | LoadedModel, settings: LanguagesSettings = LANGUAGES_SETTINGS, *, top: int = 3,
                 threshold: float = SDH.threshold, consecutive: int = SDH.consecutive,
-                device: str = "cpu") -> LanguagesResult:
+                device: str) -> LanguagesResult:
     """Measure ``model`` on the slash suite of each of ``settings.languages``; the first is the reference."""
 
     languages, n, seed, batch_size = settings.languages, settings.n, settings.seed, settings.batch_size

@@ -10,8 +10,8 @@ from headlab.training.config import TrainConfig, from_dict, load_config
 from headlab.training.trainer import Callback, Trainer, lr_at
 
 
-def train(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,
-          device: str = "cpu", callbacks: Sequence[Callback] = (),
+def train(cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool,
+          device: str, callbacks: Sequence[Callback] = (),
           first: Callable[[Trainer], list[Callback]] | None = None) -> Trainer:
     """Train ``cfg`` into the run folder ``run``; returns the finished Trainer. ``first(trainer)`` builds callbacks
     that need the prepared trainer (its data pool, tokenizer) and run before ``callbacks``; every callback's

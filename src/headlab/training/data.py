@@ -83,7 +83,7 @@ def slash_ids(tokenizer: Any) -> frozenset[int]:
     return frozenset(i for i, t in enumerate(toks) if isinstance(t, str) and "/" in t and i not in special)
 
 
-def build_pool(cfg: DataConfig, seed: int, progress: bool = True) -> tuple[WindowPool, Any]:
+def build_pool(cfg: DataConfig, seed: int, progress: bool) -> tuple[WindowPool, Any]:
     """Tokenizer and window pool from the configured corpus (seeded)."""
 
     t0 = time.perf_counter()

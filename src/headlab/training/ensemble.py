@@ -94,7 +94,7 @@ class _Moments:
 
 class Ensemble:
     def __init__(self, members: Sequence[Member], *, callbacks: Sequence[EnsembleCallback] = (),
-                 progress: bool = True, threads: int | None = None):
+                 progress: bool, threads: int | None = None):
         if not members:
             raise HeadlabError("an ensemble needs at least one member")
         self.members, self.callbacks, self.progress = list(members), list(callbacks), progress

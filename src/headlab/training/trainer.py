@@ -87,8 +87,8 @@ RUN_FILES = ("final.safetensors", "summary.json")
 
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool = True,
-                 callbacks: Sequence[Callback] = (), device: str = "cpu", source: BatchSource | None = None):
+    def __init__(self, cfg: TrainConfig, run: str | Path, *, resume: bool = False, progress: bool,
+                 callbacks: Sequence[Callback] = (), device: str, source: BatchSource | None = None):
         self.cfg, self.run, self.progress = cfg, Path(run), progress
         self.callbacks = list(callbacks)
         self.rank, self.world = _dist()

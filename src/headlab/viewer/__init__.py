@@ -13,14 +13,17 @@ from typing import Sequence
 
 from headlab.errors import HeadlabError
 from headlab.models.loaded import LoadedModel
+from headlab.settings import RUN
 from headlab.viewer.codec import SCALES, dequantize, quantize
 from headlab.viewer.data import ViewData, ViewSample
 from headlab.viewer.page import render, write_html
+from headlab.viewer.settings import VIEW
 from headlab.viewer.sources import Shown, from_model, from_retrieval, from_scan, from_training, kind_of, source_of
 
 
-def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *, device: str = "cpu",
-          progress: bool = True, scale: str = "sqrt", dtype: str = "float32") -> ViewData:
+def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *,
+          device: str = RUN.device, progress: bool = RUN.progress, scale: str = VIEW.scale,
+          dtype: str = RUN.dtype) -> ViewData:
     """The page's data for ``source``; ``texts`` are ``(name, text)`` pairs shown instead of the defaults (not
     used for retrieval runs, whose inputs are task examples); ``scale``: map quantization, ``sqrt`` (default:
     diffuse attention stays visible) or ``linear`` (about 5x smaller files on long inputs); ``dtype``: the
@@ -37,7 +40,8 @@ def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] |
 
 
 def view(source: str | Path, out: str | Path, texts: Sequence[tuple[str, str]] | None = None, *,
-         device: str = "cpu", progress: bool = True, scale: str = "sqrt", dtype: str = "float32") -> Path:
+         device: str = RUN.device, progress: bool = RUN.progress, scale: str = VIEW.scale,
+         dtype: str = RUN.dtype) -> Path:
     """Write the viewer page for ``source`` to ``out`` and return its path."""
     return write_html(build(source, texts, device=device, progress=progress, scale=scale, dtype=dtype), out)
 

@@ -16,7 +16,7 @@ import numpy as np
 SCALES = ("sqrt", "linear")
 
 
-def quantize(probs: np.ndarray, causal: bool, scale: str = "sqrt") -> bytes:
+def quantize(probs: np.ndarray, causal: bool, scale: str) -> bytes:
     """``(T, T)`` probabilities → deflated bytes of the 8-bit map (lower triangle when causal)."""
     p = np.clip(probs, 0.0, 1.0)
     q = np.rint(255.0 * (np.sqrt(p) if scale == "sqrt" else p)).astype(np.uint8)
@@ -25,7 +25,7 @@ def quantize(probs: np.ndarray, causal: bool, scale: str = "sqrt") -> bytes:
     return zlib.compress(q.tobytes(), 6)
 
 
-def dequantize(blob: bytes, T: int, causal: bool, scale: str = "sqrt") -> np.ndarray:
+def dequantize(blob: bytes, T: int, causal: bool, scale: str) -> np.ndarray:
     """The inverse of :func:`quantize` (what the page computes), for tests."""
     q = np.frombuffer(zlib.decompress(blob), dtype=np.uint8) / 255.0
     p = q**2 if scale == "sqrt" else q

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from headlab.models.loader import dtype_setting
-from headlab.settings import Settings, setting
+from headlab.settings import Settings, dtype_setting, setting
 from headlab.viewer.codec import SCALES
 
 

@@ -28,6 +28,7 @@ from headlab.result import found_in
 from headlab.retrieval.analysis import KEYS, READERS, AnalyzeResult, circuit_of, head_profile, labels_of
 from headlab.retrieval.hops import hop_circuit, hop_scores
 from headlab.retrieval.record import RunTask
+from headlab.retrieval.settings import ANALYZE
 from headlab.retrieval.training import eval_set, load_run
 from headlab.study.claims import ClaimsResult, folder_name
 from headlab.training import checkpoint as ckpt
@@ -104,14 +105,14 @@ def claims_scan(folder: Path) -> Path:
     raise HeadlabError(f"{folder}: the claims study holds no model folder with a scan.json")
 
 
-def default_texts(loaded: Any, n_stimuli: int = 3, seed: int = 0, n_windows: int = 3) -> list[tuple[str, str]]:
+def default_texts(loaded: Any, seed: int, n_stimuli: int = 3, n_windows: int = 3) -> list[tuple[str, str]]:
     """(name, text): ``n_windows`` windows of the default corpus that contain '/', then ``n_stimuli`` slash
     stimuli."""
 
     out: list[tuple[str, str]] = []
     try:
-        sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), None, seed,
-                          loaded.ids_containing("/"), "with-target")
+        sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), seed=seed,
+                          target_ids=loaded.ids_containing("/"), target_filter="with-target")
         for k, s in enumerate(sampler.samples(documents(list(DEFAULT_CORPUS)), n_windows)):
             out.append((f"corpus window {k} with '/'", loaded.tokenizer.decode(s.input_ids, skip_special_tokens=True)))
     except HeadlabError:
@@ -131,8 +132,8 @@ def scanned_texts(loaded: Any, scanned: ScanResult, n_windows: int = 3) -> list[
     rule = st.get("sdh_rule") or {}
     targets = loaded.ids_containing(rule["target"]) if rule.get("target") else frozenset()
     try:
-        sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), None, st.get("seed", 0), targets,
-                          st.get("filter", "any"))
+        sampler = Sampler(loaded.tokenizer, min(96, loaded.facts.max_length), seed=st.get("seed", 0),
+                          target_ids=targets, target_filter=st.get("filter", "any"))
         docs = documents(st["corpus"], st.get("id_field"), st.get("text_field") or TEXT_FIELD)
         return [(f"scanned corpus window {k}", loaded.tokenizer.decode(w.input_ids, skip_special_tokens=True))
                 for k, w in enumerate(sampler.samples(docs, n_windows))]
@@ -159,14 +160,15 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
     texts themselves; either way read from one :class:`ScanResult`."""
 
     loaded = resolve(source, device=device, dtype=dtype)
-    texts = list(texts or (scanned_texts(loaded, scanned) if scanned is not None else []) or default_texts(loaded))
+    texts = list(texts or (scanned_texts(loaded, scanned) if scanned is not None else [])
+                 or default_texts(loaded, seed=0))
     samples = [text_sample(loaded, t, name) for name, t in texts]
     L, H = loaded.facts.n_layers, loaded.facts.n_heads
     if scanned is not None:
         r, note = scanned, (f"Scores: corpus scan of {scanned.n_samples} samples ({scanned.n_samples_with_target} "
                             "with '/'); SDH = the strict rule of that scan.")
     else:
-        r = scan(loaded, texts=[t for _, t in texts], max_samples=None, progress=False,
+        r = scan(loaded, texts=[t for _, t in texts], corpus=None, max_samples=None, progress=False, device=device,
                  max_length=loaded.facts.max_length, consecutive=min(3, len(texts)))
         note = (f"Scores: the {len(texts)} shown texts only (pass a scan folder for corpus scores); "
                 f"SDH rule with {min(3, len(texts))} consecutive samples.")
@@ -310,7 +312,7 @@ def from_retrieval(run: Path, progress: bool, scale: str, n_probes: int = 16) ->
             labels, circuit = hops["labels"], hop_circuit(hops)
     else:
         prof = head_profile(model, task, probes)
-        labels = labels_of(prof)
+        labels = labels_of(prof, ANALYZE.min_mass)
         circuit = circuit_of(prof, labels)
     ex = probes[0]
     seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])

@@ -34,6 +34,8 @@ from headlab.errors import HeadlabError
 KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
 
 ROUTES = ("fused", "chunked", "eager")
+#: the route choice that picks one of :data:`ROUTES` per batch shape (:func:`choose`)
+AUTO = "auto"
 #: default memory budget (MB) of one block: a chunked block of rows, a fused block of queries, a match block.
 DEFAULT_BLOCK_MB = 256.0
 #: a key set with at most T / SMALL_SET keys (the sink, a few '/') is read by a small matrix product against
@@ -64,7 +66,7 @@ class Choice:
         return {"route": self.route, "route_reason": self.reason}
 
 
-def choose(model: nn.Module, detectors: Sequence[Detector], requested: str = "auto") -> Choice:
+def choose(model: nn.Module, detectors: Sequence[Detector], requested: str = AUTO) -> Choice:
     """The route for ``model`` and ``detectors``; a forced route that cannot serve them is a clear error."""
 
     if requested not in ("auto", *ROUTES):

@@ -26,6 +26,7 @@ from headlab.ablation.metrics import window_losses
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
 from headlab.head import Head
+from headlab.models.loaded import device_of
 from headlab.probes.scoring import rows_to_samples, sample_scores
 from headlab.result import Result
 from headlab.training import checkpoint as ckpt
@@ -118,7 +119,8 @@ def measure_record(run: Path, arm: str, steps: list[int], mass: list[Any], passe
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
     settings = ABLATE.replace(draws=draws, samples=32, window=cfg.data.window, corpus=cfg.data.corpus, seed=seed)
-    r = ablate_experiment(loaded, [head], settings, progress=progress)
+    r = ablate_experiment(loaded, [head], settings, progress=progress, device=str(device_of(loaded.model)),
+                          dtype=loaded.dtype)
     c = r.control  # on the loss after `/`: the head's effect minus the matched random heads' mean effect
     return {"head": head, "loss_delta": r.scored["loss"]["delta"], "control_delta": c["delta_mean"],
             "difference": c["difference"], "interval": c["interval"], "p_value": c["p_value"], "draws": c["draws"],

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from headlab.errors import HeadlabError
-from headlab.formation.induce.arms import INDUCE, InduceSettings, arm_config
+from headlab.formation.induce.arms import InduceSettings, arm_config
 from headlab.formation.induce.measure import MeasureResult, measure_run, persistence
 from headlab.formation.training_run import tracked_training
 from headlab.io import write_text_atomic
@@ -44,7 +44,7 @@ def run_arm(base: dict[str, Any], arm: str, seed: int, levers: InduceSettings, o
     if (run / MeasureResult.KIND).exists() and (run / "final.safetensors").exists():
         return MeasureResult.read(run)
     if not (run / "final.safetensors").exists():
-        tracked_training(cfg, run, resume=bool(ckpt.checkpoints(run)), progress=progress)
+        tracked_training(cfg, run, resume=bool(ckpt.checkpoints(run)), progress=progress, device="cpu")
     rec = measure_run(run, arm, draws, seed, progress=False)
     rec.write(run)
     return rec
@@ -184,8 +184,7 @@ def plot(records: list[MeasureResult], path: Path) -> None:
     save_figure(fig, path)
 
 
-def run_arms(config: str | Path, out: str | Path, settings: InduceSettings = INDUCE,
-           progress: bool = True) -> InduceResult:
+def run_arms(config: str | Path, out: str | Path, settings: InduceSettings, progress: bool) -> InduceResult:
 
     out, levers, arms, seeds, draws = Path(out), settings, settings.arms, settings.seeds, settings.draws
     base = tomllib.loads(config_path(config).read_text(encoding="utf-8"))
