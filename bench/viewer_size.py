@@ -27,8 +27,8 @@ import numpy as np  # noqa: E402
 from headlab import load  # noqa: E402
 from headlab.corpus import DEFAULT_CORPUS, documents  # noqa: E402
 from headlab.viewer import ViewData, write_html  # noqa: E402
-from headlab.viewer.codec import quantize  # noqa: E402
-from headlab.viewer.data import capture_maps, text_sample  # noqa: E402
+from headlab.views.codec import quantize  # noqa: E402
+from headlab.views.data import capture_maps, text_sample  # noqa: E402
 
 
 def long_text(loaded, n_tokens: int) -> str:

@@ -874,7 +874,7 @@ def test_files_are_written_with_the_users_umask(tmp_path: Path) -> None:
 def test_viewer_tokens_show_whole_characters_not_replacement_marks() -> None:
     need("smollm2-135m")
     from headlab import load
-    from headlab.viewer.data import PARTIAL, byte_hints, display_tokens
+    from headlab.views.data import PARTIAL, byte_hints, display_tokens
 
     tok = load("smollm2-135m").tokenizer
     text = "路径 a/b 是 🙂 ok"

@@ -67,8 +67,8 @@ MODELS = [pytest.param("minilm-l6", marks=pytest.mark.integration),
 @pytest.mark.parametrize("name", MODELS)
 def test_every_entry_point_gives_the_scans_scores(name: str, tmp_path: Path) -> None:
     from headlab.formation.tracking import score_model
-    from headlab.viewer.data import ViewSample
-    from headlab.viewer.sources import SHOWN_METRICS, _shown_scores
+    from headlab.views.data import ViewSample
+    from headlab.formation.view import SHOWN_METRICS, shown_scores
 
     lm = _model(name)
     r, rows, samples = _scanned(lm, tmp_path)
@@ -94,7 +94,7 @@ def test_every_entry_point_gives_the_scans_scores(name: str, tmp_path: Path) -> 
         if m in want:
             _close(got, want[m], f"track vs scan: {m}")
     shown = [ViewSample(str(i), list(s.input_ids), [], []) for i, s in enumerate(samples)]
-    for m, got in _shown_scores(lm, shown).items():
+    for m, got in shown_scores(lm, shown).items():
         assert m in SHOWN_METRICS
         _close(got, want[m], f"viewer vs scan: {m}")
 

@@ -69,14 +69,26 @@ def test_training_run_page_has_every_checkpoint_map_and_nothing_external(tracked
     assert np.allclose(m.sum(1), 1, atol=0.05) and np.all(np.triu(m, 1) == 0)
 
 
-def test_retrieval_run_page_shows_the_labelled_circuit(retrieval_run):
+def test_retrieval_run_page_shows_the_labelled_circuit(retrieval_run, tmp_path, monkeypatch):
+    """The page reads the labels and every checkpoint's scores the analysis recorded; it measures nothing."""
+    import headlab.retrieval.analysis as analysis
+    import headlab.retrieval.hops as hops
+
     run = retrieval_run / "L2-D2-chain-s0"
+    bare = tmp_path / "bare"
+    shutil.copytree(run, bare)
     assert main(["retrieval", "analyze", str(run), "--n", "8", "--draws", "2"]) == 0
+    for module, name in ((analysis, "head_profile"), (hops, "hop_profile")):
+        monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("the viewer measured a profile"))
     data = build(run, progress=False)
     a = json.loads((run / "analyze" / "analyze.json").read_text())
     assert data.kind == "retrieval" and data.labels == a["labels"] and data.steps[-1] == 40
-    assert "best label mass" in data.scores[0] and data.samples[0].tokens[0] == "<bos>"
-    assert data.samples[0].marked  # the chain's tokens are highlighted
+    assert data.steps == a["emergence"]["steps"]
+    np.testing.assert_allclose(data.scores[-1]["best label mass"], a["emergence"]["scores"]["best label mass"][-1])
+    assert data.samples[0].tokens[0] == "<bos>" and data.samples[0].marked  # the chain's tokens are highlighted
+    unread = build(bare, progress=False)  # not analyzed: its maps, no scores, and what to run
+    assert unread.labels is None and all(sc == {} for sc in unread.scores) and len(unread.maps) > 0
+    assert "run headlab retrieval analyze RUN" in " ".join(unread.notes)
 
 
 def test_a_dense_run_is_analyzed_by_hop_and_its_page_shows_the_hop_labels(tmp_path):
@@ -220,15 +232,24 @@ def test_viewer_of_a_packaged_model_marks_slash_tokens(tmp_path):
         view("minilm-l6", tmp_path / "long.html", [("long", "word / " * 400)], progress=False)
 
 
-def test_untracked_training_run_is_scored_on_the_shown_samples(tracked_run, tmp_path):
+def test_an_untracked_training_run_is_read_not_measured_unless_texts_are_given(tracked_run, tmp_path, monkeypatch):
+    """Without a track the page shows what the run holds (the head monitor's series) and says to run track; only
+    texts given to it are scored."""
+    import headlab.formation.view as fview
+
     run = tmp_path / "untracked"
     shutil.copytree(tracked_run, run, ignore=shutil.ignore_patterns("track"))
-    data = build(run, progress=False)
     monitored = {f"monitor {m}" for m in ("slash_mass", "previous-token", "induction", "sink", "entropy")}
-    assert set(data.scores[0]) == {"slash_mass", "offset", "previous-token", "sink"} | monitored
-    assert data.phases is None
+    calls = []
+    real = fview.score_probes
+    monkeypatch.setattr(fview, "score_probes", lambda *a, **k: calls.append(1) or real(*a, **k))
+    data = build(run, progress=False)
+    assert not calls and set(data.scores[0]) == monitored and data.phases is None
+    assert "run headlab track RUN" in " ".join(data.notes)
+    data = build(run, [("given", "a / b and c / d")], progress=False)
+    assert calls and set(data.scores[0]) == {"slash_mass", "offset", "previous-token", "sink"} | monitored
     assert all(np.isfinite(sc["previous-token"]).all() for sc in data.scores)
-    assert "shown samples" in " ".join(data.notes)
+    assert "the shown texts" in " ".join(data.notes)
 
 
 @pytest.mark.browser
@@ -331,17 +352,19 @@ def test_a_report_and_a_notebook_repr_built_from_hostile_names_and_texts_run_not
 
 
 def test_every_folder_kind_is_recognized_by_the_registry_and_a_claims_study_opens(tmp_path):
-    """The folder kinds come from FOLDER_SOURCES (registered result and run kinds), not from a chain of file
-    checks; a claims study (results/study/claims) opens on its first model's scan."""
+    """The folder kinds come from the registry each package adds its kind to (by the result kinds a folder
+    holds), not from a chain of file checks; a claims study (results/study/claims) opens on its first model's
+    scan."""
     need("minilm-l6")
-    from headlab.viewer.sources import FOLDER_SOURCES
+    from headlab.viewer import SOURCES
 
     root = Path(__file__).resolve().parents[2] / "results" / "study" / "claims"
-    assert [s.kind for s in FOLDER_SOURCES] == ["retrieval", "training", "scan", "claims"]
+    assert [s.kind for s in sorted(SOURCES.values(), key=lambda s: s.rank)] == ["retrieval", "training", "scan",
+                                                                               "claims"]
     assert kind_of(root) == "claims" and kind_of(root / "minilm-l6") == "scan"
     data = build(root, progress=False)
     assert "minilm-l6" in data.title and data.n_layers == 6
-    with pytest.raises(HeadlabError, match="no claims study"):
+    with pytest.raises(HeadlabError, match="holds no run headlab can show"):
         kind_of(tmp_path)
 
 

@@ -18,7 +18,7 @@ def test_a_jsonl_texts_file_shows_its_records_texts_as_scan_reads_them_not_its_j
 def test_a_page_names_each_score_in_its_detectors_words():
     import numpy as np
 
-    from headlab.viewer.data import ViewData, about
+    from headlab.views.data import ViewData, about
 
     assert "SlashScore" in about("offset") and about("previous_token") == "attention to the previous token"
     assert about("monitor loss") == ""  # no detector makes it: shown by its name alone

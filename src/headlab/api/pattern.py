@@ -19,7 +19,7 @@ from headlab.models import resolve
 from headlab.models.loaded import LoadedModel
 from headlab.plotting import new_figure, save_figure
 from headlab.settings import takes_run
-from headlab.viewer.data import capture_maps, text_sample
+from headlab.views.data import capture_maps, text_sample
 
 
 @dataclass

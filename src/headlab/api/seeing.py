@@ -17,9 +17,9 @@ from headlab.reporting import Report
 from headlab.reporting import report as write_report
 from headlab.settings import RUN, takes, takes_run
 from headlab.viewer import build
-from headlab.viewer.data import ViewData
 from headlab.viewer.page import render
 from headlab.viewer.settings import VIEW, ViewSettings
+from headlab.views.data import ViewData
 
 #: the inline frame runs the page's scripts but gets an opaque origin: no cookies, no storage, no access to the
 #: notebook; the page's own Content-Security-Policy (no request to any host) still applies inside it.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from headlab.io import read_jsonl, write_text_atomic
 from headlab.nn import Transformer
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
-from headlab.retrieval.hops import hop_analysis, hops_markdown
+from headlab.retrieval.hops import hop_analysis, hops_markdown, per_step
 from headlab.retrieval.probes import link_sample, pooled_mass
 from headlab.retrieval.settings import AnalyzeSettings
 from headlab.retrieval.training import RetrievalTask, accuracy, checkpoint_models, eval_set, load_run
@@ -105,6 +105,17 @@ def labels_of(profile: np.ndarray, min_mass: float) -> list[list[str]]:
             row.append(f"{READERS[ri]}→{KEYS[ki]}" if p[ri, ki] >= min_mass else "-")
         out.append(row)
     return out
+
+
+def label_scores(profile: np.ndarray, kinds: Sequence[str]) -> dict[str, np.ndarray]:
+    """One checkpoint's scores as a page shows them: each head's largest mass of any role (a sink is none), and
+    its mass at each label kind."""
+    masked = profile.copy()
+    masked[..., KEYS.index("bos")] = 0  # a sink is not a retrieval role (as in labels_of)
+    L, H = profile.shape[:2]
+    sc = {"best label mass": masked.reshape(L, H, -1).max(-1)}
+    sc.update({k: profile[:, :, READERS.index(k.split("→")[0]), KEYS.index(k.split("→")[1])] for k in kinds})
+    return sc
 
 
 def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, Any]]:
@@ -206,9 +217,11 @@ def emergence(
     probes: list[dict[str, Any]],
     min_mass: float,
 ) -> dict[str, Any]:
-    steps, masses = [], []
+    steps, masses, shown = [], [], []
+    kinds = sorted({lab for row in labels for lab in row if lab != "-"})
     for step, m in checkpoint_models(run):
         prof = head_profile(m, task, probes)
+        shown.append(label_scores(prof, kinds))
         row = {}
         for l, hs in enumerate(labels):
             for h, lab in enumerate(hs):
@@ -226,6 +239,7 @@ def emergence(
         "emerged_at": when,
         "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for _, k in order],
         "context": {k: training_context(run, s) for k, s in when.items() if s is not None},
+        "scores": per_step(shown),
     }
 
 

@@ -128,16 +128,23 @@ def hop_ablation(model: Transformer, labels: list[list[str]], exs: list[dict[str
     return {"base": hop_accuracy(model, exs), "by_label": rows}
 
 
+def per_step(scores: list[dict[str, np.ndarray]]) -> dict[str, list[Any]]:
+    """Per-checkpoint score dicts as one JSON series per score: name -> [(L, H) per checkpoint]."""
+    return {m: [np.round(s[m], 4).tolist() for s in scores] for m in (scores[0] if scores else {})}
+
+
 def hop_emergence(run: Any, task: RetrievalTask, labels: list[list[str]], probes: list[dict[str, Any]],
                   min_lift: float) -> dict[str, Any]:
     """Each labelled head's lift at its label over the checkpoints and the step it emerges; the first
     evaluation at which each hop count is solved."""
-    steps, lifts = [], []
+    steps, lifts, shown = [], [], []
+    kinds = sorted({lab for row in labels for lab in row if lab != "-"})
     for step, m in checkpoint_models(run):
         prof, control = hop_profile(m, task, probes)
         steps.append(step)
         lifts.append({head_name(l, h): _lift_of(prof, control, l, h, lab)
                       for l, row in enumerate(labels) for h, lab in enumerate(row) if lab != "-"})
+        shown.append(hop_view_scores(prof, control, kinds))
     heads = sorted(lifts[-1]) if lifts else []
     when = {k: emergence_step(steps, [x[k] for x in lifts], min_lift) for k in heads}
     order = [k for _, k in sorted((s, k) for k, s in when.items() if s is not None)]
@@ -146,7 +153,7 @@ def hop_emergence(run: Any, task: RetrievalTask, labels: list[list[str]], probes
               for h in (evals[-1].get("hops", {}) if evals else {})}
     return {"steps": steps, "lift": {k: [round(x[k], 4) for x in lifts] for k in heads}, "emerged_at": when,
             "order": [f"{k} ({labels[int(k.split('.')[0])][int(k.split('.')[1])]})" for k in order],
-            "hop_solved_at": solved}
+            "hop_solved_at": solved, "scores": per_step(shown)}
 
 
 def hop_analysis(run: Any, model: Transformer, task: RetrievalTask, probes: list[dict[str, Any]],
@@ -167,10 +174,8 @@ def hop_circuit(h: dict[str, Any]) -> list[dict[str, Any]]:
             for l, row in enumerate(h["labels"]) for i, lab in enumerate(row) if lab != "-"]
 
 
-def hop_scores(model: Transformer, task: RetrievalTask, probes: list[dict[str, Any]], kinds: Sequence[str]
-               ) -> dict[str, np.ndarray]:
-    """The viewer's scores of one checkpoint: each head's best lift, and its lift at each label kind."""
-    prof, control = hop_profile(model, task, probes)
+def hop_view_scores(prof: np.ndarray, control: np.ndarray, kinds: Sequence[str]) -> dict[str, np.ndarray]:
+    """One checkpoint's scores as a page shows them: each head's best lift, and its lift at each label kind."""
     lift = np.nan_to_num(prof - control, nan=-1.0)
     L, H = lift.shape[:2]
     sc = {"best hop lift": lift.reshape(L, H, -1).max(-1)}

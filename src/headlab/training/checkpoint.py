@@ -149,6 +149,16 @@ def sound_checkpoints(run: Path) -> list[tuple[int, Path]]:
     return out
 
 
+def usable_checkpoints(run: Path) -> list[tuple[int, Path]]:
+    """:func:`sound_checkpoints`, refused in one line where the run has none or every one is damaged."""
+    if not checkpoints(run):
+        raise HeadlabError(f"{run} has no checkpoints")
+    found = sound_checkpoints(run)
+    if not found:
+        raise HeadlabError(f"every checkpoint of {run} is damaged")
+    return found
+
+
 def latest_good(run: Path) -> tuple[Path, dict[str, Any]] | None:
     """The newest checkpoint that verifies; damaged ones are reported (warning) and skipped."""
     for _step, folder in reversed(checkpoints(run)):

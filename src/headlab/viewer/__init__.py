@@ -1,9 +1,9 @@
 """``headlab view``: one self-contained, offline HTML page to explore a model's or a run's attention heads.
 
-:func:`view` builds the page's data from a model name or path, a scan folder (``scan.json``), a claims study
-(its first model's scan), a training run (checkpoints; ``headlab track`` output when present) or a retrieval run
-(``task.json``), and writes the file.
-See :mod:`headlab.viewer.page` for the file format.
+:func:`view` builds the page's data from a model name or path, or from a folder of results: each folder kind is a
+:class:`~headlab.views.sources.FolderSource` registered by the package whose results it reads (a scan folder, a
+claims study, a training run, a retrieval run), and writes the file. See :mod:`headlab.viewer.page` for the file
+format.
 """
 
 from __future__ import annotations
@@ -11,14 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+# the packages that register their folder kinds
+import headlab.formation.view  # noqa: F401
+import headlab.retrieval.view  # noqa: F401
+import headlab.study.view  # noqa: F401
 from headlab.errors import HeadlabError
 from headlab.models.loaded import LoadedModel
 from headlab.settings import RUN
-from headlab.viewer.codec import SCALES, dequantize, quantize
-from headlab.viewer.data import ViewData, ViewSample
 from headlab.viewer.page import render, write_html
 from headlab.viewer.settings import VIEW
-from headlab.viewer.sources import Shown, from_model, from_retrieval, from_scan, from_training, kind_of, source_of
+from headlab.views.codec import SCALES, dequantize, quantize
+from headlab.views.data import ViewData, ViewSample
+from headlab.views.model import from_model
+from headlab.views.sources import SOURCES, Shown, kind_of, source_of
 
 
 def build(source: "str | Path | LoadedModel", texts: Sequence[tuple[str, str]] | None = None, *,
@@ -46,5 +51,5 @@ def view(source: str | Path, out: str | Path, texts: Sequence[tuple[str, str]] |
     return write_html(build(source, texts, device=device, progress=progress, scale=scale, dtype=dtype), out)
 
 
-__all__ = ["ViewData", "ViewSample", "build", "dequantize", "from_model", "from_retrieval", "from_scan",
-           "from_training", "kind_of", "quantize", "render", "view", "write_html"]
+__all__ = ["SOURCES", "ViewData", "ViewSample", "build", "dequantize", "kind_of", "quantize", "render", "view",
+           "write_html"]

@@ -4,7 +4,7 @@ Everything is inlined: the script and style (``assets/``), the metadata as JSON,
 as its own ``<script type="text/plain" id="m-CK-S-L-H">`` element holding base64 of a deflated 8-bit map. The
 page decodes a map only when its head is clicked, so opening costs the metadata and the grid, not the maps.
 
-The maps are encoded by :mod:`headlab.viewer.codec`.
+The maps are encoded by :mod:`headlab.views.codec`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from headlab.io import write_text_atomic
-from headlab.viewer.data import ViewData
+from headlab.views.data import ViewData
 
 
 def _asset(name: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from headlab.settings import Settings, dtype_setting, setting
-from headlab.viewer.codec import SCALES
+from headlab.views.codec import SCALES
 
 
 @dataclass(frozen=True)

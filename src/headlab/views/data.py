@@ -21,7 +21,7 @@ from headlab.errors import HeadlabError
 from headlab.io import _clean
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
-from headlab.viewer.codec import quantize
+from headlab.views.codec import quantize
 
 
 @dataclass
@@ -50,7 +50,7 @@ class ViewData:
     circuit: list[dict[str, Any]] | None = None
     phases: dict[str, Any] | None = None  # score -> "l.h" -> [phase dicts]
     notes: list[str] = field(default_factory=list)
-    scale: str = "sqrt"  # map quantization, see headlab.viewer.codec
+    scale: str = "sqrt"  # map quantization, see headlab.views.codec
     marked_label: str = "'/'"  # what the highlighted tokens are
 
     def meta(self) -> dict[str, Any]:
