@@ -67,8 +67,8 @@ MODELS = [pytest.param("minilm-l6", marks=pytest.mark.integration),
 @pytest.mark.parametrize("name", MODELS)
 def test_every_entry_point_gives_the_scans_scores(name: str, tmp_path: Path) -> None:
     from headlab.formation.tracking import score_model
-    from headlab.views.data import ViewSample
     from headlab.formation.view import SHOWN_METRICS, shown_scores
+    from headlab.views.data import ViewSample
 
     lm = _model(name)
     r, rows, samples = _scanned(lm, tmp_path)
