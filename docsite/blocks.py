@@ -131,15 +131,19 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
 
     d = json.loads(_committed(root, source))
     kinds = d["kinds"]
-    by = {v: sorted(k for k, r in kinds.items() if r["verdict"] == v) for v in ("heads better", "baseline better",
-                                                                                 "tie")}
+    # a verdict reads "exploratory · tie" where its rule was declared after the evaluation: counted by its outcome
+    outcome = {k: r["verdict"].split(" · ")[-1] for k, r in kinds.items()}
+    by = {v: sorted(k for k, o in outcome.items() if o == v) for v in ("heads better", "baseline better", "tie")}
+    exploratory = sum(r["verdict"].startswith("exploratory") for r in kinds.values())
     heads = [r["auroc"]["heads"][0] for r in kinds.values()]
     forest_ahead = sorted(k for k, r in kinds.items() if r["auroc"]["heads-forest"][0] > r["auroc"]["heads"][0] + 0.03)
     recall = {m: float(np.mean([r["recall_at_fpr"][m] for r in kinds.values()])) for m in ("heads", "heads-forest")}
     text = (f"- **{d['model']}** (`{source}`): heads AUROC {min(heads):.2f}-{max(heads):.2f} over {len(kinds)} kinds; "
             f"heads better than the best baseline on {len(by['heads better'])} "
             f"({', '.join(by['heads better']) or 'none'}), baseline better on {len(by['baseline better'])} "
-            f"({', '.join(by['baseline better']) or 'none'}), tie on {len(by['tie'])}; the isolation forest ranks "
+            f"({', '.join(by['baseline better']) or 'none'}), tie on {len(by['tie'])}"
+            + (f" ({exploratory} of the {len(kinds)} verdicts exploratory: their rule was declared after this "
+               "evaluation)" if exploratory else "") + "; the isolation forest ranks "
             f"better than the distance by more than 0.03 on {count(len(forest_ahead), 'kind')}, but at the 1% "
             f"threshold recalls {recall['heads-forest']:.2f} on average against the distance's {recall['heads']:.2f}.")
     if all("heads_add_information" in r for r in kinds.values()):
@@ -150,6 +154,13 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
         ranked = ", ".join(f"{m} on {n}" for m, n in sorted(best.items(), key=lambda x: -x[1]))
         text += (f" The best baseline is {ranked} kinds; combined with it, the heads add information (paired gain "
                  f"interval above 0) on {len(adds)} ({', '.join(adds) or 'none'}).")
+    if all("every_signal" in r for r in kinds.values()):
+        every = {k: r["every_signal"] for k, r in kinds.items()}
+        below = sorted(k for k, e in every.items() if e["gain_over"][kinds[k]["best_baseline"]][2] < 0)
+        aucs = [e["auroc"][0] for e in every.values()]
+        text += (f" Every signal combined (each record's smallest calibrated p-value, no labels): AUROC "
+                 f"{min(aucs):.2f}-{max(aucs):.2f}; below the kind's best baseline (paired interval under 0) on "
+                 f"{len(below)} of {len(kinds)} ({', '.join(below) or 'none'}).")
     return text + "\n"
 
 

@@ -80,6 +80,25 @@ def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> No
     assert row["best_baseline"] in r["baselines"] and set(row["dropped"]) == set(r["fresh_dropped"]) == {"gopher", "c4"}
     # a paired gain is the combination's AUROC less the best baseline's, to rounding
     assert row["gain_over_best"][0] == pytest.approx(row["combined"][0] - row["auroc"][row["best_baseline"]][0])
+    # every signal combined (each one's smallest calibrated p), recomputed by a naive loop from the scores kept
+    from sklearn.metrics import roc_auc_score
+
+    kept = np.load(out / "scores.npz")
+    e = row["every_signal"]
+    assert e["signals"] == ["heads", *r["baselines"]] and set(e["gain_over"]) == set(e["signals"])
+
+    def rarest(part: str) -> np.ndarray:
+        cal = [np.sort(kept[f"calibration/{m}"]) for m in e["signals"]]
+        return np.array([-np.log(min((1 + (c >= x).sum()) / (len(c) + 1)
+                                     for c, x in zip(cal, [kept[f"{part}/{m}"][d] for m in e["signals"]])))
+                         for d in range(len(kept[f"{part}/heads"]))])
+
+    neg, pos = rarest("fresh"), rarest("paths")
+    y = np.r_[np.zeros(len(neg)), np.ones(len(pos))]
+    assert e["auroc"][0] == pytest.approx(roc_auc_score(y, np.r_[neg, pos]), abs=1e-12)
+    flagged = pos > np.quantile(neg, 0.99)
+    assert e["flagged"] == pytest.approx(flagged.mean()) and 0 < e["flagged"] <= 1
+    assert sum(e["flagged_by"].values()) == pytest.approx(1.0)
     c = r["calibration"]
     assert c["documents"] == r["fresh_documents"] > 20 and len(c["curve"]) == 5
     assert r["fitted_documents"] + r["calibration_documents"] + r["fresh_documents"] == r["reference_documents"]

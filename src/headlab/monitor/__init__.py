@@ -165,7 +165,7 @@ def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *,
     with saving(out, EvaluationResult.files(), overwrite) as folder:
         assert folder is not None
         r = evaluation.evaluate(model, settings, chosen, progress=progress, device=device,
-                                figure=folder / "calibration.png")
+                                figure=folder / "calibration.png", scores=folder / "scores.npz")
         result = EvaluationResult.from_json({**r, "skipped_kinds": [k for k in KINDS if k not in chosen]})
         result.write(folder)  # the kinds not installed here were said on stderr
     return result

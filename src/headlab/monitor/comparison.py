@@ -70,9 +70,35 @@ def fisher(calibrations: list[np.ndarray], scores: list[np.ndarray]) -> np.ndarr
     return -sum(np.log(pvalues(c, s)) for c, s in zip(calibrations, scores))
 
 
-def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[str, np.ndarray],
-             baseline_names: list[str], rng: np.random.Generator) -> dict[str, Any]:
-    pos = {m: scorers[m].scores(M) for m, M in kmats.items()}
+def smallest_p(calibrations: list[np.ndarray], scores: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Tippett's combination of every signal, -log of each document's smallest p-value, and which signal gives
+    it (an index into the lists): a record is as rare as its rarest signal finds it, and that signal is the one
+    that flags it. Needs no labels and no choice of signal."""
+    p = np.stack([pvalues(c, s) for c, s in zip(calibrations, scores)])  # (signals, documents)
+    return -np.log(p.min(0)), p.argmin(0)
+
+
+def every_signal(scorers: dict[str, Any], neg: dict[str, np.ndarray], pos: dict[str, np.ndarray],
+                 signals: list[str], fpr: float, rng: np.random.Generator) -> dict[str, Any]:
+    """The every-signal score of one kind (:func:`smallest_p` over ``signals``): its AUROC, its paired gain over
+    each signal alone, the share of the kind's documents it flags (above the fresh reference documents' ``1 -
+    fpr`` quantile of the same score: no labels) and which signal flags them (shares of those flagged)."""
+    cal = [np.asarray(scorers[m].calibration_scores) for m in signals]
+    (sn, _), (sp, who) = smallest_p(cal, [neg[m] for m in signals]), smallest_p(cal, [pos[m] for m in signals])
+    flagged = sp > np.quantile(sn, 1.0 - fpr)
+    return {"signals": signals, "auroc": auroc(sn, sp, rng),
+            "gain_over": {m: auroc_gain((sn, sp), (neg[m], pos[m]), rng) for m in signals},
+            "flagged": float(flagged.mean()),
+            "flagged_by": {m: float((who[flagged] == i).mean()) if flagged.any() else 0.0
+                           for i, m in enumerate(signals)}}
+
+
+def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], pos: dict[str, np.ndarray],
+             baseline_names: list[str], fpr: float, rng: np.random.Generator,
+             every_rng: np.random.Generator) -> dict[str, Any]:
+    """One kind's row: each detector's AUROC against the fresh reference documents, the heads against the best
+    baseline (the verdict's statistics), the heads and that baseline combined, and the every-signal score
+    (bootstrapped with ``every_rng``, so the rows' other intervals are drawn as they were before it)."""
     result = {m: auroc(neg[m], pos[m], rng) for m in pos}
     recall = {m: float((pos[m] > scorers[m].threshold).mean()) for m in pos}
     best = max(baseline_names, key=lambda m: result[m][0])
@@ -83,6 +109,7 @@ def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], kmats: dict[st
     row = {"documents": len(pos["heads"]), "auroc": result, "recall_at_fpr": recall, "best_baseline": best,
            "heads_vs_best": paired, "verdict": "", "combined": auroc(*both, rng), "gain_over_best": gain,
            "heads_add_information": gain[1] > 0,
+           "every_signal": every_signal(scorers, neg, pos, ["heads", *baseline_names], fpr, every_rng),
            "dropped": {m: float((pos[m] >= DROPS_AT[m]).mean()) for m in DROPS_AT if m in pos}}
     return judge_kind(row)
 
@@ -97,22 +124,34 @@ def _cell(a: list[float]) -> str:
     return f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]"
 
 
+def _every_cells(v: dict[str, Any]) -> str:
+    """The every-signal score's AUROC, its gain over the kind's best baseline and the signals that flag the
+    kind's documents (shares of those flagged); dashes for an evaluation written before it was recorded."""
+    e = v.get("every_signal")
+    if e is None:
+        return "- | - | -"
+    g = e["gain_over"][v["best_baseline"]]
+    by = ", ".join(f"{m} {x:.2f}" for m, x in sorted(e["flagged_by"].items(), key=lambda kv: -kv[1]) if x >= 0.05)
+    return f"{_cell(e['auroc'])} | {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] | {by or '-'} ({e['flagged']:.2f} flagged)"
+
+
 def markdown(r: dict[str, Any]) -> str:
     at = f"{100 * r['fpr']:.0f}% FPR"
     methods = ["heads", "heads-forest", *r["baselines"]]
     drops = [m for m in DROPS_AT if m in r["baselines"]]
     head = " | ".join(f"{m} AUROC [95%]" for m in methods)
-    lines = [f"| kind | documents | {head} | heads + best [95%] | gain over best [95%] | recall @ {at} (heads / "
-             f"best) | dropped by {' / '.join(drops)} | verdict: heads vs best baseline |",
-             "|---|---|" + "---|" * len(methods) + "---|---|---|---|---|"]
+    lines = [f"| kind | documents | {head} | heads + best [95%] | gain over best [95%] | every signal [95%] | "
+             f"every signal - best [95%] | flagged by | recall @ {at} (heads / best) | dropped by "
+             f"{' / '.join(drops)} | verdict: heads vs best baseline |",
+             "|---|---|" + "---|" * len(methods) + "---|---|---|---|---|---|---|---|"]
     for kind, v in r["kinds"].items():
         cells = " | ".join(_cell(v["auroc"][m]) for m in methods)
         recall = f"{v['recall_at_fpr']['heads']:.2f} / {v['recall_at_fpr'][v['best_baseline']]:.2f}"
         dropped = " / ".join(f"{v['dropped'][m]:.2f}" for m in drops)
         g = v["gain_over_best"]
         gain = f"{g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]" + (" adds" if v["heads_add_information"] else "")
-        lines.append(f"| {kind} | {v['documents']} | {cells} | {_cell(v['combined'])} | {gain} | {recall} | "
-                     f"{dropped} | {v['verdict']} ({v['best_baseline']}) |")
+        lines.append(f"| {kind} | {v['documents']} | {cells} | {_cell(v['combined'])} | {gain} | "
+                     f"{_every_cells(v)} | {recall} | {dropped} | {v['verdict']} ({v['best_baseline']}) |")
     c = r["calibration"]
     fresh = ", ".join(f"{m} {100 * x:.1f}%" for m, x in r["fresh_dropped"].items())
     lines += ["", f"Calibration on {r['fresh_documents']} fresh reference documents: at the {at} target "
@@ -130,7 +169,7 @@ class EvaluationResult(Result):
     ``evaluate.md`` beside it."""
 
     KIND: ClassVar[str] = "evaluate.json"
-    COMPANIONS: ClassVar[tuple[str, ...]] = ("evaluate.md", "calibration.png")
+    COMPANIONS: ClassVar[tuple[str, ...]] = ("evaluate.md", "calibration.png", "scores.npz")
 
     model: str
     reference: list[str]

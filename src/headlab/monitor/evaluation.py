@@ -21,7 +21,9 @@ AUROC difference is at least the rule's margin and its paired bootstrap interval
 zero, else ``tie``. **heads + best**: the heads and the best baseline combined without any anomaly labels
 (Fisher's method on each one's p-value against the held-out calibration documents); its gain over the best
 baseline alone has a paired bootstrap interval, and the heads *add information* to that baseline where the
-interval is above 0.
+interval is above 0. **Every signal**: the heads and every baseline combined without labels and without choosing
+one (each record's smallest p-value, Tippett's method), against each signal alone, with the signal that flags
+each record; every document's score of every detector is kept in ``scores.npz``.
 """
 
 from __future__ import annotations
@@ -134,8 +136,10 @@ def _context(seed: int, loaded: Any) -> anomalies.Context:
 
 
 def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, progress: bool,
-             device: str, figure: Path | None = None) -> dict[str, Any]:
-    """The evaluation record of ``model`` on the installed ``kinds`` (``settings.kinds`` resolved)."""
+             device: str, figure: Path | None = None, scores: Path | None = None) -> dict[str, Any]:
+    """The evaluation record of ``model`` on the installed ``kinds`` (``settings.kinds`` resolved); with
+    ``scores``, every detector's score of every document there (``fresh/METHOD``, ``calibration/METHOD``,
+    ``KIND/METHOD`` arrays of an ``.npz``), so a combination can be judged again without a model."""
     st = settings
     reference, max_samples, kind_samples, per_detector, fpr = (st.reference, st.max_samples, st.kind_samples,
                                                                st.per_detector, st.fpr)
@@ -160,6 +164,9 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
     neg = {m: scorers[m].scores(M[fresh]) for m, M in mats.items()}
     prose = [raw[d] for d, f in zip(docs, fresh) if f]
     rng, nrng, ctx = random.Random(seed), np.random.default_rng(seed), _context(seed, loaded)
+    erng = np.random.default_rng([seed, 1])
+    kept = {f"fresh/{m}": v for m, v in neg.items()}
+    kept.update({f"calibration/{m}": np.asarray(s.calibration_scores) for m, s in scorers.items()})
     baseline_names = [*scorer.base, *scorer.document]
     table = {}
     with tempfile.TemporaryDirectory(prefix="headlab-eval-") as tmp:
@@ -175,7 +182,11 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
                          dtype=dtype) as (kpath, _):
                 kmats, _, _ = scorer.matrices(kpath, [spec])
             kmats["heads-forest"] = kmats["heads"]
-            table[kind] = kind_row(scorers, neg, kmats, baseline_names, nrng)
+            pos = {m: scorers[m].scores(M) for m, M in kmats.items()}
+            kept.update({f"{kind}/{m}": v for m, v in pos.items()})
+            table[kind] = kind_row(scorers, neg, pos, baseline_names, fpr, nrng, erng)
+    if scores is not None:
+        np.savez_compressed(scores, **kept)
     calib = calibration_curve(scorers["heads"], neg["heads"], figure, loaded.name)
     return {"model": loaded.name, "dtype": loaded.dtype,
             "reference": list(reference), "fpr": fpr, "features": len(scorer.features),
