@@ -158,7 +158,7 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
         every = {k: r["every_signal"] for k, r in kinds.items()}
         below = sorted(k for k, e in every.items() if e["gain_over"][kinds[k]["best_baseline"]][2] < 0)
         aucs = [e["auroc"][0] for e in every.values()]
-        text += (f" Every signal combined (each record's smallest calibrated p-value, no labels): AUROC "
+        text += (f" Every signal combined (each record's rarest signal, no labels): AUROC "
                  f"{min(aucs):.2f}-{max(aucs):.2f}; below the kind's best baseline (paired interval under 0) on "
                  f"{len(below)} of {len(kinds)} ({', '.join(below) or 'none'}).")
     return text + "\n"

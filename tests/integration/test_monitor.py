@@ -80,18 +80,23 @@ def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> No
     assert row["best_baseline"] in r["baselines"] and set(row["dropped"]) == set(r["fresh_dropped"]) == {"gopher", "c4"}
     # a paired gain is the combination's AUROC less the best baseline's, to rounding
     assert row["gain_over_best"][0] == pytest.approx(row["combined"][0] - row["auroc"][row["best_baseline"]][0])
-    # every signal combined (each one's smallest calibrated p), recomputed by a naive loop from the scores kept
+    # every signal combined (each record's rarest signal), recomputed by a naive loop from the scores kept
     from sklearn.metrics import roc_auc_score
 
     kept = np.load(out / "scores.npz")
     e = row["every_signal"]
     assert e["signals"] == ["heads", *r["baselines"]] and set(e["gain_over"]) == set(e["signals"])
 
-    def rarest(part: str) -> np.ndarray:
-        cal = [np.sort(kept[f"calibration/{m}"]) for m in e["signals"]]
-        return np.array([-np.log(min((1 + (c >= x).sum()) / (len(c) + 1)
-                                     for c, x in zip(cal, [kept[f"{part}/{m}"][d] for m in e["signals"]])))
-                         for d in range(len(kept[f"{part}/heads"]))])
+    def rarest(part: str) -> np.ndarray:  # -log p, continued past the calibration's largest score
+        out = []
+        for d in range(len(kept[f"{part}/heads"])):
+            rare = []
+            for m in e["signals"]:
+                c, x = kept[f"calibration/{m}"], kept[f"{part}/{m}"][d]
+                tail = (c.max() - np.quantile(c, 0.9)) or 1.0
+                rare.append(-np.log((1 + (c >= x).sum()) / (len(c) + 1)) + max(0.0, (x - c.max()) / tail))
+            out.append(max(rare))
+        return np.array(out)
 
     neg, pos = rarest("fresh"), rarest("paths")
     y = np.r_[np.zeros(len(neg)), np.ones(len(pos))]

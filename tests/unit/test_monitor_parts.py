@@ -225,3 +225,16 @@ def test_a_scored_copy_keeps_a_records_own_bytes():
     assert json.loads(with_scores(b"{}\n", 0.5, False)) == {SCORE_KEY: 0.5, FLAG_KEY: False}
     again = json.loads(with_scores(out, 2.0, False))  # keys already there: replaced, not doubled
     assert again[SCORE_KEY] == 2.0 and again[FLAG_KEY] is False
+
+
+def test_rarity_is_minus_log_p_inside_the_calibration_and_keeps_ranking_past_it() -> None:
+    from headlab.monitor.comparison import pvalues, rarest, rarity
+
+    cal = np.arange(100, dtype=float)  # max 99, 90th percentile 89.1: a tail of 9.9
+    inside = np.array([5.0, 50.0, 98.5])
+    np.testing.assert_allclose(rarity(cal, inside), -np.log(pvalues(cal, inside)))
+    beyond = rarity(cal, np.array([99.0, 100.0, 150.0, 1e6]))
+    assert np.all(np.diff(beyond) > 0)  # no tie at the floor 1/101
+    assert beyond[1] == pytest.approx(np.log(101) + 1 / 9.9)
+    score, who = rarest([cal, cal * 10], [np.array([1.0, 500.0]), np.array([990.0, 10.0])])
+    assert list(who) == [1, 0] and score[0] == pytest.approx(rarity(cal * 10, np.array([990.0]))[0])

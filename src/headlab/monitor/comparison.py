@@ -70,21 +70,33 @@ def fisher(calibrations: list[np.ndarray], scores: list[np.ndarray]) -> np.ndarr
     return -sum(np.log(pvalues(c, s)) for c, s in zip(calibrations, scores))
 
 
-def smallest_p(calibrations: list[np.ndarray], scores: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Tippett's combination of every signal, -log of each document's smallest p-value, and which signal gives
-    it (an index into the lists): a record is as rare as its rarest signal finds it, and that signal is the one
-    that flags it. Needs no labels and no choice of signal."""
-    p = np.stack([pvalues(c, s) for c, s in zip(calibrations, scores)])  # (signals, documents)
-    return -np.log(p.min(0)), p.argmin(0)
+def rarity(calibration: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """-log of each score's upper-tail p-value among the calibration scores, continued past the largest of them
+    by the distance beyond it in units of the calibration's upper tail (its maximum less its 90th percentile): a
+    record rarer than every calibration document still ranks by how far out it is, where its p-value alone ties
+    at the floor 1/(n + 1) with every other such record (on minilm-l6 that tie cost the combination up to 0.007
+    AUROC on kinds every single signal separates)."""
+    cal, s = np.asarray(calibration, dtype=np.float64), np.asarray(scores, dtype=np.float64)
+    top = cal.max()
+    tail = top - np.quantile(cal, 0.9)
+    return -np.log(pvalues(cal, s)) + np.clip((s - top) / (tail if tail > 0 else 1.0), 0.0, None)
+
+
+def rarest(calibrations: list[np.ndarray], scores: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every signal combined as Tippett's method combines p-values, by the rarest: each document's largest
+    :func:`rarity`, and which signal gives it (an index into the lists), the one that flags it. Needs no labels
+    and no choice of signal."""
+    r = np.stack([rarity(c, s) for c, s in zip(calibrations, scores)])  # (signals, documents)
+    return r.max(0), r.argmax(0)
 
 
 def every_signal(scorers: dict[str, Any], neg: dict[str, np.ndarray], pos: dict[str, np.ndarray],
                  signals: list[str], fpr: float, rng: np.random.Generator) -> dict[str, Any]:
-    """The every-signal score of one kind (:func:`smallest_p` over ``signals``): its AUROC, its paired gain over
+    """The every-signal score of one kind (:func:`rarest` over ``signals``): its AUROC, its paired gain over
     each signal alone, the share of the kind's documents it flags (above the fresh reference documents' ``1 -
     fpr`` quantile of the same score: no labels) and which signal flags them (shares of those flagged)."""
     cal = [np.asarray(scorers[m].calibration_scores) for m in signals]
-    (sn, _), (sp, who) = smallest_p(cal, [neg[m] for m in signals]), smallest_p(cal, [pos[m] for m in signals])
+    (sn, _), (sp, who) = rarest(cal, [neg[m] for m in signals]), rarest(cal, [pos[m] for m in signals])
     flagged = sp > np.quantile(sn, 1.0 - fpr)
     return {"signals": signals, "auroc": auroc(sn, sp, rng),
             "gain_over": {m: auroc_gain((sn, sp), (neg[m], pos[m]), rng) for m in signals},

@@ -22,7 +22,8 @@ zero, else ``tie``. **heads + best**: the heads and the best baseline combined w
 (Fisher's method on each one's p-value against the held-out calibration documents); its gain over the best
 baseline alone has a paired bootstrap interval, and the heads *add information* to that baseline where the
 interval is above 0. **Every signal**: the heads and every baseline combined without labels and without choosing
-one (each record's smallest p-value, Tippett's method), against each signal alone, with the signal that flags
+one (each record's rarest signal: its smallest calibrated p-value, continued past the calibration's range;
+Tippett's method), against each signal alone, with the signal that flags
 each record; every document's score of every detector is kept in ``scores.npz``.
 """
 
