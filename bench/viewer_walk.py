@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 #: functions that measure heads: a view that calls one ran a scan, a probe or a profile instead of reading one
-MEASURES = ("headlab.census.scanner:scan", "headlab.probes.scoring:score_probes", "headlab.retrieval.analysis:head_profile",
-            "headlab.retrieval.hops:hop_profile")
+MEASURES = ("headlab.census.scanner:scan", "headlab.probes.scoring:score_probes",
+            "headlab.retrieval.analysis:head_profile", "headlab.retrieval.hops:hop_profile")
 
 
 def walk(fn: Callable[[], Any]) -> dict[str, Any]:
