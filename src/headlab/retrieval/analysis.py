@@ -163,11 +163,16 @@ class AnalyzeResult(Result):
         return circuit_figure(self)
 
 
+def probe_examples(task: RetrievalTask, n: int, seed: int = PROBE_SEED) -> list[dict[str, Any]]:
+    """The ``n`` held-out examples an analysis labels heads on (and a page shows the first of)."""
+    return eval_set(task, n, seed + 2 * 10**6, task.depth)
+
+
 def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = PROBE_SEED) -> AnalyzeResult:
     run = Path(run)
     n, draws, min_mass, min_lift = settings.n, settings.draws, settings.min_mass, settings.min_lift
     model, task = load_run(run)
-    probes = eval_set(task, n, seed + 2 * 10**6, task.depth)
+    probes = probe_examples(task, n, seed)
     prof = head_profile(model, task, probes)
     labels = labels_of(prof, min_mass)
     L, H = model.cfg.n_layers, model.cfg.n_heads

@@ -15,18 +15,18 @@ import numpy as np
 from headlab.nn import as_loaded
 from headlab.progress import bar as progress_bar
 from headlab.result import found_in
-from headlab.retrieval.analysis import AnalyzeResult
+from headlab.retrieval.analysis import AnalyzeResult, probe_examples
 from headlab.retrieval.hops import hop_circuit
 from headlab.retrieval.record import RunTask
-from headlab.retrieval.training import eval_set, load_run
+from headlab.retrieval.training import load_run
 from headlab.training import checkpoint as ckpt
 from headlab.views.data import ViewData, ViewSample, store_maps
 from headlab.views.sources import FolderSource, Shown, register_source
 
 
 def probe_example(task: Any) -> ViewSample:
-    """The first probe example the analysis scores (its seed), as tokens, with the chain marked."""
-    ex = eval_set(task, 1, 2 * 10**6, task.depth)[0]
+    """The first probe example the analysis scores, as tokens, with the chain marked."""
+    ex = probe_examples(task, 1)[0]
     seq = ex["tokens"] + (ex["chain"][:-1] if task.curriculum == "chain" else [])
     v = task.vocab
     names = {v.PAD: "<pad>", v.BOS: "<bos>", v.QUERY: "<query>", v.SEP: "<sep>"}
