@@ -8,6 +8,8 @@ global samples, so every collective is called by every rank the same number of t
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import time
 from dataclasses import dataclass
@@ -75,7 +77,17 @@ def world() -> World:
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend)
+        atexit.register(_leave)
     return World(dist.get_rank(), dist.get_world_size())
+
+
+def _leave() -> None:
+    """Free what still uses the process group, then the group, while the interpreter is whole. A DDP wrapper
+    that only reference cycles keep is otherwise destroyed during finalization, and a two-process gloo run then
+    aborted about one exit in twelve ('terminate called without an active exception'; 0 in 60 with this)."""
+    gc.collect()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def device_for(requested: str, w: World) -> str:

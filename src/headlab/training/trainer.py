@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import weakref
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from headlab.distributed import world
 from headlab.errors import HeadlabError
 from headlab.io import FolderLock, write_text_atomic
 from headlab.nn.transformer import Transformer
@@ -73,14 +73,6 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
-def _dist() -> tuple[int, int]:
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not torch.distributed.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        torch.distributed.init_process_group(backend)
-    return (torch.distributed.get_rank() if world > 1 else 0), world
-
-
 #: what a finished run leaves besides checkpoints (``summary.json``: a retrieval run's); a run killed before its
 #: first checkpoint leaves only logs, and a new run starts over there
 RUN_FILES = ("final.safetensors", "summary.json")
@@ -91,7 +83,8 @@ class Trainer:
                  callbacks: Sequence[Callback] = (), device: str, source: BatchSource | None = None):
         self.cfg, self.run, self.progress = cfg, Path(run), progress
         self.callbacks = list(callbacks)
-        self.rank, self.world = _dist()
+        self._world = world()
+        self.rank, self.world = self._world.rank, self._world.size
         self.main = self.rank == 0
         self.device = torch.device(device if self.world == 1 or device == "cpu" else f"cuda:{self.rank}")
         if cfg.optim.batch_size % self.world:
@@ -147,8 +140,7 @@ class Trainer:
         self._barrier()
 
     def _barrier(self) -> None:
-        if self.world > 1:
-            torch.distributed.barrier()
+        self._world.barrier()
 
     def _data(self) -> tuple[WindowPool, Any]:
         print_ = fingerprint(self.cfg.data, self.cfg.optim.seed)
@@ -248,6 +240,7 @@ class Trainer:
         try:
             return self._fit()
         finally:
+            self.ddp = None  # its gradient hooks must be gone before the process group is (distributed._leave)
             if self._lock is not None:
                 self._lock.release()
 
