@@ -149,13 +149,21 @@ def check_threads(threads: int) -> int:
 
 
 def use_threads(threads: int | None) -> tuple[int, str | None]:
-    """Set torch's intra-op threads to ``threads`` (None: what the machine can give, :func:`spare_cores`): a
-    busy machine shared with other jobs is slowed, not sped up, by more threads than free cores. Returns the
-    number set and, when the default chose fewer than the cores, the line that says why."""
+    """Set torch's intra-op threads to ``threads``; None: ``OMP_NUM_THREADS`` where the environment sets it (as
+    torch itself and ``torchrun``, which gives each of several workers one, mean it), else what the machine can
+    give (:func:`spare_cores`): a busy machine shared with other jobs is slowed, not sped up, by more threads than
+    free cores. Returns the number set and, when the default chose fewer than the cores or could not take the
+    environment's number, the line that says why."""
     cores, spare, load = spare_cores()
-    n = spare if threads is None else check_threads(threads)
-    torch.set_num_threads(n)
-    said = None
-    if threads is None and spare < cores:
+    n, said = spare if threads is None else check_threads(threads), None
+    given = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if threads is None and given:
+        if given.isdigit() and 1 <= int(given) <= cores:
+            n = int(given)
+        else:
+            said = (f"OMP_NUM_THREADS={given} is not a number of threads from 1 to this process's {cores} core(s); "
+                    f"{n} chosen by the machine's load instead; --threads N to choose")
+    elif threads is None and spare < cores:
         said = (f"{n} of {cores} cores: the machine's load is {load:.1f} from other work; --threads N to choose")
+    torch.set_num_threads(n)
     return n, said

@@ -43,7 +43,7 @@ def whole(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _cmd(corpus: Path, out: Path, *extra: str, procs: int = 1) -> list[str]:
     head = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(procs),
             f"--master_port={free_port()}", "-m"] if procs > 1 else [sys.executable, "-m"]
-    # one thread in every process: the default follows the machine's load, and thread counts move float rounding
+    # one thread in every process, whatever the environment says: thread counts move float rounding
     # past these comparisons' tolerance when another test runs beside this one
     return [*head, "headlab", "scan", "minilm-l6", "--corpus", str(corpus), *ARGS, "--threads", "1", "--out", str(out),
             *extra]

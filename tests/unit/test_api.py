@@ -81,6 +81,24 @@ def test_every_command_that_loads_a_model_takes_its_dtype() -> None:
     assert "dtype" in inspect.signature(headlab.pattern).parameters
 
 
+def _the_environment_threads_are_taken_unless_given(monkeypatch, cores: int) -> None:
+    """OMP_NUM_THREADS (torchrun sets 1 for each of several workers) is the default where it is set, however busy
+    or idle the machine; --threads still chooses; a value that is no number of threads is said and left."""
+    import torch
+
+    from headlab import distributed
+
+    monkeypatch.setattr(distributed, "busy_cores", lambda: 0.0)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert distributed.use_threads(None) == (1, None) and torch.get_num_threads() == 1
+    assert distributed.use_threads(cores) == (cores, None)
+    for bad in ("many", "0", str(cores + 1)):
+        monkeypatch.setenv("OMP_NUM_THREADS", bad)
+        n, said = distributed.use_threads(None)
+        assert n == cores and f"OMP_NUM_THREADS={bad} is not a number of threads" in said
+    monkeypatch.delenv("OMP_NUM_THREADS")
+
+
 def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, capsys) -> None:
     """--threads beside every --device (train's threads are its config's); the default takes the cores the
     machine can give and says so when that is fewer than its cores."""
@@ -94,6 +112,7 @@ def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, 
         if "device" in dests and cmd != "train":
             assert "threads" in dests and p.get_default("threads") is None, cmd
     before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
         monkeypatch.setattr(distributed, "busy_cores", lambda: 99.0)
         assert distributed.use_threads(None)[0] == 1 and "--threads N" in distributed.use_threads(None)[1]
@@ -104,6 +123,7 @@ def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, 
         assert distributed.use_threads(cores) == (cores, None) and torch.get_num_threads() == cores
         with pytest.raises(HeadlabError, match=f"--threads {cores + 1}: this process may use {cores} core"):
             distributed.use_threads(cores + 1)  # torch sized its pool by it: 4096 crashed the process
+        _the_environment_threads_are_taken_unless_given(monkeypatch, cores)
         main(["top", "nowhere.parquet", "--head", "0.1"])  # top takes no --threads: nothing said
         assert "cores" not in capsys.readouterr().err
         assert main(["scan", "no-such-model-dir/", "--threads", "0"]) == 2

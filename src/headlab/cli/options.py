@@ -203,8 +203,9 @@ def threads_option(p: argparse.ArgumentParser) -> None:
     """``--threads``: torch's CPU threads for the command, set by the entry point before the work (a process
     setting, not a parameter of the twin: from Python, :func:`headlab.distributed.use_threads`)."""
     p.add_argument("--threads", type=_threads, default=None,
-                   help="CPU threads (default: the cores the machine can give now, its cores less the load of "
-                        "other work; said at a terminal when it is fewer than the cores)")
+                   help="CPU threads (default: OMP_NUM_THREADS where it is set, else the cores the machine can give "
+                        "now, its cores less the load of other work; said at a terminal when it is fewer than the "
+                        "cores)")
 
 
 def _threads(text: str) -> int:
