@@ -128,11 +128,16 @@ def busy_cores(window: float = LOAD_WINDOW_S) -> float | None:
     return max(0.0, busy) * (os.cpu_count() or 1)
 
 
+def usable_cores() -> int:
+    """The cores of this process's affinity mask, which a container or ``taskset`` narrows."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def spare_cores() -> tuple[int, int, float]:
-    """(cores this process may use, cores it should use, the load other processes put on them): the cores of the
-    affinity mask (which a container or ``taskset`` narrows) less the cores busy now (:func:`busy_cores`; the
-    1-minute load average where it cannot be read), at least one."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """(cores this process may use, cores it should use, the load other processes put on them): the usable cores
+    less the cores busy now (:func:`busy_cores`; the 1-minute load average where it cannot be read), at least
+    one."""
+    cores = usable_cores()
     load = busy_cores()
     if load is None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
@@ -142,28 +147,33 @@ def spare_cores() -> tuple[int, int, float]:
 def check_threads(threads: int) -> int:
     """``threads`` when this process has that many cores: torch sizes its pool by it (4096 threads crash the
     process, a million exhaust its memory), and a thread beyond the cores only waits for one."""
-    cores = spare_cores()[0]
+    cores = usable_cores()
     if not 1 <= threads <= cores:
         raise HeadlabError(f"--threads {threads}: this process may use {cores} core(s); give 1 to {cores}")
     return threads
 
 
 def use_threads(threads: int | None) -> tuple[int, str | None]:
-    """Set torch's intra-op threads to ``threads``; None: ``OMP_NUM_THREADS`` where the environment sets it (as
-    torch itself and ``torchrun``, which gives each of several workers one, mean it), else what the machine can
-    give (:func:`spare_cores`): a busy machine shared with other jobs is slowed, not sped up, by more threads than
-    free cores. Returns the number set and, when the default chose fewer than the cores or could not take the
-    environment's number, the line that says why."""
-    cores, spare, load = spare_cores()
-    n, said = spare if threads is None else check_threads(threads), None
-    given = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if threads is None and given:
-        if given.isdigit() and 1 <= int(given) <= cores:
-            n = int(given)
-        else:
-            said = (f"OMP_NUM_THREADS={given} is not a number of threads from 1 to this process's {cores} core(s); "
-                    f"{n} chosen by the machine's load instead; --threads N to choose")
-    elif threads is None and spare < cores:
-        said = (f"{n} of {cores} cores: the machine's load is {load:.1f} from other work; --threads N to choose")
+    """Set torch's intra-op threads to ``threads``; None: :func:`default_threads`. Returns the number set and, when
+    the default chose fewer than the cores or could not take the environment's number, the line that says why."""
+    n, said = (check_threads(threads), None) if threads is not None else default_threads()
     torch.set_num_threads(n)
     return n, said
+
+
+def default_threads() -> tuple[int, str | None]:
+    """``OMP_NUM_THREADS`` where the environment sets it (as torch itself and ``torchrun``, which gives each of
+    several workers one, mean it), else what the machine can give (:func:`spare_cores`, sampled only then): a busy
+    machine shared with other jobs is slowed, not sped up, by more threads than free cores."""
+    cores = usable_cores()
+    given = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if given.isdigit() and 1 <= int(given) <= cores:
+        return int(given), None
+    _, spare, load = spare_cores()
+    if given:
+        return spare, (f"OMP_NUM_THREADS={given} is not a number of threads from 1 to this process's {cores} "
+                       f"core(s); {spare} chosen by the machine's load instead; --threads N to choose")
+    if spare < cores:
+        return spare, (f"{spare} of {cores} cores: the machine's load is {load:.1f} from other work; --threads N "
+                       "to choose")
+    return spare, None

@@ -84,8 +84,6 @@ class Trainer:
         self.cfg, self.run, self.progress = cfg, Path(run), progress
         self.callbacks = list(callbacks)
         self._world = world()
-        self.rank, self.world = self._world.rank, self._world.size
-        self.main = self.rank == 0
         self.device = torch.device(device if self.world == 1 or device == "cpu" else f"cuda:{self.rank}")
         if cfg.optim.batch_size % self.world:
             raise HeadlabError(f"batch_size {cfg.optim.batch_size} is not divisible by {self.world} processes")
@@ -123,6 +121,18 @@ class Trainer:
         if self.world > 1:
 
             self.ddp = DistributedDataParallel(self.model)
+
+    @property
+    def rank(self) -> int:
+        return self._world.rank
+
+    @property
+    def world(self) -> int:
+        return self._world.size
+
+    @property
+    def main(self) -> bool:
+        return self._world.main
 
     # -- set-up -------------------------------------------------------------------------------------------
     def _prepare_folder(self, resume: bool) -> None:
