@@ -45,7 +45,7 @@ LayerCallback = Callable[[int, torch.Tensor], None]  # (layer, probs (B, H, T, T
 KernelHandler = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]
 
 _ACTIVE: ContextVar["_Session | None"] = ContextVar("headlab_capture", default=None)
-_REGISTERED = False
+_registered = False
 IMPL_NAME = "headlab"
 KERNEL_IMPL = "headlab-kernel"
 
@@ -150,8 +150,8 @@ def _padding_mask(
 
 
 def _register() -> None:
-    global _REGISTERED
-    if _REGISTERED:
+    global _registered
+    if _registered:
         return
     # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from transformers import AttentionInterface
@@ -162,7 +162,7 @@ def _register() -> None:
     AttentionMaskInterface.register(IMPL_NAME, eager_mask)
     AttentionInterface.register(KERNEL_IMPL, _kernel_attention)
     AttentionMaskInterface.register(KERNEL_IMPL, _padding_mask)
-    _REGISTERED = True
+    _registered = True
 
 
 @contextlib.contextmanager

@@ -112,9 +112,9 @@ class RoutePicker:
         try:
             st = self.path.stat()
             key = (str(self.path), st.st_mtime_ns, st.st_size)
-            if _READ.get("key") != key:  # a scan of one-window batches asks once a batch: read the file once
-                _READ.update(key=key, data=json.loads(self.path.read_text()))
-            data = _READ["data"]
+            if _read.get("key") != key:  # a scan of one-window batches asks once a batch: read the file once
+                _read.update(key=key, data=json.loads(self.path.read_text()))
+            data = _read["data"]
         except (OSError, ValueError):  # none yet, or unreadable: measure again and rewrite it
             return {}
         return data if isinstance(data, dict) else {}  # shared: read it, copy it to change it
@@ -147,7 +147,7 @@ class RoutePicker:
 
 
 #: the last cost file read: its (path, mtime, size) and contents
-_READ: dict[str, Any] = {}
+_read: dict[str, Any] = {}
 
 
 def _is_cost(x: Any) -> bool:

@@ -17,7 +17,7 @@ from headlab.notices import say
 from headlab.result import read_json
 from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
-from headlab.rulebook import BOOK, VERSION, fingerprints, registration
+from headlab.rulebook import BOOK, VERSION, registration
 from headlab.rulebook.slash import kind_stats
 from headlab.study.claims import ClaimsResult
 
@@ -152,7 +152,24 @@ def declare_rules(root: str | Path) -> list[str]:
     for kind in (*REJUDGED, RetrievalVerdictsResult):
         for path in sorted(base.glob(f"**/{kind.KIND}")):
             _judged_stats(read_json(path), committed)
-    return registration.declare(fingerprints(), {rid: r.data for rid, r in BOOK.items()}, committed, base, VERSION)
+    memo: dict[int, Any] = {}
+    return registration.declare({rid: r.fingerprint(memo) for rid, r in BOOK.items()},
+                                {rid: r.data for rid, r in BOOK.items()}, committed, base, VERSION,
+                                {rid: r.code(memo) for rid, r in BOOK.items()})
+
+
+def check_declared() -> None:
+    """Refused, in one line naming the rule and what moved, when a rule's fingerprint differs from its declaration:
+    its code or text changed outside a rule's own commit, and judging by it would move verdicts unseen."""
+    memo: dict[int, Any] = {}
+    moved = registration.moved({rid: r.fingerprint(memo) for rid, r in BOOK.items()},
+                               {rid: r.code(memo) for rid, r in BOOK.items()})
+    if moved:
+        rid, what = next(iter(moved.items()))
+        others = f" (and {len(moved) - 1} other rule(s): {', '.join(list(moved)[1:4])})" if len(moved) > 1 else ""
+        raise HeadlabError(f"verdicts: rule {rid} runs code that moved since its declaration ({what}){others}; a "
+                           "rule changes only in its own commit: restore the code, or bump "
+                           "headlab.rulebook.book.VERSION and run headlab verdicts --record WHY")
 
 
 def merged(first: list[Change], second: list[Change]) -> list[Change]:
@@ -165,4 +182,4 @@ def merged(first: list[Change], second: list[Change]) -> list[Change]:
     return [c for c in out.values() if c.old != c.new]
 
 
-__all__ = ["REJUDGED", "Change", "declare_rules", "merged", "rejudge_all"]
+__all__ = ["REJUDGED", "Change", "check_declared", "declare_rules", "merged", "rejudge_all"]

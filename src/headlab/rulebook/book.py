@@ -2,11 +2,12 @@
 test, the threshold and where it comes from, the null, the least evidence that can support it) with one function
 that turns the rule's statistics into a judgement. Every verdict headlab publishes comes from one of these.
 
-The book has a version. A rule's fingerprint covers everything that decides it: its declared text, its decision's
-source and the source of every function that computes its statistic, target and baselines (``computed_by``), so a
-rule that changes is seen: the ledger ``results/verdict_changes.json`` lists the fingerprints of the current version,
-and a unit test fails when the book and the ledger disagree (a rule changed without its own commit re-judging the
-results).
+The book has a version. A rule's fingerprint covers everything that decides it: its declared text and everything
+it runs, its decision and the functions that compute its statistic, target and baselines (``computed_by``) with
+every headlab function, class and module-level constant they reach (:mod:`headlab.rulebook.reach`), so a rule that
+changes, or a helper or threshold it reads, is seen: the ledger ``results/verdict_changes.json`` lists the
+fingerprints of the current version, a unit test fails when the book and the ledger disagree, and
+``headlab verdicts`` refuses to judge by a rule whose code moved since its declaration.
 
 Pre-registration is enforced, not promised: when a rule is declared (or changed), its own commit records what data
 already existed (:mod:`headlab.rulebook.registration`). A verdict on data that existed when its rule was declared is
@@ -18,15 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import inspect
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
 
-from headlab.rulebook import registration
+from headlab.rulebook import reach, registration
 
 #: bumped in the commit that changes a rule; every claims, verdicts and evaluation file records it
-VERSION = 9
+VERSION = 10
 
 
 class Verdict(str, Enum):
@@ -117,12 +117,22 @@ class Rule:
                            reason=EXPLORATORY + " (the statistic alone would read supported)")
         return replace(j, exploratory=True)
 
-    def fingerprint(self) -> str:
-        """sha256 (12 hex digits) of the declared text, the decision's source and the source of every function
-        in ``computed_by``."""
+    def __reach__(self) -> str:
+        """How a rule appears in another rule's closure: by its id (its own fingerprint covers its parts), so a
+        function that reads the book does not take in every rule's code."""
+        return f"<rule {self.id}>"
+
+    def code(self, memo: dict[int, Any] | None = None) -> dict[str, str]:
+        """Everything the rule runs, each part with its digest: :func:`headlab.rulebook.reach.reached` from its
+        decision and every function in ``computed_by``."""
+        return reach.reached([self.decide, *(resolve(name) for name in self.computed_by)], memo)
+
+    def fingerprint(self, memo: dict[int, Any] | None = None) -> str:
+        """sha256 (12 hex digits) of the declared text and of everything the rule runs (:meth:`code`): its
+        decision, the functions that compute its statistics, and every headlab function, class and module-level
+        value they reach."""
         text = "\n".join(str(getattr(self, f.name)) for f in fields(self) if f.name != "decide")
-        text += "\n" + inspect.getsource(self.decide)
-        text += "".join("\n" + inspect.getsource(resolve(name)) for name in self.computed_by)
+        text += "".join(f"\n{name} {digest}" for name, digest in self.code(memo).items())
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -140,8 +150,16 @@ def resolve(dotted: str) -> Any:
     raise ValueError(f"{dotted!r} names no importable object")
 
 
+class Book(dict[str, Rule]):
+    """The registry of rules. A function that looks a rule up in it reaches that rule, whose own fingerprint covers
+    it, so the book appears in a closure by name: declaring a new rule does not move the others."""
+
+    def __reach__(self) -> str:
+        return "<the rule book>"
+
+
 #: rule id -> rule, in declaration order (the order of the docs' rule table)
-BOOK: dict[str, Rule] = {}
+BOOK: Book = Book()
 
 
 def declare(rule: Rule) -> Rule:
@@ -159,4 +177,11 @@ def judge(rule_id: str, stats: Mapping[str, Any] | None, evidence: Iterable[str]
 
 
 def fingerprints() -> dict[str, str]:
-    return {rid: r.fingerprint() for rid, r in BOOK.items()}
+    memo: dict[int, Any] = {}
+    return {rid: r.fingerprint(memo) for rid, r in BOOK.items()}
+
+
+def code() -> dict[str, dict[str, str]]:
+    """Every rule's :meth:`Rule.code`, read at one time."""
+    memo: dict[int, Any] = {}
+    return {rid: r.code(memo) for rid, r in BOOK.items()}

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from headlab.io import file_sha256, write_json_atomic
+from headlab.rulebook import reach
 
 DECLARED = Path(__file__).with_name("declared.json")
 
@@ -34,10 +35,11 @@ class Declaration:
     fingerprint: str
     files: dict[str, str]
     stats: tuple[str, ...]
+    code: dict[str, str] = field(default_factory=dict)  # what the rule ran then: reach.reached's name -> digest
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "fingerprint": self.fingerprint, "files": self.files,
-                "stats": list(self.stats)}
+                "stats": list(self.stats), "code": self.code}
 
 
 def _plain(x: Any) -> Any:
@@ -67,8 +69,8 @@ def read(path: Path = DECLARED) -> dict[str, Declaration]:
     if not path.exists():
         return {}
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return {rid: Declaration(d["version"], d["fingerprint"], dict(d["files"]), tuple(d["stats"]))
-            for rid, d in raw.items()}
+    return {rid: Declaration(d["version"], d["fingerprint"], dict(d["files"]), tuple(d["stats"]),
+                             dict(d.get("code", {}))) for rid, d in raw.items()}
 
 
 @lru_cache(maxsize=1)
@@ -89,9 +91,10 @@ def is_exploratory(rule_id: str, stats: Mapping[str, Any], evidence: Iterable[st
 
 def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]],
             committed: Mapping[str, list[Mapping[str, Any]]], root: str | Path, version: int,
-            path: Path = DECLARED) -> list[str]:
+            code: Mapping[str, dict[str, str]], path: Path = DECLARED) -> list[str]:
     """Declare again every rule whose fingerprint is new or changed, on the data under ``root`` now: the files its
-    ``data`` globs match and its ``committed`` verdicts' statistics. Returns the rules declared."""
+    ``data`` globs match and its ``committed`` verdicts' statistics, and the ``code`` it runs (kept so that a rule
+    whose code moves later can be told what moved). Returns the rules declared."""
     root = Path(root).resolve()
     old = read(path)
     out, renewed = {}, []
@@ -102,11 +105,27 @@ def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]]
         files = {results_path(root, f): file_digest(f)
                  for g in data.get(rid, ()) for f in sorted(root.glob(g)) if f.is_file()}
         digests = tuple(sorted({stats_digest(s) for s in committed.get(rid, []) if s}))
-        out[rid] = Declaration(version, fp, files, digests)
+        out[rid] = Declaration(version, fp, files, digests, dict(code.get(rid, {})))
         renewed.append(rid)
     write_json_atomic(path, {rid: d.to_json() for rid, d in out.items()})
     declarations.cache_clear()
     return renewed
 
 
-__all__ = ["DECLARED", "Declaration", "declarations", "declare", "file_digest", "is_exploratory", "stats_digest"]
+def moved(fingerprints: Mapping[str, str], code: Mapping[str, dict[str, str]]) -> dict[str, str]:
+    """rule -> what moved, for every rule whose fingerprint differs from its declaration's: the first parts of its
+    code that changed, were added or removed (:func:`headlab.rulebook.reach.changed`), or its declared text."""
+    out = {}
+    for rid, fp in fingerprints.items():
+        d = declarations().get(rid)
+        if d is None:
+            out[rid] = "it was never declared"
+        elif d.fingerprint != fp:
+            parts = reach.changed(d.code, code.get(rid, {})) if d.code else []
+            more = f", and {len(parts) - 2} more" if len(parts) > 2 else ""
+            out[rid] = ", ".join(parts[:2]) + more if parts else "its declared text or decision changed"
+    return out
+
+
+__all__ = ["DECLARED", "Declaration", "declarations", "declare", "file_digest", "is_exploratory", "moved",
+           "stats_digest"]
