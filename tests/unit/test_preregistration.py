@@ -96,8 +96,34 @@ def test_a_claim_about_sdhs_with_none_formed_is_untestable():
                                           "boundaries": [None, None]}),
                           (early_prediction, _prediction({}))):
         j = decide({**stats, **nothing})
-        assert j.verdict == Verdict.INCONCLUSIVE and j.reason == "untestable here: no SDH formed in 8 runs"
+        assert j.verdict == Verdict.INCONCLUSIVE
+        assert j.reason == "untestable here: no head's mean slash_mass score reached 0.5 in 8 runs (no strict-rule " \
+                           "record)"
         assert "0.17" in j.power
+        strict = decide({**stats, **nothing, "definition": "strict rule", "transient": 1})
+        assert strict.reason == "untestable here: no run of 8 ends with an SDH by the strict rule; 1 had one at " \
+                                "some checkpoint only"
+        assert decide({**stats, **nothing, "target": "sink"}).reason == "untestable here: no sink head formed in 8 runs"
+
+
+def test_an_sdh_in_training_has_one_definition_read_two_ways():
+    """The strict rule at each checkpoint: a head that passes once is transient, one passing at the end is stable;
+    the induction study's record and the formation claims' gate read the same definition."""
+    import numpy as np
+
+    from headlab.formation.sdh import formed
+
+    passed = np.zeros((4, 2, 3), dtype=bool)
+    passed[1, 1, 0] = True                  # 1.0 passes at the second checkpoint only
+    passed[2:, 0, 2] = True                 # 0.2 passes from the third checkpoint to the end
+    f = formed([10, 20, 30, 40], passed)
+    assert f.passing == {"0.2": [30, 40], "1.0": [20]} and f.final == ["0.2"]
+    assert f.transient and f.stable and f.first_step == 20
+    assert "1.0 at step 20 only (1 of 4 checkpoints)" in f.said()
+    assert "0.2 at 2 checkpoints from step 30 (2 of 4 checkpoints, and at the end)" in f.said()
+    once = formed([10, 20, 30, 40], passed * np.array([1, 1, 0, 0], dtype=bool)[:, None, None])
+    assert once.transient and not once.stable and once.final == []
+    assert not formed([10], np.zeros((1, 2, 3), dtype=bool)).transient
 
 
 def test_three_stages_must_beat_the_heads_that_do_not_specialize():

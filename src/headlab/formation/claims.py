@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
+from headlab.formation.induce.measure import formed_in
 from headlab.formation.predict import RunData, prediction_statistics
 from headlab.formation.stages import formed, gradient_stage_statistics, specialized, stage_statistics
 from headlab.formation.track_report import THRESHOLDS
@@ -125,18 +126,20 @@ def formation_claims(runs: Sequence[str | Path], metric: str = DOCUMENT_TARGET,
     measured" without them); ``draws``: bootstrap draws of the prediction intervals."""
     data = [run_data(r, metric) for r in runs]
     tracks = [d.track for d in data]
+    strict = [formed_in(r) for r in runs]  # where a run has its strict rule at every checkpoint (measure.json)
     signals = [(d.signal_steps, d.signals) for d in data if "logit_slash" in d.signals]
     seen = evidence_of(runs)
     rows = [
         ("three stages (specialized heads' scores)", "formation.stages",
-         stage_statistics(tracks, metric) if data else None),
+         stage_statistics(tracks, metric, strict) if data else None),
         ("three stages (slash-gradient share)", "formation.stages",
-         gradient_stage_statistics(signals, tracks, metric) if signals and len(signals) == len(data) else None),
+         gradient_stage_statistics(signals, tracks, metric, strict) if signals and len(signals) == len(data)
+         else None),
         ("early prediction", "formation.prediction", {**prediction_statistics(
-            data, metric, THRESHOLDS.get(metric, 0.5), draws=draws), **formed(tracks, metric)}
+            data, metric, THRESHOLDS.get(metric, 0.5), draws=draws), **formed(tracks, metric, strict)}
          if len(data) >= 2 else None),
         ("initialization", "formation.init", None if init_arms is None else
-         {"a": list(init_arms[0]), "b": list(init_arms[1]), **formed(tracks, metric),
+         {"a": list(init_arms[0]), "b": list(init_arms[1]), **formed(tracks, metric, strict),
           "runs": len(init_arms[0]) + len(init_arms[1]), "formed": sum(k > 0 for k in [*init_arms[0], *init_arms[1]])}),
     ]
     return FormationClaimsResult([str(r) for r in runs], metric,

@@ -21,8 +21,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from headlab.formation.phases import LineCost
+from headlab.formation.sdh import Formed
 from headlab.formation.track_report import THRESHOLDS
 from headlab.formation.tracking import TrackResult
+from headlab.rulebook.formation import DOCUMENT_TARGET
 
 MIN_POINTS = 2  # checkpoints per segment
 BREAKPOINT_COST = 3  # BIC parameters per searched breakpoint (see the module docstring)
@@ -81,15 +83,22 @@ def specialized(track: TrackResult, only: str | None = None) -> list[tuple[str, 
     return out
 
 
-def formed(tracks: Sequence[TrackResult], metric: str) -> dict[str, Any]:
-    """Whether the target formed at all: how many runs have a head of ``metric`` at its threshold at some
-    checkpoint, and each run's highest score reached (what a "no head formed" row reports)."""
+def formed(tracks: Sequence[TrackResult], metric: str, strict: Sequence[Formed | None] = ()) -> dict[str, Any]:
+    """Whether the target formed at all, and each run's highest score reached (what a "no head formed" row
+    reports). For the document's target where every run has a strict-rule record (``strict``, beside ``tracks``),
+    by the one definition of an SDH (:mod:`headlab.formation.sdh`): runs that end with one (``formed``) and runs
+    that had one at some checkpoint (``transient``); otherwise by the tracker's criterion, a head's mean score at
+    its threshold at some checkpoint (``definition`` says which)."""
     peaks = [float(np.nanmax(t.scores[metric])) for t in tracks]
-    return {"target": metric, "runs": len(tracks), "formed": sum(p >= THRESHOLDS.get(metric, 0.5) for p in peaks),
-            "top": [round(p, 4) for p in peaks]}
+    out = {"target": metric, "runs": len(tracks), "top": [round(p, 4) for p in peaks]}
+    if metric == DOCUMENT_TARGET and tracks and len(strict) == len(tracks) and None not in strict:
+        return {**out, "definition": "strict rule", "formed": sum(f.stable for f in strict if f is not None),
+                "transient": sum(f.transient for f in strict if f is not None)}
+    return {**out, "definition": "mean score", "formed": sum(p >= THRESHOLDS.get(metric, 0.5) for p in peaks)}
 
 
-def stage_statistics(tracks: Sequence[TrackResult], metric: str) -> dict[str, Any]:
+def stage_statistics(tracks: Sequence[TrackResult], metric: str, strict: Sequence[Formed | None] = ()
+                     ) -> dict[str, Any]:
     """The statistics ``formation.stages`` judges, on the heads of ``metric`` (the target): seeds, the shortest
     run's last step, the target's specialized heads (over the seeds), how many choose three segments and the
     median first and second boundary of those (None without any); and the declared null, the same fit of every
@@ -102,7 +111,7 @@ def stage_statistics(tracks: Sequence[TrackResult], metric: str) -> dict[str, An
             for h in range(t.n_heads):
                 (fits if (layer, h) in spec else null).append(segments(t.steps, t.scores[metric][:, layer, h]))
     return {**_summary(fits, len(tracks), min((t.steps[-1] for t in tracks), default=0)), **_null(null),
-            **formed(tracks, metric)}
+            **formed(tracks, metric, strict)}
 
 
 def _null(fits: list[Segments]) -> dict[str, int]:
@@ -126,7 +135,8 @@ def thinned(steps: Sequence[int], points: int = 48) -> np.ndarray:
 
 
 def gradient_stage_statistics(runs: Sequence[tuple[Sequence[int], dict[str, np.ndarray]]],
-                              tracks: Sequence[TrackResult], metric: str) -> dict[str, Any]:
+                              tracks: Sequence[TrackResult], metric: str, strict: Sequence[Formed | None] = ()
+                              ) -> dict[str, Any]:
     """:func:`stage_statistics` for the slash-gradient share, ``logit_slash / (logit_slash + logit_other)`` of the
     gradient signals (``runs``: each run's signal steps and signals, as
     :func:`headlab.formation.tracking.read_signals` reads them, beside its ``tracks``), at log-spaced signal
@@ -141,4 +151,4 @@ def gradient_stage_statistics(runs: Sequence[tuple[Sequence[int], dict[str, np.n
             for h in range(share.shape[2]):
                 (fits if (layer, h) in spec else null).append(segments(at, share[keep, layer, h]))
     return {**_summary(fits, len(runs), min((int(s[-1]) for s, _ in runs), default=0)), **_null(null),
-            **formed(tracks, metric)}
+            **formed(tracks, metric, strict)}

@@ -27,14 +27,24 @@ TARGETS = {"slash_mass": "SDH", "sink": "sink head", "previous-token": "previous
 
 
 def untestable(s: Mapping[str, Any]) -> Judgement | None:
-    """"Untestable here" when no head of the target formed in any run (statistics that do not say what their
-    target is, or whether it formed, predate the target's record: judged as they are)."""
+    """"Untestable here" when no head of the target formed in any run, by the definition the statistics name
+    (statistics that do not say what their target is, or whether it formed, predate the target's record: judged as
+    they are): for SDHs with a strict-rule record, a head that passes the strict rule at the final checkpoint (the
+    runs where one passed at some checkpoint only are said); otherwise a head's mean score at 0.5."""
     if "formed" not in s or s["formed"]:
         return None
     what = TARGETS.get(s["target"], f"{s['target']} head")
     top = max(s["top"], default=float("nan"))
-    return Judgement(I, f"untestable here: no {what} formed in {s['runs']} runs",
-                     f"{s['runs']} runs; the top {s['target']} score reached {top:.2f} (threshold 0.5)")
+    if s.get("definition") == "strict rule":
+        once = f"; {s['transient']} had one at some checkpoint only" if s.get("transient") else ""
+        return Judgement(I, f"untestable here: no run of {s['runs']} ends with an {what} by the strict rule{once}",
+                         f"{s['runs']} runs; the strict rule at every checkpoint; the top {s['target']} score "
+                         f"reached {top:.2f}")
+    power = f"{s['runs']} runs; the top {s['target']} score reached {top:.2f} (threshold 0.5)"
+    if s["target"] == DOCUMENT_TARGET:  # not an SDH by its definition: these runs keep no strict rule to read
+        return Judgement(I, f"untestable here: no head's mean {s['target']} score reached 0.5 in {s['runs']} runs "
+                         "(no strict-rule record)", power)
+    return Judgement(I, f"untestable here: no {what} formed in {s['runs']} runs", power)
 
 
 def three_stages(s: Mapping[str, Any]) -> Judgement:

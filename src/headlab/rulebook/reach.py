@@ -191,10 +191,11 @@ def reached(roots: Iterable[Any], memo: dict[int, Any] | None = None) -> dict[st
     memo = {} if memo is None else memo
     out: dict[str, str] = {}
     todo = [_code(r) for r in roots]
+    named = {id(r) for r in todo}  # a root is the rule's own, wherever it is written; what it reaches is headlab's
     seen: set[int] = set()
     while todo:
         obj = todo.pop()
-        if id(obj) in seen or not _ours(obj):
+        if id(obj) in seen or not (_ours(obj) or id(obj) in named):
             continue
         seen.add(id(obj))
         if id(obj) not in memo:

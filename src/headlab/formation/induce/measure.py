@@ -25,6 +25,7 @@ from headlab.ablation.experiment import ABLATE
 from headlab.ablation.metrics import window_losses
 from headlab.census.stats import SDH, ConsecutiveRule
 from headlab.detectors import make
+from headlab.formation.sdh import Formed, formed
 from headlab.head import Head
 from headlab.models.loaded import device_of
 from headlab.probes.scoring import rows_to_samples, sample_scores
@@ -105,16 +106,16 @@ def measure_record(run: Path, arm: str, steps: list[int], mass: list[Any], passe
     ok = np.array(passed[-1])
     cand = np.where(ok, final, -1.0) if ok.any() else final
     layer, head = np.unravel_index(int(np.argmax(cand)), final.shape)
-    first = next((s for s, p in zip(steps, passed) if np.any(p)), None)
-    ablated = Head(int(layer), int(head))
-    heads = lambda p: [Head(int(l), int(h)) for l, h in zip(*np.nonzero(p))]  # noqa: E731
+    sdhs = formed(steps, passed)  # the one definition: first (transient) and final (stable) passes
+    first = sdhs.first_step
     return MeasureResult(
         run=str(run), arm=arm, seed=cfg.optim.seed, steps=steps, mass=mass, passed=passed, loss=loss,
-        first_pass_step=first, first_pass_heads=heads(passed[steps.index(first)]) if first is not None else [],
-        final_pass_heads=heads(ok),
+        first_pass_step=first,
+        first_pass_heads=[Head.parse(h) for h, at in sdhs.passing.items() if first in at],
+        final_pass_heads=[Head.parse(h) for h in sdhs.final],
         induced_heads=[Head.parse(h) for h in cfg.induce.heads] if cfg.induce.weight > 0 else [],
         aux_stop=(cfg.induce.stop or cfg.optim.steps) if cfg.induce.weight > 0 else None,
-        ablated=ablated, ablated_is_sdh=bool(ok.any()))
+        ablated=Head(int(layer), int(head)), ablated_is_sdh=sdhs.stable)
 
 
 def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress: bool) -> dict[str, Any]:
@@ -125,6 +126,16 @@ def _ablation(loaded: Any, cfg: Any, head: str, draws: int, seed: int, progress:
     return {"head": head, "loss_delta": r.scored["loss"]["delta"], "control_delta": c["delta_mean"],
             "difference": c["difference"], "interval": c["interval"], "p_value": c["p_value"], "draws": c["draws"],
             "n_samples": r.n_samples}
+
+
+def formed_in(run: str | Path) -> Formed | None:
+    """The one definition of an SDH (:mod:`headlab.formation.sdh`) applied to a run folder's strict-rule record
+    (``measure.json``); None where it has none."""
+    path = Path(run) / MeasureResult.KIND
+    if not path.exists():
+        return None
+    rec = MeasureResult.read(path)
+    return formed(rec.steps, rec.passed)
 
 
 def persistence(rec: MeasureResult) -> dict[str, Any] | None:
