@@ -156,3 +156,43 @@ def test_claims_about_sdhs_need_sdhs_beyond_the_placebo_null():
 @pytest.mark.parametrize("rid", ["formation.stages", "formation.prediction", "formation.init"])
 def test_formation_rules_name_the_documents_object(rid):
     assert "SDH" in BOOK[rid].statistic and "untestable" in BOOK[rid].minimum
+
+
+def test_a_field_added_to_declared_statistics_leaves_them_exploratory():
+    """The declaration keeps each committed statistics' parts: the same data with a field added beside it is still
+    the data that existed (its digest alone moved), while other counts are other data."""
+    import json
+    from pathlib import Path
+
+    claims = json.loads((Path(__file__).resolve().parents[2] / "results/study/claims/claims.json").read_text())
+    stats = claims["claims"][1]["per_model"]["minilm-l6"]["stats"]
+    assert registration.is_exploratory("slash.2", stats)
+    assert registration.is_exploratory("slash.2", {**stats, "note": "added by hand"})
+    assert not registration.is_exploratory("slash.2", {**stats, "count": stats["count"] + 5})
+
+
+def test_recording_refuses_while_committed_data_is_moved_aside(tmp_path):
+    """A rule declared while its data's folder is moved aside would not know that data existed: --record refuses,
+    in one line naming a missing file, before any table is rewritten."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import headlab
+    from headlab.errors import HeadlabError
+
+    root = tmp_path / "results"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results" / "retrieval", root / "retrieval")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "results"], check=True)
+    subprocess.run([*git, "commit", "-qm", "results"], check=True)
+    assert registration.tracked_but_missing(root, BOOK["retrieval.depth-bound"].data) == []
+    shutil.move(str(root / "retrieval" / "depth_law"), str(tmp_path / "aside"))
+    missing = registration.tracked_but_missing(root, BOOK["retrieval.depth-bound"].data)
+    assert missing and all(m.startswith("results/retrieval/depth_law/") for m in missing)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(HeadlabError, match="is committed but not there") as e:
+        headlab.verdicts(root, record="a rule moved")
+    assert "\n" not in str(e.value)
+    assert before == {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}

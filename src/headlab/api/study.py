@@ -12,7 +12,7 @@ from headlab.models import LoadedModel
 from headlab.models.loader import check_source
 from headlab.reporting.ledger import open_ledger
 from headlab.reporting.ledger import record as verdict_record
-from headlab.reporting.verdicts import Change, check_declared, declare_rules, merged, rejudge_all
+from headlab.reporting.verdicts import Change, check_declared, declare_rules, merged, refuse_missing, rejudge_all
 from headlab.settings import takes, takes_run
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
@@ -147,6 +147,7 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
                            "in one line")
     if record is not None:
         open_ledger(base)  # refused before any table is rewritten
+        refuse_missing(base.resolve())
     else:
         check_declared()  # a rule whose code moved is judged only in its own commit, which records it
     changes = rejudge_all(base)

@@ -98,7 +98,7 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
     unjudged = []
     for path in files:
         rows: list[dict[str, Any]] = []
-        _verdict_rows(read_json(path), rows)
+        verdict_rows(read_json(path), rows)
         where = registration.results_path(base, path)
         for row in rows:
             if isinstance(row.get("rulebook"), int) and row["rulebook"] > VERSION:
@@ -116,16 +116,16 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
     return found
 
 
-def _verdict_rows(obj: Any, out: list[dict[str, Any]]) -> None:
+def verdict_rows(obj: Any, out: list[dict[str, Any]]) -> None:
     """Every verdict a result's JSON keeps: the objects with a ``rule`` and a ``verdict``."""
     if isinstance(obj, dict):
         if isinstance(obj.get("rule"), str) and "verdict" in obj:
             out.append(obj)
         for v in obj.values():
-            _verdict_rows(v, out)
+            verdict_rows(v, out)
     elif isinstance(obj, list):
         for v in obj:
-            _verdict_rows(v, out)
+            verdict_rows(v, out)
 
 
 def _judged_stats(obj: Any, out: dict[str, list[Any]]) -> None:
@@ -148,6 +148,7 @@ def declare_rules(root: str | Path) -> list[str]:
     files its globs match, the statistics of its committed verdicts): :func:`headlab.rulebook.registration.declare`.
     Returns the rules declared."""
     base = Path(root).resolve()
+    refuse_missing(base)
     committed: dict[str, list[Any]] = {}
     for kind in (*REJUDGED, RetrievalVerdictsResult):
         for path in sorted(base.glob(f"**/{kind.KIND}")):
@@ -156,6 +157,16 @@ def declare_rules(root: str | Path) -> list[str]:
     return registration.declare({rid: r.fingerprint(memo) for rid, r in BOOK.items()},
                                 {rid: r.data for rid, r in BOOK.items()}, committed, base, VERSION,
                                 {rid: r.code(memo) for rid, r in BOOK.items()})
+
+
+def refuse_missing(root: Path) -> None:
+    """Refused, in one line, when a file of data a rule judges is committed but not there: a declaration made
+    without it would not know that its data existed (a folder moved aside while a rule is declared)."""
+    missing = registration.tracked_but_missing(root, [g for r in BOOK.values() for g in r.data])
+    if missing:
+        raise HeadlabError(f"verdicts --record: {missing[0]} (and {len(missing) - 1} more file(s)) is committed but "
+                           "not there: a declaration must see every file of data that exists; restore them (git "
+                           "checkout -- results) and record again")
 
 
 def check_declared() -> None:
@@ -182,4 +193,5 @@ def merged(first: list[Change], second: list[Change]) -> list[Change]:
     return [c for c in out.values() if c.old != c.new]
 
 
-__all__ = ["REJUDGED", "Change", "check_declared", "declare_rules", "merged", "rejudge_all"]
+__all__ = ["REJUDGED", "Change", "check_declared", "declare_rules", "merged", "refuse_missing", "rejudge_all",
+           "verdict_rows"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 from headlab.rulebook import reach, registration
 
 #: bumped in the commit that changes a rule; every claims, verdicts and evaluation file records it
-VERSION = 11
+VERSION = 12
 
 
 class Verdict(str, Enum):
@@ -80,6 +80,18 @@ def label(row: Mapping[str, Any]) -> str:
     return f"exploratory · {text}" if row.get("exploratory") else text
 
 
+class Family(str, Enum):
+    """How a rule's verdicts in one table are corrected for multiplicity (:mod:`headlab.rulebook.multiplicity`)."""
+
+    ROWS = "rows"            # the rule's rows in a table are one family: Holm's correction within them
+    EVERY = "every"          # the claim must hold in every row (every model, every recipe): an intersection-union
+    #                          test, each row at 0.05 (Berger 1982), and a row reads as one part of it
+    DESCRIBES = "describes"  # an estimate against the range a claim states: a description, in no family
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Rule:
     """One claim's rule. ``origin`` says where the threshold comes from: ``the document``, ``null: ...`` (a
@@ -100,6 +112,8 @@ class Rule:
     computed_by: tuple[str, ...] = ()
     #: globs under results/ of the committed files whose data it judges (hashed when it is declared)
     data: tuple[str, ...] = ()
+    #: how its verdicts in one table are corrected for multiplicity
+    family: Family = Family.ROWS
 
     def judge(self, stats: Mapping[str, Any] | None, evidence: Iterable[str] = ()) -> Judgement:
         """The verdict on ``stats``; ``None`` means the experiment was not run. ``evidence``: the sha256 of the

@@ -26,6 +26,9 @@ from typing import Any, Iterable
 _PACKAGE = "headlab"
 _HOME = Path(__file__).resolve().parents[1]  # the package's folder
 _CONSTANT = re.compile(r"_?[A-Z][A-Z0-9_]*")  # a module-level value that is a constant by its name
+#: the rule book's edition, which every rule's own commit bumps: a rule that records it with its verdicts does not
+#: change with it
+_EDITION = "headlab.rulebook.book.VERSION"
 _DEPTH = 6  # how deep a constant's value is written out; deeper parts are written by their type
 
 
@@ -179,7 +182,7 @@ def _edges(obj: Any) -> tuple[str, dict[str, str], list[Any]]:
         if isinstance(code, (types.FunctionType, type)):
             follow += [code] if _ours(code) else []
         elif where.startswith(_PACKAGE + ".") and _CONSTANT.fullmatch(where.rsplit(".", 1)[1]) and \
-                not (callable(value) and not _ours(type(value))):
+                where != _EDITION and not (callable(value) and not _ours(type(value))):
             values[where] = _digest(canonical(value, follow))
     return _digest(inspect.getsource(obj)), values, follow
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -36,10 +38,13 @@ class Declaration:
     files: dict[str, str]
     stats: tuple[str, ...]
     code: dict[str, str] = field(default_factory=dict)  # what the rule ran then: reach.reached's name -> digest
+    #: each committed statistics' parts (key -> digest of its value): statistics holding every part of one of
+    #: these are that data, whatever was added beside it
+    parts: tuple[dict[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "fingerprint": self.fingerprint, "files": self.files,
-                "stats": list(self.stats), "code": self.code}
+                "stats": list(self.stats), "parts": list(self.parts), "code": self.code}
 
 
 def _plain(x: Any) -> Any:
@@ -52,6 +57,13 @@ def stats_digest(stats: Mapping[str, Any]) -> str:
     """sha256 (16 hex digits) of statistics as JSON would store them (keys as strings, tuples as lists)."""
     canon = json.loads(json.dumps(stats, default=_plain))
     return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def stats_parts(stats: Mapping[str, Any]) -> dict[str, str]:
+    """Each top-level part of statistics with the digest of its value, as JSON would store it: a field added to
+    declared statistics leaves the declared parts in place, and the data is still the declared data."""
+    canon = json.loads(json.dumps(stats, default=_plain))
+    return {str(k): hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16] for k, v in canon.items()}
 
 
 def file_digest(path: str | Path) -> str:
@@ -70,7 +82,8 @@ def read(path: Path = DECLARED) -> dict[str, Declaration]:
         return {}
     raw = json.loads(path.read_text(encoding="utf-8"))
     return {rid: Declaration(d["version"], d["fingerprint"], dict(d["files"]), tuple(d["stats"]),
-                             dict(d.get("code", {}))) for rid, d in raw.items()}
+                             dict(d.get("code", {})), tuple(dict(p) for p in d.get("parts", ())))
+            for rid, d in raw.items()}
 
 
 @lru_cache(maxsize=1)
@@ -86,7 +99,10 @@ def is_exploratory(rule_id: str, stats: Mapping[str, Any], evidence: Iterable[st
     if d is None:
         return True
     seen = set(d.files.values())
-    return stats_digest(stats) in d.stats or any(e[:16] in seen for e in evidence)
+    if stats_digest(stats) in d.stats or any(e[:16] in seen for e in evidence):
+        return True
+    have = set(stats_parts(stats).items())
+    return any(set(p.items()) <= have for p in d.parts)
 
 
 def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]],
@@ -105,11 +121,42 @@ def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]]
         files = {results_path(root, f): file_digest(f)
                  for g in data.get(rid, ()) for f in sorted(root.glob(g)) if f.is_file()}
         digests = tuple(sorted({stats_digest(s) for s in committed.get(rid, []) if s}))
-        out[rid] = Declaration(version, fp, files, digests, dict(code.get(rid, {})))
+        parts = tuple({stats_digest(s): stats_parts(s) for s in committed.get(rid, []) if s}.values())
+        out[rid] = Declaration(version, fp, files, digests, dict(code.get(rid, {})), parts)
         renewed.append(rid)
     write_json_atomic(path, {rid: d.to_json() for rid, d in out.items()})
     declarations.cache_clear()
     return renewed
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A rule's data glob (``**`` any folders, ``*`` within a name) as a pattern over ``results/...`` paths, for
+    files that are not on disk to glob."""
+    parts = re.split(r"(\*\*/|\*)", pattern)
+    body = "".join("(?:.*/)?" if p == "**/" else "[^/]*" if p == "*" else re.escape(p) for p in parts)
+    return re.compile("results/" + body)
+
+
+def tracked_but_missing(root: Path, globs: Iterable[str]) -> list[str]:
+    """The files under the results folder ``root`` that its git repository tracks, that a rule's ``globs`` match,
+    and that are not there: a declaration made without them would not know their data existed (a folder moved aside
+    for the declaration). Empty where ``root`` is not in a git checkout (an installed headlab's copy)."""
+    root = root.resolve()
+    try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             check=True, timeout=30).stdout.strip()
+        listed = subprocess.run(["git", "-C", top, "ls-files", "-z", "--", str(root)], capture_output=True,
+                                text=True, check=True, timeout=60).stdout.split("\0")
+    except (OSError, subprocess.SubprocessError):
+        return []
+    pats = list(globs)
+    out = []
+    for name in filter(None, listed):
+        path = Path(top) / name
+        inside = "results/" + path.relative_to(root).as_posix()
+        if not path.exists() and any(_glob(g).fullmatch(inside) for g in pats):
+            out.append(inside)
+    return out
 
 
 def moved(fingerprints: Mapping[str, str], code: Mapping[str, dict[str, str]]) -> dict[str, str]:
@@ -128,4 +175,4 @@ def moved(fingerprints: Mapping[str, str], code: Mapping[str, dict[str, str]]) -
 
 
 __all__ = ["DECLARED", "Declaration", "declarations", "declare", "file_digest", "is_exploratory", "moved",
-           "stats_digest"]
+           "stats_digest", "stats_parts", "tracked_but_missing"]

@@ -8,7 +8,7 @@ from statistics import median
 from typing import Any, Mapping, Sequence
 
 from headlab.census.stats import wilson
-from headlab.rulebook.book import Judgement, Rule, Verdict, declare
+from headlab.rulebook.book import Family, Judgement, Rule, Verdict, declare
 from headlab.rulebook.decide import fisher_p, fisher_power, share_above
 
 DOC = "multi-hop retrieval (seeds/)"
@@ -119,13 +119,13 @@ RULES = (
                  "median over seeds per layer count", "bound: no run above 3^L/2; supported when the medians rise "
                  "over ≥ 3 layer counts and none is capped by the trained depth", "3^L/2", "the document's law",
                  "none", f"≥ {MIN_SEEDS} seeds at every layer count", depth_bound,
-                 computed_by=(CODE + "law_cells", CODE + "rows"), data=DATA)),
+                 computed_by=(CODE + "law_cells", CODE + "rows"), data=DATA, family=Family.EVERY)),
     declare(Rule("retrieval.depth-rate", DOC, "the minimum number of layers grows logarithmically with depth "
                  "(the rate: ×3 hops per layer)", "median D_max of successive layer counts",
                  "which prediction of the next median is closer on log(1 + D): ×3 (the law) or +1 hop",
                  "the closer of the two", "ours: the document's law against the plainest alternative",
                  "+1 hop per layer", f"≥ {MIN_SEEDS} seeds at both layer counts", depth_rate,
-                 computed_by=(CODE + "law_cells", CODE + "rows"), data=DATA)),
+                 computed_by=(CODE + "law_cells", CODE + "rows"), data=DATA, family=Family.EVERY)),
     declare(Rule("retrieval.curriculum", DOC, "learning succeeds only under an implicit curriculum",
                  "runs that learn a depth D ≥ 2, implicit curriculum (chain, dense) against answer-only (none, "
                  "mixed), in one matched recipe", "Fisher's exact test, one-sided", "p < 0.05 and no answer-only "
@@ -151,5 +151,5 @@ RULES = (
                  "all runs; not supported when a cell's runs share none", "the document's \"fixed order\"",
                  "none", f"≥ {MIN_SEEDS} successful runs in a cell, to support or to refute", head_order,
                  computed_by=(CODE + "dense_order_stats", CODE + "map_order_stats", CODE + "_hop_roles", CODE + "rows"),
-                 data=DATA)),
+                 data=DATA, family=Family.EVERY)),
 )

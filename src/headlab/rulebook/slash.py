@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from headlab.census.stats import wilson
-from headlab.rulebook.book import Judgement, Rule, Verdict, declare
+from headlab.rulebook.book import Family, Judgement, Rule, Verdict, declare
 from headlab.rulebook.decide import (
     against_controls,
     beyond,
@@ -198,38 +198,38 @@ RULES = (
                  "above the placebo counts' 95th percentile", "the document's rule; the null's percentile",
                  f"placebo symbols in the slash suite's `/` slots; at least {PLACEBO_MINIMUM} placebos",
                  "80% power stated as the per-sample rate of exceeding the threshold that passes", sdhs_exist,
-                 computed_by=(ROWS + "_exist_row",), data=CLAIMS_DATA)),
+                 computed_by=(ROWS + "_exist_row",), data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("slash.2", DOC, "SDHs are 15-20% of all heads", "corpus SDH share (Wilson 95%)", "range",
                  "estimate in [0.15, 0.20]; not supported when the interval is outside", "the document",
                  "none", "the Wilson upper bound is stated", sdh_share,
-                 computed_by=(ROWS + "measure",), data=CLAIMS_DATA)),
+                 computed_by=(ROWS + "measure",), data=CLAIMS_DATA, family=Family.DESCRIBES)),
     declare(Rule("slash.3", DOC, "5-8x specificity for `/` over other symbols",
                  "median over SDHs of the `/` / control-symbol mass ratio (bootstrap)", "range",
                  "estimate in [5, 8]", "the document", "the control symbols in the same slot", "≥ 1 SDH",
                  specificity,
                  computed_by=(ROWS + "measure", ROWS + "_median_cell", *ABOUT),
-                 data=CLAIMS_DATA)),
+                 data=CLAIMS_DATA, family=Family.DESCRIBES)),
     declare(Rule("slash.4", DOC, "insensitive to where `/` appears", "median over SDHs of the position curve's CV",
                  "one-sided bound: the whole interval below the cutoff",
                  f"the {NON_SDH_TAIL:.0%} quantile of the same CV over the model's non-SDH heads",
                  "null: the model's non-SDH heads (the earlier cutoff 0.25 was ours and passed heads that are "
                  "not SDHs)", "non-SDH heads of the same model", "≥ 1 SDH", position_insensitive,
                  computed_by=(ROWS + "measure", ROWS + "_median_cell", ROWS + "_others", *ABOUT),
-                 data=CLAIMS_DATA)),
+                 data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("slash.5", DOC, "little affected by context", "median over SDHs of the random-token / natural "
                  "mass ratio r, read as its distance from 1, |log r|", "one-sided bound: the whole interval of "
                  "|log r| below the cutoff", f"the {NON_SDH_TAIL:.0%} quantile of |log r| over the model's non-SDH "
                  "heads", "null: the model's non-SDH heads (the earlier cutoff, r ≥ 0.8, was ours)",
                  "non-SDH heads of the same model", "≥ 1 SDH", context_independent,
                  computed_by=(ROWS + "measure", ROWS + "_median_cell", ROWS + "_others", *ABOUT),
-                 data=CLAIMS_DATA)),
+                 data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("slash.6", DOC, "concentrated in middle layers (4-8 of 12)",
                  "share of SDHs in the middle third of relative depth (Wilson 95%)",
                  "one-sided bound: the whole interval above the middle third's share of layers",
                  "the share of layers in the middle third", "null: SDHs spread evenly over layers",
                  "uniform over layers", "≥ 1 SDH", middle_layers,
                  computed_by=(ROWS + "measure", *ABOUT),
-                 data=CLAIMS_DATA)),
+                 data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("slash.7", DOC, "observed across architectures", "claim 1's verdict per model",
                  "every model", "claim 1 supported on every model, with ≥ 1 encoder and ≥ 1 decoder",
                  "the document", "claim 1's", "two architecture kinds", across_architectures,
@@ -243,7 +243,7 @@ RULES = (
                  f"at least {CONTROL_MINIMUM} control sets (smallest rank p 1 / {CONTROL_MINIMUM + 1})",
                  ablation_cost,
                  computed_by=(ROWS + "ablation_row", *ABOUT),
-                 data=CLAIMS_DATA)),
+                 data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("monitor.kind", "the head monitor (ours)", "the heads detect this kind of structure better than "
                  "the best attention-free baseline", "AUROC(heads) − AUROC(best baseline), paired bootstrap",
                  "difference ≥ margin and its interval above zero", f"{KIND_MARGIN} AUROC",
@@ -257,5 +257,5 @@ RULES = (
                  "ours: the document gives no test", "the attention-free baselines", "the kinds evaluated",
                  structure_signal,
                  computed_by=(ROWS + "monitor_row", "headlab.rulebook.slash.kind_stats", KIND_ROW),
-                 data=MONITOR_DATA)),
+                 data=MONITOR_DATA, family=Family.EVERY)),
 )

@@ -1,0 +1,61 @@
+"""The rule book's calibration (headlab.calibration): every rule has a planted effect and a null; the committed
+table (results/rulebook/calibration/) is what the controls give at its seed, recomputed here for every control the
+suite runs; and the table's marks follow from its numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headlab.calibration import CalibrationResult, calibrate, reachable, registered
+from headlab.rulebook import BOOK, Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = ROOT / "results" / "rulebook" / "calibration"
+CONTROLS = registered()
+
+
+def _committed() -> dict[str, dict]:
+    return {r["rule"]: r for r in CalibrationResult.read(TABLE).rows}
+
+
+def test_every_rule_has_a_control_and_a_committed_row():
+    assert list(CONTROLS) and set(CONTROLS) == set(BOOK)
+    assert set(_committed()) == set(BOOK)
+
+
+@pytest.mark.parametrize("rule", [r for r, c in CONTROLS.items() if c.ci])
+def test_a_control_gives_its_committed_row(rule):
+    """Alone, at the committed seed and draws: the same power and false-positive rate (the controls are seeded)."""
+    row = _committed()[rule]
+    got = calibrate(CONTROLS[rule], 1, row["draws"], CalibrationResult.read(TABLE).seed)
+    assert (got.power, got.false_positive) == pytest.approx((row["power"], row["false_positive"]))
+
+
+def test_the_marks_follow_from_the_numbers():
+    for row in _committed().values():
+        ok = min(row["power"], row["family_power"]) >= 0.8 and \
+            max(row["false_positive"], row["family_false_positive"]) <= 0.05
+        assert row["calibrated"] == ok, row["rule"]
+        if row["family"] > 1 and row["smallest_p"] is None:
+            assert row["family_power"] == 0 and row["reachable"].startswith("no"), row["rule"]
+
+
+def test_a_rule_without_a_p_cannot_reach_supported_in_a_family():
+    from headlab.calibration import Calibration
+
+    assert reachable(Calibration("x", 1, 10, 1.0, 0.0, None), 1).startswith("yes")
+    assert reachable(Calibration("x", 29, 10, 1.0, 0.0, None), 29).startswith("no: it gives no p")
+    assert reachable(Calibration("x", 29, 10, 1.0, 0.0, 0.05), 29).startswith("no: its smallest p 0.05")
+    assert reachable(Calibration("x", 3, 10, 1.0, 0.0, 0.001), 3).startswith("yes")
+
+
+@pytest.mark.parametrize("rule", ["slash.8", "formation.init", "retrieval.curriculum"])
+def test_a_planted_draw_reads_supported_and_a_null_draw_does_not(rule):
+    rng = np.random.default_rng(7)
+    decide = BOOK[rule].decide
+    c = CONTROLS[rule]
+    assert sum(decide(c.planted(rng)).verdict == Verdict.SUPPORTED for _ in range(20)) >= 10
+    assert sum(decide(c.null(rng)).verdict == Verdict.SUPPORTED for _ in range(20)) <= 2
