@@ -132,7 +132,7 @@ def monitor_reading(root: Path, up: str, source: str) -> str:
     d = json.loads(_committed(root, source))
     kinds = d["kinds"]
     # a verdict reads "exploratory · tie" where its rule was declared after the evaluation: counted by its outcome
-    outcome = {k: r["verdict"].split(" · ")[-1] for k, r in kinds.items()}
+    outcome = {k: r["verdict"].split(" · ")[-1].split(" (")[0] for k, r in kinds.items()}
     by = {v: sorted(k for k, o in outcome.items() if o == v) for v in ("heads better", "baseline better", "tie")}
     exploratory = sum(r["verdict"].startswith("exploratory") for r in kinds.values())
     heads = [r["auroc"]["heads"][0] for r in kinds.values()]

@@ -15,7 +15,7 @@ from headlab.io import write_text_atomic
 from headlab.monitor.baselines import DROPS_AT
 from headlab.result import Result
 from headlab.rulebook import BOOK
-from headlab.rulebook.slash import kind_stats
+from headlab.rulebook.slash import judge_kinds, kind_stats
 
 
 def _aucs(neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -123,13 +123,15 @@ def kind_row(scorers: dict[str, Any], neg: dict[str, np.ndarray], pos: dict[str,
            "heads_add_information": gain[1] > 0,
            "every_signal": every_signal(scorers, neg, pos, ["heads", *baseline_names], fpr, every_rng),
            "dropped": {m: float((pos[m] >= DROPS_AT[m]).mean()) for m in DROPS_AT if m in pos}}
-    return judge_kind(row)
+    return row
 
 
-def judge_kind(row: dict[str, Any]) -> dict[str, Any]:
-    """One kind's row with its verdict by the rule book's ``monitor.kind``, from the AUROCs the row keeps."""
-    j = BOOK["monitor.kind"].judge(kind_stats(row))
-    return {**row, "verdict": ("exploratory · " if j.exploratory else "") + j.reason}
+def judge_kinds_of(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every kind's row with its verdict by the rule book's ``monitor.kind``, from the AUROCs each row keeps, its
+    heads-better verdicts corrected over the table's kinds (:func:`headlab.rulebook.slash.judge_kinds`)."""
+    judged = judge_kinds({k: kind_stats(row) for k, row in table.items()})
+    return {k: {**row, "verdict": ("exploratory · " if judged[k].exploratory else "") + judged[k].reason}
+            for k, row in table.items()}
 
 
 def _cell(a: list[float]) -> str:
@@ -210,7 +212,7 @@ class EvaluationResult(Result):
 
     def rejudged(self) -> EvaluationResult:
         """The evaluation with every kind judged again by the current rule book (``headlab verdicts``)."""
-        return dataclasses.replace(self, kinds={k: judge_kind(row) for k, row in self.kinds.items()})
+        return dataclasses.replace(self, kinds=judge_kinds_of(self.kinds))
 
     def records(self) -> list[dict[str, Any]]:
         return [{"kind": k, **{n: v for n, v in row.items() if not isinstance(v, (list, dict))}}

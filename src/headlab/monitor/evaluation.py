@@ -42,7 +42,7 @@ from headlab.models import resolve
 from headlab.monitor import anomalies
 from headlab.monitor.baselines import DOCUMENT_BASELINES, DROPS_AT, baselines, per_document
 from headlab.monitor.calibration import calibration_curve
-from headlab.monitor.comparison import kind_row
+from headlab.monitor.comparison import judge_kinds_of, kind_row
 from headlab.monitor.fingerprint import (
     MONITOR_DETECTORS,
     choose_features,
@@ -186,6 +186,7 @@ def evaluate(model: Any, settings: EvaluateSettings, kinds: Sequence[str], *, pr
             pos = {m: scorers[m].scores(M) for m, M in kmats.items()}
             kept.update({f"{kind}/{m}": v for m, v in pos.items()})
             table[kind] = kind_row(scorers, neg, pos, baseline_names, fpr, nrng, erng)
+    table = judge_kinds_of(table)  # the kinds are one family: judged together
     if scores is not None:
         np.savez_compressed(scores, **kept)
     calib = calibration_curve(scorers["heads"], neg["heads"], figure, loaded.name)

@@ -9,11 +9,11 @@ pass too; their cutoffs are now the same statistic's tail over the model's non-S
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
 
 from headlab.census.stats import wilson
-from headlab.rulebook.book import Family, Judgement, Rule, Verdict, declare
+from headlab.rulebook.book import BOOK, Family, Judgement, Rule, Verdict, declare
 from headlab.rulebook.decide import (
     against_controls,
     beyond,
@@ -23,12 +23,15 @@ from headlab.rulebook.decide import (
     nan_in,
     width,
 )
+from headlab.rulebook.multiplicity import holm
 
 DOC = "slash-dominance heads (seeds/)"
 PLACEBO_MINIMUM = 19        # a count above all of P placebos has rank p 1 / (P + 1) <= 0.05 from P = 19
 CONTROL_MINIMUM = 100       # matched random head sets: the smallest rank p, 1 / 101, is below 0.01
 NON_SDH_TAIL = 0.10         # claims 4-5: the SDHs' statistic beyond nine in ten of the model's other heads
 KIND_MARGIN = 0.02          # claim 9: an AUROC difference smaller than this is a tie
+Z95 = 1.959964              # the normal quantile of a 95% two-sided interval
+HOLM_TIE = "heads better by its interval, not after Holm's correction over"
 NO_SDH = "no SDH"
 
 
@@ -161,25 +164,49 @@ def kind_stats(row: Mapping[str, Any]) -> dict[str, Any]:
 def kind_verdict(s: Mapping[str, Any]) -> Judgement:
     """One kind of structure: heads better when AUROC(heads) − AUROC(best baseline) ≥ the margin with its
     paired interval above zero (files without the paired interval: the two marginal intervals apart), baseline
-    better in the mirror case, else a tie."""
+    better in the mirror case, else a tie. Its p, for the correction over kinds: one-sided, that the heads are no
+    better, from the paired bootstrap interval read as normal (its half-width over 1.96 is the standard error);
+    none without the paired interval."""
     h, b = s["heads"], s["baseline"]
     diff = h[0] - b[0]
     paired = s.get("paired")
     apart_up = paired[1] > 0 if paired else h[1] > b[2]
     apart_down = paired[2] < 0 if paired else b[1] > h[2]
+    p = paired_p(paired) if paired else None
     power = f"AUROC {h[0]:.4f} vs {b[0]:.4f} ({'paired' if paired else 'marginal'} intervals)"
     if diff >= KIND_MARGIN and apart_up:
-        return Judgement(Verdict.SUPPORTED, "heads better", power)
+        return Judgement(Verdict.SUPPORTED, "heads better", power, p=p)
     if -diff >= KIND_MARGIN and apart_down:
-        return Judgement(Verdict.NOT_SUPPORTED, "baseline better", power)
-    return Judgement(Verdict.INCONCLUSIVE, "tie", power)
+        return Judgement(Verdict.NOT_SUPPORTED, "baseline better", power, p=p)
+    return Judgement(Verdict.INCONCLUSIVE, "tie", power, p=p)
+
+
+def paired_p(paired: Sequence[float]) -> float:
+    """One-sided p that a paired difference [estimate, 2.5%, 97.5%] is at most zero, its interval read as normal."""
+    d, lo, hi = paired
+    se = (hi - lo) / (2 * Z95)
+    return (0.0 if d > 0 else 1.0) if se <= 0 else float(0.5 * math.erfc(d / se / math.sqrt(2)))
+
+
+def judge_kinds(kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Judgement]:
+    """Every kind of one evaluation judged by ``monitor.kind``, its heads-better verdicts corrected over the kinds
+    (one family: :func:`headlab.rulebook.multiplicity.holm`): a kind whose heads are better by its interval but not
+    after the correction reads a tie, and says so."""
+    judged = {k: BOOK["monitor.kind"].judge(v) for k, v in kinds.items()}
+    records = holm([{"rule": "monitor.kind", "verdict": str(j.verdict), "reason": j.reason, "p": j.p}
+                    for j in judged.values()])
+    out = {}
+    for (k, j), r in zip(judged.items(), records):
+        kept = r["verdict"] == str(j.verdict)
+        out[k] = j if kept else replace(j, verdict=Verdict.INCONCLUSIVE, reason=f"tie ({HOLM_TIE} {len(kinds)} kinds)")
+    return out
 
 
 def structure_signal(s: Mapping[str, Any]) -> Judgement:
-    by = {k: kind_verdict(v).reason for k, v in s["kinds"].items()}
+    by = {k: j.reason.split(" (")[0] for k, j in judge_kinds(s["kinds"]).items()}
     better = [k for k, v in by.items() if v == "heads better"]
     worse = [k for k, v in by.items() if v == "baseline better"]
-    power = f"{len(by)} kinds, margin {KIND_MARGIN} AUROC"
+    power = f"{len(by)} kinds, margin {KIND_MARGIN} AUROC, heads better corrected over the kinds (Holm)"
     if not better:
         return Judgement(Verdict.NOT_SUPPORTED, "", power)
     return Judgement(Verdict.INCONCLUSIVE, "mixed", power) if worse else Judgement(Verdict.SUPPORTED, "", power)
@@ -190,6 +217,7 @@ CLAIMS_DATA = ("**/claims.json",)
 ABOUT = (ROWS + "about_real_sdhs", "headlab.rulebook.slash.no_sdh")  # what decides that there is an SDH
 MONITOR_DATA = ("monitor/**/evaluate.json",)
 KIND_ROW = "headlab.monitor.comparison.kind_row"  # it chooses the best baseline the heads are held to
+JUDGED_KINDS = "headlab.monitor.comparison.judge_kinds_of"  # it judges an evaluation's kinds as one family
 
 RULES = (
     declare(Rule("slash.1", DOC, "SDHs are present in all tested Transformers",
@@ -250,7 +278,7 @@ RULES = (
                  "ours: a smaller difference changes no decision a user makes", "the best baseline of "
                  "characters, loss, gopher, c4 and the word-bigram model", "the documents of the kind",
                  kind_verdict,
-                 computed_by=("headlab.rulebook.slash.kind_stats", KIND_ROW), data=MONITOR_DATA)),
+                 computed_by=("headlab.rulebook.slash.kind_stats", KIND_ROW, JUDGED_KINDS), data=MONITOR_DATA)),
     declare(Rule("slash.9", DOC, "abnormal head activity reveals the input's structure",
                  "per kind of structure, monitor.kind's verdict", "count of kinds",
                  "heads better on ≥ 1 kind and baseline better on none; not supported when better on none",

@@ -15,7 +15,7 @@ from headlab.census.stats import SDH, Interval, wilson
 from headlab.display import count
 from headlab.head import name as head_name
 from headlab.rulebook import BOOK, Verdict
-from headlab.rulebook.slash import NON_SDH_TAIL, kind_stats
+from headlab.rulebook.slash import NON_SDH_TAIL, judge_kinds, kind_stats
 from headlab.study.characterize import DEPTH_BINS, CharacterizeResult
 
 
@@ -85,7 +85,7 @@ def monitor_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
         return judged("slash.9", None, value="not measured",
                       detail="run headlab monitor evaluate, then claims --monitor-evaluations")
     kinds = {k: kind_stats(r) for k, r in evaluation["kinds"].items()}
-    by_kind = {k: BOOK["monitor.kind"].judge(v).reason for k, v in kinds.items()}
+    by_kind = {k: j.reason.split(" (")[0] for k, j in judge_kinds(kinds).items()}
     by = {v: [k for k, r in by_kind.items() if r == v] for v in ("heads better", "baseline better", "tie")}
     detail = "; ".join(f"{v}: {', '.join(ks) or 'none'}" for v, ks in by.items())
     detail += (f" (AUROC vs {' and '.join(evaluation['baselines'])}, {evaluation['fresh_documents']} fresh reference "
