@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from headlab.calibration import CalibrationResult, calibration_row, registered
+from headlab.calibration import TABLE_FOLDER, CalibrationResult, calibration_row, registered
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.reporting.verdicts import REJUDGED
@@ -24,7 +24,7 @@ from headlab.rulebook.book import Family
 from headlab.rulebook.multiplicity import family, family_of
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "results" / "rulebook" / "calibration"
+OUT = ROOT / "results" / TABLE_FOLDER
 JUDGED = (*REJUDGED, RetrievalVerdictsResult)
 
 

@@ -59,3 +59,42 @@ def test_a_planted_draw_reads_supported_and_a_null_draw_does_not(rule):
     c = CONTROLS[rule]
     assert sum(decide(c.planted(rng)).verdict == Verdict.SUPPORTED for _ in range(20)) >= 10
     assert sum(decide(c.null(rng)).verdict == Verdict.SUPPORTED for _ in range(20)) <= 2
+
+
+def test_the_committed_table_calibrates_the_rules_as_they_are():
+    """Every row was computed on the rule as it is now (its fingerprint), and every rule can reach supported in
+    its family: what `headlab verdicts --record` requires before it declares."""
+    from headlab.calibration import declarable
+    from headlab.rulebook import fingerprints
+
+    assert declarable(CalibrationResult.read(TABLE), fingerprints()) == []
+
+
+def test_recording_refuses_a_rule_that_cannot_reach_supported_or_was_calibrated_as_another(tmp_path):
+    import dataclasses
+    import shutil
+
+    import headlab
+    from headlab.calibration import TABLE_FOLDER, declarable
+    from headlab.errors import HeadlabError
+    from headlab.rulebook import fingerprints
+
+    table = CalibrationResult.read(TABLE)
+    rows = {r["rule"]: r for r in table.rows}
+    fps = fingerprints()
+    unreachable = {**rows["slash.1"], "reachable": "no: its smallest p 0.05 is not below 0.0017", "family": 29}
+    stale = {**rows["slash.2"], "fingerprint": "000000000000"}
+    said = declarable(dataclasses.replace(table, rows=[unreachable, stale]), fps)
+    assert any(s.startswith("slash.1 cannot reach supported in its family of 29") for s in said)
+    assert "slash.2's calibration is of another version of the rule (recalibrate it)" in said
+    assert "slash.3 has no calibration" in said and len(said) == len(fps)
+
+    root = tmp_path / "a-copy"
+    shutil.copytree(ROOT / "results" / "retrieval", root / "retrieval")
+    dataclasses.replace(table, rows=[unreachable, *[r for r in table.rows if r["rule"] != "slash.1"]]).write(
+        root / TABLE_FOLDER)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(HeadlabError, match="slash.1 cannot reach supported") as e:
+        headlab.verdicts(root, record="a rule moved")
+    assert "\n" not in str(e.value)
+    assert before == {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -102,13 +102,20 @@ def test_fisher_power_against_scipy():
         assert fisher_exact([[need - 1, 26 - need], [0, 5]], alternative="greater")[1] >= 0.05
 
 
-@pytest.mark.parametrize("k1,n1,k2,n2", [(3, 3, 0, 3), (4, 4, 0, 4), (5, 6, 1, 6), (0, 3, 0, 3), (1, 3, 2, 3)])
+@pytest.mark.parametrize("k1,n1,k2,n2", [(3, 3, 0, 3), (4, 4, 0, 4), (5, 5, 0, 5), (5, 6, 1, 6), (4, 6, 1, 6),
+                                         (0, 5, 0, 5), (1, 5, 2, 5)])
 def test_fostering_a_head_against_scipy(k1, n1, k2, n2):
-    """formation.foster: supported exactly when the arm forms an SDH in more seeds than the plain arm and
-    scipy's one-sided Fisher p is under 0.05 (3 against 3 cannot: its smallest p is 1/20)."""
+    """formation.foster: supported exactly when both arms hold its minimum of seeds, the arm forms an SDH in more
+    seeds than the plain arm and scipy's one-sided Fisher p is under 0.05 (fewer seeds a side are underpowered: every
+    seed against none must clear Holm's bound for the study's levers)."""
+    from headlab.rulebook.formation import MIN_FOSTER_SEEDS
+
     j = BOOK["formation.foster"].judge({"arm": [k1, n1], "plain": [k2, n2]})
     p = fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1]
-    assert (j.verdict == Verdict.SUPPORTED) == (k1 / n1 > k2 / n2 and p < 0.05)
+    enough = min(n1, n2) >= MIN_FOSTER_SEEDS
+    assert (j.verdict == Verdict.SUPPORTED) == (enough and k1 / n1 > k2 / n2 and p < 0.05)
+    if not enough:
+        assert j.reason.startswith("underpowered")
     assert f"p = {p:.3f}" in j.power
     assert BOOK["formation.foster"].judge({"null_arm": True}).verdict == Verdict.NA
 

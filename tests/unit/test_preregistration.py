@@ -196,3 +196,16 @@ def test_recording_refuses_while_committed_data_is_moved_aside(tmp_path):
         headlab.verdicts(root, record="a rule moved")
     assert "\n" not in str(e.value)
     assert before == {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_refutation_counts_only_fractions_where_the_gain_was_possible():
+    """The small-qk sink arm: the strongest null's AUROC is 1.000 and 0.993 at 5% and 10% of training, where no
+    gain of 0.02 was possible; a refutation rests on the fractions that left room, and with none it is untestable."""
+    low = {"0.01": [-0.005, -0.031, 0.0], "0.05": [-0.011, -0.058, 0.0], "0.1": [-0.022, -0.098, 0.0]}
+    aurocs = {"0.01": {"layer_index": 0.965}, "0.05": {"layer_index": 1.0}, "0.1": {"layer_index": 0.993}}
+    j = early_prediction(_prediction(low, aurocs=aurocs))
+    assert j.verdict == Verdict.NOT_SUPPORTED and "at 0.05, 0.1 the strongest null leaves less than 0.02" in j.power
+    full = {f: {"layer_index": 0.995} for f in low}
+    j = early_prediction(_prediction(low, aurocs=full))
+    assert j.verdict == Verdict.INCONCLUSIVE and j.reason.startswith("untestable here: the strongest null is at its")
+    assert early_prediction(_prediction(low)).verdict == Verdict.NOT_SUPPORTED  # no AUROCs kept: judged as before

@@ -6,13 +6,16 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from headlab.calibration import TABLE_FOLDER, CalibrationResult, declarable
 from headlab.errors import HeadlabError, in_callers_words
 from headlab.io import claim_out, keep_apart, saving, write_text_atomic
 from headlab.models import LoadedModel
 from headlab.models.loader import check_source
+from headlab.notices import say
 from headlab.reporting.ledger import open_ledger
 from headlab.reporting.ledger import record as verdict_record
 from headlab.reporting.verdicts import Change, check_declared, declare_rules, merged, refuse_missing, rejudge_all
+from headlab.rulebook import fingerprints
 from headlab.settings import takes, takes_run
 from headlab.study import claims as claim_study
 from headlab.study import compare as comparison
@@ -123,6 +126,22 @@ def languages(models: Sequence[str | LoadedModel], settings: LanguagesSettings =
     return results
 
 
+def refuse_uncalibrated(base: Path) -> None:
+    """A rule is declared only where its calibration (``RESULTS/rulebook/calibration``, of the rule as it is now)
+    shows that it can reach supported in its family; a results folder without the table (a copy of a part) is told
+    that nothing was checked."""
+    folder = base / TABLE_FOLDER
+    if not (folder / CalibrationResult.KIND).exists():
+        say(f"verdicts --record: {folder} holds no calibration table: whether each rule can reach supported was not "
+            "checked (python bench/studies/rulebook_calibration.py)")
+        return
+    why = declarable(CalibrationResult.read(folder), fingerprints())
+    if why:
+        more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
+        raise HeadlabError(f"verdicts --record: {why[0]}{more}; recalibrate with python "
+                           "bench/studies/rulebook_calibration.py --only RULE, then record")
+
+
 @in_callers_words
 def verdicts(results: str | Path = "results", *, record: str | None = None) -> list[Change]:
     """Re-judge every committed verdict under ``results`` with the current rule book (the claims tables, the
@@ -148,6 +167,7 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
     if record is not None:
         open_ledger(base)  # refused before any table is rewritten
         refuse_missing(base.resolve())
+        refuse_uncalibrated(base)
     else:
         check_declared()  # a rule whose code moved is judged only in its own commit, which records it
     changes = rejudge_all(base)

@@ -31,6 +31,8 @@ from headlab.rulebook.multiplicity import ALPHA, holm
 Stats = Mapping[str, Any]
 Draw = Callable[[np.random.Generator], Stats]
 POWER = 0.8  # the power a calibrated rule has on its planted effect (the conventional 80%)
+#: where a results folder keeps the calibration table
+TABLE_FOLDER = Path("rulebook") / "calibration"
 
 
 @dataclass(frozen=True)
@@ -182,8 +184,26 @@ def calibration_row(c: Control, family: int, seed: int, draws: int | None = None
             "draws": alone.draws, "power": alone.power, "false_positive": alone.false_positive, "family": family,
             "family_power": within.power, "family_false_positive": within.false_positive,
             "smallest_p": alone.smallest_p, "reachable": reachable(alone, family), "table": table,
-            "reachable_in_table": reachable(alone, table), "calibrated": ok}
+            "reachable_in_table": reachable(alone, table), "calibrated": ok,
+            "fingerprint": BOOK[c.rule].fingerprint()}
+
+
+def declarable(table: CalibrationResult, fingerprints: Mapping[str, str]) -> list[str]:
+    """Why a rule of the book may not be declared on this calibration: it has no row, its row calibrated an earlier
+    version of the rule (another fingerprint), or it cannot reach supported in its family at its evidence (raise its
+    evidence, declare a smaller family or give it a test). Empty when every rule may be."""
+    rows = {r["rule"]: r for r in table.rows}
+    out = []
+    for rid, fp in fingerprints.items():
+        r = rows.get(rid)
+        if r is None:
+            out.append(f"{rid} has no calibration")
+        elif r.get("fingerprint") != fp:
+            out.append(f"{rid}'s calibration is of another version of the rule (recalibrate it)")
+        elif r["reachable"].startswith("no"):
+            out.append(f"{rid} cannot reach supported in its family of {r['family']} ({r['reachable']})")
+    return out
 
 
 __all__ = ["CONTROLS", "Calibration", "CalibrationResult", "Control", "beta", "calibrate", "calibration_row",
-           "control", "reachable", "registered", "supported"]
+           "control", "declarable", "reachable", "registered", "supported", "TABLE_FOLDER"]

@@ -15,7 +15,7 @@ from headlab.calibration import Control, Stats, control
 from headlab.formation.predict import RunData, prediction_statistics
 from headlab.formation.stages import stage_statistics
 from headlab.formation.tracking import TrackResult
-from headlab.rulebook.formation import MIN_INIT_SEEDS, MIN_SEEDS
+from headlab.rulebook.formation import MIN_FOSTER_SEEDS, MIN_INIT_SEEDS, MIN_SEEDS
 
 L, H = 3, 4  # the long study's shape
 STEPS = [int(s) for s in np.unique(np.logspace(1, np.log10(300_000), 48).astype(int))]
@@ -93,6 +93,7 @@ control(Control("formation.prediction", RUNS + "; bootstrap of 100 draws",
 control(Control("formation.init", f"{MIN_INIT_SEEDS} against {MIN_INIT_SEEDS} runs", "5 against 0.5 specialized "
                 "heads per run (Poisson)", "2 against 2", lambda r: _init(r, True), lambda r: _init(r, False),
                 "statistics", 500))
-control(Control("formation.foster", "3 seeds per arm (the induction study's)", "SDH at the end in 95% of the arm's "
-                "seeds, 5% of the plain arm's", "30% in both", lambda r: _foster(r, True, 3),
-                lambda r: _foster(r, False, 3), "statistics", 500))
+control(Control("formation.foster", f"{MIN_FOSTER_SEEDS} seeds per arm (the rule's minimum)",
+                "SDH at the end in 95% of the arm's seeds, 5% of the plain arm's", "30% in both",
+                lambda r: _foster(r, True, MIN_FOSTER_SEEDS), lambda r: _foster(r, False, MIN_FOSTER_SEEDS),
+                "statistics", 500))

@@ -174,7 +174,8 @@ for rid, draw, evidence, effect, nothing, level, draws in (
     ("slash.9", _on(_kinds), "6 kinds, 300 fresh documents, 60 of each kind",
      "heads better on 2 kinds", "heads as the baseline on every kind", "data", 30),
 ):
-    control(Control(rid, evidence, effect, nothing, draw[0], draw[1], level, draws))
+    # claim 7's draws are four of claim 1's each: the suite recomputes claim 1's and leaves claim 7's to the table
+    control(Control(rid, evidence, effect, nothing, draw[0], draw[1], level, draws, ci=rid != "slash.7"))
 
 
 def _share(rng: np.random.Generator, planted: bool) -> Stats:

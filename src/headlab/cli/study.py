@@ -104,10 +104,13 @@ def _add_verdicts(sub: argparse._SubParsersAction) -> None:
                        description="Re-judges every committed verdict under RESULTS (the claims tables, the "
                                    "formation claims, the induction study and the monitor evaluations from the "
                                    "statistics they keep; the retrieval verdicts from their result files), "
-                                   "rewrites them, and prints each verdict that moved. --record WHY appends those "
-                                   "changes, the rule book's version and every rule's fingerprint to the ledger "
-                                   "RESULTS/verdict_changes.json, rendered as verdict_changes.md (a rule's own "
-                                   "commit).")
+                                   "rewrites them, and prints each verdict that moved; it refuses a rule whose code "
+                                   "moved since its declaration. --record WHY (a rule's own commit) declares the "
+                                   "changed rules on the data as it stands, refused while a committed data file is "
+                                   "missing or a rule's calibration (RESULTS/rulebook/calibration) is stale or "
+                                   "says it cannot reach supported, and appends the changes, the rule book's version "
+                                   "and every rule's fingerprint to the ledger RESULTS/verdict_changes.json, "
+                                   "rendered as verdict_changes.md.")
     p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     p.add_argument("--record", default=None, metavar="WHY", help="why the rules changed (default: record nothing)")
     bind(p, study.verdicts, _cmd_verdicts)

@@ -20,6 +20,9 @@ NEAR = 3.0                   # a boundary within a factor of 3 of the document's
 # An exact two-sided permutation test of 3 against 3 runs cannot go below p = 2/20 = 0.1, so it could never reach
 # 0.05; 4 against 4 reaches 2/70 = 0.029.
 MIN_INIT_SEEDS = 4
+# Every seed against none: 3 a side gives p = 0.05, 4 gives 0.014, 5 gives 0.004, the first below Holm's first bound
+# for the induction study's six levers, 0.05 / 6
+MIN_FOSTER_SEEDS = 5
 S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
 DOCUMENT_TARGET = "slash_mass"  # the document's object: slash-dominance heads, by `/` mass
 TARGETS = {"slash_mass": "SDH", "sink": "sink head", "previous-token": "previous-token head",
@@ -74,12 +77,14 @@ def three_stages(s: Mapping[str, Any]) -> Judgement:
 
 
 NULLS = ("early_score_alone", "layer_index", "score_and_layer", "random")  # the nulls the rule declares
+REFUTE_GAIN = 0.02  # ours: an AUROC gain under this changes no choice of which heads to watch
 
 
 def early_prediction(s: Mapping[str, Any]) -> Judgement:
     """Gradient features beat every declared null at some early fraction: the paired AUROC gain over the
     strongest null there (the one with the highest AUROC), its Bonferroni-adjusted interval above zero; not
-    supported when every interval's upper end is under 0.02."""
+    supported when every interval's upper end is under the refuting gain where a gain that large was possible;
+    untestable where the strongest null is at its ceiling at every fraction."""
     if (no := untestable(s)) is not None:
         return no
     gains = s["gains"]  # fraction -> [gain, lo, hi], over the strongest null
@@ -96,9 +101,23 @@ def early_prediction(s: Mapping[str, Any]) -> Judgement:
         return Judgement(I, "not every declared null was tested (score alone only)", power)
     if any(g[1] > 0 for g in gains.values()):
         return Judgement(S, "", power)
-    if all(g[2] < 0.02 for g in gains.values()):
+    ceiling = at_ceiling(s)
+    if ceiling:
+        power += f"; at {', '.join(ceiling)} the strongest null leaves less than {REFUTE_GAIN} AUROC to gain"
+    room = {f: g for f, g in gains.items() if f not in ceiling}
+    if not room:
+        return Judgement(I, "untestable here: the strongest null is at its ceiling at every fraction", power)
+    if all(g[2] < REFUTE_GAIN for g in room.values()):
         return Judgement(N, "", power)
     return Judgement(I, "", power)
+
+
+def at_ceiling(s: Mapping[str, Any]) -> list[str]:
+    """The fractions where the strongest null's AUROC leaves less than the refuting gain to gain: there an interval
+    under that gain could not have been otherwise, and refutes nothing (statistics without the AUROCs: none)."""
+    aurocs, strongest = s.get("aurocs", {}), s.get("strongest", {})
+    return [f for f in s["gains"] if f in strongest and f in aurocs
+            and 1 - (aurocs[f].get(strongest[f]) or 0) < REFUTE_GAIN]
 
 
 def initialization(s: Mapping[str, Any]) -> Judgement:
@@ -128,6 +147,9 @@ def fostered(s: Mapping[str, Any]) -> Judgement:
     power = fisher_power(k1, n1, k2, n2)
     if min(n1, n2) == 0:
         return Judgement(I, "one arm has no runs", power)
+    if min(n1, n2) < MIN_FOSTER_SEEDS:
+        return Judgement(I, f"underpowered: {min(n1, n2)} seeds a side, {MIN_FOSTER_SEEDS} needed", power,
+                         p=fisher_p(k1, n1, k2, n2))
     if k1 == 0 and k2 == 0:
         return Judgement(I, "neither arm forms one", power)
     if k1 / n1 <= k2 / n2:
@@ -183,8 +205,9 @@ RULES = (
                  "induction)", "seeds whose run ends with an SDH (the strict rule on held-out probe windows), the "
                  "arm against the plain arm at the same seeds and budget", "Fisher's exact test, one-sided",
                  "p < 0.05", "ours, declared after the induction study's runs (the conventional threshold)",
-                 "the plain arm: the same training without the lever", "the count that would reach p < 0.05 is "
-                 "stated (3 seeds a side cannot: the smallest p is 0.05)", fostered,
+                 "the plain arm: the same training without the lever", f"≥ {MIN_FOSTER_SEEDS} seeds a side (every "
+                 "seed against none then reaches p = 0.004, below Holm's bound for six levers); the count that "
+                 "would reach p < 0.05 is stated", fostered,
                  computed_by=("headlab.formation.induce.study.summarize", "headlab.formation.induce.study.judge_arms",
                               "headlab.formation.induce.measure.measure_run",
                               "headlab.formation.induce.measure.checkpoint_scores"),

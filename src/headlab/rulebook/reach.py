@@ -47,7 +47,7 @@ def _name(obj: Any) -> str:
 
 def _code(obj: Any) -> Any:
     """The function or class whose source stands for ``obj`` (a bound method's function, a wrapped function's
-    original, a property's getter)."""
+    original)."""
     obj = inspect.unwrap(obj) if callable(obj) else obj
     if isinstance(obj, (types.MethodType, staticmethod, classmethod)):
         obj = obj.__func__
@@ -55,8 +55,9 @@ def _code(obj: Any) -> Any:
 
 
 def canonical(value: Any, found: list[Any], depth: int = 0) -> str:
-    """``value`` written so that two runs write it alike (no addresses): functions and classes by name (and added
-    to ``found`` when they are headlab's), containers and dataclasses by their parts, anything else by its type."""
+    """``value`` written so that two runs write it alike (no addresses): functions and classes by name (a headlab
+    function is added to ``found``, to be followed), containers and dataclasses by their parts, anything else by its
+    type."""
     if depth > _DEPTH:
         return f"<{type(value).__qualname__}>"
     if callable(getattr(value, "__reach__", None)):  # an object that names itself (a rule in the book)
