@@ -432,6 +432,9 @@ ROWS += [
         2, "profile.json", absent=["c/check.json"]),
     Row("view text file missing", "view minilm-l6 --texts-file {tmp}/none.txt --out {tmp}/v.html".split(), 2,
         "none.txt"),
+    Row("view --out onto its own --texts-file", "view minilm-l6 --texts-file {tmp}/t.html --out {tmp}/t.html "
+        "--overwrite".split(), 2, "never replaces an input", _file("t.html", "a text with a / in it\n"),
+        untouched=["t.html"]),
     Row("claims on a corpus path that does not exist", "claims minilm-l6 --corpus {tmp}/none --out {tmp}/c".split(),
         2, "none", absent=["c/claims.json"], model="minilm-l6"),  # the models are checked first
     Row("a training run folder without final weights", "scan {tmp}/run --out {tmp}/o".split(), 2,
@@ -934,6 +937,9 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("characterize into a held folder", lambda: headlab.characterize("minilm-l6", out=tmp / "held"),
          "overwrite=True"),
         ("view onto an existing page", lambda: headlab.view("minilm-l6", out=tmp / "page.html"), "overwrite=True"),
+        ("view onto its own texts file", lambda: headlab.view("minilm-l6", texts_file=tmp / "page.html",
+                                                               out=tmp / "page.html", overwrite=True),
+         "never replaces an input"),
         ("top of a missing file", lambda: headlab.top(tmp / "none.parquet", head="0.1"), "does not exist"),
         ("check without a profile", lambda: headlab.monitor.check(tmp / "untracked", corpus=["wiki"]),
          "holds no profile.json"),
@@ -1062,3 +1068,16 @@ def test_every_command_that_writes_a_result_has_a_no_overwrite_row() -> None:
     covered = {cmd for cmd in writers if any(n == f"no silent overwrite: {cmd}" or
                                              n.startswith(f"no silent overwrite: {cmd} ") for n in names)}
     assert len(writers) >= 19 and not writers - covered, sorted(writers - covered)
+
+
+def test_a_summary_asked_for_more_heads_than_the_model_has_shows_every_head(tmp_path: Path, capsys) -> None:
+    """`scan --top 1000000000` printed nothing and refused after writing its result (the size guard of a list of a
+    billion heads, naming --n): a summary of more heads than the model has is every head's."""
+    from headlab.cli.entry import main
+
+    args = ["scan", "minilm-l6", "--max-samples", "2", "--threads", "1", "--no-progress"]
+    assert main([*args, "--top", "1000000000", "--out", str(tmp_path / "a")]) == 0
+    many = capsys.readouterr().out
+    assert main([*args, "--top", "72", "--out", str(tmp_path / "b")]) == 0
+    every = capsys.readouterr().out
+    assert many.replace(str(tmp_path / "a"), "X") == every.replace(str(tmp_path / "b"), "X")

@@ -97,6 +97,10 @@ def test_a_detector_with_a_name_the_files_cannot_carry_is_refused():
         headlab.register_detector(bad)
     with pytest.raises(headlab.HeadlabError, match="already registered"):
         headlab.register_detector(EvenTokens)
+    alike = type("Alike", (EvenTokens,), {"name": "t\u043eken"})  # a Cyrillic о: it would show as the built-in
+    with pytest.raises(headlab.HeadlabError, match="ASCII letters.*U\\+043E"):
+        headlab.register_detector(alike)
+    assert "t\u043eken" not in headlab.detectors.DETECTORS
 
 
 def test_the_write_your_own_detector_page_runs_as_written(tmp_path, capsys):

@@ -11,7 +11,7 @@ from headlab.corpus.files import file_documents
 from headlab.corpus.records import jsonl_files
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import claim_file, write_text_atomic, writing, writing_files
+from headlab.io import claim_file, keep_apart, write_text_atomic, writing, writing_files
 from headlab.models.loaded import LoadedModel
 from headlab.reporting import Report
 from headlab.reporting import report as write_report
@@ -88,6 +88,7 @@ def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, tex
         page.save("runs/view.html")
     """
 
+    keep_apart({"--out": out}, {"--texts-file": texts_file})
     with writing_files([out], overwrite) as (held,):  # claimed and locked before the work, as the command does
         data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=settings.scale,
                      dtype=settings.dtype)

@@ -38,7 +38,7 @@ def _cmd_scan(a: argparse.Namespace) -> int:
     r = call(a, out=default_out(a, "scan"))
     if not world().main:
         return 0
-    print(r.table(a.top))
+    print(r.table(min(a.top, r.n_layers * r.n_heads)))  # more heads than the model has: every head
     extra = f" and {a.per_sample}" if a.per_sample and r.n_samples else ""
     print(f"wrote {default_out(a, 'scan')}/scan.json and {default_out(a, 'scan')}/heads.csv{extra}")
     if r.interrupted:

@@ -204,15 +204,23 @@ D = TypeVar("D", bound=type[Detector])
 
 def register(cls: D) -> D:
     """Add a detector class to the registry under its ``name`` (refused when the name is taken or is not one
-    the command line and the result files can carry: letters, digits and inner dashes)."""
+    the command line and the result files can carry: ASCII letters, digits and inner dashes, so that no name can
+    look like another, a built-in's with a Cyrillic о in it)."""
     name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name or not all(c.isalnum() or c == "-" for c in name) \
+    if not isinstance(name, str) or not name or not name.isascii() or not all(c.isalnum() or c == "-" for c in name) \
             or name[0] == "-" or name[-1] == "-" or "_" in name:
-        raise HeadlabError(f"register a detector: its name must be letters, digits and inner dashes, not {name!r}")
+        raise HeadlabError(f"register a detector: its name must be ASCII letters, digits and inner dashes, not "
+                           f"{name!r}{_non_ascii(name)}")
     if name in DETECTORS:
         raise HeadlabError(f"detector {name!r} is already registered")
     DETECTORS[name] = cls
     return cls
+
+
+def _non_ascii(name: Any) -> str:
+    """Where a name holds a character that is not ASCII, which one (a letter that looks like a Latin one)."""
+    odd = [c for c in name if not c.isascii()] if isinstance(name, str) else []
+    return f" (it holds {', '.join(f'U+{ord(c):04X}' for c in odd[:3])})" if odd else ""
 
 
 def options_for(name: str, settings: Any) -> dict[str, Any]:
