@@ -145,3 +145,28 @@ def test_a_copy_names_what_moved_from_its_results_root_not_its_folder_name(tmp_p
     claims.write_text(json.dumps(doc))
     moved = headlab.verdicts(root)
     assert [c.where for c in moved] == ["results/study/claims/claims.json"]
+
+
+def test_a_second_record_at_once_is_refused_before_it_judges_anything(tmp_path):
+    """Two rule commits at once: the one that finds the ledger locked is refused in one line, and no table is
+    rewritten (it used to re-judge, rewrite every table and re-declare, then stop)."""
+    import subprocess
+    import sys
+
+    root = _copy(tmp_path, "retrieval")
+    before = _bytes(root)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom headlab.io import FolderLock\n"
+                               f"with FolderLock({str(root)!r}, file='verdict_changes.json'):\n"
+                               "    print('held', flush=True)\n    time.sleep(60)\n"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(HeadlabError, match="is being written by headlab pid") as e:
+            headlab.verdicts(root, record="a second commit")
+        assert "\n" not in str(e.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    after = _bytes(root)
+    after.pop(".verdict_changes.json.headlab.lock", None)  # the killed holder's lock file, no longer locked
+    assert after == before

@@ -8,11 +8,11 @@ from typing import Sequence
 
 from headlab.calibration import TABLE_FOLDER, CalibrationResult, declarable
 from headlab.errors import HeadlabError, in_callers_words
-from headlab.io import claim_out, keep_apart, saving, write_text_atomic
+from headlab.io import FolderLock, claim_out, keep_apart, saving, write_text_atomic
 from headlab.models import LoadedModel
 from headlab.models.loader import check_source
 from headlab.notices import say
-from headlab.reporting.ledger import open_ledger
+from headlab.reporting.ledger import VerdictChangesResult, open_ledger
 from headlab.reporting.ledger import record as verdict_record
 from headlab.reporting.verdicts import Change, check_declared, declare_rules, merged, refuse_missing, rejudge_all
 from headlab.rulebook import fingerprints
@@ -164,14 +164,15 @@ def verdicts(results: str | Path = "results", *, record: str | None = None) -> l
         raise HeadlabError(f"verdicts --record {record[:40]!r}: the reason holds a line break or a control "
                            "character, which would write a section of its own into verdict_changes.md; say why "
                            "in one line")
-    if record is not None:
+    if record is None:
+        check_declared()  # a rule whose code moved is judged only in its own commit, which records it
+        return rejudge_all(base)
+    # one rule commit at a time: a second --record is refused before it judges anything
+    with FolderLock(base, file=VerdictChangesResult.KIND):
         open_ledger(base)  # refused before any table is rewritten
         refuse_missing(base.resolve())
         refuse_uncalibrated(base)
-    else:
-        check_declared()  # a rule whose code moved is judged only in its own commit, which records it
-    changes = rejudge_all(base)
-    if record is not None:
+        changes = rejudge_all(base)
         # the rule's own commit: declare the changed rules on the data as it stands (statistics recomputed from
         # existing data are existing data), then judge again so that verdicts on that data read exploratory
         declare_rules(base)
