@@ -428,6 +428,8 @@ ROWS += [
     Row("top of a folder without a scan", "top {tmp}/empty --head 0.1".split(), 2, "scan.json",
         lambda t: (t / "empty").mkdir()),
     Row("top --head not of the form L.H", "top {tmp}/r.parquet --head x".split(), 2, "L.H", _file("r.parquet")),
+    Row("monitor fit on the parser's old minimum, refused after its scan", "monitor fit minilm-l6 --max-samples 50 "
+        "--out {tmp}/p".split(), 2, "100", absent=["p/profile.json"]),
     Row("monitor check of a folder without a profile", "monitor check {tmp} --corpus pydoc --out {tmp}/c".split(),
         2, "profile.json", absent=["c/check.json"]),
     Row("view text file missing", "view minilm-l6 --texts-file {tmp}/none.txt --out {tmp}/v.html".split(), 2,
@@ -965,7 +967,7 @@ def _api_cases(tmp: Path) -> list[tuple[str, Callable[[], object], str]]:
         ("ablate draws -1", lambda: headlab.ablate("smollm2-135m", ["0.1"], draws=-1), "draws="),
         ("ablate mode half", lambda: headlab.ablate("smollm2-135m", ["0.1"], mode="half"), "mode="),
         ("monitor fit fpr 2", lambda: headlab.monitor.fit("minilm-l6", fpr=2), "fpr="),
-        ("monitor fit 40 windows", lambda: headlab.monitor.fit("minilm-l6", max_samples=40), "max_samples="),
+        ("monitor fit 50 windows", lambda: headlab.monitor.fit("minilm-l6", max_samples=50), "max_samples="),
         ("importance of no model", lambda: headlab.importance(None), "model=None"),  # an alias's members
         ("monitor fit of no model", lambda: headlab.monitor.fit(None), "model=None"),
         ("monitor evaluate of a number", lambda: headlab.monitor.evaluate(5), "model=5"),

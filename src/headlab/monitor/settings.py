@@ -17,9 +17,11 @@ REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "mar
         "linux-doc": "linux-doc", "man-de": "man-de", "man-fr": "man-fr", "man-ja": "man-ja", "man-zh": "man-zh"}
 DERIVED = tuple(anomalies.KINDS)
 KINDS = (*REAL, *DERIVED)
-#: reference windows a profile needs at the least: every fifth document (at least 10) calibrates its threshold,
-#: so fewer than 50 windows can never be enough (more may still be, for corpora of long documents)
-MIN_REFERENCE = 50
+#: reference windows a profile needs at the least: every fifth document (by its name's hash) calibrates the
+#: threshold and at least 10 must, so 50 windows of 50 documents held 10 about half the time (the wiki corpus's first
+#: 50: 7, refused after the scan); 100 hold fewer than 10 with a binomial probability under 1% (corpora of long
+#: documents, several windows each, may still need more, and are told so after the scan)
+MIN_REFERENCE = 100
 #: windows between the checkpoints of a ``monitor check`` with a result folder (about a minute of CPU work on
 #: the packaged models, so an interrupt loses little and checkpoints cost little)
 CHECKPOINT_EVERY = 512
