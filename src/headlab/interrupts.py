@@ -37,3 +37,32 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then raise what arrived (``KeyboardInterrupt`` or
+    :class:`Terminated`): a block that must not stop half-way (an optimizer step that updates the weights and its
+    moments together, and the count of steps applied) runs whole, so what is saved on an interrupt is one state.
+    Main thread only; elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(signum: int, _frame: Any) -> None:
+        arrived.append(signum)
+
+    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+    if arrived:
+        first = signal.Signals(arrived[0])
+        handler = before[first]
+        if callable(handler):  # what the signal would have done outside the block (raise, as a rule)
+            handler(first, None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(first)

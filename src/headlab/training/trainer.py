@@ -21,6 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from headlab.distributed import world
 from headlab.errors import HeadlabError
+from headlab.interrupts import deferred
 from headlab.io import FolderLock, write_text_atomic
 from headlab.nn.transformer import Transformer
 from headlab.notices import say
@@ -274,18 +275,22 @@ class Trainer:
                 self.opt.zero_grad(set_to_none=True)
                 (loss if aux is None else loss + aux).backward()
                 gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.optim.grad_clip))
-                self.opt.step()
-                completed = step + 1
-                value = loss.detach() / self.world
-                if self.world > 1:
-                    torch.distributed.all_reduce(value)
-                value_f = float(value)
-                if not math.isfinite(value_f):
-                    raise HeadlabError(f"the loss became {value_f} at step {step + 1}; lower optim.lr")
-                tokens += int(mask.sum()) * self.world
+                # the step applied, counted and logged, or none of it: an interrupt inside the optimizer's update
+                # saved weights a step ahead of their count, and one before the row was written lost the row
+                with deferred():
+                    self.opt.step()
+                    completed = step + 1
+                    value = loss.detach() / self.world
+                    if self.world > 1:
+                        torch.distributed.all_reduce(value)
+                    value_f = float(value)
+                    if not math.isfinite(value_f):
+                        raise HeadlabError(f"the loss became {value_f} at step {step + 1}; lower optim.lr")
+                    tokens += int(mask.sum()) * self.world
+                    if self.main:
+                        row = {"step": step + 1, "loss": value_f, "lr": lr, "grad_norm": gnorm}
+                        metrics.write(json.dumps(row if aux is None else dict(row, aux=float(aux.detach()))) + "\n")
                 if self.main:
-                    row = {"step": step + 1, "loss": value_f, "lr": lr, "grad_norm": gnorm}
-                    metrics.write(json.dumps(row if aux is None else dict(row, aux=float(aux.detach()))) + "\n")
                     for cb in self.callbacks:
                         cb.on_step(self, step + 1, value_f)
                     if bar is not None:
