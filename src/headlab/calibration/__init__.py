@@ -99,10 +99,6 @@ class Calibration:
     false_positive: float
     smallest_p: float | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "family": self.family, "draws": self.draws, "power": self.power,
-                "false_positive": self.false_positive, "smallest_p": self.smallest_p}
-
 
 def calibrate(c: Control, family: int, draws: int | None, seed: int) -> Calibration:
     """``c``'s rule on ``draws`` planted and ``draws`` null draws (seeded), at family size ``family``."""

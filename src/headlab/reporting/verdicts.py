@@ -18,6 +18,7 @@ from headlab.result import read_json
 from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
 from headlab.rulebook import BOOK, VERSION, registration
+from headlab.rulebook.book import now
 from headlab.rulebook.slash import kind_stats
 from headlab.study.claims import ClaimsResult
 
@@ -153,10 +154,8 @@ def declare_rules(root: str | Path) -> list[str]:
     for kind in (*REJUDGED, RetrievalVerdictsResult):
         for path in sorted(base.glob(f"**/{kind.KIND}")):
             _judged_stats(read_json(path), committed)
-    memo: dict[int, Any] = {}
-    return registration.declare({rid: r.fingerprint(memo) for rid, r in BOOK.items()},
-                                {rid: r.data for rid, r in BOOK.items()}, committed, base, VERSION,
-                                {rid: r.code(memo) for rid, r in BOOK.items()})
+    fps, code = now()
+    return registration.declare(fps, {rid: r.data for rid, r in BOOK.items()}, committed, base, VERSION, code)
 
 
 def refuse_missing(root: Path) -> None:
@@ -172,9 +171,7 @@ def refuse_missing(root: Path) -> None:
 def check_declared() -> None:
     """Refused, in one line naming the rule and what moved, when a rule's fingerprint differs from its declaration:
     its code or text changed outside a rule's own commit, and judging by it would move verdicts unseen."""
-    memo: dict[int, Any] = {}
-    moved = registration.moved({rid: r.fingerprint(memo) for rid, r in BOOK.items()},
-                               {rid: r.code(memo) for rid, r in BOOK.items()})
+    moved = registration.moved(*now())
     if moved:
         rid, what = next(iter(moved.items()))
         others = f" (and {len(moved) - 1} other rule(s): {', '.join(list(moved)[1:4])})" if len(moved) > 1 else ""

@@ -141,12 +141,12 @@ class Rule:
         decision and every function in ``computed_by``."""
         return reach.reached([self.decide, *(resolve(name) for name in self.computed_by)], memo)
 
-    def fingerprint(self, memo: dict[int, Any] | None = None) -> str:
-        """sha256 (12 hex digits) of the declared text and of everything the rule runs (:meth:`code`): its
-        decision, the functions that compute its statistics, and every headlab function, class and module-level
-        value they reach."""
+    def fingerprint(self, memo: dict[int, Any] | None = None, code: dict[str, str] | None = None) -> str:
+        """sha256 (12 hex digits) of the declared text and of everything the rule runs (:meth:`code`, or ``code``
+        where the caller has read it): its decision, the functions that compute its statistics, and every headlab
+        function, class and module-level value they reach."""
         text = "\n".join(str(getattr(self, f.name)) for f in fields(self) if f.name != "decide")
-        text += "".join(f"\n{name} {digest}" for name, digest in self.code(memo).items())
+        text += "".join(f"\n{name} {digest}" for name, digest in (code or self.code(memo)).items())
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -190,12 +190,12 @@ def judge(rule_id: str, stats: Mapping[str, Any] | None, evidence: Iterable[str]
     return {"rule": rule_id, "rulebook": VERSION, **j.to_json(), "stats": dict(stats) if stats else None}
 
 
+def now() -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Every rule's fingerprint and :meth:`Rule.code`, each closure read once."""
+    memo: dict[int, Any] = {}
+    code = {rid: r.code(memo) for rid, r in BOOK.items()}
+    return {rid: r.fingerprint(code=code[rid]) for rid, r in BOOK.items()}, code
+
+
 def fingerprints() -> dict[str, str]:
-    memo: dict[int, Any] = {}
-    return {rid: r.fingerprint(memo) for rid, r in BOOK.items()}
-
-
-def code() -> dict[str, dict[str, str]]:
-    """Every rule's :meth:`Rule.code`, read at one time."""
-    memo: dict[int, Any] = {}
-    return {rid: r.code(memo) for rid, r in BOOK.items()}
+    return now()[0]

@@ -53,17 +53,21 @@ def _plain(x: Any) -> Any:
     return item() if callable(item) else str(x)
 
 
+def _canon(stats: Mapping[str, Any]) -> Any:
+    """Statistics as JSON would store them (keys as strings, tuples as lists, numpy scalars as numbers)."""
+    return json.loads(json.dumps(stats, default=_plain))
+
+
 def stats_digest(stats: Mapping[str, Any]) -> str:
-    """sha256 (16 hex digits) of statistics as JSON would store them (keys as strings, tuples as lists)."""
-    canon = json.loads(json.dumps(stats, default=_plain))
-    return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()[:16]
+    """sha256 (16 hex digits) of statistics as JSON would store them."""
+    return hashlib.sha256(json.dumps(_canon(stats), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def stats_parts(stats: Mapping[str, Any]) -> dict[str, str]:
     """Each top-level part of statistics with the digest of its value, as JSON would store it: a field added to
     declared statistics leaves the declared parts in place, and the data is still the declared data."""
-    canon = json.loads(json.dumps(stats, default=_plain))
-    return {str(k): hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16] for k, v in canon.items()}
+    return {str(k): hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16]
+            for k, v in _canon(stats).items()}
 
 
 def file_digest(path: str | Path) -> str:
