@@ -102,9 +102,11 @@ def test_evaluate_separates_path_text_and_checks_its_calibration(tmp_path) -> No
     neg, pos = rarest("fresh"), rarest("paths")
     y = np.r_[np.zeros(len(neg)), np.ones(len(pos))]
     assert e["auroc"][0] == pytest.approx(roc_auc_score(y, np.r_[neg, pos]), abs=1e-12)
+    # at 1% of a few dozen fresh documents the cut is their largest score, so whether any path document passes it
+    # turns on one document (seen both ways across machines): the share is checked against the loop, not against 0
     flagged = pos > np.quantile(neg, 0.99)
-    assert e["flagged"] == pytest.approx(flagged.mean()) and 0 < e["flagged"] <= 1
-    assert sum(e["flagged_by"].values()) == pytest.approx(1.0)
+    assert e["flagged"] == pytest.approx(flagged.mean()) and 0 <= e["flagged"] <= 1
+    assert sum(e["flagged_by"].values()) == pytest.approx(1.0 if flagged.any() else 0.0)
     c = r["calibration"]
     assert c["documents"] == r["fresh_documents"] > 20 and len(c["curve"]) == 5
     assert r["fitted_documents"] + r["calibration_documents"] + r["fresh_documents"] == r["reference_documents"]

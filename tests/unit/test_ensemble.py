@@ -2,6 +2,7 @@
 
 import json
 import random
+import shutil
 
 import pytest
 import torch
@@ -188,3 +189,66 @@ def test_two_members_in_one_folder_are_refused_before_anything_is_written(tmp_pa
     with pytest.raises(HeadlabError, match="share the run folder"):
         Ensemble(members, progress=False)
     assert not (tmp_path / "same").exists()
+
+
+def test_a_stopped_ensemble_resumes_to_the_uninterrupted_run(pair, tmp_path, monkeypatch, capsys):
+    """Stopped after step 6 (its last checkpoint at step 4), then resumed: the members' logs, evaluations and final
+    weights are the uninterrupted group's, and no logged row is written twice."""
+    from headlab.retrieval import training_group
+
+    base, members = pair
+    again = [GroupMember(m.task, tmp_path / f"g{i}", seed=m.seed, lr=m.lr, warmup_steps=m.warmup_steps)
+             for i, m in enumerate(members)]
+    shape = dict(steps=STEPS, eval_every=4, eval_n=64, checkpoint_every=4, progress=False)
+    real = training_group.StackedRetrievalEval.on_step
+
+    def stop(self, ensemble, step, losses):
+        real(self, ensemble, step, losses)
+        if step == 6:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(training_group.StackedRetrievalEval, "on_step", stop)
+    with pytest.raises(KeyboardInterrupt):
+        train_group(again, **shape)
+    assert len((tmp_path / "g0" / "metrics.jsonl").read_text().splitlines()) == 6
+    monkeypatch.setattr(training_group.StackedRetrievalEval, "on_step", real)
+    with pytest.raises(HeadlabError, match="already holds"):  # not without asking
+        train_group(again, **shape)
+    done = train_group(again, resume=True, **shape)
+    assert "resumed at step 4" in capsys.readouterr().err and len(done) == 3
+    for i in range(3):
+        for log in ("metrics.jsonl", "eval.jsonl"):
+            a, b = ([json.loads(x) for x in open(root / f"g{i}" / log)] for root in (base, tmp_path))
+            assert [r["step"] for r in a] == [r["step"] for r in b]
+            assert all(abs(x["loss"] - y["loss"]) <= 1e-6 * abs(x["loss"]) for x, y in zip(a, b))
+        wa, wb = (load_file(root / f"g{i}" / "final.safetensors") for root in (base, tmp_path))
+        assert max(_rel(wb[k], wa[k]) for k in wa) < 1e-6
+
+
+def test_a_resumed_ensemble_refuses_another_config(pair, tmp_path):
+    base, members = pair
+    again = [GroupMember(m.task, tmp_path / f"g{i}", seed=m.seed, lr=m.lr, warmup_steps=m.warmup_steps)
+             for i, m in enumerate(members)]
+    train_group(again, steps=4, eval_every=4, eval_n=16, checkpoint_every=4, progress=False)
+    with pytest.raises(HeadlabError, match="config differs"):
+        train_group(again, steps=8, eval_every=4, eval_n=16, checkpoint_every=4, resume=True, progress=False)
+
+
+def test_a_sweep_resumes_a_stopped_cell_and_restarts_one_never_checkpointed(tmp_path, capsys):
+    """A cell whose members all checkpointed resumes (the summary equals the uninterrupted run's); a cell without
+    a checkpoint starts over."""
+    from headlab.retrieval import grid
+    from headlab.retrieval.settings import SWEEP
+
+    st = SWEEP.replace(layers=(1,), depths=(2,), curricula=("dense",), seeds=(0, 1), steps=8, eval_every=4,
+                       eval_n=16, checkpoint_every=4, jobs=1)
+    whole = grid.sweep(tmp_path / "a", st, progress=False)
+    for s in (0, 1):  # stopped after step 4: its checkpoint of step 8 and what finishing writes are gone
+        run = tmp_path / "a" / f"L1-D2-dense-s{s}"
+        for name in ("summary.json", "final.safetensors"):
+            (run / name).unlink()
+
+        shutil.rmtree(run / "checkpoints" / "step-0000008")
+    again = grid.sweep(tmp_path / "a", st, progress=False)
+    assert "resumed at step 4" in capsys.readouterr().err and again.trained_now == 2
+    assert [r["final_loss"] for r in again.runs] == pytest.approx([r["final_loss"] for r in whole.runs], rel=1e-6)

@@ -30,6 +30,7 @@ from headlab.retrieval.record import RunSummary
 from headlab.retrieval.settings import SWEEP, SweepSettings
 from headlab.retrieval.training import RetrievalTask, retrieval_config
 from headlab.retrieval.training_group import GroupMember, train_group
+from headlab.training import checkpoint as ckpt
 
 
 def cell_name(layers: int, depth: int, curriculum: str, seed: int) -> str:
@@ -189,9 +190,12 @@ class _Group:
 
 def _train_group(g: _Group) -> str:
     st, out, members = g.settings, Path(g.out), []
-    for c, s in g.members:
-        run = out / cell_name(g.layers, g.depth, c, s)
-        if run.exists():  # an interrupted cell starts over: its batches are seeded, nothing is lost
+    runs = [out / cell_name(g.layers, g.depth, c, s) for c, s in g.members]
+    # an interrupted ensemble resumes from the newest step all its members checkpointed; one whose members were
+    # not stopped together starts over (its batches are seeded: nothing is lost but time)
+    resume = all(ckpt.checkpoints(r) for r in runs if r.exists()) and all(r.exists() for r in runs)
+    for (c, s), run in zip(g.members, runs):
+        if run.exists() and not resume:
             shutil.rmtree(run)
         task = RetrievalTask(g.depth, c, n_distractors=st.distractors, separator=st.separator,
                              min_depth=st.min_depth)
@@ -199,7 +203,7 @@ def _train_group(g: _Group) -> str:
     done = train_group(members, n_layers=g.layers, n_heads=st.n_heads, d_model=st.d_model, steps=st.steps,
                        batch_size=st.batch_size, positions=st.positions, init=st.init, untied=st.untied,
                        eval_every=st.eval_every, eval_n=st.eval_n, checkpoint_every=st.checkpoint_every,
-                       progress=False)
+                       resume=resume, progress=False)
     wins = sum(bool(r.success) for r in done)
     return f"L{g.layers}-D{g.depth}: {wins}/{len(done)} runs succeeded ({done[0].ensemble_wall_s} s)"
 

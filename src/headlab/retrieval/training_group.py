@@ -111,15 +111,16 @@ def train_group(members: Sequence[GroupMember], *, n_layers: int = TRAIN.n_layer
                 d_model: int = TRAIN.d_model, steps: int = TRAIN.steps, batch_size: int = TRAIN.batch_size,
                 positions: str = TRAIN.positions, init: str = TRAIN.init, untied: bool = TRAIN.untied,
                 eval_every: int = TRAIN.eval_every, eval_n: int = SWEEP.eval_n, checkpoint_every: int | None = None,
-                success: float = 0.99,
+                success: float = 0.99, resume: bool = False,
                 progress: bool, threads: int = 1) -> list[RunSummary]:
-    """Train every member into its folder at once; returns their summaries (also each ``summary.json``)."""
+    """Train every member into its folder at once; returns their summaries (also each ``summary.json``).
+    ``resume``: continue members stopped together from the newest step all of them checkpointed."""
     first = members[0].task
     for m in members:
         if (m.task.depth, m.task.n_distractors, m.task.n_vars, m.task.n_values) != (
                 first.depth, first.n_distractors, first.n_vars, first.n_values):
             raise HeadlabError(f"{m.run}: a group's members share depth, distractors and vocabulary")
-        if (Path(m.run) / "eval.jsonl").exists():
+        if (Path(m.run) / "eval.jsonl").exists() and not resume:
             raise HeadlabError(f"{m.run} already holds a run; choose another folder")
     cfgs = [retrieval_config(m.task, n_layers=n_layers, n_heads=n_heads, d_model=d_model, steps=steps,
                              batch_size=batch_size, lr=m.lr, seed=m.seed, positions=positions, init=init,
@@ -131,7 +132,7 @@ def train_group(members: Sequence[GroupMember], *, n_layers: int = TRAIN.n_layer
         RunTask(m.task).write(m.run)
     ens = Ensemble([Member(c, Path(m.run), RetrievalSource(m.task)) for c, m in zip(cfgs, members)],
                    callbacks=[StackedRetrievalEval(members, eval_every, steps, n=eval_n)], progress=progress,
-                   threads=threads)
+                   threads=threads, resume=resume, logs=("eval.jsonl",))
     ens.fit()
     extra = {"trained_with": f"ensemble of {len(members)}", "ensemble_wall_s": round(ens.wall_s, 1),
              "eval_n": eval_n}

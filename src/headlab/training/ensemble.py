@@ -16,7 +16,10 @@ Contract:
   runs within 1e-5);
 * each member's run folder is a solo run's: ``config.toml``, ``metrics.jsonl``, ``checkpoints/step-N`` (model
   and AdamW state in the solo format, so ``headlab train --resume`` can continue one member alone),
-  ``final.safetensors``.
+  ``final.safetensors``;
+* a stopped ensemble resumes (``resume=True``) from the newest step at which every member holds a sound checkpoint:
+  each member's weights and AdamW moments are loaded into the stacks and the per-step logs lose their later rows,
+  so the resumed run is the uninterrupted one (batches are a function of seed and step).
 
 Callbacks receive the ensemble: ``on_step(ensemble, step, losses)`` with one loss per member. A solo
 :class:`~headlab.training.trainer.Callback` runs per member through :class:`PerMember`, which hands it a view with
@@ -39,10 +42,11 @@ from headlab.errors import HeadlabError
 from headlab.io import FolderLock, write_text_atomic
 from headlab.nn import stacked
 from headlab.nn.transformer import Transformer
+from headlab.notices import say
 from headlab.progress import bar as progress_bar
 from headlab.training import checkpoint as ckpt
-from headlab.training.config import TrainConfig, to_toml
-from headlab.training.trainer import BatchSource, adamw, decays, lr_at
+from headlab.training.config import TrainConfig, load_config, same_but_vocab, to_toml
+from headlab.training.trainer import LOGS, BatchSource, adamw, decays, lr_at, truncate_jsonl
 
 #: optimizer fields members must share (the rest: seed, lr, warmup_steps, min_lr_ratio may differ)
 SHARED_OPTIM = ("steps", "batch_size", "weight_decay", "beta1", "beta2", "grad_clip")
@@ -94,7 +98,7 @@ class _Moments:
 
 class Ensemble:
     def __init__(self, members: Sequence[Member], *, callbacks: Sequence[EnsembleCallback] = (),
-                 progress: bool, threads: int | None = None):
+                 progress: bool, threads: int | None = None, resume: bool = False, logs: Sequence[str] = ()):
         if not members:
             raise HeadlabError("an ensemble needs at least one member")
         self.members, self.callbacks, self.progress = list(members), list(callbacks), progress
@@ -117,7 +121,7 @@ class Ensemble:
             shared = next(r for r in runs if runs.count(r) > 1)
             raise HeadlabError(f"two ensemble members share the run folder {shared}")
         for m in self.members:
-            if ckpt.checkpoints(m.run):
+            if ckpt.checkpoints(m.run) and not resume:
                 raise HeadlabError(f"{m.run} already holds checkpoints; choose another folder")
         self._lock_all()
         self.models: list[Transformer] = []
@@ -125,15 +129,49 @@ class Ensemble:
             torch.manual_seed(m.cfg.optim.seed)  # as Trainer: the member's initial weights are its solo run's
             m.model = Transformer(m.cfg.model)
             self.models.append(m.model)
+        self.start, saved = self._resume_from([*LOGS, *logs]) if resume else (0, [])
+        for m in self.members:
             write_text_atomic(m.run / "config.toml", to_toml(m.cfg))
         self.params = {n: p.requires_grad_() for n, p in stacked.stack_weights(self.models).items()}
         for i, model in enumerate(self.models):
             _bind_views(model, self.params, i)
         self.moments = _Moments({n: torch.zeros_like(p) for n, p in self.params.items()},
                                 {n: torch.zeros_like(p) for n, p in self.params.items()})
+        with torch.no_grad():
+            for i, (avg, sq) in enumerate(saved):
+                for n in self.params:
+                    self.moments.exp_avg[n][i] = avg[n]
+                    self.moments.exp_avg_sq[n][i] = sq[n]
         self.ckpt_steps = [set(ckpt.schedule(self.steps, m.cfg.checkpoints.early_points,
                                              m.cfg.checkpoints.early_fraction, m.cfg.checkpoints.every))
                            for m in self.members]
+
+    def _resume_from(self, logs: Sequence[str]) -> tuple[int, list[tuple[dict[str, Any], dict[str, Any]]]]:
+        """Load every member's checkpoint of the newest step all of them hold soundly into its model (before the
+        stacking) and return that step with each member's AdamW moments by weight name; drop the logs' later rows.
+        With no such step every member starts over, its logs afresh."""
+        for m in self.members:
+            if (m.run / "config.toml").exists() and not same_but_vocab(load_config(m.run / "config.toml"), m.cfg):
+                raise HeadlabError(f"the config differs from {m.run}/config.toml; resume with the same one")
+        sound = [dict(ckpt.sound_checkpoints(m.run)) if ckpt.checkpoints(m.run) else {} for m in self.members]
+        common = set.intersection(*(set(s) for s in sound))
+        step = max(common, default=0)
+        moments = []
+        for m, model, held in zip(self.members, self.models, sound):
+            for name in logs:
+                truncate_jsonl(m.run / name, step)
+            if not step:
+                continue
+            folder = held[step]
+            ckpt.load_weights(folder, model)
+            opt = adamw(model, m.cfg)
+            ckpt.load_optimizer(folder, opt, ckpt.verify(folder)["optimizer"])
+            named = dict(model.named_parameters())
+            moments.append(({n: opt.state[p]["exp_avg"] for n, p in named.items()},
+                            {n: opt.state[p]["exp_avg_sq"] for n, p in named.items()}))
+        say(f"{', '.join(str(m.run) for m in self.members)}: "
+            + (f"resumed at step {step}" if step else "no step checkpointed by every member; started over"))
+        return step, moments
 
     def _lock_all(self) -> None:
         """One writer per run folder; on a refused lock, the ones taken are given back."""
@@ -202,8 +240,10 @@ class Ensemble:
         bar = progress_bar(self.steps, f"train {self.size} models", "step", self.progress)
         logs = [open(m.run / "metrics.jsonl", "a") for m in self.members]
         t0 = time.perf_counter()
+        if bar is not None:
+            bar.update(self.start)
         try:
-            for step in range(self.steps):
+            for step in range(self.start, self.steps):
                 lrs = torch.tensor([lr_at(step, m.cfg) for m in self.members])
                 ids, labels, counts = self.batch(step)
                 for p in self.params.values():

@@ -196,7 +196,7 @@ class Trainer:
         self.start = int(state["step"])
         if self.main:
             for name in LOGS:
-                _truncate_jsonl(self.run / name, self.start)
+                truncate_jsonl(self.run / name, self.start)
 
     # -- one step -------------------------------------------------------------------------------------------
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
@@ -327,7 +327,7 @@ class Trainer:
         ckpt.save(self.run, step, self.model, self.opt, {"data_position": {"step": step, "seed": self.cfg.optim.seed}})
 
 
-def _truncate_jsonl(path: Path, step: int) -> None:
+def truncate_jsonl(path: Path, step: int) -> None:
     """Drop rows written after ``step`` (they will be written again by the resumed run)."""
     if not path.exists():
         return
