@@ -133,6 +133,59 @@ def test_depth_law_needs_seeds():
     assert BOOK["retrieval.depth-bound"].judge(over).verdict == Verdict.NOT_SUPPORTED
 
 
+def _edge_folder(root: Path, solves: dict[tuple[int, int], list[int]], flat: bool = True) -> None:
+    """Study folders of dense runs: per cell, each seed's eval.jsonl (a loss falling, flat at the end or not;
+    hops 1..k at 0.99 on the last row) and its summary."""
+    import json
+
+    for (layers, depth), ks in solves.items():
+        for seed, k in enumerate(ks):
+            run = root / "depth_edge" / f"L{layers}-D{depth}" / f"L{layers}-D{depth}-dense-s{seed}"
+            run.mkdir(parents=True)
+            losses = [0.2 + 0.3 * math.exp(-i / 5) if flat else 1.0 - i / 50 for i in range(40)]
+            hops = {str(h): 0.99 if h <= k else 0.6 for h in range(1, depth + 1)}
+            (run / "eval.jsonl").write_text("".join(json.dumps({"step": 100 * (i + 1), "loss": x, "hops": hops}) + "\n"
+                                                    for i, x in enumerate(losses)))
+            (run / "summary.json").write_text(json.dumps({"n_layers": layers, "task": {"depth": depth,
+                                                                                       "curriculum": "dense"}}))
+
+
+@pytest.mark.parametrize("solves, flat, verdict, reason", [
+    ({(1, 2): [1] * 3, (2, 4): [4, 3, 3], (2, 5): [3] * 3, (2, 6): [3] * 3}, True, Verdict.SUPPORTED, ""),
+    ({(1, 2): [1] * 3, (2, 4): [3] * 3, (2, 5): [3] * 3, (2, 6): [2] * 3}, True, Verdict.INCONCLUSIVE,
+     "bound not reached: two layers solve 3 hops at most"),
+    ({(1, 2): [1] * 3, (2, 4): [4] * 3, (2, 5): [5, 3, 3]}, False, Verdict.NOT_SUPPORTED,
+     "L2 solves 5 hops, above 3^L/2 = 4.5"),
+    ({(1, 2): [2, 1, 1]}, True, Verdict.NOT_SUPPORTED, "L1 solves 2 hops, above 3^L/2 = 1.5"),
+    ({(1, 2): [1] * 3, (2, 4): [4] * 3, (2, 5): [4] * 3, (2, 6): [4] * 3}, False, Verdict.INCONCLUSIVE,
+     "under 3 seeds trained to a plateau at L1-D2, L2-D4, L2-D5, L2-D6"),
+    ({(1, 2): [1] * 3, (2, 4): [4] * 3, (2, 5): [4, 4]}, True, Verdict.INCONCLUSIVE,
+     "under 3 seeds trained to a plateau at L2-D5, L2-D6"),
+])
+def test_the_depth_edge_reads_its_runs(tmp_path, solves, flat, verdict, reason):
+    """From run folders: refuted by a run above the bound whether or not it flattened, supported only when two
+    layers reach 4 hops with every cell's seeds at a plateau; a cell not run is said."""
+    from headlab.retrieval.edge import edge_stats
+
+    _edge_folder(tmp_path, solves, flat)
+    stats, files = edge_stats(tmp_path)
+    assert len(files) == 2 * sum(map(len, solves.values()))
+    j = BOOK["retrieval.depth-edge"].decide(stats)
+    assert (j.verdict, j.reason) == (verdict, reason)
+    assert ("L2-D6: not run" in j.power) == ((2, 6) not in solves)
+
+
+def test_plateau_reads_a_decline_through_the_scatter(tmp_path):
+    from headlab.retrieval.edge import edge_stats, plateaued
+
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.03, 100)
+    assert plateaued(list(0.2 + noise))                                # flat, however noisy
+    assert not plateaued(list(np.linspace(0.5, 0.1, 100) + noise))     # still falling by far more than the scatter
+    assert not plateaued([0.3] * 9)                                    # too few rows to say
+    assert edge_stats(tmp_path) == (None, [])                          # no study yet: not measured
+
+
 def test_order_rules_are_two_claims():
     assert BOOK["retrieval.hop-order"].judge({"in_order": 12, "runs": 12, "excluded": {}}).verdict == Verdict.SUPPORTED
     assert BOOK["retrieval.hop-order"].judge({"in_order": 4, "runs": 4}).verdict == Verdict.INCONCLUSIVE

@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 
 from headlab.calibration import Control, Stats, control
+from headlab.retrieval import edge
 from headlab.rulebook.retrieval import MIN_ORDER_RUNS, MIN_SEEDS
 
 LAYERS = (1, 2, 3)
@@ -58,6 +59,31 @@ def _order(rng: np.random.Generator, planted: bool) -> Stats:
     return {"cells": cells}
 
 
+def _run(rng: np.random.Generator, depth: int, solves: int, rows: int = 80) -> list[dict]:
+    """A dense run's held-out rows: a loss falling to its floor within the first half (noise 0.01), and at the
+    last row hops 1..``solves`` at accuracy 0.97-1.00, the rest at 0.5-0.9."""
+    t = np.arange(1, rows + 1)
+    loss = 0.15 + 0.35 * np.exp(-t / (rows / 8)) + rng.normal(0, 0.01, rows)
+    hops = {str(k): float(rng.uniform(0.97, 1.0) if k <= solves else rng.uniform(0.5, 0.9))
+            for k in range(1, depth + 1)}
+    return [{"step": 250 * int(i), "loss": float(x), **({"hops": hops} if i == rows else {})}
+            for i, x in zip(t, loss)]
+
+
+def _edge(rng: np.random.Generator, planted: bool) -> Stats:
+    """The four cells, three seeds each, every run flattened. Planted: the bound reached, each 2-layer seed
+    solving 4 hops with probability 1/2 at depth 4 and 1/3 at depths 5 and 6 (3 otherwise), one layer 1 hop. Null:
+    one hop more per layer (one layer 1 hop, two layers 2 or 3)."""
+    def solves(layers: int, depth: int) -> int:
+        if layers == 1:
+            return 1
+        if planted:
+            return 4 if rng.random() < (0.5 if depth == 4 else 1 / 3) else 3
+        return int(rng.integers(2, 4))
+    return {"cells": [edge.cell(L, D, [_run(rng, D, solves(L, D)) for _ in range(MIN_SEEDS)])
+                      for L, D in edge.CELLS]}
+
+
 LAW = f"{MIN_SEEDS} seeds at 1, 2 and 3 layers, trained to depth {TRAINED}"
 for rid, planted, null, evidence, effect, nothing in (
     ("retrieval.depth-bound", lambda r: _law(r, True), lambda r: _law(r, False), LAW,
@@ -74,3 +100,7 @@ for rid, planted, null, evidence, effect, nothing in (
      f"2 cells of {MIN_SEEDS} runs, 4 roles", "one order in every run", "a random order per run"),
 ):
     control(Control(rid, evidence, effect, nothing, planted, null, "statistics", 500))
+# the runs' rows go through the study's own reading (D_max, plateau): level data
+control(Control("retrieval.depth-edge", f"{MIN_SEEDS} flattened seeds in each of the four cells (80 logged losses per "
+                "run)", "two layers solve 4 hops in half the depth-4 seeds and a third of the others",
+                "two layers solve 2 or 3 hops", lambda r: _edge(r, True), lambda r: _edge(r, False), "data", 500))

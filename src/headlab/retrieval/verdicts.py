@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from headlab.io import write_text_atomic
 from headlab.result import Result, read_json
+from headlab.retrieval.edge import FOLDER, edge_stats
 from headlab.retrieval.record import RunSummary, finished_runs
 from headlab.rulebook import BOOK, VERSION, label
 from headlab.rulebook.multiplicity import holm, stated
@@ -174,6 +175,19 @@ def rows(root: Path) -> list[dict[str, Any]]:
     return holm(out)
 
 
+def edge_rows(root: Path) -> list[dict[str, Any]]:
+    """The depth law where it can fail (:mod:`headlab.retrieval.edge`), judged: not measured until the study's runs
+    exist. Its own function beside :func:`rows`, whose code the other rules' fingerprints cover."""
+    stats, files = edge_stats(root)
+    where = f"`{(root / FOLDER).relative_to(root.parent.parent)}`"
+    text = (f"{len(files) // 2} dense runs in {len({Path(f).parent.parent for f in files})} cells ({where})" if stats
+            else "no finished run yet (the study: `results/retrieval/depth_edge.sh`)")
+    rule = BOOK["retrieval.depth-edge"]
+    row = {"row": rule.claim + ": the cells the bound decides", "rule": rule.id, "stats": stats, "measured": text,
+           **rule.judge(stats, _evidence(root, rule.data)).to_json()}
+    return holm([row])
+
+
 def _evidence(root: Path, globs: tuple[str, ...]) -> list[str]:
     """The sha256 of the result files a rule reads (its globs are under results/, ``root``'s parent)."""
     return [file_digest(f) for f in sorted({f for g in globs for f in root.parent.glob(g) if f.is_file()})]
@@ -210,7 +224,7 @@ def judge(root: Path) -> RetrievalVerdictsResult:
     files a row names are named from the results root (``results/...``), whatever that folder is called: a copy
     judged elsewhere writes the same text. (Renamed here, after the rows: the functions that compute the rows are
     part of their rules' fingerprints.)"""
-    found = rows(root)
+    found = rows(root) + edge_rows(root)
     mine = f"`{root.resolve().parent.name}/"
     for r in found:
         r["measured"] = r["measured"].replace(mine, "`results/")

@@ -13,6 +13,10 @@ from headlab.rulebook.decide import fisher_p, fisher_power, share_above
 
 DOC = "multi-hop retrieval (seeds/)"
 MIN_SEEDS = 3               # a layer count's D_max from fewer seeds is one draw of an unstable training run
+#: the cells of the bound's edge, (layers, trained depth), read by :mod:`headlab.retrieval.edge`
+EDGE_CELLS = ((1, 2), (2, 4), (2, 5), (2, 6))
+REACHED = 4                 # floor(3^2 / 2): the most hops two layers may solve under the bound
+PLATEAU = 0.05              # flattened: the last fifth of the logged losses at most this far below the fifth before
 MIN_ORDER_RUNS = 5          # a share of runs in order: 5 of 5 is the fewest whose Wilson lower bound clears 1/2
 S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
 
@@ -38,6 +42,28 @@ def depth_bound(s: Mapping[str, Any]) -> Judgement:
     if all(a < b for a, b in zip(meds, meds[1:])):
         return Judgement(S, "", power)
     return Judgement(I, "D_max does not rise with every added layer", power)
+
+
+def depth_edge(s: Mapping[str, Any]) -> Judgement:
+    """The bound where it can fail (:mod:`headlab.retrieval.edge`): refuted by any run above 3^L/2, flattened or
+    not; reached when two layers solve 4 hops, once every cell has its seeds trained to a plateau."""
+    cells = sorted(s["cells"], key=lambda c: (c["layers"], c["trained_depth"]))
+    have = {(c["layers"], c["trained_depth"]) for c in cells}
+    power = "; ".join(f"L{c['layers']}-D{c['trained_depth']}: D_max {', '.join(map(str, c['d_max']))} "
+                      f"({sum(c['flat'])} of {len(c['flat'])} flattened)" for c in cells)
+    power += "".join(f"; L{L}-D{D}: not run" for L, D in EDGE_CELLS if (L, D) not in have)
+    over = [c for c in cells if max(c["d_max"], default=0) > c["bound"]]
+    if over:
+        c = over[0]
+        return Judgement(N, f"L{c['layers']} solves {max(c['d_max'])} hops, above 3^L/2 = {c['bound']:g}", power)
+    flat = {(c["layers"], c["trained_depth"]): sum(c["flat"]) for c in cells}
+    short = [f"L{L}-D{D}" for L, D in EDGE_CELLS if flat.get((L, D), 0) < MIN_SEEDS]
+    if short:
+        return Judgement(I, f"under {MIN_SEEDS} seeds trained to a plateau at {', '.join(short)}", power)
+    best = max(d for c in cells if c["layers"] == 2 for d in c["d_max"])
+    if best >= REACHED:
+        return Judgement(S, "", power)
+    return Judgement(I, f"bound not reached: two layers solve {best} hops at most", power)
 
 
 def depth_rate(s: Mapping[str, Any]) -> Judgement:
@@ -120,6 +146,20 @@ RULES = (
                  "over ≥ 3 layer counts and none is capped by the trained depth", "3^L/2", "the document's law",
                  "none", f"≥ {MIN_SEEDS} seeds at every layer count", depth_bound,
                  computed_by=(CODE + "law_cells", CODE + "rows"), data=DATA, family=Family.EVERY)),
+    declare(Rule("retrieval.depth-edge", DOC, "the minimum number of layers grows logarithmically with depth "
+                 "(t ≥ log3(2D)), and an implicit curriculum makes the bound reachable",
+                 "D_max per seed (every hop 1..D at accuracy 0.95) in the cells the bound decides: 1 layer trained "
+                 "to depth 2, 2 layers to depths 4, 5 and 6, dense curriculum; whether each run's loss had "
+                 f"flattened (the last fifth of its logged losses at most {PLATEAU:.0%} below the fifth before it, "
+                 "or not below it by three standard errors)",
+                 "refuted when any run, flattened or not, solves more hops than 3^L/2; supported (the bound "
+                 f"reached) when a 2-layer run solves {REACHED} hops and every cell has {MIN_SEEDS} flattened seeds",
+                 f"3^L/2; {REACHED} hops at two layers",
+                 f"the document's law; {REACHED} = floor(3^2/2); the plateau's {PLATEAU:.0%} is ours",
+                 f"two layers solve fewer than {REACHED} hops (one hop more per layer gives 3)",
+                 f"≥ {MIN_SEEDS} seeds trained to a plateau in each of the four cells", depth_edge,
+                 computed_by=(CODE + "edge_rows", "headlab.retrieval.edge.edge_stats"),
+                 data=("retrieval/depth_edge/**/eval.jsonl", "retrieval/depth_edge/**/summary.json"))),
     declare(Rule("retrieval.depth-rate", DOC, "the minimum number of layers grows logarithmically with depth "
                  "(the rate: ×3 hops per layer)", "median D_max of successive layer counts",
                  "which prediction of the next median is closer on log(1 + D): ×3 (the law) or +1 hop",
