@@ -3,8 +3,10 @@ trajectories whose stages are known."""
 
 from __future__ import annotations
 
+import json
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -150,8 +152,19 @@ def test_every_committed_long_run_report_is_what_its_committed_scores_render(tmp
     for run in runs:
         out = tmp_path / run.relative_to(root)
         write_track_text(TrackResult.read(run / "track"), run, out)
-        for name in ("phases.json", "track.md"):
-            assert (out / name).read_text() == (run / "track" / name).read_text(), (run, name)
+        # the fits' last bits differ between CPUs (seen: one digit in the 17th place), so the JSON is compared to
+        # 12 significant digits, the rendered report to the letter
+        assert _digits(json.loads((out / "phases.json").read_text())) == _digits(
+            json.loads((run / "track" / "phases.json").read_text())), run
+        assert (out / "track.md").read_text() == (run / "track" / "track.md").read_text(), run
+
+
+def _digits(x: Any) -> Any:
+    if isinstance(x, float):
+        return float(f"{x:.12g}")
+    if isinstance(x, dict):
+        return {k: _digits(v) for k, v in x.items()}
+    return [_digits(v) for v in x] if isinstance(x, list) else x
 
 
 def test_track_text_refuses_a_folder_that_was_not_tracked(tmp_path) -> None:
