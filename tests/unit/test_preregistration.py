@@ -209,3 +209,71 @@ def test_a_refutation_counts_only_fractions_where_the_gain_was_possible():
     j = early_prediction(_prediction(low, aurocs=full))
     assert j.verdict == Verdict.INCONCLUSIVE and j.reason.startswith("untestable here: the strongest null is at its")
     assert early_prediction(_prediction(low)).verdict == Verdict.NOT_SUPPORTED  # no AUROCs kept: judged as before
+
+
+def _rerun(d: dict, **inputs) -> dict:
+    """An evaluation "run again": every AUROC moved a little (new bytes, new statistics), ``inputs`` changed."""
+    import copy
+
+    d = copy.deepcopy({**d, **inputs})
+    for row in d["kinds"].values():
+        for m, (a, lo, hi) in row["auroc"].items():
+            row["auroc"][m] = [a * 0.999, lo * 0.999, hi * 0.999]
+        if row.get("heads_vs_best"):
+            row["heads_vs_best"] = [x + 1e-4 for x in row["heads_vs_best"]]
+    return d
+
+
+def test_a_rerun_of_declared_data_stays_exploratory_however_its_bytes_differ(tmp_path, monkeypatch):
+    """The committed minilm-l6 evaluation run again on the same reference (its statistics and bytes all new) reads
+    exploratory by its identity; the same numbers from another reference read as new data. The declaration is made
+    here, on a copy of the committed file, into a declarations file of the test's own."""
+    import json
+    from pathlib import Path
+
+    from headlab.monitor.comparison import EvaluationResult
+    from headlab.rulebook.book import now
+
+    root = tmp_path / "results"
+    (root / "monitor" / "m").mkdir(parents=True)
+    committed = json.loads((Path(__file__).resolve().parents[2] / "results/monitor/minilm-l6/evaluate.json")
+                           .read_text())
+    (root / "monitor" / "m" / "evaluate.json").write_text(json.dumps(committed))
+    declared = tmp_path / "declared.json"
+    fps, code = now()
+    registration.declare({"monitor.kind": fps["monitor.kind"]}, {"monitor.kind": ()}, {}, root, 0, code, declared)
+    assert registration.read(declared)["monitor.kind"].identities  # one per kind of the evaluation
+    monkeypatch.setattr(registration, "DECLARED", declared)
+    monkeypatch.setattr(registration, "declarations", lambda: registration.read(declared))
+
+    def exploratory(doc: dict) -> set[bool]:
+        r = registration.judged_as_produced(EvaluationResult.from_json(doc))
+        return {row["verdict"].startswith("exploratory") for row in r.kinds.values()}
+
+    assert exploratory(_rerun(committed)) == {True}
+    assert exploratory(_rerun(committed, reference=["pydoc"])) == {False}
+    # the identity is what produced the data, not what it says: the kinds' rows and their verdicts are not inputs
+    same = registration.identities("evaluate.json", _rerun(committed))
+    assert same == registration.identities("evaluate.json", committed)
+
+
+def test_a_claims_table_rerun_on_a_declared_model_stays_exploratory(tmp_path, monkeypatch):
+    """Claims identities are per model and settings: the same model at the same settings is declared data; at
+    another seed it is new."""
+    import json
+    from pathlib import Path
+
+    committed = json.loads((Path(__file__).resolve().parents[2] / "results/study/claims/claims.json").read_text())
+    ids = registration.identities("claims.json", committed)
+    assert len(ids) == len(committed["models"]) == len(set(ids))
+    moved = {**committed, "settings": {**committed["settings"], "monitor_dir": "elsewhere"}}
+    assert registration.identities("claims.json", moved) == ids  # where evaluations were read is not an input
+    reseeded = {**committed, "settings": {**committed["settings"], "seed": 1}}
+    assert set(registration.identities("claims.json", reseeded)).isdisjoint(ids)
+    monkeypatch.setattr(registration, "declarations", lambda: {
+        "slash.2": registration.Declaration(0, "x", {}, (), {}, (), tuple(ids))})
+    stats = {"count": 12, "heads": 72, "a field never declared": 1}
+    with registration.produced_from(ids[:1]):
+        assert registration.is_exploratory("slash.2", stats)
+    with registration.produced_from(registration.identities("claims.json", reseeded)[:1]):
+        assert not registration.is_exploratory("slash.2", stats)

@@ -41,6 +41,7 @@ from headlab.monitor.settings import (
     EvaluateSettings,
     MonitorSettings,
 )
+from headlab.rulebook.registration import judged_as_produced
 from headlab.settings import takes
 from headlab.values import listed
 
@@ -166,7 +167,8 @@ def evaluate(model: str | LoadedModel, settings: EvaluateSettings = EVALUATE, *,
         assert folder is not None
         r = evaluation.evaluate(model, settings, chosen, progress=progress, device=device,
                                 figure=folder / "calibration.png", scores=folder / "scores.npz")
-        result = EvaluationResult.from_json({**r, "skipped_kinds": [k for k in KINDS if k not in chosen]})
+        result = judged_as_produced(EvaluationResult.from_json({**r, "skipped_kinds": [k for k in KINDS
+                                                                                     if k not in chosen]}))
         result.write(folder)  # the kinds not installed here were said on stderr
     return result
 

@@ -201,6 +201,13 @@ class EvaluationResult(Result):
     dtype: str | None = None          # absent from evaluations written before it was recorded
     skipped_kinds: list[str] = field(default_factory=list)
 
+    @classmethod
+    def produced_from(cls, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """One identity per kind: the model, its reference and how much of it was read, the target rate, the
+        detectors, the dtype and the kind."""
+        same = {k: doc.get(k) for k in ("model", "reference", "reference_documents", "fpr", "detectors", "dtype")}
+        return [{**same, "kind": k} for k in doc["kinds"]]
+
     def markdown(self) -> str:
         return markdown(self.to_json())
 

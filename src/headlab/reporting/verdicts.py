@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from headlab.errors import HeadlabError
 from headlab.formation.claims import FormationClaimsResult
@@ -42,7 +42,11 @@ class Verdicts(Protocol):
 class Judged(Verdicts, Protocol):
     """A result that keeps its verdicts with the statistics they were judged from."""
 
+    KIND: ClassVar[str]
+
     def rejudged(self) -> Judged: ...
+
+    def to_json(self) -> dict[str, Any]: ...
 
     def write(self, folder: str | Path) -> Path: ...
 
@@ -72,7 +76,7 @@ def rejudge_all(root: str | Path) -> list[Change]:
     for kind in REJUDGED:
         for path in judged[kind]:
             old: Judged = kind.read(path)
-            new = old.rejudged()
+            new = registration.judged_as_produced(old)
             new.write(path.parent)
             changes += _changes(old, new, registration.results_path(base, path))
     folder = base / "retrieval"

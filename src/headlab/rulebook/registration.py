@@ -7,8 +7,12 @@ rule's own commit, before it re-judges anything: a rule whose fingerprint is new
 the data that exists at that moment; a rule whose fingerprint is unchanged keeps its declaration.
 
 A verdict is exploratory when its statistics, or one of the files they were computed from, existed at its rule's
-declaration; a rule that has no declaration at all is exploratory on any data. A unit test holds the declarations
-to the book's fingerprints, so a rule cannot change without being declared again.
+declaration, or when it judges data whose identity existed then: what produced the data (the ``produced_from`` of
+a result kind that keeps verdicts: the model, the corpus and its seed, the settings), not its bytes, so
+a rerun of a declared experiment stays exploratory however its files differ. A declaration records the identities
+of every result under results/ that declares them; a verdict is judged under the identity of its data by
+:func:`judged_as_produced`. A rule that has no declaration at all is exploratory on any data. A unit test holds
+the declarations to the book's fingerprints, so a rule cannot change without being declared again.
 """
 
 from __future__ import annotations
@@ -17,12 +21,17 @@ import hashlib
 import json
 import re
 import subprocess
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Iterator, Mapping, Protocol
 
+from headlab.catalog import complete
+from headlab.errors import HeadlabError
 from headlab.io import file_sha256, write_json_atomic
+from headlab.result import RESULTS, read_json
 from headlab.rulebook import reach
 
 DECLARED = Path(__file__).with_name("declared.json")
@@ -41,10 +50,13 @@ class Declaration:
     #: each committed statistics' parts (key -> digest of its value): statistics holding every part of one of
     #: these are that data, whatever was added beside it
     parts: tuple[dict[str, str], ...] = ()
+    #: the identities of the data every result under results/ held then (:func:`identity`)
+    identities: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "fingerprint": self.fingerprint, "files": self.files,
-                "stats": list(self.stats), "parts": list(self.parts), "code": self.code}
+                "stats": list(self.stats), "parts": list(self.parts), "identities": list(self.identities),
+                "code": self.code}
 
 
 def _plain(x: Any) -> Any:
@@ -86,8 +98,66 @@ def read(path: Path = DECLARED) -> dict[str, Declaration]:
         return {}
     raw = json.loads(path.read_text(encoding="utf-8"))
     return {rid: Declaration(d["version"], d["fingerprint"], dict(d["files"]), tuple(d["stats"]),
-                             dict(d.get("code", {})), tuple(dict(p) for p in d.get("parts", ())))
+                             dict(d.get("code", {})), tuple(dict(p) for p in d.get("parts", ())),
+                             tuple(d.get("identities", ())))
             for rid, d in raw.items()}
+
+
+def identity(kind: str, inputs: Mapping[str, Any]) -> str:
+    """The identity of data: the result kind that holds it and the inputs it was produced from (sha256, 16 hex
+    digits, prefixed ``id:`` so it is never taken for a file's digest)."""
+    return "id:" + hashlib.sha256(json.dumps([kind, _canon(inputs)], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def identities(kind: str, doc: Mapping[str, Any]) -> list[str]:
+    """The identities of the data in a document of result ``kind`` (none for a kind that declares none)."""
+    said = getattr(RESULTS.get(kind), "produced_from", None)
+    return [identity(kind, i) for i in said(dict(doc))] if said is not None else []
+
+
+def identities_under(root: Path) -> tuple[str, ...]:
+    """Every identity of the data the results under ``root`` hold; a file that cannot be read as its kind adds
+    none (the readers refuse it where it is used)."""
+    complete()  # every result kind registers when its module is imported
+    out: set[str] = set()
+    for kind, cls in RESULTS.items():
+        if not hasattr(cls, "produced_from"):
+            continue
+        for path in sorted(root.glob(f"**/{kind}")):
+            try:
+                out.update(identities(kind, read_json(path)))
+            except (HeadlabError, KeyError, TypeError, AttributeError):
+                continue
+    return tuple(sorted(out))
+
+
+#: the identities of the data being judged now (:func:`judged_as_produced`)
+_produced: ContextVar[frozenset[str]] = ContextVar("headlab_produced", default=frozenset())
+
+
+@contextmanager
+def produced_from(ids: Iterable[str]) -> Iterator[None]:
+    """Judge under the identities ``ids``: a rule declared when one of them existed reads exploratory."""
+    token = _produced.set(frozenset(ids))
+    try:
+        yield
+    finally:
+        _produced.reset(token)
+
+
+class Rejudged(Protocol):
+    KIND: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    def rejudged(self) -> Any: ...
+
+
+def judged_as_produced(result: Rejudged) -> Any:
+    """``result`` judged again by the current rule book under the identity of its data: what every producer and
+    ``headlab verdicts`` write, so a verdict's pre-registration follows what produced its data."""
+    with produced_from(identities(result.KIND, result.to_json())):
+        return result.rejudged()
 
 
 @lru_cache(maxsize=1)
@@ -105,6 +175,8 @@ def is_exploratory(rule_id: str, stats: Mapping[str, Any], evidence: Iterable[st
     seen = set(d.files.values())
     if stats_digest(stats) in d.stats or any(e[:16] in seen for e in evidence):
         return True
+    if not _produced.get().isdisjoint(d.identities):
+        return True
     have = set(stats_parts(stats).items())
     return any(set(p.items()) <= have for p in d.parts)
 
@@ -118,6 +190,7 @@ def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]]
     root = Path(root).resolve()
     old = read(path)
     out, renewed = {}, []
+    ids = identities_under(root)
     for rid, fp in fingerprints.items():
         if rid in old and old[rid].fingerprint == fp:
             out[rid] = old[rid]
@@ -126,7 +199,7 @@ def declare(fingerprints: Mapping[str, str], data: Mapping[str, tuple[str, ...]]
                  for g in data.get(rid, ()) for f in sorted(root.glob(g)) if f.is_file()}
         digests = tuple(sorted({stats_digest(s) for s in committed.get(rid, []) if s}))
         parts = tuple({stats_digest(s): stats_parts(s) for s in committed.get(rid, []) if s}.values())
-        out[rid] = Declaration(version, fp, files, digests, dict(code.get(rid, {})), parts)
+        out[rid] = Declaration(version, fp, files, digests, dict(code.get(rid, {})), parts, ids)
         renewed.append(rid)
     write_json_atomic(path, {rid: d.to_json() for rid, d in out.items()})
     declarations.cache_clear()

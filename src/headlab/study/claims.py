@@ -34,6 +34,7 @@ from headlab.notices import say
 from headlab.result import Result, read_json
 from headlab.rulebook import BOOK, VERSION, Verdict, label
 from headlab.rulebook.multiplicity import holm, stated
+from headlab.rulebook.registration import judged_as_produced
 from headlab.rulebook.slash import CLAIMS
 from headlab.settings import Settings, dtype_setting, setting
 from headlab.study.characterize import CHARACTERIZE, characterize
@@ -114,6 +115,13 @@ class ClaimsResult(Result):
                             "per_model": {m.model: _json_row(m.rows.get(c.id)) for m in self.models}
                             if c.id != 7 else None,
                             "cross_model": _json_row(self.cross) if c.id == 7 else None} for c in CLAIMS]}
+
+    @classmethod
+    def produced_from(cls, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """One identity per model: the model and the table's settings (where its monitor evaluations were read
+        from is a path, not an input)."""
+        settings = {k: v for k, v in doc["settings"].items() if k != "monitor_dir"}
+        return [{"model": m["model"], "settings": settings} for m in doc["models"]]
 
     @classmethod
     def decode(cls, d: dict[str, Any]) -> "ClaimsResult":
@@ -302,11 +310,10 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
                                      "layer's heads: no layer-matched control)")
         found.append(mc)
     named = " ".join(corpus) if corpus else "wiki pydoc (default)"
-    return ClaimsResult(*corrected(found, cross_model(found)), {"n": n, "scan_samples": scan_samples, "kappa": kappa,
-                                                "seed": seed, "corpus": named,
-                                                "filter": target_filter,
-                                                "ablation_draws": st.ablate,
-                                                "monitor_dir": shown_path(monitor_dir) if monitor_dir else None})
+    table = ClaimsResult(*corrected(found, cross_model(found)), {
+        "n": n, "scan_samples": scan_samples, "kappa": kappa, "seed": seed, "corpus": named, "filter": target_filter,
+        "ablation_draws": st.ablate, "monitor_dir": shown_path(monitor_dir) if monitor_dir else None})
+    return judged_as_produced(table)  # a rerun of declared data reads exploratory however its bytes differ
 
 
 def shown_path(path: str | Path) -> str:
