@@ -22,7 +22,7 @@ from headlab.probes.templates import CONTROL_SYMBOLS, PLACEBO_SYMBOLS
 from headlab.rulebook import BOOK
 from headlab.rulebook.slash import NON_SDH_TAIL
 from headlab.study.characterize import placebo_counts
-from headlab.study.claim_rows import _median_cell, _others
+from headlab.study.claim_rows import _median_cell, _others, context_distance
 
 L, H = 6, 12
 ITEMS, WINDOWS = 40, 512
@@ -104,7 +104,7 @@ def _about(rng: np.random.Generator, planted: bool, which: str) -> Stats:
     t = _per_head(rng, np.exp(far), 0.1)
     with np.errstate(divide="ignore"):
         cut, others = _others(np.abs(np.log(t["value"])), heads, NON_SDH_TAIL)
-    return {"interval": list(_median_cell(t, heads)), "sdhs": len(heads), "null": cut, "null_heads": others}
+    return {"distance": list(context_distance(t, heads)), "sdhs": len(heads), "null": cut, "null_heads": others}
 
 
 def _middle(rng: np.random.Generator, planted: bool) -> Stats:

@@ -111,15 +111,16 @@ def position_insensitive(s: Mapping[str, Any]) -> Judgement:
 
 
 def context_independent(s: Mapping[str, Any]) -> Judgement:
-    """Little affected by context: the random/natural ratio's distance from 1 on a log scale, |log r|, below the
-    same distance's cutoff over the model's non-SDH heads (an interval of r holding 1 has distance 0 at its
-    low end)."""
-    if nan_in([s["null"]] * 3) or nan_in(s["interval"]) or min(s["interval"]) <= 0:
+    """Little affected by context: the median over SDHs of each head's distance of its random/natural ratio from
+    1 on a log scale, |log r|, below the same distance's cutoff over the model's non-SDH heads. Statistics of the
+    earlier statistic (the median ratio, whose distance hides heads on both sides of 1) are not judged."""
+    if "distance" not in s:
+        return Judgement(Verdict.INCONCLUSIVE, "measured as the median ratio, an earlier statistic: measure again",
+                         "")
+    if nan_in([s["null"]] * 3) or nan_in(s["distance"]):
         return Judgement(Verdict.INCONCLUSIVE, "no non-SDH heads to calibrate against" if nan_in([s["null"]] * 3)
-                         else "no ratio", width(s["interval"]))
-    v, a, b = s["interval"]
-    far = (abs(math.log(v)), 0.0 if a <= 1 <= b else min(abs(math.log(a)), abs(math.log(b))),
-           max(abs(math.log(a)), abs(math.log(b))))
+                         else "no ratio", width(s["distance"]))
+    far = s["distance"]
     return _about_sdhs(s, beyond(far, s["null"], at_least=False),
                        f"|log ratio| {far[0]:.3g} [{far[1]:.3g}, {far[2]:.3g}]; cutoff {s['null']:.3g} from "
                        f"{s['null_heads']} non-SDH heads")
@@ -244,12 +245,13 @@ RULES = (
                  "not SDHs)", "non-SDH heads of the same model", "≥ 1 SDH", position_insensitive,
                  computed_by=(ROWS + "measure", ROWS + "_median_cell", ROWS + "_others", *ABOUT),
                  data=CLAIMS_DATA, family=Family.EVERY)),
-    declare(Rule("slash.5", DOC, "little affected by context", "median over SDHs of the random-token / natural "
-                 "mass ratio r, read as its distance from 1, |log r|", "one-sided bound: the whole interval of "
-                 "|log r| below the cutoff", f"the {NON_SDH_TAIL:.0%} quantile of |log r| over the model's non-SDH "
-                 "heads", "null: the model's non-SDH heads (the earlier cutoff, r ≥ 0.8, was ours)",
+    declare(Rule("slash.5", DOC, "little affected by context", "median over SDHs of each head's distance of its "
+                 "random-token / natural mass ratio r from 1, |log r| (the median of the distances, not the distance "
+                 "of the median ratio)", "one-sided bound: the whole interval of the median |log r| below the "
+                 "cutoff", f"the {NON_SDH_TAIL:.0%} quantile of |log r| over the model's non-SDH heads",
+                 "null: the model's non-SDH heads (the earlier cutoff, r ≥ 0.8, was ours)",
                  "non-SDH heads of the same model", "≥ 1 SDH", context_independent,
-                 computed_by=(ROWS + "measure", ROWS + "_median_cell", ROWS + "_others", *ABOUT),
+                 computed_by=(ROWS + "measure", ROWS + "context_distance", ROWS + "_others", *ABOUT),
                  data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("slash.6", DOC, "concentrated in middle layers (4-8 of 12)",
                  "share of SDHs in the middle third of relative depth (Wilson 95%)",

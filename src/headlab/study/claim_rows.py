@@ -26,6 +26,20 @@ def _median_cell(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> 
     return (pick(t["value"]), pick(t["lo"]), pick(t["hi"]))
 
 
+def context_distance(t: dict[str, np.ndarray], heads: Sequence[tuple[int, int]]) -> Interval:
+    """Claim 5's statistic: the median over ``heads`` of each head's distance of its random/natural mass ratio
+    from 1, |log r|, with the medians of its interval's ends (an interval of r holding 1 has distance 0 at its low
+    end). Distances before the median: heads at r = 1.5 and 1/1.5 are both far from 1, where their median ratio
+    is not."""
+    if not heads:
+        return (math.nan, math.nan, math.nan)
+    r = np.array([[t["value"][l, h], t["lo"][l, h], t["hi"][l, h]] for l, h in heads], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v, a, b = np.abs(np.log(r)).T
+    low = np.where((r[:, 1] <= 1) & (r[:, 2] >= 1), 0.0, np.minimum(a, b))
+    return float(np.nanmedian(v)), float(np.nanmedian(low)), float(np.nanmedian(np.maximum(a, b)))
+
+
 def _others(values: np.ndarray, sdhs: Sequence[tuple[int, int]], q: float) -> tuple[float, int]:
     """The ``q`` quantile of a per-head statistic over the heads that are not SDHs (and how many there are)."""
     mask = np.ones(values.shape, dtype=bool)
@@ -116,12 +130,12 @@ def measure(sc: ScanResult, ch: CharacterizeResult, kind: str, kappa: float,
     rows[4] = judged("slash.4", {"interval": list(pos), "sdhs": n_sdh, "null": cut, "null_heads": others},
                      interval=pos, detail=f"median position CV; cutoff {cut:.3g}: the {NON_SDH_TAIL:.0%} quantile "
                      f"of {others} non-SDH heads; {basis}")
-    ctx = _median_cell(ch.context["random"], heads)
+    ctx = context_distance(ch.context["random"], heads)
     with np.errstate(divide="ignore", invalid="ignore"):
         far = np.abs(np.log(ch.context["random"]["value"]))  # the ratio's distance from 1
     cut, others = _others(far, sdhs, NON_SDH_TAIL)
-    rows[5] = judged("slash.5", {"interval": list(ctx), "sdhs": n_sdh, "null": cut, "null_heads": others},
-                     interval=ctx, detail=f"median random/natural ratio; cutoff on |log ratio| {cut:.3g}: the "
+    rows[5] = judged("slash.5", {"distance": list(ctx), "sdhs": n_sdh, "null": cut, "null_heads": others},
+                     interval=ctx, detail=f"median over heads of |log random/natural ratio|; cutoff {cut:.3g}: the "
                      f"{NON_SDH_TAIL:.0%} quantile of {others} non-SDH heads; {basis}")
     rel = (np.arange(L) + 0.5) / L
     middle = [(l, h) for l, h in heads if DEPTH_BINS[1][1] <= rel[l] < DEPTH_BINS[1][2]]

@@ -304,16 +304,21 @@ def claims(models: Sequence[str | LoadedModel], settings: ClaimsSettings = CLAIM
                     batch_size=batch_size), progress=progress, device=device, dtype=dtype)
             if folder is not None:
                 write_report(ablation, str(folder))
-        mc = measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(folder_name(m)))
-        if left_out:
-            mc.rows[8]["detail"] += (f"; left out of the ablation: {', '.join(left_out)} (more than half of their "
-                                     "layer's heads: no layer-matched control)")
-        found.append(mc)
+        found.append(said_left_out(measure(sc, ch, lm.facts.kind, kappa, ablation, evaluations.get(folder_name(m))),
+                                   left_out))
     named = " ".join(corpus) if corpus else "wiki pydoc (default)"
     table = ClaimsResult(*corrected(found, cross_model(found)), {
         "n": n, "scan_samples": scan_samples, "kappa": kappa, "seed": seed, "corpus": named, "filter": target_filter,
         "ablation_draws": st.ablate, "monitor_dir": shown_path(monitor_dir) if monitor_dir else None})
     return judged_as_produced(table)  # a rerun of declared data reads exploratory however its bytes differ
+
+
+def said_left_out(mc: ModelClaims, left_out: Sequence[str] | None) -> ModelClaims:
+    """Claim 8's detail names the claim heads its ablation left out (:func:`ablation_heads`)."""
+    if left_out:
+        mc.rows[8]["detail"] += (f"; left out of the ablation: {', '.join(left_out)} (more than half of their "
+                                 "layer's heads: no layer-matched control)")
+    return mc
 
 
 def shown_path(path: str | Path) -> str:
