@@ -215,6 +215,35 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     return write_text_atomic(path, json.dumps(_clean(obj), indent=2, ensure_ascii=False) + "\n")
 
 
+#: the key under which a result's JSON keeps the sha256 of the rest of it (:func:`sealed`)
+SEAL = "content_sha256"
+
+
+def _content_digest(doc: Any) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+                          ).hexdigest()
+
+
+def sealed(obj: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object as it will be stored, with the sha256 of its content under :data:`SEAL`: a reader checks it
+    (:func:`unsealed`), so a value changed by hand after headlab wrote it is seen, not trusted."""
+    doc = json.loads(json.dumps(_clean({k: v for k, v in obj.items() if k != SEAL}), ensure_ascii=False))
+    return {**doc, SEAL: _content_digest(doc)}
+
+
+def unsealed(doc: Any, where: str | os.PathLike[str]) -> Any:
+    """``doc`` without its seal; refused in one line, naming ``where``, when its content no longer matches the seal.
+    A document that has no seal (written before results were sealed) is returned as it is."""
+    if not isinstance(doc, dict) or SEAL not in doc:
+        return doc
+    rest = {k: v for k, v in doc.items() if k != SEAL}
+    if doc[SEAL] != _content_digest(rest):
+        raise HeadlabError(f"{where} was changed after headlab wrote it (its content no longer matches its "
+                           f"{SEAL}): a result is not trusted as edited; restore it (git checkout) or write it again "
+                           "with the command that made it")
+    return rest
+
+
 def write_csv_atomic(path: str | os.PathLike[str], header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
 
     buf = _io.StringIO()

@@ -1,7 +1,9 @@
 """Typed results, on one base: every command's result is a :class:`Result` dataclass written to one JSON file in
 its folder (``KIND``, e.g. ``scan.json``) and read back from that folder (or from the file itself).
 
-``to_json`` writes heads as ``L.H`` and NaN as null (via :func:`headlab.io.write_json_atomic`); ``from_json``
+``to_json`` writes heads as ``L.H`` and NaN as null (via :func:`headlab.io.write_json_atomic`), and :meth:`write`
+seals the file with the sha256 of its content (:func:`headlab.io.sealed`): :meth:`read` refuses a file whose
+content no longer matches it, in one line (a value edited by hand is not read as measured); ``from_json``
 checks the keys exactly (a missing or unknown key names the file's kind and the key: a result written by another
 headlab version or by hand is refused, not half-read; a field declared with a default may be absent, as in a
 file written before it was added) and turns ``L.H`` strings back into :class:`Head`. By
@@ -28,7 +30,7 @@ from headlab.catalog import complete
 from headlab.display import Displayable, field_table
 from headlab.errors import HeadlabError
 from headlab.head import Head
-from headlab.io import write_json_atomic
+from headlab.io import SEAL, sealed, unsealed, write_json_atomic
 
 R = TypeVar("R", bound="Result")
 
@@ -125,7 +127,7 @@ class Result(Displayable):
     def from_json(cls: type[R], d: dict[str, Any]) -> R:
         if not isinstance(d, dict):
             raise HeadlabError(f"{cls.KIND}: expected a JSON object, got {type(d).__name__}")
-        d = {cls.RENAMED.get(k, k) if cls.RENAMED.get(k) not in d else k: v for k, v in d.items()}
+        d = {cls.RENAMED.get(k, k) if cls.RENAMED.get(k) not in d else k: v for k, v in d.items() if k != SEAL}
         names = cls.keys()
         missing = [n for n in names if n not in d and n not in cls._optional()]
         unknown = [k for k in d if k not in names]
@@ -157,7 +159,7 @@ class Result(Displayable):
         path = Path(where)
         file = path / cls.KIND if path.is_dir() else path
         try:
-            return cls.from_json(read_json(file))
+            return cls.from_json(unsealed(read_json(file), file))
         except HeadlabError as exc:
             raise (exc if str(file) in str(exc) else HeadlabError(f"{file}: {exc}")) from None
 
@@ -168,7 +170,7 @@ class Result(Displayable):
         if out.suffix == ".json" or (out.exists() and not out.is_dir()):
             raise HeadlabError(f"{out}: a result is written into a folder (its file is {self.KIND}); give the folder")
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / self.KIND, self.to_json())
+        write_json_atomic(out / self.KIND, sealed(self.to_json()))
         self.write_companions(out)
         return out
 

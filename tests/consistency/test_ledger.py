@@ -11,6 +11,7 @@ import pytest
 
 import headlab
 from headlab.errors import HeadlabError
+from headlab.io import SEAL
 from headlab.reporting.ledger import VerdictChangesResult, record
 from headlab.reporting.verdicts import REJUDGED, Change
 from headlab.rulebook import VERSION
@@ -124,6 +125,7 @@ def test_a_verdict_without_statistics_is_said_and_an_empty_folder_is_refused(tmp
     doc = json.loads(claims.read_text())
     row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
     del row["stats"]
+    doc.pop(SEAL)  # a table written before results were sealed (and before the rule book kept statistics)
     claims.write_text(json.dumps(doc))
     with recorded() as said:
         headlab.verdicts(root)
@@ -142,6 +144,10 @@ def test_a_copy_names_what_moved_from_its_results_root_not_its_folder_name(tmp_p
     doc = json.loads(claims.read_text())
     row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
     row["verdict"] = "supported" if row["verdict"] != "supported" else "not supported"  # edited by hand
+    claims.write_text(json.dumps(doc))
+    with pytest.raises(HeadlabError, match="claims.json was changed after headlab wrote it"):
+        headlab.verdicts(root)  # a sealed table edited by hand is refused, nothing re-judged from it
+    doc.pop(SEAL)  # the same edit in a table written before results were sealed: judged again, where named
     claims.write_text(json.dumps(doc))
     moved = headlab.verdicts(root)
     assert [c.where for c in moved] == ["results/study/claims/claims.json"]

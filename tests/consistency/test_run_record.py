@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from headlab.errors import HeadlabError
+from headlab.io import unsealed
 from headlab.result import RESULTS, found_in
 from headlab.retrieval.record import RunSummary, RunTask, finished_runs
 from headlab.retrieval.task import KHopTask, RetrievalTask
@@ -27,7 +28,7 @@ def test_every_committed_summary_reads_and_keeps_its_values() -> None:
     kinds = set()
     for path in SUMMARIES:
         s = RunSummary.read(path)
-        raw = json.loads(path.read_text())
+        raw = unsealed(json.loads(path.read_text()), path)
         kinds.add(s.task.get("task", "retrieval"))
         assert RunSummary.from_json(s.to_json()) == s, path
         assert {k: v for k, v in raw.items() if v not in (None, {})}.items() <= s.to_json().items(), path
@@ -37,7 +38,7 @@ def test_every_committed_summary_reads_and_keeps_its_values() -> None:
 
 def test_every_committed_task_reads_as_its_kind() -> None:
     for path in TASKS:
-        raw = json.loads(path.read_text())
+        raw = unsealed(json.loads(path.read_text()), path)
         task = RunTask.read(path).task
         assert isinstance(task, KHopTask if raw.get("task") == "khop" else RetrievalTask), path
         assert raw.items() <= task.to_json().items(), path

@@ -450,6 +450,12 @@ ROWS += [
         "compare {tmp}/a {tmp}/b --out {tmp}/c".split(),
         2, "rescan so the models are measured alike", lambda t: _two_scans(t), absent=["c/compare.json"],
         model="minilm-l6"),
+    Row("report of a scan whose score was edited by hand", "report {tmp}/a --out {tmp}/r".split(), 2,
+        "changed after headlab wrote it", lambda t: (_two_scans(t), _edited(t / "a")), absent=["r/report.md"],
+        model="minilm-l6"),
+    Row("compare of a scan whose score was edited by hand", "compare {tmp}/a {tmp}/b --out {tmp}/c".split(), 2,
+        "a/scan.json was changed", lambda t: (_two_scans(t), _edited(t / "a")), absent=["c/compare.json"],
+        model="minilm-l6"),
     Row("compare of an interrupted scan", "compare {tmp}/a --out {tmp}/c".split(), 2, "holds an interrupted scan",
         lambda t: (_two_scans(t), _interrupted(t / "a")), absent=["c/compare.json"], model="minilm-l6"),
     Row("repeat share outside [0, 1]", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "repeat_share",
@@ -466,8 +472,19 @@ def _two_scans(tmp: Path) -> None:
 
 
 def _interrupted(folder: Path) -> None:
+    """A scan stopped before its end, as headlab writes one (sealed)."""
+    import dataclasses
+
+    from headlab.census.result import ScanResult
+
+    dataclasses.replace(ScanResult.read(folder), interrupted=True).write(folder)
+
+
+def _edited(folder: Path) -> None:
+    """One head's previous-token score raised to 5.0 by hand in a scan headlab wrote."""
     scan = json.loads((folder / "scan.json").read_text())
-    (folder / "scan.json").write_text(json.dumps({**scan, "interrupted": True}))
+    scan["heads"][0]["scores"]["previous-token"] = 5.0
+    (folder / "scan.json").write_text(json.dumps(scan))
 
 
 def _truncated_model(folder: Path) -> None:

@@ -24,6 +24,7 @@ def _hostile_scan(folder: Path) -> None:
     d = json.loads((ROOT / "results/quickstart/scan/scan.json").read_text())
     d["model"] = f"m{IMG}{SCRIPT}{LINK}"
     d["warnings"] = [IMG]
+    d.pop("content_sha256", None)  # sent without headlab's seal: read as a file written before seals
     (folder / "scan.json").write_text(json.dumps(d))
 
 

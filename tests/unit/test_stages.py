@@ -154,9 +154,14 @@ def test_every_committed_long_run_report_is_what_its_committed_scores_render(tmp
         write_track_text(TrackResult.read(run / "track"), run, out)
         # the fits' last bits differ between CPUs (seen: one digit in the 17th place), so the JSON is compared to
         # 12 significant digits, the rendered report to the letter
-        assert _digits(json.loads((out / "phases.json").read_text())) == _digits(
-            json.loads((run / "track" / "phases.json").read_text())), run
+        assert _digits(_content(out / "phases.json")) == _digits(_content(run / "track" / "phases.json")), run
         assert (out / "track.md").read_text() == (run / "track" / "track.md").read_text(), run
+
+
+def _content(path: Path) -> Any:
+    from headlab.io import SEAL
+
+    return {k: v for k, v in json.loads(path.read_text()).items() if k != SEAL}
 
 
 def _digits(x: Any) -> Any:
