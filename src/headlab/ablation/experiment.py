@@ -18,6 +18,7 @@ Modes: ``zero``, ``mean`` (each head's mean over all tokens of the experiment's 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import warnings
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from headlab.errors import HeadlabError
 from headlab.head import Head
 from headlab.models import LoadedModel
 from headlab.models.loaded import device_of
+from headlab.notices import say
 from headlab.probes import SUITES, make_suite, to_samples
 from headlab.progress import bar as progress_bar
 from headlab.settings import Settings, setting
@@ -130,6 +132,32 @@ def matched_control(heads: HeadSet, n_heads: int, rng: random.Random) -> dict[in
     return out
 
 
+def matched_controls(heads: HeadSet, n_heads: int, draws: int, rng: random.Random) -> list[dict[int, list[int]]]:
+    """Up to ``draws`` distinct matched control sets (each :func:`matched_control`'s), drawn without replacement: a
+    set drawn twice would count one control twice and narrow the interval and the p-value it gives. Where fewer
+    distinct sets exist, every one of them, in a random order (the p-value cannot then go below 1/(sets + 1));
+    refused where a layer has too few other heads for any."""
+    pools = {l: [h for h in range(n_heads) if h not in set(hs)] for l, hs in heads.items()}
+    sizes = {l: len(set(hs)) for l, hs in heads.items()}
+    for l, pool in pools.items():
+        if len(pool) < sizes[l]:
+            raise HeadlabError(f"layer {l}: not enough other heads for a matched control")
+    if math.prod(math.comb(len(pools[l]), sizes[l]) for l in pools) <= draws:
+        every = [dict(zip(pools, map(list, pick)))
+                 for pick in itertools.product(*(itertools.combinations(pools[l], sizes[l]) for l in pools))]
+        rng.shuffle(every)
+        return every
+    seen: set[tuple[tuple[int, tuple[int, ...]], ...]] = set()
+    out = []
+    while len(out) < draws:
+        pick = matched_control(heads, n_heads, rng)
+        key = tuple((l, tuple(sorted(hs))) for l, hs in sorted(pick.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(pick)
+    return out
+
+
 def _batched(loaded: LoadedModel, name: str, samples: Sequence[Sample], batch_size: int, stimuli: bool) -> Part:
     dev = device_of(loaded.model)
     return Part(name, [collate(samples[i:i + batch_size], loaded.pad_id, loaded.facts.causal, dev)
@@ -212,12 +240,14 @@ def ablate_experiment(model: str | LoadedModel, heads: str | Sequence[str], sett
         part.base_hidden = reference_hidden(loaded, part.batches)
         if st.mode == "resample":
             part.sources = _resample_sources(loaded, part.batches)
-    rng = random.Random(st.seed)
-    # drawn as they are run: a sequential stop leaves the rest undrawn
-    conds = itertools.chain([("base", {}), ("target", target)],
-                            ((f"control{i}", matched_control(target, f.n_heads, rng)) for i in range(st.draws)))
+    sets = matched_controls(target, f.n_heads, st.draws, random.Random(st.seed))
+    if len(sets) < st.draws:
+        named = ", ".join(str(Head(l, h)) for l, hs in sorted(target.items()) for h in hs)
+        say(f"ablate: only {len(sets)} distinct matched control sets exist for {named} (--draws {st.draws}); each "
+            f"is run once, so p cannot go below 1/{len(sets) + 1}")
+    conds = itertools.chain([("base", {}), ("target", target)], ((f"control{i}", c) for i, c in enumerate(sets)))
     first = min(l for l, hs in target.items() if hs)  # every control is matched by layer: none ablates lower
-    bar = progress_bar(2 + st.draws, f"ablate {loaded.name}", "condition", progress)
+    bar = progress_bar(2 + len(sets), f"ablate {loaded.name}", "condition", progress)
     res: dict[str, Condition] = {}
     for name, hs in conds:
         res[name] = run_condition(loaded, parts, hs, st.mode, means, symbol_ids, st.k, st.positions, first)
