@@ -83,6 +83,7 @@ RANGE = [  # (command line, the option that must be named)
     ("retrieval train --depth 2 --steps 2.5 --out {tmp}/r", "--steps"),
     ("retrieval sweep --steps -5 --out {tmp}/s", "--steps"), ("retrieval sweep --jobs 0 --out {tmp}/s", "--jobs"),
     ("retrieval sweep --checkpoint-every 0 --out {tmp}/s", "--checkpoint-every"),
+    ("retrieval analyze {tmp}/run --draws 0", "--draws"),
     ("retrieval analyze {tmp}/r --n 0", "--n"), ("retrieval analyze {tmp}/r --min-mass 2", "--min-mass"),
     ("retrieval analyze {tmp}/r --min-lift 2", "--min-lift"),
     ("retrieval train --depth 2 --init xavier --out {tmp}/r", "--init"),

@@ -85,3 +85,12 @@ def test_several_sweeps_read_side_by_side_each_row_naming_its_setting(tmp_path: 
     assert (tmp_path / "law" / "depth_law.png").stat().st_size > 0
     single = depth_law(d4)  # one sweep: the table keeps its one-setting form
     assert "trained on depth 4, 100 steps" in single.markdown() and "| 3 | dense | 1 | 4 | 4 |" in single.markdown()
+
+
+def test_one_runs_folder_is_a_depth_law_of_that_run(tmp_path: Path, capsys) -> None:
+    """A run's own folder (not only a sweep's) is read as a sweep of that one run, from the command line too."""
+    run = Path(__file__).resolve().parents[2] / "results/retrieval/depth_edge/L1-D2/L1-D2-dense-s1"
+    (cell,) = depth_law(run).cells
+    assert (cell["layers"], cell["d_max"], cell["trained_depth"]) == (1, [2], 2)
+    assert main(["retrieval", "depth-law", str(run), "--out", str(tmp_path)]) == 0
+    assert "| 1 | dense | 1 | 2 |" in capsys.readouterr().out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from headlab import retrieval
 from headlab.cli.options import at_least, bind, call, run_options, say_wrote, settings_options, threads_option
+from headlab.retrieval.law import SOLVED, run_d_max
 from headlab.retrieval.settings import (
     AnalyzeSettings,
     EvalLLMSettings,
@@ -83,7 +84,11 @@ def _cmd_train(a: argparse.Namespace) -> int:
         return 0
     print(f"success: {r.success} (step {r.success_step}); final accuracy by depth {r.final_accuracy}")
     if r.final_hops:
-        print(f"final accuracy by hop count {r.final_hops}")
+        print(f"final accuracy by hop count {r.final_hops}: hops 1..{run_d_max(r.to_json())} solved at "
+              f"{SOLVED} (a dense run is read per hop; its success is the answer's, asked without the hops)")
+    elif not r.success:
+        print(f"not learned in {r.steps} steps: try more --steps, --init fan-in --untied (the recipe that leaves "
+              "the one-lookup plateau), or fewer --distractors; results/retrieval holds runs that learned")
     return 0
 
 

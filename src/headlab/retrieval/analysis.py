@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.ablation.experiment import matched_control
+from headlab.ablation.experiment import matched_controls
 from headlab.ablation.heads import ablated
 from headlab.attention.routes import AUTO
 from headlab.errors import HeadlabError
@@ -181,14 +181,11 @@ def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = PROBE_SEED) 
     test = eval_set(task, 256, seed + 3 * 10**6, task.depth)
     base = accuracy(model, task, test)
     abl = _ablated_accuracy(model, task, labelled, test) if labelled else base
-    rng = random.Random(seed)
-    ctrl = []
-    for _ in range(draws if labelled else 0):
-        try:
-            pick = matched_control(labelled, H, rng)
-        except HeadlabError:  # a layer whose every head is labelled has no matched control
-            break
-        ctrl.append(_ablated_accuracy(model, task, pick, test))
+    try:  # the draws of headlab ablate: distinct matched sets, all of them where fewer exist
+        sets = matched_controls(labelled, H, draws, random.Random(seed)) if labelled else []
+    except HeadlabError:  # a layer with fewer unlabelled than labelled heads has no matched control
+        sets = []
+    ctrl = [_ablated_accuracy(model, task, pick, test) for pick in sets]
     # every head alone: a control that exists even when a layer's heads are all labelled
     single = {f"{l}.{h}": _ablated_accuracy(model, task, {l: [h]}, test) for l in range(L) for h in range(H)}
     circuit = circuit_of(prof, labels)
@@ -203,6 +200,8 @@ def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = PROBE_SEED) 
             "accuracy_labelled_ablated": abl,
             "control_draws": len(ctrl),
             "accuracy_control_mean": float(np.mean(ctrl)) if ctrl else None,
+            # permutation p, as headlab ablate's: that a matched set of random heads costs as much accuracy
+            "p_value": (1 + sum(c <= abl for c in ctrl)) / (1 + len(ctrl)) if ctrl else None,
             "control_note": None
             if ctrl or not labelled
             else "no matched control: a layer has fewer unlabelled than labelled heads",
@@ -289,8 +288,7 @@ def analysis_markdown(r: AnalyzeResult) -> str:
     lines += [
         "",
         f"Ablation: full-depth accuracy {a['accuracy_base']:.3f}; labelled heads ablated "
-        f"{a['accuracy_labelled_ablated']:.3f}; matched random heads ({a['control_draws']} draws) "
-        f"{_round(a['accuracy_control_mean'])}.",
+        f"{a['accuracy_labelled_ablated']:.3f}; " + _controls_said(a),
     ]
     if a.get("single_head"):  # older analyses lack it
         lines.append("One head at a time: " + ", ".join(
@@ -367,3 +365,11 @@ def circuit_emergence(analyses: list[Any]) -> EmergenceResult:
     """Across analyzed runs (seeds): the order of their labelled heads' roles, by layer and label, and by layer
     and key (the reader dropped)."""
     return emergence_table([(a["run"], role_events(a)) for a in analyses], coarse=by_key)
+
+
+def _controls_said(a: dict[str, Any]) -> str:
+    """The matched controls of a circuit ablation in words; where none could be drawn, why (not "None")."""
+    if not a["control_draws"]:
+        return f"{a.get('control_note') or 'no labelled head to compare with matched random heads'}."
+    p = f", permutation p {a['p_value']:.3g}" if a.get("p_value") is not None else ""
+    return (f"matched random heads ({a['control_draws']} distinct sets) {_round(a['accuracy_control_mean'])}{p}.")

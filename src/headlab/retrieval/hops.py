@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.ablation.experiment import matched_control
+from headlab.ablation.experiment import matched_controls
 from headlab.ablation.heads import ablated
 from headlab.attention.routes import AUTO
 from headlab.errors import HeadlabError
@@ -115,12 +115,10 @@ def hop_ablation(model: Transformer, labels: list[list[str]], exs: list[dict[str
         for layer, row in enumerate(labels):
             if lab in row:
                 heads[layer] = [h for h, x in enumerate(row) if x == lab]
-        ctrl = []
-        for _ in range(draws):
-            try:
-                ctrl.append(_ablated_hops(model, matched_control(heads, H, rng), exs))
-            except HeadlabError:  # a layer with too few other heads: no matched control
-                break
+        try:  # distinct matched sets, as headlab ablate draws them
+            ctrl = [_ablated_hops(model, pick, exs) for pick in matched_controls(heads, H, draws, rng)]
+        except HeadlabError:  # a layer with too few other heads: no matched control
+            ctrl = []
         rows[lab] = {"heads": [head_name(l, h) for l, hs in heads.items() for h in hs],
                      "ablated": _ablated_hops(model, heads, exs),
                      "control": {k: float(np.mean([c[k] for c in ctrl])) for k in ctrl[0]} if ctrl else None,

@@ -22,7 +22,7 @@ from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
 from headlab.retrieval.khop import PUBLISHED
-from headlab.retrieval.record import finished_runs
+from headlab.retrieval.record import RunSummary, finished_runs
 
 SOLVED = 0.95
 
@@ -154,9 +154,12 @@ class DepthLawResult(Result):
 def _sweep_cells(folder: Path, solved: float) -> list[dict[str, Any]]:
     """The cells of one sweep folder (one depth and budget), each naming its folder, trained depth and steps."""
 
-    summaries = [s.to_json() for s in finished_runs(folder)]
+    # one run's folder is read as a sweep of that run
+    summaries = [s.to_json() for s in ([RunSummary.read(folder)] if (folder / RunSummary.KIND).is_file()
+                                       else finished_runs(folder))]
     if not summaries:
-        raise HeadlabError(f"{folder} holds no finished run (no */summary.json); run headlab retrieval sweep first")
+        raise HeadlabError(f"{folder} holds no finished run (no summary.json in it or in */); give a run or a sweep's "
+                           "folder (headlab retrieval train or sweep writes them)")
     budget = ("steps", "batch_size", "d_model", "n_heads", "lr")
     kinds = {(reading(s).depth(s), *(s.get(k) for k in budget)) for s in summaries}
     if len(kinds) > 1:

@@ -31,7 +31,7 @@ class DecoderSettings(Settings):
     steps: int = setting(2500, "training steps")
     batch_size: int = setting(64, "sequences per training step")
     lr: float = setting(1e-3, "peak learning rate (AdamW)")
-    distractors: int = setting(2, "distractor chains beside the answer's")
+    distractors: int = setting(1, "distractor chains beside the answer's (1: the committed runs' recipe)")
     positions: str = setting("rope", "position encoding", choices=POSITIONS)
     init: str = setting("default", "weight initialization (headlab.nn.init says what each does; fan-in with "
                         "--untied leaves the lookup plateau)", choices=tuple(INITS))
@@ -98,7 +98,8 @@ class AnalyzeSettings(Settings):
     FAMILY: ClassVar[str] = "retrieval analyze"
 
     n: int = setting(64, "probe examples")
-    draws: int = setting(10, "matched random head sets in the ablation check")
+    draws: int = setting(10, "matched random head sets in the ablation check (distinct sets: all of them where "
+                         "fewer exist)", rule=Rule("whole", 1))
     min_mass: float = setting(0.3, "attention mass a role needs")
     min_lift: float = setting(0.2, "dense runs: a hop label's attention above even attention over the visible "
                               "keys")
@@ -139,7 +140,7 @@ class GenerateSettings(Settings):
     FAMILY: ClassVar[str] = "retrieval generate"
 
     n: int = setting(100, f"examples (at most {MAX_GENERATE:,} a call)")
-    distractors: int = setting(2, "distractor chains beside the answer's")
+    distractors: int = setting(1, "distractor chains beside the answer's (1: the committed runs' recipe)")
     seed: int = setting(0, "random seed (the examples)")
 
     def more_problems(self) -> list[str]:
