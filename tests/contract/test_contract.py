@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -457,6 +458,10 @@ ROWS += [
     Row("compare of a scan whose score was edited by hand", "compare {tmp}/a {tmp}/b --out {tmp}/c".split(), 2,
         "a/scan.json was changed", lambda t: (_two_scans(t), _edited(t / "a")), absent=["c/compare.json"],
         model="minilm-l6"),
+    Row("retrieval depth-law given one sweep twice, by a link", "retrieval depth-law {tmp}/sw1 {tmp}/sw1link --out "
+        "{tmp}/o".split(), 2, "given twice", lambda t: _sweep_and_link(t), absent=["o/depth_law.json"]),
+    Row("retrieval depth-law given a sweep and its copy", "retrieval depth-law {tmp}/sw1 {tmp}/sw1copy --out "
+        "{tmp}/o".split(), 2, "is a copy of", lambda t: _sweep_and_link(t), absent=["o/depth_law.json"]),
     Row("compare of an interrupted scan", "compare {tmp}/a --out {tmp}/c".split(), 2, "holds an interrupted scan",
         lambda t: (_two_scans(t), _interrupted(t / "a")), absent=["c/compare.json"], model="minilm-l6"),
     Row("repeat share outside [0, 1]", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "repeat_share",
@@ -470,6 +475,13 @@ def _two_scans(tmp: Path) -> None:
     lm = load("minilm-l6")
     scan(lm, ["a / b / c " * 8], max_samples=None, max_length=16, progress=False).write(tmp / "a")
     scan(lm, ["a / b / c " * 8], max_samples=None, max_length=12, progress=False).write(tmp / "b")
+
+
+def _sweep_and_link(tmp: Path) -> None:
+    """A committed sweep, a link to it and a copy of it."""
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results/retrieval/depth_law_long", tmp / "sw1")
+    (tmp / "sw1link").symlink_to(tmp / "sw1")
+    shutil.copytree(tmp / "sw1", tmp / "sw1copy")
 
 
 def _interrupted(folder: Path) -> None:

@@ -215,6 +215,7 @@ __all__ = ["analyze", "emergence", "eval_llm", "generate", "sweep", "train"]
 
 
 @in_callers_words
+@listed("sweep")
 @takes_run
 def depth_law(sweep: str | Path | Sequence[str | Path], *, out: str | Path | None,
               overwrite: bool) -> DepthLawResult:
