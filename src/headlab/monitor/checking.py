@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
+from headlab.head import Head
 from headlab.models import LoadedModel, resolve
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, scanned
 from headlab.monitor.profile import Profile
@@ -62,6 +63,24 @@ def _fitted_model(prof: Profile, loaded: LoadedModel) -> LoadedModel:
     return loaded
 
 
+def features_fit(features: Sequence[str], n_layers: int, n_heads: int, model: str) -> None:
+    """Refused before any scan when a profile's feature (``DETECTOR/L.H``) names a head the model does not have:
+    the profile was fitted on another shape (or edited), and the scan would be spent before its scoring failed."""
+    for f in features:
+        det, _, at = f.partition("/")
+        if not at:
+            continue
+        try:
+            head = Head.parse(at)
+        except (HeadlabError, ValueError):
+            raise HeadlabError(f"the profile's feature {f!r} names no head (DETECTOR/L.H); fit the profile again "
+                               "with headlab monitor fit") from None
+        if head.layer >= n_layers or head.head >= n_heads:
+            raise HeadlabError(f"the profile's feature {f} names head {head}, which {model} ({n_layers} layers x "
+                               f"{n_heads} heads) does not have: the profile is not this model's; fit one for it "
+                               "with headlab monitor fit")
+
+
 def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | None, model: Any,
               how: tuple[int, int, int, tuple[str | None, str], dict[str, int]], progress: bool, device: str,
               kept: tuple[Path | None, bool, int, bool], w: Any
@@ -75,6 +94,8 @@ def run_check(profile: Profile | str | Path, corpus: Sequence[str], out: Path | 
     dtype = prof.settings.get("dtype", "float32")
     with recorded() as said:
         loaded = _fitted_model(prof, resolve(model or prof.model, device=device, dtype=dtype))
+        features_fit(prof.settings.get("input_features", prof.features), loaded.facts.n_layers,
+                     loaded.facts.n_heads, loaded.name)
         with scanned(loaded, corpus, max_samples, seed, batch_size, prof.settings["max_length"], progress, device,
                      detectors, id_field, work=work, resume=resume, checkpoint_every=every,
                      dtype=dtype, text_field=text_field) as (path, _):
