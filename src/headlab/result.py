@@ -192,3 +192,9 @@ def found_in(folder: str | Path) -> list[type[Result]]:
     complete()  # every kind registers when its module is imported
     p = Path(folder)
     return [cls for kind, cls in RESULTS.items() if (p / kind).is_file()]
+
+
+def linked_folders(root: str | Path) -> list[Path]:
+    """The folders under ``root`` reached through a symbolic link. No reader of results follows one (a link can
+    make one result count twice, or bring in a folder from elsewhere); each reader names those it left out."""
+    return sorted(p for p in Path(root).rglob("*") if p.is_symlink() and p.is_dir())

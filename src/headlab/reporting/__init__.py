@@ -18,7 +18,7 @@ from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.notices import say
 from headlab.reporting.sections import SECTIONS, SHOWN, Section
-from headlab.result import found_in
+from headlab.result import found_in, linked_folders
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
 
@@ -36,9 +36,15 @@ def _folders(run: Path, out: Path) -> list[Path]:
         for p in sorted(run.glob("/".join(["*"] * depth))):
             parts = set(p.relative_to(run).parts)
             if p.is_dir() and not parts & SKIP_DIRS and not any(x.startswith(".") for x in parts) \
-                    and p.resolve() != out.resolve():
+                    and p.resolve() != out.resolve() and not _through_link(p, run):
                 found.append(p)
     return found
+
+
+def _through_link(p: Path, run: Path) -> bool:
+    """Whether ``p`` is reached through a symbolic link below ``run`` (not followed: :func:`linked_folders`)."""
+    parts = p.relative_to(run).parts
+    return any((run / Path(*parts[:i])).is_symlink() for i in range(1, len(parts) + 1))
 
 
 def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) -> list[Section]:
@@ -49,12 +55,16 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
         raise HeadlabError(f"{run} is not a folder")
     found = [(kind, folder, marker, build) for kind, marker, build in SECTIONS for folder in _folders(run, out)
              if (folder / marker).exists()]
+    skipped = skipped if skipped is not None else []
+    for link in linked_folders(run):
+        why = f"{link}: a link to {link.resolve()}, not followed (give that folder itself)"
+        skipped.append(why)
+        say(f"{why}; left out of the report")
     if not found:
         raise HeadlabError(f"no headlab results in {run} (looked for {', '.join(sorted({m for _, m, _ in SECTIONS}))})")
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     sections: list[Section] = []
-    skipped = skipped if skipped is not None else []
     for kind, folder, marker, build in found:
         path = folder / marker
         try:

@@ -14,7 +14,7 @@ from headlab.formation.claims import FormationClaimsResult
 from headlab.formation.induce.study import InduceResult
 from headlab.monitor.comparison import EvaluationResult
 from headlab.notices import say
-from headlab.result import read_json
+from headlab.result import linked_folders, read_json
 from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
 from headlab.rulebook import BOOK, VERSION, registration
@@ -95,6 +95,12 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
     (this one would judge it by older rules), or when a verdict names a rule the book does not have; a verdict
     that keeps no statistics (written before the rule book) stands as written, and that is said."""
     found: dict[type, list[Path]] = {kind: sorted(base.glob(f"**/{kind.KIND}")) for kind in REJUDGED}
+    for link in linked_folders(base):  # not followed, as by every reader of results
+        say(f"verdicts: {link} is a link to {link.resolve()}; not followed (judge that folder itself)")
+    outside = [p for paths in found.values() for p in paths if not p.resolve().is_relative_to(base)]
+    if outside:
+        raise HeadlabError(f"verdicts: {outside[0]} is a link to {outside[0].resolve()}, outside {base}: a verdict "
+                           "is judged where its result lives; copy the file in, or judge its own folder")
     table = base / "retrieval" / RetrievalVerdictsResult.KIND
     files = [p for paths in found.values() for p in paths] + [table] * table.exists()
     if not files and not (base / "retrieval").is_dir():
