@@ -22,7 +22,7 @@ one() {  # init seed
 export -f one
 export OUT
 for seed in 0 1 2; do for init in default small-qk gpt2-scaled mimetic; do echo "$init $seed"; done; done \
-    | xargs -P 2 -L 1 bash -c 'one $0 $1'
+    | xargs -P 2 -L 1 bash -c 'set -euo pipefail; one "$0" "$1"'
 .venv/bin/python bench/studies/formation_inits_table.py > results/formation/formation.md
 echo "Command: bash results/formation/run.sh; wall time: $(( $(date +%s) - start )) s" >> results/formation/formation.md
 cat results/formation/formation.md

@@ -35,7 +35,7 @@ one() {  # seed
 }
 export -f one
 export OUT HERE CONFIG LOCK
-for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
+for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'set -euo pipefail; one "$0"'
 exec 9> "$LOCK"  # from here on, this sitting alone reads and writes results/ (see one)
 flock 9
 # the claims, judged by their declared rules on whatever runs have finished (fewer than 3: inconclusive)

@@ -56,4 +56,4 @@ one() {  # seed
 }
 export -f one
 export OUT HERE CONFIG LOCK ARM CARRY PACK
-for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'one $0'
+for seed in ${SEEDS:-0 1 2}; do echo "$seed"; done | xargs -P 2 -L 1 bash -c 'set -euo pipefail; one "$0"'
