@@ -254,6 +254,17 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"headlab {headlab.__version__}"
+    assert main(["--debug", "--version"]) == 0  # the parser's own --version, beside other arguments, says the same
+    assert capsys.readouterr().out.strip() == f"headlab {headlab.__version__}"
+
+
+def test_version_answers_without_importing_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from headlab.cli import main; main(['--version']); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
+    assert out[-1] == "False"
 
 
 def test_the_type_door_takes_paths_where_names_or_paths_are_asked_and_refuses_the_rest():

@@ -14,6 +14,9 @@ from headlab.cli import helptext
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:  # answered without the parser, which imports every command and torch
+        print(helptext.version())
+        return 0
     text = helptext.cached(args)
     if text is not None:
         sys.stdout.write(text)

@@ -16,8 +16,7 @@ import traceback
 import warnings
 from typing import Sequence
 
-from headlab import __version__
-from headlab.cli import census, experiments, formation, models, monitor, retrieval, seeing, study
+from headlab.cli import census, experiments, formation, helptext, models, monitor, retrieval, seeing, study
 from headlab.cli.options import Parser, complete_help
 from headlab.distributed import use_threads
 from headlab.errors import HeadlabError, from_cli
@@ -27,7 +26,7 @@ from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="headlab", description="Find, test and explain specialized attention heads.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    p.add_argument("--version", action="version", version=f"headlab {__version__}")
+    p.add_argument("--version", action="version", version=helptext.version())
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND",
                            title="commands, in the order of the research program")
     # find the model, census its heads, characterize and test them, compare models; then formation, the

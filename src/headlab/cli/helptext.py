@@ -16,6 +16,11 @@ from headlab.io import cache_dir, write_text_atomic
 HELP = ("-h", "--help")
 
 
+def version() -> str:
+    """What ``headlab --version`` prints (the parser's ``--version`` prints the same)."""
+    return f"headlab {headlab.__version__}"
+
+
 def is_request(args: Sequence[str]) -> bool:
     """A call that asks for help (argparse prints it and does nothing else; only a call that printed it with exit
     status 0 is kept, under its own arguments)."""
