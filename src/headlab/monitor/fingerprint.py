@@ -23,7 +23,7 @@ from headlab.corpus import documents
 from headlab.corpus.records import ID_FIELD, TEXT_FIELD
 from headlab.detectors import DEFAULT_DETECTORS
 from headlab.errors import HeadlabError
-from headlab.notices import repeated
+from headlab.notices import recorded, repeated
 
 #: the monitor's detectors: the census defaults plus every head's attention entropy
 MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
@@ -178,5 +178,15 @@ def check_corpus(corpus: Sequence[str], id_field: str | None, text_field: str = 
     """Refuse an empty corpus or one whose records share an id before a model is loaded (its notices are said
     by the scan that reads it); the position of every document in the corpus's order."""
 
-    with repeated():
-        return {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field, text_field))}
+    try:
+        with repeated():
+            return {d.doc_id: i for i, d in enumerate(documents(list(corpus), id_field, text_field))}
+    except HeadlabError:
+        pass
+    with recorded() as said:  # refused: read once more with its notices, for the refusal to say why
+        try:
+            documents(list(corpus), id_field, text_field)
+        except HeadlabError as exc:
+            why = next((s for s in said if "--text-field" in s), None)  # records whose text is in another field
+            raise HeadlabError(f"{exc}: {why}" if why else str(exc)) from None
+    raise HeadlabError(f"corpus {', '.join(corpus)} could not be read twice alike")
