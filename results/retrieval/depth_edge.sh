@@ -38,7 +38,9 @@ cell() {  # L:D
     echo "depth_edge.sh L$L-D$D (steps $STEPS): $(( $(date +%s) - t0 )) s this sitting" >> "$HERE/wall.log"
 }
 export -f cell
-for c in $CELLS; do echo "$c"; done | xargs -P 2 -L 1 bash -c 'set -euo pipefail; cell "$0"'
+JOBS=2
+[ -z "${PACK:-}" ] || JOBS=1  # packing stages files in git, whose index takes one writer at a time
+for c in $CELLS; do echo "$c"; done | xargs -P "$JOBS" -L 1 bash -c 'set -euo pipefail; cell "$0"'
 [ -z "${PACK:-}" ] || exit 0
 done=$(ls "$HERE"/L*-D*/L*-dense-s*/summary.json 2>/dev/null | wc -l)
 if [ "$done" -lt 12 ]; then
