@@ -79,9 +79,9 @@ def assert_round_trip(cls: type, path: Path) -> None:
     """The result file at ``path`` reads back through ``cls.from_json`` and writes out unchanged."""
     import json
 
-    from headlab.io import _clean
+    from headlab.io import _clean, unsealed
 
-    on_disk = json.loads(path.read_text())
+    on_disk = unsealed(json.loads(path.read_text()), path)  # the seal is checked here, then set aside
     assert json.loads(json.dumps(_clean(cls.from_json(on_disk).to_json()))) == on_disk
 
 

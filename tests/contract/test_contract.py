@@ -290,7 +290,7 @@ ROWS += [
         2, "hop counts 1..99", absent=["r"]),
     *(Row(f"khop with the minimal task's {opt}", f"retrieval train --task khop --depth 4 {opt} --out {{tmp}}/r"
           .split(), 2, "minimal task", absent=["r"])
-      for opt in ("--curriculum dense", "--distractors 1", "--separator")),
+      for opt in ("--curriculum dense", "--distractors 2", "--separator")),
     # pooled evidence: the same run, seed, model or language given twice (by value, by another name, as a copy)
     Row("predict given one run twice", "predict {tmp}/r {tmp}/r".split(), 2, "given twice", _file("r/config.toml")),
     Row("predict given a run and a symbolic link to it", "predict {tmp}/r {tmp}/link".split(), 2, "by another name",

@@ -9,6 +9,7 @@ import pytest
 from headlab.cli import main
 from headlab.formation.induce.measure import MeasureResult
 from headlab.head import Head
+from headlab.io import SEAL
 
 from ..support import TINY_RUN
 
@@ -35,10 +36,12 @@ def test_induce_runs_arms_measures_and_reuses_finished_runs(tmp_path, capsys):
     assert summary["plain"]["loss_cost_vs_plain"]["mean"] == 0.0
     rec = json.loads((tmp_path / "study" / "runs" / "aux-s0" / "measure.json").read_text())
     assert rec["induced_heads"] == ["1.0"] and rec["aux_stop"] == 7  # 0.6 of 12 steps
-    assert len(rec["steps"]) == len(rec["mass"]) == len(rec["loss"]) and rec["ablation"]["draws"] == 2
+    # two draws asked; the tiny model's layer may hold a single distinct matched set, run once
+    assert len(rec["steps"]) == len(rec["mass"]) == len(rec["loss"]) and rec["ablation"]["draws"] in (1, 2)
     plain = json.loads((tmp_path / "study" / "runs" / "plain-s0" / "measure.json").read_text())
     typed = MeasureResult.read(tmp_path / "study" / "runs" / "aux-s0")  # the record is a registered result
-    assert typed.induced_heads == [Head(1, 0)] and typed.arm == "aux" and typed.to_json() == rec
+    assert typed.induced_heads == [Head(1, 0)] and typed.arm == "aux"
+    assert typed.to_json() == {k: v for k, v in rec.items() if k != SEAL}  # sealed as written
     # measured (seeded): head 1.0's `/` mass on the held-out probe windows ~doubles in 12 steps (7 with the term),
     # the heads of layer 0, upstream of the term only through the residual stream, barely move
     gain = np.array(rec["mass"][-1]) - np.array(plain["mass"][-1])
