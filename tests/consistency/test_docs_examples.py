@@ -39,8 +39,25 @@ def test_the_docs_show_commands() -> None:
     assert len(EXAMPLES) >= 20 and {"README.md", "docs/monitor.md"} <= {p for p, _ in EXAMPLES}
 
 
+def installed_plugin() -> None:
+    """The plugin docs/guide/own-detector.md installs (``punctuation``), registered as an installed one would be:
+    its commands must parse where it is installed."""
+    from headlab.detectors import DETECTORS, Detector, register
+
+    class Punctuation(Detector):
+        name, summary = "punctuation", "the guide's plugin"
+
+        def score(self, batch):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+    if "punctuation" not in DETECTORS:
+        register(Punctuation)
+
+
 @pytest.mark.parametrize("page,line", EXAMPLES, ids=[f"{p}:{i}" for i, (p, _) in enumerate(EXAMPLES)])
 def test_every_shown_command_parses(page: str, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    if page == "docs/guide/own-detector.md":
+        installed_plugin()
     argv = shlex.split(line, comments=True)
     try:
         build_parser().parse_args(argv)

@@ -18,6 +18,7 @@ from headlab.corpus.records import ID_FIELD, TEXT_FIELD, text_field_problem
 from headlab.corpus.samples import ANY, FILTERS
 from headlab.detectors import DEFAULT_DETECTORS, DETECTORS, Detector
 from headlab.detectors.offset import OFFSET, OffsetOptions
+from headlab.detectors.plugins import resolve
 from headlab.detectors.token import TokenOptions
 from headlab.settings import Settings, dtype_setting, setting
 from headlab.values import items
@@ -44,8 +45,9 @@ class ScanSettings(Settings):
     FAMILY: ClassVar[str] = "scan"
     LISTS: ClassVar[tuple[str, ...]] = ("detectors",)
 
-    detectors: tuple[str | Detector, ...] = setting(DEFAULT_DETECTORS, "detectors to run",
-                                                    choices=lambda: sorted(DETECTORS),
+    detectors: tuple[str | Detector, ...] = setting(DEFAULT_DETECTORS, "detectors to run: registered names (plugins "
+                                                    "included) or module:Class for one of your own",
+                                                    choices=lambda: sorted(DETECTORS), item=resolve,
                                                     annotation="Sequence[str | Detector]")
     target: str = TokenOptions.field_of("target")
     bare: bool = TokenOptions.field_of("bare")
@@ -82,8 +84,7 @@ class ScanSettings(Settings):
             object.__setattr__(self, "max_samples", None)
         dets = items(self.detectors)  # one name is one detector, not its letters; a name is spelled as registered
         if dets is not None:
-            object.__setattr__(self, "detectors", tuple(d.replace("_", "-") if isinstance(d, str) else d
-                                                        for d in dets))
+            object.__setattr__(self, "detectors", tuple(resolve(d) if isinstance(d, str) else d for d in dets))
         super().__post_init__()
 
     def more_problems(self) -> list[str]:

@@ -57,8 +57,12 @@ def real_in(lo: float, hi: float | None = None, open_lo: bool = False) -> Callab
     return parse
 
 
-def items(parse: Callable[[str], Any] = str, choices: Sequence[Any] | None = None) -> Callable[[str], list[Any]]:
-    """One token of a list option: its comma-separated items, each parsed (and checked against ``choices``)."""
+Choices = Sequence[Any] | Callable[[], Sequence[Any]] | None
+
+
+def items(parse: Callable[[str], Any] = str, choices: Choices = None) -> Callable[[str], list[Any]]:
+    """One token of a list option: its comma-separated items, each parsed (and checked against ``choices``, read
+    after the parse where they are a registry's: parsing may register an item, a ``module:Class`` detector)."""
     def split(text: str) -> list[Any]:
         out = []
         for raw in (x.strip() for x in text.split(",")):
@@ -68,8 +72,11 @@ def items(parse: Callable[[str], Any] = str, choices: Sequence[Any] | None = Non
                 value = parse(raw)
             except ValueError:
                 raise argparse.ArgumentTypeError(f"{raw!r} is not {getattr(parse, '__name__', 'valid')}") from None
-            if choices is not None and value not in choices:
-                raise argparse.ArgumentTypeError(f"{raw!r} is not one of {', '.join(map(str, choices))}")
+            except HeadlabError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+            allowed = choices() if callable(choices) else choices
+            if allowed is not None and value not in allowed:
+                raise argparse.ArgumentTypeError(f"{raw!r} is not one of {', '.join(map(str, allowed))}")
             out.append(value)
         return out
     split.__name__ = "list"
@@ -83,11 +90,11 @@ class _Flatten(argparse.Action):
 
 
 def list_option(p: argparse.ArgumentParser, *flags: str, parse: Callable[[str], Any] = str,
-                choices: Sequence[Any] | None = None, **kwargs: Any) -> None:
+                choices: Choices = None, **kwargs: Any) -> None:
     """A list option, the one syntax of every list: items separated by spaces or commas (``--x a b`` is
     ``--x a,b``), each checked at parse time. ``default`` is a list."""
     if choices is not None and "metavar" not in kwargs:
-        kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+        kwargs["metavar"] = "{" + ",".join(map(str, choices() if callable(choices) else choices)) + "}"
     p.add_argument(*flags, nargs="+", type=items(parse, choices), action=_Flatten, **kwargs)
 
 
@@ -119,7 +126,7 @@ def settings_options(p: argparse.ArgumentParser, cls: Any, skip: Sequence[str] =
         if meta.get("metavar"):
             kw["metavar"] = meta["metavar"]
         if f.name in cls.LISTS:
-            list_option(p, flag, parse=meta.get("item", str), choices=choices_of(meta), **kw)
+            list_option(p, flag, parse=meta.get("item", str), choices=meta.get("choices"), **kw)
         elif isinstance(f.default, bool):
             if f.default:
                 raise ValueError(f"{cls.__name__}.{f.name}: a flag that is on by default needs a --no- option")

@@ -22,7 +22,6 @@ from headlab.monitor.comparison import EvaluationResult
 from headlab.monitor.dataset import dataset_files, write_back
 from headlab.monitor.evaluation import installed_kinds
 from headlab.monitor.fingerprint import (
-    MONITOR_DETECTORS,
     check_corpus,
     choose_features,
     column_means,
@@ -72,13 +71,13 @@ def fit(model: str | LoadedModel, settings: MonitorSettings = MONITOR, *, device
 def _fit(model: Any, st: MonitorSettings, progress: bool, device: str) -> Profile:
     loaded = resolve(model, device=device, dtype=st.dtype)
     with scanned(loaded, st.corpus, st.max_samples, st.seed, st.batch_size, st.max_length, progress,
-                 device, id_field=st.id_field, checkpoint_every=None, dtype=st.dtype,
+                 device, st.detectors, id_field=st.id_field, checkpoint_every=None, dtype=st.dtype,
                  text_field=st.text_field) as (path, r):
         features = choose_features(column_means(path), st.per_detector)
         X, docs, _ = fingerprints(path, features)
     record = {k: v for k, v in st.record().items() if k not in ("corpus", "fpr")}
     return fit_profile(X, docs, features, st.fpr, model=r.model, model_identity=loaded.identity, corpus=list(st.corpus),
-                       settings={**record, "detectors": list(MONITOR_DETECTORS), "n_reference_samples": r.n_samples})
+                       settings={**record, "n_reference_samples": r.n_samples})
 
 
 @in_callers_words

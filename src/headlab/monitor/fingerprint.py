@@ -21,12 +21,10 @@ import numpy as np
 from headlab.census.scanner import scan
 from headlab.corpus import documents
 from headlab.corpus.records import ID_FIELD, TEXT_FIELD
-from headlab.detectors import DEFAULT_DETECTORS
 from headlab.errors import HeadlabError
+from headlab.monitor.settings import MONITOR_DETECTORS
 from headlab.notices import recorded, repeated
 
-#: the monitor's detectors: the census defaults plus every head's attention entropy
-MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
 #: detectors whose every head is a feature (the others contribute their top heads)
 ALL_HEADS = ("entropy",)
 BATCH_ROWS = 4096

@@ -8,10 +8,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from headlab.corpus.records import ID_FIELD, TEXT_FIELD, text_field_problem
+from headlab.detectors import DEFAULT_DETECTORS, DETECTORS
+from headlab.detectors.plugins import resolve
 from headlab.monitor import anomalies
 from headlab.settings import Settings, dtype_setting, setting
 from headlab.values import ITEM_BYTES, Rule
 
+#: the monitor's detectors by default: the census defaults plus every head's attention entropy
+MONITOR_DETECTORS = (*DEFAULT_DETECTORS, "entropy")
 #: real kinds and the named corpus each one reads; derived kinds are built from fresh reference prose
 REAL = {"code": "pysrc", "docstrings": "pydoc", "python-doc": "python-doc", "markup": "python-html", "man": "man",
         "linux-doc": "linux-doc", "man-de": "man-de", "man-fr": "man-fr", "man-ja": "man-ja", "man-zh": "man-zh"}
@@ -32,16 +36,19 @@ WORK = ".check-scan"
 @dataclass(frozen=True)
 class MonitorSettings(Settings):
     """The reference ``corpus`` (up to ``max_samples`` windows of ``max_length`` tokens, drawn with ``seed``),
-    the features (each census detector's top ``per_detector`` heads, and every head's entropy), the
+    the features (each of ``detectors``' top ``per_detector`` heads, and every head's entropy), the
     calibrated false-positive rate ``fpr`` on held-out reference documents, ``batch_size``, and ``id_field``, the
     JSONL field that names a record (every record is a document), and the ``dtype`` the model's weights are
     loaded in (a profile's features are its heads' numbers in that dtype, so ``check`` loads the model in it)."""
 
     FAMILY: ClassVar[str] = "monitor"
-    LISTS: ClassVar[tuple[str, ...]] = ("corpus",)
+    LISTS: ClassVar[tuple[str, ...]] = ("corpus", "detectors")
 
     corpus: tuple[str, ...] = setting(("wiki",), "reference text: named sources or files/folders", metavar="SRC",
                                       paths=True, annotation="Sequence[str]")
+    detectors: tuple[str, ...] = setting(MONITOR_DETECTORS, "detectors whose heads make the fingerprint: registered "
+                                         "names (plugins included) or module:Class", choices=lambda: sorted(DETECTORS),
+                                         item=resolve, annotation="Sequence[str]")
     max_samples: int = setting(2000, "reference windows scanned", rule=Rule("whole", MIN_REFERENCE))
     per_detector: int = setting(8, "heads per detector in a fingerprint")
     fpr: float = setting(0.01, "share of reference documents flagged (above 0, at most 0.5)")
@@ -53,8 +60,15 @@ class MonitorSettings(Settings):
     text_field: str = setting(TEXT_FIELD, "the JSONL field that holds a record's text", metavar="FIELD")
     dtype: str = dtype_setting()
 
+    def __post_init__(self) -> None:
+        named = self.detectors if isinstance(self.detectors, (list, tuple)) else None
+        if named is not None:  # a plugin named in Python as in the CLI: module:Class, or its registered name
+            object.__setattr__(self, "detectors", tuple(resolve(d) if isinstance(d, str) else d for d in named))
+        super().__post_init__()
+
     def more_problems(self) -> list[str]:
         out = [] if self.corpus else ["--corpus: give at least one reference source"]
+        out += [] if self.detectors else ["--detectors: give at least one detector"]
         out += [p for p in [text_field_problem(self.text_field)] if p]
         fpr, n = self.fpr, self.max_samples
         if isinstance(fpr, (int, float)) and not 0 < fpr <= 0.5:
