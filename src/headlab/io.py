@@ -59,8 +59,8 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
         raise HeadlabError(f"--out {p} is an existing file, not a folder; choose a folder path")
     held = [f for f in files if (p / f).exists()]
     if held and not overwrite:
-        raise HeadlabError(f"{p} already holds {held[0]} from an earlier run; pass --overwrite (overwrite=True) to "
-                           "replace it, or choose another --out")
+        raise HeadlabError(f"{p} already holds {held[0]} from an earlier run{_partial(p / held[0])}; pass --overwrite "
+                           "(overwrite=True) to replace it, or choose another --out")
     base = p
     while not base.exists():
         base = base.parent
@@ -68,6 +68,26 @@ def claim_out(out: str | os.PathLike[str], files: Sequence[str], overwrite: bool
         raise HeadlabError(f"cannot write under {base} (for --out {p}); choose a writable --out")
     _probe(base, p)
     return p
+
+
+#: the largest result file whose record is read to say that it is partial (a scan.json is kilobytes)
+PARTIAL_READ_BYTES = 64 << 20
+
+
+def _partial(path: Path) -> str:
+    """``, a partial one (...)`` where ``path`` is a result an interrupted run wrote, else empty."""
+    try:
+        if path.suffix != ".json" or path.stat().st_size > PARTIAL_READ_BYTES:
+            return ""
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(doc, dict) or doc.get("interrupted") is not True:
+        return ""
+    by = doc.get("interrupted_by")
+    done = doc.get("n_samples")
+    return (f", a partial one (interrupted{f' by {by}' if isinstance(by, str) else ''}"
+            f"{f' after {done} samples' if isinstance(done, int) else ''})")
 
 
 def cache_dir() -> Path:

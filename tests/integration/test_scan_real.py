@@ -8,6 +8,7 @@ import pytest
 
 from headlab import scan
 from headlab.cli import main
+from headlab.errors import HeadlabError
 from tests.support import need
 
 from .conftest import PLAIN_TEXTS, SLASH_TEXTS, named
@@ -97,7 +98,7 @@ def test_binary_and_empty_corpus(tmp_path, capsys):
     assert rc == 2 and "empty" in err.splitlines()[-1]
 
 
-def test_interrupted_scan_keeps_partial_statistics_and_cleans_up():
+def test_interrupted_scan_keeps_partial_statistics_and_cleans_up(tmp_path):
     from headlab.detectors.sink import SinkDetector
 
     class Interrupting(SinkDetector):
@@ -127,6 +128,10 @@ def test_interrupted_scan_keeps_partial_statistics_and_cleans_up():
     assert r.interrupted and r.n_samples == 8
     assert "INTERRUPTED" in r.table()
     assert lm.model.config._attn_implementation == impl
+    r.write(tmp_path)  # what the interrupted command left; its rerun says the result there is partial
+    with pytest.raises(HeadlabError, match=r"already holds scan.json from an earlier run, a partial one \(interrupted "
+                       r"by SIGINT after 8 samples\); pass overwrite=True"):
+        scan(lm, SLASH_TEXTS, detectors=["token"], progress=False, out=tmp_path)
 
 
 @pytest.mark.parametrize("name", ["minilm-l6", "mpnet-base", "smollm2-135m", "gemma3-270m"])
