@@ -241,3 +241,50 @@ def test_min_depth_draws_one_chain_depth_per_step_for_every_seed() -> None:
     assert {RetrievalSource(full).batch(s, 4, seed=0)[0].shape[1] for s in range(10)} == {4 * 6 + 4}
     with pytest.raises(HeadlabError, match="--min-depth 7"):
         RetrievalTask(6, "dense", min_depth=7)
+
+
+def test_the_hop_stack_equals_zeroing_each_heads_output_columns() -> None:
+    """hop_stack's per-head and per-layer losses against an independent ablation (the head's columns of o_proj's
+    weight set to zero, no hook), and its carried hops follow MIN_DROP; the labels carry them."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    from headlab.nn import ModelConfig, Transformer
+    from headlab.retrieval.hops import KEYS
+    from headlab.retrieval.stack import MIN_DROP, hop_stack, stack_markdown, stacked_labels
+    from headlab.retrieval.training import RetrievalTask, eval_set, hop_accuracy
+
+    task = RetrievalTask(3, "dense", n_distractors=1)
+    torch.manual_seed(1)
+    model = Transformer(ModelConfig(vocab_size=task.vocab.size, n_layers=2, n_heads=2, d_model=16,
+                                    max_length=task.max_length, init="fan-in")).eval()
+    exs = eval_set(task, 24, 5, 3)
+    lift = np.zeros((2, 2, 3, 3))
+    lift[1, 0, 2, 1] = 0.5  # at hop 3, head 1.0 reads the referent's reference
+    # a stack where the base accuracy of this random model is its own: compare, not assume
+    stack = hop_stack(model, exs, lift, KEYS, min_lift=0.2)
+    base = hop_accuracy(model, exs)
+
+    def zeroed(cols: dict[int, list[int]]) -> dict[str, float]:
+        m = copy.deepcopy(model)
+        with torch.no_grad():
+            for layer, heads in cols.items():
+                for h in heads:
+                    m.layers[layer].attn.o_proj.weight[:, h * 8:(h + 1) * 8] = 0
+        return {k: round(base[k] - v, 4) for k, v in hop_accuracy(m, exs).items()}
+
+    for layer in range(2):
+        assert stack["layers"][str(layer)] == zeroed({layer: [0, 1]})
+        for h in range(2):
+            assert stack["heads"][f"{layer}.{h}"] == zeroed({layer: [h]})
+    for k, rows in stack["carried_by"].items():
+        assert [r["head"] for r in rows] == [n for n, d in stack["heads"].items() if d[k] >= MIN_DROP]
+    made = {"min_drop": MIN_DROP, "examples": 24, "base": {"1": 1.0, "2": 0.9, "3": 0.8},
+            "heads": {}, "layers": {"0": {"1": 0.5, "2": 0.5, "3": 0.5}, "1": {"1": 0.0, "2": 0.0, "3": 0.3}},
+            "carried_by": {"1": [], "2": [], "3": [{"head": "1.0", "drop": 0.3, "reads": "ref→def-ref"}]},
+            "layers_carrying": {"1": ["0"], "2": ["0"], "3": ["0", "1"]}}
+    shown = stacked_labels([["-", "-"], ["ref→def-ref@2", "-"]], made)
+    assert shown == [["-", "-"], ["ref→def-ref@2 · hops 3", "-"]]
+    assert "| 3 | 0.80 | 0 (0.50), 1 (0.30) | 1.0 (0.30; ref→def-ref) |" in stack_markdown(made)

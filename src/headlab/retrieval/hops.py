@@ -32,6 +32,7 @@ from headlab.head import name as head_name
 from headlab.io import read_jsonl
 from headlab.nn import Transformer
 from headlab.retrieval.probes import link_sample, pooled_mass
+from headlab.retrieval.stack import hop_stack, stack_markdown, stacked_labels
 from headlab.retrieval.training import RetrievalTask, checkpoint_models, hop_accuracy
 
 KEYS = ("def-var", "def-ref", "prev")
@@ -162,13 +163,16 @@ def hop_analysis(run: Any, model: Transformer, task: RetrievalTask, probes: list
             "mass": np.nan_to_num(prof, nan=-1).round(4).tolist(),
             "control": np.nan_to_num(control, nan=-1).round(4).tolist(),
             "ablation": hop_ablation(model, labels, test, draws, seed),
+            "stack": hop_stack(model, test, prof - control, KEYS, min_lift),
             "emergence": hop_emergence(run, task, labels, probes[:16], min_lift)}
 
 
 def hop_circuit(h: dict[str, Any]) -> list[dict[str, Any]]:
-    """The hop-labelled heads as circuit rows (head, layer, label, mass: the label's lift)."""
+    """The hop-labelled heads as circuit rows (head, layer, label with the hops the head carries, mass: the
+    label's lift)."""
     prof, control = np.asarray(h["mass"]), np.asarray(h["control"])
-    return [{"head": head_name(l, i), "layer": l, "label": lab, "mass": _lift_of(prof, control, l, i, lab)}
+    shown = stacked_labels(h["labels"], h.get("stack"))
+    return [{"head": head_name(l, i), "layer": l, "label": shown[l][i], "mass": _lift_of(prof, control, l, i, lab)}
             for l, row in enumerate(h["labels"]) for i, lab in enumerate(row) if lab != "-"]
 
 
@@ -203,4 +207,4 @@ def hops_markdown(h: dict[str, Any]) -> list[str]:
     e = h["emergence"]
     lines += ["", f"Emergence order: {', '.join(e['order']) or 'none'}; hops solved (>= {SOLVED}) first at: "
               + ", ".join(f"hop {k} step {s}" for k, s in sorted(e["hop_solved_at"].items(), key=lambda x: int(x[0])))]
-    return lines
+    return lines + (["", *stack_markdown(h["stack"])] if h.get("stack") else [])

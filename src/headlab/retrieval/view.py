@@ -18,6 +18,7 @@ from headlab.result import found_in
 from headlab.retrieval.analysis import AnalyzeResult, probe_examples
 from headlab.retrieval.hops import hop_circuit
 from headlab.retrieval.record import RunTask
+from headlab.retrieval.stack import stacked_labels
 from headlab.retrieval.training import load_run
 from headlab.training import checkpoint as ckpt
 from headlab.views.data import ViewData, ViewSample, store_maps
@@ -60,7 +61,7 @@ def from_retrieval(run: Path, shown: Shown) -> ViewData:
     a = AnalyzeResult.read(run / "analyze") if AnalyzeResult in found_in(run / "analyze") else None
     labels, circuit = (None, None) if a is None else (a.labels, a.circuit)
     if a is not None and a.hops:  # a dense run: its heads carry their hop labels, scored by lift over even attention
-        labels, circuit = a.hops["labels"], hop_circuit(a.hops)
+        labels, circuit = stacked_labels(a.hops["labels"], a.hops.get("stack")), hop_circuit(a.hops)
     cks = ckpt.checkpoints(run)
     steps: list[int | None] = [s for s, _ in cks] or [None]
     scores, note = recorded_scores(a, steps)
