@@ -49,7 +49,9 @@ def test_each_edit_the_review_made_moves_exactly_the_rules_that_run_it(monkeypat
                      {"formation.stages", "formation.foster", "retrieval.curriculum", "retrieval.curriculum-hops"}),
         "DENSE_ANALYZED": (lambda: monkeypatch.setattr(retrieval_verdicts, "DENSE_ANALYZED",
                                                        retrieval_verdicts.DENSE_ANALYZED[:1]),
-                           {r for r in BOOK if r.startswith("retrieval.")} - {"retrieval.depth-edge"}),  # reads its own
+                           # depth-edge and pair-order read their own studies' folders
+                           {r for r in BOOK if r.startswith("retrieval.")} - {"retrieval.depth-edge",
+                                                                              "retrieval.pair-order"}),
         "THRESHOLDS": (lambda: monkeypatch.setitem(track_report.THRESHOLDS, "slash_mass", 0.3),
                        {"formation.stages", "formation.prediction", "formation.init"}),
         "kind_row": (lambda: _patch(monkeypatch, comparison, "kind_row", _kind_row_with_min),

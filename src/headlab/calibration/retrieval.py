@@ -10,8 +10,8 @@ from collections import Counter
 import numpy as np
 
 from headlab.calibration import Control, Stats, control
-from headlab.retrieval import edge
-from headlab.rulebook.retrieval import MIN_ORDER_RUNS, MIN_SEEDS
+from headlab.retrieval import edge, order
+from headlab.rulebook.retrieval import MIN_ORDER_RUNS, MIN_SEEDS, ORDER_CELLS
 
 LAYERS = (1, 2, 3)
 TRAINED = 16  # the deepest lookup trained: above every bound the law gives these layer counts
@@ -104,3 +104,29 @@ for rid, planted, null, evidence, effect, nothing in (
 control(Control("retrieval.depth-edge", f"{MIN_SEEDS} flattened seeds in each of the four cells (80 logged losses per "
                 "run)", "two layers solve 4 hops in half the depth-4 seeds and a third of the others",
                 "two layers solve 2 or 3 hops", lambda r: _edge(r, True), lambda r: _edge(r, False), "data", 500))
+
+
+CHECKPOINT = 250  # the resolution of the order study's emergence steps (its runs checkpoint every 250 steps)
+
+
+def _pairs(rng: np.random.Generator, planted: bool) -> Stats:
+    """Two cells of five runs, four roles. Planted: roles due at 250, 750, 1250 and 1750 steps, each run's steps
+    jittered (normal, sd 200) and read at the checkpoint after (ties and the odd reversal arise). Null: each
+    role's step drawn afresh per run, uniform over the same checkpoints."""
+    cells = {}
+    for c in range(ORDER_CELLS):
+        runs = []
+        for _ in range(MIN_ORDER_RUNS):
+            due = np.array([250, 750, 1250, 1750]) + rng.normal(0, 200, 4) if planted else rng.uniform(0, 2000, 4)
+            steps = CHECKPOINT * np.ceil(np.clip(due, 1, None) / CHECKPOINT)
+            runs.append({role: int(x) for role, x in zip(ROLES, steps)})
+        cells[f"cell {c}"] = order.cell_stats(runs, seed=int(rng.integers(2**31)))
+    return {"cells": cells}
+
+
+# the runs' steps go through the study's own reading (shared roles, pair counts, the permutation test): level data;
+# left out of the test suite: each draw runs 1,999 permutations per cell
+control(Control("retrieval.pair-order", f"{ORDER_CELLS} cells of {MIN_ORDER_RUNS} runs, 4 roles, checkpoints every "
+                f"{CHECKPOINT} steps", "one order, each run's steps jittered (sd 200 steps, ties and reversals "
+                "arise)", "each role's step drawn afresh per run", lambda r: _pairs(r, True),
+                lambda r: _pairs(r, False), "data", 300, ci=False))

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from headlab.io import write_text_atomic
 from headlab.result import Result, read_json
 from headlab.retrieval.edge import FOLDER, edge_stats
+from headlab.retrieval.order import order_cells
 from headlab.retrieval.record import RunSummary, finished_runs
 from headlab.rulebook import BOOK, VERSION, label
 from headlab.rulebook.multiplicity import holm, stated
@@ -188,6 +189,17 @@ def edge_rows(root: Path) -> list[dict[str, Any]]:
     return holm([row])
 
 
+def order_rows(root: Path) -> list[dict[str, Any]]:
+    """The order claim pairwise (:mod:`headlab.retrieval.order`) on the order study's new seeds, judged."""
+    cells, files = order_cells(root)
+    rule = BOOK["retrieval.pair-order"]
+    text = (f"{len(files)} analyzed runs in {len(cells)} cells (`results/retrieval/order`)" if files
+            else "no analyzed run yet (the study: `results/retrieval/order.sh`)")
+    row = {"row": rule.claim + ": new seeds, two recipes", "rule": rule.id, "stats": {"cells": cells},
+           "measured": text, **rule.judge({"cells": cells}, _evidence(root, rule.data)).to_json()}
+    return holm([row])
+
+
 def _evidence(root: Path, globs: tuple[str, ...]) -> list[str]:
     """The sha256 of the result files a rule reads (its globs are under results/, ``root``'s parent)."""
     return [file_digest(f) for f in sorted({f for g in globs for f in root.parent.glob(g) if f.is_file()})]
@@ -224,7 +236,7 @@ def judge(root: Path) -> RetrievalVerdictsResult:
     files a row names are named from the results root (``results/...``), whatever that folder is called: a copy
     judged elsewhere writes the same text. (Renamed here, after the rows: the functions that compute the rows are
     part of their rules' fingerprints.)"""
-    found = rows(root) + edge_rows(root)
+    found = rows(root) + edge_rows(root) + order_rows(root)
     mine = f"`{root.resolve().parent.name}/"
     for r in found:
         r["measured"] = r["measured"].replace(mine, "`results/")

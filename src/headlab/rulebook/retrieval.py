@@ -18,6 +18,9 @@ EDGE_CELLS = ((1, 2), (2, 4), (2, 5), (2, 6))
 REACHED = 4                 # floor(3^2 / 2): the most hops two layers may solve under the bound
 PLATEAU = 0.05              # flattened: the last fifth of the logged losses at most this far below the fifth before
 MIN_ORDER_RUNS = 5          # a share of runs in order: 5 of 5 is the fewest whose Wilson lower bound clears 1/2
+ORDER_CELLS = 2             # the order claim judged in two recipes, so one cell's order is not the document's
+CONCORDANT = 0.8            # a fixed order: at most one strictly ordered run-pair in ten reversed
+NO_ORDER = 0.5              # no shared order: a third or more of the strict run-pairs reversed
 S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
 
 
@@ -134,6 +137,24 @@ def head_order(s: Mapping[str, Any]) -> Judgement:
     return Judgement(I, "", power)
 
 
+def pair_order(s: Mapping[str, Any]) -> Judgement:
+    """Per cell (:mod:`headlab.retrieval.order`): the concordance of pairwise precedence over the roles every run
+    has, and its permutation p-value; every cell must hold its order (an intersection-union test, each at 0.05)."""
+    cells = s["cells"]
+    ready = {n: c for n, c in cells.items() if c["runs"] >= MIN_ORDER_RUNS and c["concordance"] is not None}
+    power = "; ".join(f"{n}: {c['runs']} runs, {len(c['roles'])} shared roles, concordance "
+                      + (f"{c['concordance']:.2f} (permutation p {c['p']:.3g})" if c["concordance"] is not None
+                         else "undefined") for n, c in cells.items()) or "no analyzed run"
+    if len(ready) < ORDER_CELLS:
+        return Judgement(I, f"underpowered: {len(ready)} of {ORDER_CELLS} cells with {MIN_ORDER_RUNS} analyzed runs "
+                         "and two shared roles ordered", power)
+    if any(c["concordance"] < NO_ORDER for c in ready.values()):
+        return Judgement(N, f"a cell's runs share no order (concordance below {NO_ORDER})", power)
+    if all(c["p"] < 0.05 and c["concordance"] >= CONCORDANT for c in ready.values()):
+        return Judgement(S, "", power, p=max(c["p"] for c in ready.values()))
+    return Judgement(I, f"an order, not a fixed one (concordance under {CONCORDANT} or p ≥ 0.05 in a cell)", power)
+
+
 CODE = "headlab.retrieval.verdicts."  # the functions that gather each rule's statistics from the files
 #: what the retrieval rules read
 DATA = ("retrieval/**/depth_law.json", "retrieval/**/summary.json", "retrieval/**/analyze.json",
@@ -192,4 +213,15 @@ RULES = (
                  "none", f"≥ {MIN_SEEDS} successful runs in a cell, to support or to refute", head_order,
                  computed_by=(CODE + "dense_order_stats", CODE + "map_order_stats", CODE + "_hop_roles", CODE + "rows"),
                  data=DATA, family=Family.EVERY)),
+    declare(Rule("retrieval.pair-order", DOC, "the stacked heads emerge in a fixed order (pairwise precedence)",
+                 "per cell (one recipe, new seeds), for every pair of head roles that every analyzed run has: runs "
+                 "where the first role's earliest head emerges before the second's, after it, or at the same "
+                 "checkpoint (a tie, never broken); concordance = Σ|before − after| / Σ(before + after)",
+                 "permutation test per cell (each run's emergence steps shuffled among its roles, 1,999 times)",
+                 f"every cell p < 0.05 and concordance ≥ {CONCORDANT}; not supported when a cell's concordance is "
+                 f"below {NO_ORDER}", f"{CONCORDANT}: ours, the document's \"fixed order\" at one reversed "
+                 "run-pair in ten; 0.05 conventional", "roles emerging in an order drawn afresh per run",
+                 f"{ORDER_CELLS} cells of ≥ {MIN_ORDER_RUNS} analyzed runs, each with two or more shared roles",
+                 pair_order, computed_by=(CODE + "order_rows", "headlab.retrieval.order.order_cells"),
+                 data=("retrieval/order/**/analyze.json",))),
 )
