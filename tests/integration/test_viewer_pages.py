@@ -367,6 +367,10 @@ def test_every_folder_kind_is_recognized_by_the_registry_and_a_claims_study_open
     assert "minilm-l6" in data.title and data.n_layers == 6
     with pytest.raises(HeadlabError, match="holds no run headlab can show"):
         kind_of(tmp_path)
+    # a folder of results the viewer does not draw names what does: report for its results, view for its folders
+    with pytest.raises(HeadlabError, match=r"it holds scale.json: headlab report \S+ renders that; view one of its "
+                       r"folders: claims, trained"):
+        kind_of(root.parent)
 
 
 def test_a_scan_folders_page_shows_windows_of_the_scanned_corpus_not_the_slash_defaults(tmp_path):

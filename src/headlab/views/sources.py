@@ -62,8 +62,22 @@ def source_of(source: str | Path) -> FolderSource | None:
     found = next((s for s in ranked if s.recognizes(p)), None)
     if found is None and not (p / "config.json").exists():
         kinds = ", ".join(s.describes for s in ranked)
-        raise HeadlabError(f"{p} holds no run headlab can show: not {kinds}, nor a model (config.json)")
+        raise HeadlabError(f"{p} holds no run headlab can show: not {kinds}, nor a model (config.json){_instead(p)}")
     return found
+
+
+def _instead(p: Path) -> str:
+    """What to do with a folder the viewer does not draw: its results for ``headlab report``, or the subfolders
+    that hold something the viewer shows."""
+    from headlab.result import found_in  # deferred: it imports every result kind, needed only on this error
+
+    held = [cls.KIND for cls in found_in(p)]
+    out = f"; it holds {', '.join(held)}: headlab report {p} renders that" if held else ""
+    shown = sorted(q for q in p.iterdir() if q.is_dir() and any(s.recognizes(q) for s in SOURCES.values()))
+    if shown:
+        more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+        out += f"; view one of its folders: {', '.join(q.name for q in shown[:3])}{more}"
+    return out
 
 
 def kind_of(source: str | Path) -> str:
