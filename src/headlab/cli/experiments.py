@@ -63,9 +63,11 @@ def _add_ablate(sub: argparse._SubParsersAction) -> None:
         "ablate",
         help="ablate a set of heads against matched random controls",
         description="Ablate heads together (at the output projection's input) and --draws sets of "
-        "random heads matched by layer; report the effect on slash and no-slash text (decoders: next-token loss and "
-        "accuracy; encoders, which have no next token: the cosine distance between the ablated and the intact "
-        "model's outputs).",
+        "random heads matched by layer; report the effect on the tokens --positions selects, beside the tokens it "
+        "compares them with (decoders: next-token loss and accuracy; encoders, which have no next token: the cosine "
+        "distance between the ablated and the intact model's outputs). The test is one-sided, in the direction of "
+        "harm: p = (1 + control sets that change the primary metric at least as much as the target) / (1 + draws); "
+        "the two-sided p and the target-minus-controls interval are reported beside it.",
     )
     p.add_argument("model")
     list_option(p, "--heads", required=True, metavar="L.H", help="heads to ablate together, e.g. 0.7 16.0")

@@ -13,6 +13,7 @@ import numpy as np
 
 from headlab.census.result import ScanResult
 from headlab.census.scanner import scan
+from headlab.census.stats import SDH
 from headlab.corpus import DEFAULT_CORPUS, TEXT_FIELD, Sampler, documents
 from headlab.errors import HeadlabError
 from headlab.models import resolve
@@ -90,11 +91,12 @@ def from_model(source: str | LoadedModel, texts: Sequence[tuple[str, str]] | Non
     if scanned is not None:
         r, note = scanned, (f"Scores: corpus scan of {scanned.n_samples} samples ({scanned.n_samples_with_target} "
                             "with '/'); SDH = the strict rule of that scan.")
-    else:
+    else:  # the strict rule's k, or every shown text where fewer are shown
+        k = min(SDH.consecutive, len(texts))
         r = scan(loaded, texts=[t for _, t in texts], max_samples=None, progress=False, device=device,
-                 max_length=loaded.facts.max_length, consecutive=min(3, len(texts)))
+                 max_length=loaded.facts.max_length, consecutive=k)
         note = (f"Scores: the {len(texts)} shown texts only (pass a scan folder for corpus scores); "
-                f"SDH rule with {min(3, len(texts))} consecutive samples.")
+                f"SDH rule with {k} consecutive samples.")
     data = ViewData(title=f"headlab · {loaded.name}", subtitle=f"{L} layers × {H} heads, {loaded.facts.kind}",
                     kind="scan" if scanned is not None else "model", n_layers=L, n_heads=H,
                     causal=loaded.facts.causal, samples=samples, steps=[None], scores=[scan_scores(r.heads(), L, H)],
