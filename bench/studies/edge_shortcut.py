@@ -1,10 +1,12 @@
-"""Does a one-layer model that solves hop 2 under dense targets look the value up, or read it from the layout?
-On held-out chains of the run given (default: the depth-edge study's one-layer seed 1), at every hop-2 reference:
-(1) accuracy; (2) the value in the referenced definition swapped for another value: does the prediction follow it;
+"""Does a model that solves hop k under dense targets look the value up, or read it from the layout?
+On held-out chains of the run given (default: the depth-edge study's one-layer seed 1), at every hop-k reference
+(default k = 2): (1) accuracy; (2) at hop 2, the value in the referenced definition swapped for another value:
+does the prediction follow it (from hop 3 on the referenced definition holds a reference, not a value: not asked);
 (3) the referenced definition's variable renamed, so no definition of the referenced variable is left: is the
-prediction still its old value (a lookup could not find it; a read by position would). Writes RUN/shortcut.md.
+prediction still its old value (a lookup could not find it; a read by position would). Writes RUN/shortcut.md
+(hop 2) or RUN/shortcut-hop{k}.md.
 
-    python bench/studies/edge_shortcut.py [RUN]
+    python bench/studies/edge_shortcut.py [RUN [HOP]]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from headlab.io import write_text_atomic
 from headlab.retrieval.training import eval_set, load_run
 
 RUN = Path(sys.argv[1] if len(sys.argv) > 1 else "results/retrieval/depth_edge/L1-D2/L1-D2-dense-s1")
+HOP = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 SEED, N = 77, 256
 
 
@@ -33,23 +36,27 @@ def main() -> None:
         for ex in exs:
             t = list(ex["tokens"])
             for pos, val, hop in ex["dense"]:
-                if hop != 2:
+                if hop != HOP:
                     continue
                 i = next(j for j in range(1, pos) if t[j] == t[pos] and j % 2 == 1)  # the referenced definition
                 correct += predict(t, pos) == val
-                swapped = next(v for v in values if v not in t)
-                follows += predict(t[:i + 1] + [swapped] + t[i + 2:], pos) == swapped
+                if HOP == 2:
+                    swapped = next(v for v in values if v not in t)
+                    follows += predict(t[:i + 1] + [swapped] + t[i + 2:], pos) == swapped
                 renamed = next(v for v in variables if v not in t)
                 kept += predict(t[:i] + [renamed] + t[i + 1:], pos) == val
                 total += 1
-    text = (f"# Hop 2 in one layer: lookup or layout? (`{RUN}`)\n\n"
-            f"{total} hop-2 references of {N} held-out chains (seed {SEED}), `bench/studies/edge_shortcut.py`:\n\n"
+    text = (f"# Hop {HOP} in {model.cfg.n_layers} layer{'s' if model.cfg.n_layers > 1 else ''}: lookup or layout? "
+            f"(`{RUN}`)\n\n{total} hop-{HOP} references of {N} held-out chains (seed {SEED}), "
+            f"`bench/studies/edge_shortcut.py {RUN} {HOP}`:\n\n"
             f"| test | of {total} |\n|---|---|\n"
             f"| predicted the value | {correct} |\n"
-            f"| value in the referenced definition swapped: the prediction follows it | {follows} |\n"
+            + (f"| value in the referenced definition swapped: the prediction follows it | {follows} |\n" if HOP == 2
+               else "")
+            +
             f"| the referenced definition's variable renamed (no definition left to find): still the old value | "
             f"{kept} |\n")
-    write_text_atomic(RUN / "shortcut.md", text)
+    write_text_atomic(RUN / ("shortcut.md" if HOP == 2 else f"shortcut-hop{HOP}.md"), text)
     print(text)
 
 
