@@ -180,6 +180,42 @@ def result_kinds(root: Path, up: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@generator("detectors")
+def detectors(root: Path, up: str) -> str:
+    """Every detector headlab ships (headlab.detectors.DETECTORS, plugins left out): what each declares beside
+    its code."""
+    from headlab.detectors import DETECTORS
+
+    lines = ["| name | module | label | a high score means | threshold |", "|---|---|---|---|---|"]
+    for name, cls in sorted(DETECTORS.items()):
+        if cls.__module__.startswith("headlab."):
+            lines.append(f"| `{name}` | `{cls.__module__}` | {cls.shown_as()} | {cls.meaning or '-'} | "
+                         f"{'-' if cls.threshold is None else cls.threshold} |")
+    return "\n".join(lines) + "\n"
+
+
+@generator("heads-csv-columns")
+def heads_csv_columns(root: Path, up: str) -> str:
+    """The columns of heads.csv for a scan with the monitor's detectors, as ScanResult writes them (a one-head
+    result written to a temporary folder: the writer's own order)."""
+    import tempfile
+
+    import numpy as np
+
+    from headlab.census.result import ScanResult
+    from headlab.monitor.settings import MONITOR_DETECTORS
+
+    means = {d: np.zeros((1, 1, 9)) if d == "offset" else np.zeros((1, 1)) for d in MONITOR_DETECTORS}
+    r = ScanResult(model="m", n_layers=1, n_heads=1, n_samples=1, n_samples_with_target=1, n_tokens=1,
+                   settings={"detectors": {d: {} for d in MONITOR_DETECTORS}}, means=means,
+                   stds={d: np.zeros((1, 1)) for d in means}, token_frac_above=np.zeros((1, 1)),
+                   token_max_run=np.zeros((1, 1), dtype=int), sdh=np.zeros((1, 1), dtype=bool))
+    with tempfile.TemporaryDirectory() as tmp:
+        r.write_companions(Path(tmp))
+        header = (Path(tmp) / "heads.csv").read_text().splitlines()[0]
+    return ", ".join(f"`{c}`" for c in header.split(",")) + "\n"
+
+
 @generator("rule-book")
 def rule_book(root: Path, up: str) -> str:
     """Every rule of the rule book (headlab.rulebook.BOOK): the claim, statistic, test, threshold and its

@@ -113,3 +113,16 @@ def test_few_numbers_are_typed_in_docs_prose():
     total = sum(map(len, found.values()))
     worst = sorted(((len(v), k, v[:8]) for k, v in found.items() if v), reverse=True)[:5]
     assert total <= TYPED_BUDGET, f"{total} numbers typed in docs prose (budget {TYPED_BUDGET}); most in {worst}"
+
+
+def test_every_shipped_detector_has_its_definition_in_scores_md() -> None:
+    """docs/scores.md defines every score once: a built-in detector without its section is a detector nothing
+    documents (marked and linked had none)."""
+    import re
+
+    from headlab.detectors import DETECTORS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scores.md").read_text()
+    headed = {name for line in text.splitlines() if line.startswith("## ") for name in re.findall(r"`([\w-]+)`", line)}
+    shipped = {n for n, cls in DETECTORS.items() if cls.__module__.startswith("headlab.")}
+    assert shipped <= headed, sorted(shipped - headed)
