@@ -2,7 +2,8 @@
 found in ``RUN`` and its sub-folders (two levels): scans, characterizations, claims, ablations, importance,
 pruning, training/tracking, retrieval sweeps, retrieval circuits and LLM evaluations.
 
-Each kind is a registered section (:mod:`headlab.reporting.sections`) recognised by the file its command writes.
+Each kind's section is registered beside the result (:mod:`headlab.sections`; ``section.py`` in the package that
+writes it) and recognised by the file its command writes; this package iterates the registry.
 The HTML file is offline: figures are files beside it, the style is inline, nothing is fetched.
 """
 
@@ -17,8 +18,8 @@ from headlab.display import Displayable, safe_markdown
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.notices import say
-from headlab.reporting.sections import SECTIONS, SHOWN, Section
 from headlab.result import found_in, linked_folders
+from headlab.sections import SHOWN, Section, ordered
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
 
@@ -53,15 +54,17 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
     run, out = Path(run), Path(out)
     if not run.is_dir():
         raise HeadlabError(f"{run} is not a folder")
-    found = [(kind, folder, marker, build) for kind, marker, build in SECTIONS for folder in _folders(run, out)
-             if (folder / marker).exists()]
+    sections_known = ordered()
+    found = [(s.kind, folder, s.marker, s.build) for s in sections_known for folder in _folders(run, out)
+             if (folder / s.marker).exists()]
     skipped = skipped if skipped is not None else []
     for link in linked_folders(run):
         why = f"{link}: a link to {link.resolve()}, not followed (give that folder itself)"
         skipped.append(why)
         say(f"{why}; left out of the report")
     if not found:
-        raise HeadlabError(f"no headlab results in {run} (looked for {', '.join(sorted({m for _, m, _ in SECTIONS}))})")
+        looked = ", ".join(sorted(s.marker for s in sections_known))
+        raise HeadlabError(f"no headlab results in {run} (looked for {looked})")
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     sections: list[Section] = []
@@ -157,4 +160,4 @@ def report(run: str | Path, out: str | Path, title: str | None = None) -> Report
     return Report(out, [s.title for s in sections], sum(len(s.figures) for s in sections), skipped)
 
 
-__all__ = ["SECTIONS", "Section", "collect", "report"]
+__all__ = ["Section", "collect", "report"]
