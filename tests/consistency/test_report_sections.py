@@ -21,8 +21,8 @@ def test_every_section_lives_beside_the_result_it_presents_and_reporting_holds_n
     report order; the report (headlab.reporting) iterates the registry and imports no result kind."""
     import ast
 
+    from headlab.presenting.sections import ordered
     from headlab.result import RESULTS
-    from headlab.sections import ordered
 
     found = ordered()  # every module imported: every result kind and its section registered
     by_kind = {cls.KIND: cls for cls in RESULTS.values()}

@@ -92,6 +92,8 @@ def test_retrieval_run_page_shows_the_labelled_circuit(retrieval_run, tmp_path, 
 
 
 def test_a_dense_run_is_analyzed_by_hop_and_its_page_shows_the_hop_labels(tmp_path):
+    from headlab.retrieval.stack import stacked_labels
+
     run = tmp_path / "dense"
     assert main(["retrieval", "train", "--depth", "3", "--curriculum", "dense", "--distractors", "1", "--steps", "40",
                  "--batch-size", "16", "--eval-every", "20", "--d-model", "32", "--init", "fan-in", "--untied",
@@ -105,7 +107,8 @@ def test_a_dense_run_is_analyzed_by_hop_and_its_page_shows_the_hop_labels(tmp_pa
     assert all(lab == "-" or re.fullmatch(r"ref→(def-var|def-ref|prev)@[123]", lab) for lab in labels)
     assert "## Hops (dense targets)" in (run / "analyze" / "analyze.md").read_text()
     data = build(run, progress=False)
-    assert data.labels == h["labels"] and "best hop lift" in data.scores[-1]
+    # the page labels each head with its hop label and the hops its ablation shows it carries
+    assert data.labels == stacked_labels(h["labels"], h.get("stack")) and "best hop lift" in data.scores[-1]
     assert main(["retrieval", "analyze", str(run), "--min-lift", "2", "--overwrite"]) == 2  # a share, one line
 
 

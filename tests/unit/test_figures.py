@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from headlab.figures import head_heatmaps
 from headlab.plotting import color_limits
+from headlab.presenting.figures import head_heatmaps
 
 
 def test_a_share_is_drawn_on_a_fixed_scale_and_other_scores_on_their_range(tmp_path) -> None:

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from headlab import figures
 from headlab.ablation.importance import ImportanceResult
 from headlab.ablation.prune import PruneResult
 from headlab.ablation.result import AblateResult
 from headlab.plotting import save_figure
-from headlab.sections import Section, copy_figure, fmt, img, section
+from headlab.presenting import figures
+from headlab.presenting.sections import Section, copy_figure, fmt, img, section
 
 
 @section("ablation", AblateResult, 40)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from headlab import figures
 from headlab.census.result import ScanResult
 from headlab.detectors import DETECTORS
 from headlab.display import count
 from headlab.head import name as head_name
-from headlab.sections import Section, img, section
+from headlab.presenting import figures
+from headlab.presenting.sections import Section, img, section
 
 
 @section("scan", ScanResult, 10)

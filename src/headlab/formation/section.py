@@ -6,7 +6,7 @@ from pathlib import Path
 
 from headlab.formation.track_report import PhasesResult
 from headlab.formation.tracking import TrackResult
-from headlab.sections import Section, copy_figure, img, section
+from headlab.presenting.sections import Section, copy_figure, img, section
 
 
 @section("training", TrackResult, 70, under="track", parts=(PhasesResult,))

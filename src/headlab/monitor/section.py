@@ -7,7 +7,7 @@ from pathlib import Path
 from headlab.monitor.comparison import EvaluationResult
 from headlab.monitor.profile import Profile
 from headlab.monitor.screening import CheckResult
-from headlab.sections import Section, own_markdown, section
+from headlab.presenting.sections import Section, own_markdown, section
 
 
 @section("monitor profile", Profile, 110)

@@ -2,8 +2,8 @@
 found in ``RUN`` and its sub-folders (two levels): scans, characterizations, claims, ablations, importance,
 pruning, training/tracking, retrieval sweeps, retrieval circuits and LLM evaluations.
 
-Each kind's section is registered beside the result (:mod:`headlab.sections`; ``section.py`` in the package that
-writes it) and recognised by the file its command writes; this package iterates the registry.
+Each kind's section is registered beside the result (:mod:`headlab.presenting.sections`; ``section.py`` in the
+package that writes it) and recognised by the file its command writes; this package iterates the registry.
 The HTML file is offline: figures are files beside it, the style is inline, nothing is fetched.
 """
 
@@ -18,8 +18,8 @@ from headlab.display import Displayable, safe_markdown
 from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.notices import say
+from headlab.presenting.sections import SHOWN, Section, ordered
 from headlab.result import found_in, linked_folders
-from headlab.sections import SHOWN, Section, ordered
 
 SKIP_DIRS = {"checkpoints", "tokenizer", "figures", "report", "__pycache__"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from headlab.presenting.sections import Section, copy_figure, img, section
 from headlab.retrieval.analysis import AnalyzeResult
 from headlab.retrieval.grid import SweepResult, markdown
 from headlab.retrieval.llm_eval import EvalLLMResult
-from headlab.sections import Section, copy_figure, img, section
 
 
 @section("retrieval-sweep", SweepResult, 80)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from headlab import figures
 from headlab.display import count
-from headlab.sections import Section, fmt, img, section
+from headlab.presenting import figures
+from headlab.presenting.sections import Section, fmt, img, section
 from headlab.study.characterize import CharacterizeResult
 from headlab.study.claims import ClaimsResult
 

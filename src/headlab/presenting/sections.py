@@ -65,7 +65,7 @@ def section(kind: str, result: type[Result], rank: int, under: str = "",
 def ordered() -> list[Registered]:
     """Every section of every result kind, in report order (every module imported first: a kind registers its
     section when its package is imported)."""
-    from headlab.catalog import complete
+    from headlab.catalog import complete  # deferred: it imports every module, the registrations' own included
 
     complete()
     return sorted(SECTIONS.values(), key=lambda s: (s.rank, s.marker))
