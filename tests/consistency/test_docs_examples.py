@@ -5,8 +5,10 @@ commands come from real runs."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,9 +41,10 @@ def test_the_docs_show_commands() -> None:
     assert len(EXAMPLES) >= 20 and {"README.md", "docs/monitor.md"} <= {p for p, _ in EXAMPLES}
 
 
-def installed_plugin() -> None:
-    """The plugin docs/guide/own-detector.md installs (``punctuation``), registered as an installed one would be:
-    its commands must parse where it is installed."""
+@contextlib.contextmanager
+def installed_plugin() -> Iterator[None]:
+    """The plugin docs/guide/own-detector.md installs (``punctuation``), registered as an installed one would be
+    while its commands parse, and removed after: a stand-in that cannot score must not outlive the parse."""
     from headlab.detectors import DETECTORS, Detector, register
 
     class Punctuation(Detector):
@@ -50,20 +53,26 @@ def installed_plugin() -> None:
         def score(self, batch):  # type: ignore[no-untyped-def]
             raise NotImplementedError
 
-    if "punctuation" not in DETECTORS:
-        register(Punctuation)
+    if "punctuation" in DETECTORS:
+        yield
+        return
+    register(Punctuation)
+    try:
+        yield
+    finally:
+        DETECTORS.pop("punctuation", None)
 
 
 @pytest.mark.parametrize("page,line", EXAMPLES, ids=[f"{p}:{i}" for i, (p, _) in enumerate(EXAMPLES)])
 def test_every_shown_command_parses(page: str, line: str, capsys: pytest.CaptureFixture[str]) -> None:
-    if page == "docs/guide/own-detector.md":
-        installed_plugin()
     argv = shlex.split(line, comments=True)
-    try:
-        build_parser().parse_args(argv)
-    except SystemExit as exc:
-        if exc.code:
-            pytest.fail(f"{page}: `headlab {line}` does not parse: {capsys.readouterr().err.strip()}")
+    plugin = installed_plugin() if page == "docs/guide/own-detector.md" else contextlib.nullcontext()
+    with plugin:
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            if exc.code:
+                pytest.fail(f"{page}: `headlab {line}` does not parse: {capsys.readouterr().err.strip()}")
 
 
 #: commands cheap enough to run here, output redirected into the test's folder
