@@ -48,6 +48,9 @@ if [ "$done" -lt 12 ]; then
     exit 0
 fi
 for c in $CELLS; do .venv/bin/headlab retrieval depth-law "$HERE/L${c%:*}-D${c#*:}" --overwrite; done
+# every cell together: D_max per layer count against 3^L/2 (docs/retrieval.md's figure)
+.venv/bin/headlab retrieval depth-law "$HERE"/L1-D2 "$HERE"/L2-D4 "$HERE"/L2-D5 "$HERE"/L2-D6 --out "$HERE/law" \
+    --overwrite
 # when the last run has just finished, before its checkpoints are analyzed: the git-added carries go
 git rm -r -q --cached --ignore-unmatch "$HERE"/L*-D*/L*-dense-s*/checkpoints > /dev/null
 .venv/bin/headlab verdicts results
