@@ -98,3 +98,22 @@ def test_recording_refuses_a_rule_that_cannot_reach_supported_or_was_calibrated_
         headlab.verdicts(root, record="a rule moved")
     assert "\n" not in str(e.value)
     assert before == {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_rule_not_calibrated_at_its_evidence_says_what_evidence_would_calibrate_it():
+    """Every row that is not calibrated names the evidence that would be (or that none tried is), and the named
+    size is one: its planted and null draws at that size calibrate the rule (alone, at the table's seed)."""
+    from headlab.calibration import POWER, Control
+
+    seed = CalibrationResult.read(TABLE).seed
+    for rule, row in _committed().items():
+        assert (row.get("needs") is None) == row["calibrated"], rule
+        c = CONTROLS[rule]
+        if row["calibrated"] or c.at is None or not row["needs"][0].isdigit():
+            continue
+        n = int(row["needs"].split()[0].replace(",", ""))
+        assert n in c.grid, rule
+        planted, null = c.at(n)
+        sized = Control(rule, c.evidence, c.effect, c.nothing, planted, null, c.level, c.draws)
+        got = calibrate(sized, 1, row["draws"], seed)
+        assert got.power >= POWER and got.false_positive <= 0.05, rule

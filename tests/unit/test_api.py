@@ -38,9 +38,10 @@ TWINS = {
 }
 #: options that only shape what the command prints or checks after the work (no Python counterpart)
 PRINT_ONLY = {"scan": {"top"}, "view": {"check"}, "pattern": {"rows"}}
-#: options the entry point applies as process settings, not twin parameters (--threads, --tokenizer)
+#: options the entry point applies as process settings, not twin parameters (--threads, --tokenizer,
+#: --force-tokenizer)
 PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd", "threads",
-               "tokenizer_source"}
+               "tokenizer_source", "force_tokenizer"}
 
 
 LEAVES = leaves(build_parser())

@@ -147,3 +147,29 @@ def test_a_folder_without_tokenizer_files_loads_with_the_tokenizer_it_is_given(t
     capsys.readouterr()
     assert main(["scan", str(folder), "--corpus", str(texts), "--out", str(tmp_path / "refused")]) == 2
     assert "lacks its tokenizer files" in capsys.readouterr().err
+
+
+def test_a_tokenizer_whose_vocabulary_is_not_the_models_own_is_refused_unless_forced(tmp_path):
+    """A folder with a tokenizer of its own given another vocabulary's (its own word pieces with other ids) is
+    refused before its weights are read; its own tokenizer, given again, is not; forcing is recorded."""
+    from transformers import BertConfig, BertModel
+
+    if not NAMED_MODELS["minilm-l6"].installed():
+        pytest.skip("needs minilm-l6's tokenizer files")
+    folder = tmp_path / "own"
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2)).save_pretrained(folder)
+    load("minilm-l6").tokenizer.save_pretrained(folder)
+    assert load(str(folder), tokenizer="minilm-l6").name.endswith("(tokenizer: minilm-l6)")  # its own, given again
+    other = tmp_path / "shuffled"  # minilm-l6's word pieces with their ids reversed: the same tokens, other ids
+    BertConfig(vocab_size=30522).save_pretrained(other)
+    load("minilm-l6").tokenizer.save_pretrained(other)
+    spec = json.loads((other / "tokenizer.json").read_text())
+    vocab = spec["model"]["vocab"]
+    spec["model"]["vocab"] = {w: len(vocab) - 1 - i for w, i in vocab.items()}
+    (other / "tokenizer.json").write_text(json.dumps(spec))
+    for extra in ("vocab.txt", "special_tokens_map.json"):
+        (other / extra).unlink(missing_ok=True)
+    with pytest.raises(HeadlabError, match=r"--tokenizer .*shuffled: \d+% of its .* tokens keep their ids"):
+        load(str(folder), tokenizer=str(other))
+    assert load(str(folder), tokenizer=str(other), force_tokenizer=True).name.endswith(", forced)")

@@ -41,7 +41,9 @@ class Control:
     it, both at ``evidence`` (what the rule declares it needs, in words); ``effect`` and ``nothing`` say what was
     planted and what the null is; ``level``: ``data`` or ``statistics`` (module docstring); ``draws``: how many of
     each the committed table takes (a slow control takes fewer); ``ci``: whether the test suite runs it (a control
-    whose draw trains nothing but fits many trajectories is left to the committed table)."""
+    whose draw trains nothing but fits many trajectories is left to the committed table). ``at``, where the
+    evidence has a size: the planted and null draws at ``n`` units of it (``unit``), tried over ``grid`` to find
+    the evidence the rule would need to be calibrated (:func:`needed`)."""
 
     rule: str
     evidence: str
@@ -52,6 +54,9 @@ class Control:
     level: str = "data"
     draws: int = 200
     ci: bool = True
+    at: Callable[[int], tuple[Draw, Draw]] | None = None
+    unit: str = ""
+    grid: tuple[int, ...] = ()
 
 
 #: rule id -> its control, in the rule book's order once every document's controls are imported
@@ -152,17 +157,21 @@ class CalibrationResult(Result):
                  "declares; alone, and in the family its committed verdicts are corrected in (Holm's correction "
                  "with the other tests drawn from the null; the family each rule declares, `headlab.rulebook."
                  "multiplicity`). A rule is calibrated where its power alone and in its "
-                 f"family is at least {POWER} and its false-positive rate at most {ALPHA}. `headlab.calibration`; "
+                 f"family is at least {POWER} and its false-positive rate at most {ALPHA}; \"calibrated from\": "
+                 "for a rule that is not, the smallest evidence (of the sizes tried) at which the same planted "
+                 "effect and null would calibrate it, or that none tried does (a rule that asks every run to agree "
+                 "can lose power as evidence grows). `headlab.calibration`; "
                  f"seed {self.seed}.", "",
                  "| rule | level | evidence | planted | null | draws | power alone | false positives | family | "
                  "power in family | can reach supported in its family | were its whole table one family | "
-                 "calibrated |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                 "calibrated | calibrated from |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in self.rows:
             lines.append(f"| `{r['rule']}` | {r['level']} | {r['evidence']} | {r['effect']} | {r['nothing']} | "
                          f"{r['draws']} | {r['power']:.2f} | {r['false_positive']:.3f} | {r['family']} | "
                          f"{r['family_power']:.2f} | {r['reachable']} | {count(r['table'], 'test')}: "
-                         f"{r['reachable_in_table']} | {'yes' if r['calibrated'] else 'no'} |")
+                         f"{r['reachable_in_table']} | {'yes' if r['calibrated'] else 'no'} | "
+                         f"{'at its evidence' if r['calibrated'] else r.get('needs') or '(not searched)'} |")
         return "\n".join(lines) + "\n"
 
     def write_companions(self, folder: Path) -> None:
@@ -181,7 +190,24 @@ def calibration_row(c: Control, family: int, seed: int, draws: int | None = None
             "family_power": within.power, "family_false_positive": within.false_positive,
             "smallest_p": alone.smallest_p, "reachable": reachable(alone, family), "table": table,
             "reachable_in_table": reachable(alone, table), "calibrated": ok,
-            "fingerprint": BOOK[c.rule].fingerprint()}
+            "needs": None if ok else needed(c, family, seed, draws), "fingerprint": BOOK[c.rule].fingerprint()}
+
+
+def needed(c: Control, family: int, seed: int, draws: int | None = None) -> str:
+    """The smallest evidence in ``c.grid`` at which the rule is calibrated (power alone and in its family at least
+    :data:`POWER`, false positives at most its alpha), said in ``c.unit``; or that none in the grid is, or that the
+    control cannot vary its evidence. Where a rule decides by "every run", more evidence can lower its power: the
+    answer says what the rule would need, not what a study should run."""
+    if c.at is None:
+        return "its evidence has no size to vary"
+    for n in c.grid:
+        planted, null = c.at(n)
+        sized = Control(c.rule, c.evidence, c.effect, c.nothing, planted, null, c.level, c.draws)
+        alone = calibrate(sized, 1, draws, seed)
+        within = calibrate(sized, family, draws, seed) if family > 1 else alone
+        if min(alone.power, within.power) >= POWER and max(alone.false_positive, within.false_positive) <= ALPHA:
+            return f"{n:,} {c.unit} (power {alone.power:.2f} alone, {within.power:.2f} in its family)"
+    return f"none up to {c.grid[-1]:,} {c.unit}"
 
 
 def declarable(table: CalibrationResult, fingerprints: Mapping[str, str]) -> list[str]:
@@ -202,4 +228,4 @@ def declarable(table: CalibrationResult, fingerprints: Mapping[str, str]) -> lis
 
 
 __all__ = ["CONTROLS", "Calibration", "CalibrationResult", "Control", "beta", "calibrate", "calibration_row",
-           "control", "declarable", "reachable", "registered", "supported", "TABLE_FOLDER"]
+           "control", "declarable", "needed", "reachable", "registered", "supported", "TABLE_FOLDER"]

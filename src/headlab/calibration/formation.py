@@ -71,10 +71,10 @@ def _prediction(rng: np.random.Generator, planted: bool) -> Stats:
     return {**stats, "target": "slash_mass", "runs": len(runs), "formed": len(runs), "top": [0.7] * len(runs)}
 
 
-def _init(rng: np.random.Generator, planted: bool) -> Stats:
-    a = rng.poisson(5.0 if planted else 2.0, MIN_INIT_SEEDS).tolist()
-    b = rng.poisson(0.5 if planted else 2.0, MIN_INIT_SEEDS).tolist()
-    return {"a": a, "b": b, "target": "slash_mass", "runs": 2 * MIN_INIT_SEEDS, "formed": 1, "top": [0.7]}
+def _init(rng: np.random.Generator, planted: bool, runs: int = MIN_INIT_SEEDS) -> Stats:
+    a = rng.poisson(5.0 if planted else 2.0, runs).tolist()
+    b = rng.poisson(0.5 if planted else 2.0, runs).tolist()
+    return {"a": a, "b": b, "target": "slash_mass", "runs": 2 * runs, "formed": 1, "top": [0.7]}
 
 
 def _foster(rng: np.random.Generator, planted: bool, seeds: int) -> Stats:
@@ -92,8 +92,10 @@ control(Control("formation.prediction", RUNS + "; bootstrap of 100 draws",
                 lambda r: _prediction(r, False), "data", 25, ci=False))
 control(Control("formation.init", f"{MIN_INIT_SEEDS} against {MIN_INIT_SEEDS} runs", "5 against 0.5 specialized "
                 "heads per run (Poisson)", "2 against 2", lambda r: _init(r, True), lambda r: _init(r, False),
-                "statistics", 500))
+                "statistics", 500, at=lambda n: (lambda r: _init(r, True, n), lambda r: _init(r, False, n)),
+                unit="runs per arm", grid=(4, 5, 6, 8, 10)))
 control(Control("formation.foster", f"{MIN_FOSTER_SEEDS} seeds per arm (the rule's minimum)",
                 "SDH at the end in 95% of the arm's seeds, 5% of the plain arm's", "30% in both",
                 lambda r: _foster(r, True, MIN_FOSTER_SEEDS), lambda r: _foster(r, False, MIN_FOSTER_SEEDS),
-                "statistics", 500))
+                "statistics", 500, at=lambda n: (lambda r: _foster(r, True, n), lambda r: _foster(r, False, n)),
+                unit="seeds per arm", grid=(5, 6, 7, 8, 10, 12)))

@@ -6,6 +6,7 @@ the order its head roles emerge in) and counts them as the gathering code does: 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -39,12 +40,12 @@ def _curriculum(rng: np.random.Generator, planted: bool, runs: int) -> Stats:
                                                                                    runs]}
 
 
-def _hops(rng: np.random.Generator, planted: bool) -> Stats:
+def _hops(rng: np.random.Generator, planted: bool, runs: int = MIN_ORDER_RUNS) -> Stats:
     """Runs solving four hops: in order (each hop later than the one before) in 95% of runs, or hops solved at
     independent times (in order one time in 24)."""
     in_order = sum(rng.random() < 0.95 if planted else (lambda t: bool(np.all(np.diff(t) > 0)))(rng.random(4))
-                   for _ in range(MIN_ORDER_RUNS))
-    return {"in_order": int(in_order), "runs": MIN_ORDER_RUNS, "excluded": {}}
+                   for _ in range(runs))
+    return {"in_order": int(in_order), "runs": runs, "excluded": {}}
 
 
 ROLES = ("L0 ref→prev", "L0 query→prev", "L1 ref→def-ref", "L1 query→def-ref")
@@ -99,7 +100,11 @@ for rid, planted, null, evidence, effect, nothing in (
     ("retrieval.head-order", lambda r: _order(r, True), lambda r: _order(r, False),
      f"2 cells of {MIN_SEEDS} runs, 4 roles", "one order in every run", "a random order per run"),
 ):
-    control(Control(rid, evidence, effect, nothing, planted, null, "statistics", 500))
+    sized: dict[str, Any] = {}
+    if rid == "retrieval.hop-order":
+        sized = {"at": lambda n: (lambda r: _hops(r, True, n), lambda r: _hops(r, False, n)),
+                 "unit": "runs solving four hops", "grid": (5, 6, 8, 10, 12)}
+    control(Control(rid, evidence, effect, nothing, planted, null, "statistics", 500, **sized))
 # the runs' rows go through the study's own reading (D_max, plateau): level data
 control(Control("retrieval.depth-edge", f"{MIN_SEEDS} flattened seeds in each of the four cells (80 logged losses per "
                 "run)", "two layers solve 4 hops in half the depth-4 seeds and a third of the others",

@@ -59,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if said and not getattr(args, "no_progress", False) and sys.stderr.isatty():
             print(f"headlab: {said}", file=sys.stderr)
     try:
-        with sigterm_as_interrupt(), from_cli(), _tokenizer(getattr(args, "tokenizer_source", None)):
+        with sigterm_as_interrupt(), from_cli(), _tokenizer(getattr(args, "tokenizer_source", None),
+                                                                getattr(args, "force_tokenizer", False)):
             return int(args.func(args) or 0)
     except HeadlabError as exc:
         if args.debug:
@@ -85,14 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.formatwarning = previous_format
 
 
-def _tokenizer(source: str | None) -> contextlib.AbstractContextManager[None]:
-    """``--tokenizer``'s process setting, where it is given."""
+def _tokenizer(source: str | None, force: bool) -> contextlib.AbstractContextManager[None]:
+    """``--tokenizer``'s process setting (and ``--force-tokenizer``'s), where it is given."""
     if source is None:
         return contextlib.nullcontext()
     # deferred: the loader imports torch (~1 s), which a command without --tokenizer may never need
     from headlab.models.loader import tokenizer_from
 
-    return tokenizer_from(source)
+    return tokenizer_from(source, force)
 
 
 def _quiet_transformers() -> None:

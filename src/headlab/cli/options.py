@@ -227,7 +227,10 @@ def tokenizer_option(p: argparse.ArgumentParser) -> None:
     point applies, like ``--threads``; from Python, ``headlab.load(..., tokenizer=...)``)."""
     p.add_argument("--tokenizer", dest="tokenizer_source", metavar="SOURCE", default=None,
                    help="read the tokenizer from this named model, folder or hub id instead of the model's own files "
-                        "(a folder of weights without them); recorded in the model's name")
+                        "(a folder of weights without them); recorded in the model's name. One whose vocabulary "
+                        "is not the model's own is refused")
+    p.add_argument("--force-tokenizer", action="store_true",
+                   help="use --tokenizer even where its vocabulary is not the model's own (recorded in the name)")
 
 
 def say_wrote(folder: Any, result: Any, extra: str = "") -> None:

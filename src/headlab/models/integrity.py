@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from headlab.errors import HeadlabError
+from headlab.models.cache import NO_REMOTE_CODE
 from headlab.notices import say
 
 #: tensors a checkpoint may lack without changing any attention pattern: BERT's pooler sits after the last
@@ -70,6 +71,33 @@ def check_finite(path: str, model: Any) -> None:
 #: every word of every text becomes the unknown token. Real tokenizers may leave a few rows unused (embeddings
 #: padded to a multiple of 64 or 128), never half.
 MIN_VOCAB_SHARE = 0.5
+
+
+#: a given tokenizer is the model's own where at least this share of its tokens keep the ids of the model's own
+#: (a re-saved or extended copy keeps nearly all; BERT's word pieces given to a Llama model keep almost none)
+SAME_VOCAB_SHARE = 0.9
+
+
+def check_same_vocabulary(path: str, source: str, config: Any, given: Any) -> None:
+    """Refuse a ``--tokenizer`` whose vocabulary is not the model's own, where the model folder has a tokenizer of
+    its own (a folder without one, the option's purpose, is judged by its size alone, :func:`check_tokenizer`)."""
+    # deferred: transformers takes ~0.9 s to import and only loading a model needs it
+    from transformers import AutoTokenizer
+
+    try:
+        own = AutoTokenizer.from_pretrained(path, **NO_REMOTE_CODE)
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no tokenizer of its own to compare with
+    rows = getattr(config, "vocab_size", None) or len(own)
+    if len(own) < MIN_VOCAB_SHARE * rows:
+        return  # an empty stand-in built where the files are missing (check_tokenizer's case)
+    mine, theirs = own.get_vocab(), given.get_vocab()
+    same = sum(mine.get(t) == i for t, i in theirs.items()) / max(1, len(theirs))
+    if same < SAME_VOCAB_SHARE:
+        raise HeadlabError(f"--tokenizer {source}: {same:.0%} of its {len(theirs):,} tokens keep their ids in the "
+                           f"model's own tokenizer ({path}), so the model would read other words than the texts "
+                           "hold; leave out --tokenizer, or pass --force-tokenizer to use it anyway (the model's "
+                           "name records it)")
 
 
 def check_tokenizer(path: str, model: Any, tokenizer: Any) -> None:

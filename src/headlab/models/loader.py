@@ -18,7 +18,7 @@ from headlab.attention.adapters import adapter_for, parts
 from headlab.catalog import complete
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
-from headlab.models.integrity import check_finite, check_loading, check_tokenizer
+from headlab.models.integrity import check_finite, check_loading, check_same_vocabulary, check_tokenizer
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
 from headlab.settings import DTYPES, RUN
@@ -40,16 +40,17 @@ class FolderKind:
 FOLDER_KINDS: dict[str, FolderKind] = {}
 
 #: the tokenizer every load in this context reads instead of the model's own (the CLI's --tokenizer)
-_TOKENIZER: contextvars.ContextVar[str | None] = contextvars.ContextVar("tokenizer", default=None)
+_TOKENIZER: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar("tokenizer", default=None)
 
 
 @contextlib.contextmanager
-def tokenizer_from(source: str | None) -> Iterator[None]:
+def tokenizer_from(source: str | None, force: bool = False) -> Iterator[None]:
     """Every :func:`load` inside reads its tokenizer from ``source`` (a named model, a folder or a hub id) instead
-    of the model's own files: how a command line's ``--tokenizer`` reaches each model it loads."""
+    of the model's own files: how a command line's ``--tokenizer`` (and ``--force-tokenizer``) reaches each model
+    it loads."""
     if source is not None:
         check_source(source)
-    token = _TOKENIZER.set(source)
+    token = _TOKENIZER.set(None if source is None else (source, force))
     try:
         yield
     finally:
@@ -85,7 +86,8 @@ def folder_kind(name_or_path: str | os.PathLike[str]) -> FolderKind | None:
 
 
 def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
-         device: str = RUN.device, tokenizer: str | os.PathLike[str] | None = None) -> LoadedModel:
+         device: str = RUN.device, tokenizer: str | os.PathLike[str] | None = None,
+         force_tokenizer: bool = False) -> LoadedModel:
     """Load a model for attention analysis.
 
     Args:
@@ -98,12 +100,16 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
         device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:1"``, ... or ``"auto"`` (CUDA when available).
         tokenizer: read the tokenizer from this named model, folder or hub id instead of the model's own files
             (a folder of weights without them); the model's name records it, ``NAME (tokenizer: SOURCE)``.
+            Where the model has a tokenizer of its own, one whose vocabulary is not the model's is refused.
+        force_tokenizer: use ``tokenizer`` even where its vocabulary is not the model's own; the name records
+            it, ``NAME (tokenizer: SOURCE, forced)``.
 
     The model is in eval mode with eager attention, so attention probabilities exist.
     """
     dtype = torch_dtype(dtype)  # refused before any weight is read
     name = str(name_or_path)
-    tok_source = str(tokenizer) if tokenizer is not None else _TOKENIZER.get()
+    given = (str(tokenizer), force_tokenizer) if tokenizer is not None else _TOKENIZER.get()
+    tok_source, forced = given if given is not None else (None, False)
     if tok_source is not None:
         check_source(tok_source)
         if folder_kind(name) is not None:
@@ -126,7 +132,8 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
         path = _resolve_path(name)  # type: ignore[assignment]
     try:
         model, tok = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype,
-                                      tokenizer_at=None if tok_source is None else _tokenizer_path(tok_source))
+                                      tokenizer_at=None if tok_source is None else _tokenizer_path(tok_source),
+                                      foreign=None if tok_source is None or forced else tok_source)
     except HeadlabError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as exc:
@@ -144,7 +151,7 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     model.to(_device(device)).eval()
     facts = read_facts(model, tok)
     if tok_source is not None:
-        name = f"{name} (tokenizer: {tok_source})"
+        name = f"{name} (tokenizer: {tok_source}{', forced' if forced else ''})"
     return LoadedModel(name=name, model=model, tokenizer=tok, facts=facts, source=str(path), adapter=adapter)
 
 
@@ -262,7 +269,10 @@ def _hub_reachable() -> bool:
         return False
 
 
-def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str | None = None) -> tuple[Any, Any]:
+def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str | None = None,
+                     foreign: str | None = None) -> tuple[Any, Any]:
+    """The model and its tokenizer (from ``tokenizer_at`` where given); ``foreign``: the ``--tokenizer`` to compare
+    with the model's own before any weight is read (None: not compared)."""
     # deferred: transformers takes ~0.9 s to import and only loading a model needs it
     from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
@@ -271,6 +281,8 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str 
         config = AutoConfig.from_pretrained(path, **NO_REMOTE_CODE)
     except StrictDataclassError as exc:  # transformers' own validation of the config's values
         raise ValueError(f"its config.json is not valid: {exc}") from exc
+    if foreign is not None and tokenizer_at is not None:
+        check_same_vocabulary(path, foreign, config, AutoTokenizer.from_pretrained(tokenizer_at, **NO_REMOTE_CODE))
     auto: Any = AutoModel
     if lm_head:
         auto = AutoModelForCausalLM if _names_a_causal_lm(config) else AutoModelForMaskedLM
