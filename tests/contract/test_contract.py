@@ -362,7 +362,10 @@ ROWS += [
         ("a width no machine holds (MemoryError)", "[model]\nd_model = 100000000\n", "optimizer state) needs"),
         ("a batch whose activations no machine holds", "[optim]\nbatch_size = 1000000000\n", "(activations) needs"),
         ("a pool of windows no machine holds", "[data]\nn_windows = 1000000000000\n", "pool of 1,000,000,000,000"),
-        ("steps whose checkpoint plan fills memory", "[optim]\nsteps = 100000000000\n", "checkpoints, more than")]],
+        ("steps whose checkpoint plan fills memory", "[optim]\nsteps = 100000000000\n", "checkpoints, more than"),
+        ("a BPE of a billion tokens (a 70 GB allocation, a Rust backtrace, exit 134)",
+         "[data]\ntokenizer = \"bpe:1000000000\"\n", "takes 259 to 1,048,576 tokens, not 1,000,000,000"),
+        ("a BPE size that is not a number", "[data]\ntokenizer = \"bpe:lots\"\n", "expected bpe:N")]],
     Row("retrieval train with a batch no machine holds (it was accepted and ran on)",
         "retrieval train --depth 2 --batch-size 1000000000000 --out {tmp}/r".split(), 2,
         "(activations) needs about", absent=["r"]),
@@ -410,6 +413,9 @@ ROWS += [
         "scan minilm-l6 --max-offset 10000000 --out {tmp}/o".split(), 2, "give at most 128", absent=["o"]),
     Row("--tokenizer from a folder that does not exist",
         "scan minilm-l6 --tokenizer {tmp}/no-tok --out {tmp}/o".split(), 2, "does not exist", absent=["o"]),
+    Row("--tokenizer of another vocabulary (BERT's word pieces fed to a Llama model, said nothing)",
+        "scan smollm2-135m --tokenizer minilm-l6 --out {tmp}/o".split(), 2, "keep their ids in the model's own",
+        absent=["o"]),
     Row("--threads beyond the machine's cores (4096 crashed torch)",
         "scan minilm-l6 --threads 4096 --out {tmp}/o".split(), 2, "core(s); give 1 to", absent=["o"]),
     Row("--threads of a million (torch ran out of memory)", "scan minilm-l6 --threads 1000000 --out {tmp}/o".split(),
@@ -458,6 +464,11 @@ ROWS += [
     Row("compare of a scan whose score was edited by hand", "compare {tmp}/a {tmp}/b --out {tmp}/c".split(), 2,
         "a/scan.json was changed", lambda t: (_two_scans(t), _edited(t / "a")), absent=["c/compare.json"],
         model="minilm-l6"),
+    Row("scale of a scan and a folder holding its copy (three rows of one scan)",
+        "scale {tmp}/base {tmp}/par --out {tmp}/s".split(), 2, "is a copy of", lambda t: _scan_and_copies(t, False),
+        absent=["s/scale.json"]),
+    Row("scale of a scan and a folder holding a link to it", "scale {tmp}/base {tmp}/par --out {tmp}/s".split(), 2,
+        "is a link to a folder", lambda t: _scan_and_copies(t, True), absent=["s/scale.json"]),
     Row("retrieval depth-law given one sweep twice, by a link", "retrieval depth-law {tmp}/sw1 {tmp}/sw1link --out "
         "{tmp}/o".split(), 2, "given twice", lambda t: _sweep_and_link(t), absent=["o/depth_law.json"]),
     Row("retrieval depth-law given a sweep and its copy", "retrieval depth-law {tmp}/sw1 {tmp}/sw1copy --out "
@@ -475,6 +486,14 @@ def _two_scans(tmp: Path) -> None:
     lm = load("minilm-l6")
     scan(lm, ["a / b / c " * 8], max_samples=None, max_length=16, progress=False).write(tmp / "a")
     scan(lm, ["a / b / c " * 8], max_samples=None, max_length=12, progress=False).write(tmp / "b")
+
+
+def _scan_and_copies(tmp: Path, link: bool) -> None:
+    """A committed scan, and a folder holding a copy of it (and a link to it)."""
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results/quickstart/scan", tmp / "base")
+    shutil.copytree(tmp / "base", tmp / "par" / "copy")
+    if link:
+        (tmp / "par" / "link").symlink_to(tmp / "base")
 
 
 def _sweep_and_link(tmp: Path) -> None:
@@ -630,7 +649,8 @@ def _python_call(argv: list[str]) -> tuple[Callable[..., object], dict[str, obje
 #: --threads (from Python: headlab.distributed.use_threads, tested beside it) and --tokenizer (from Python:
 #: headlab.load(..., tokenizer=...), tests/unit/test_models.py)
 CLI_ONLY = {"range: scan --top", "--threads beyond the machine's cores (4096 crashed torch)",
-            "--threads of a million (torch ran out of memory)", "--tokenizer from a folder that does not exist"}
+            "--threads of a million (torch ran out of memory)", "--tokenizer from a folder that does not exist",
+            "--tokenizer of another vocabulary (BERT's word pieces fed to a Llama model, said nothing)"}
 REFUSED = [r for r in ROWS if r.rc == 2 and r.name not in CLI_ONLY]
 
 

@@ -122,3 +122,28 @@ def test_a_replaced_tokenizer_gets_its_own_ids_and_a_bigger_vocabulary_is_refuse
     with pytest.raises(HeadlabError, match="tokenizer has .* tokens but the model embeds"):
         scan(dataclasses.replace(lm, tokenizer=big), ["a/b c/d"], progress=False)
 
+
+def _odd(change):  # type: ignore[no-untyped-def]
+    """A plugin detector: the previous-token detector's scores, changed by ``change`` before they are returned."""
+    from headlab.detectors import DETECTORS
+
+    class Odd(DETECTORS["previous-token"]):  # type: ignore[misc, valid-type]
+        name = "odd"
+
+        def score(self, batch):  # type: ignore[no-untyped-def]
+            return change(super().score(batch))
+
+    return Odd()
+
+
+def test_a_detector_that_scores_nothing_is_said_and_recorded(capsys) -> None:
+    """Every score NaN (undefined everywhere): the scan says so on stderr and in the result's warnings."""
+    from headlab.census.scanner import scan
+    from headlab.nn import ModelConfig, Transformer, as_loaded, train_bpe
+
+    texts = [f"text {i} with some words" * 3 for i in range(4)]
+    tok = train_bpe(texts, 300)
+    lm = as_loaded(Transformer(ModelConfig(vocab_size=len(tok), n_layers=1, n_heads=2, d_model=16)), tok, "tiny")
+    r = scan(lm, texts, detectors=[_odd(lambda s: s * float("nan"))], max_length=16, progress=False)
+    assert any("detector 'odd' scored nothing" in w for w in r.warnings)
+    assert "detector 'odd' scored nothing" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from headlab.settings import takes, takes_run
 from headlab.training import load_config
 from headlab.training.checkpoint import checkpoints
 from headlab.training.config import TrainConfig, config_path
+from headlab.training.data import bpe_size
 from headlab.values import Rule, listed, refuse
 
 
@@ -60,6 +61,7 @@ def train(config: str | Path | TrainConfig, *, out: str | Path, resume: bool = F
 
     refuse("seed", Rule("whole", 0, optional=True), seed)
     cfg = config if isinstance(config, TrainConfig) else load_config(config)
+    bpe_size(cfg.data.tokenizer, str(config) if not isinstance(config, TrainConfig) else "config")  # before any work
     if seed is not None:
         cfg.optim.seed = seed
     t = tracked_training(cfg, out, resume=resume, progress=progress, device=device)

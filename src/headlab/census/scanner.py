@@ -191,6 +191,10 @@ def _result(loaded: LoadedModel, s: ScanSettings, census: Census, record: dict[s
                      "the SDH share is undefined (use more samples, or keep only windows with the target: "
                      "--filter with-target, target_filter=\"with-target\" in Python)")
         say(notes[-1])
+    for name, m in moments.items():  # the token detector's emptiness is said above, with its reason
+        if name != "token" and not np.isfinite(np.asarray(m.mean, dtype=float)).any():
+            notes.append(f"detector {name!r} scored nothing: its score is NaN (undefined) on every sample and head")
+            say(notes[-1])
     token = "token" in moments
     return ScanResult(
         model=loaded.name, n_layers=L, n_heads=H, n_samples=census.n_samples, n_samples_with_target=n_with,

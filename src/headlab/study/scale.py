@@ -27,6 +27,7 @@ from headlab.io import write_text_atomic
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
 from headlab.study.claims import folder_name
+from headlab.values import repeated
 
 # kind -> (scan detector, threshold key of THRESHOLDS)
 KINDS = {"previous-token": ("previous-token", "previous-token"), "induction": ("induction", "induction"),
@@ -56,7 +57,8 @@ class ScalePoint:
 
 
 def scan_files(runs: Sequence[str | Path]) -> list[Path]:
-    """``scan.json`` of each folder, or of each of its sub-folders when it has none itself."""
+    """``scan.json`` of each folder, or of each of its sub-folders when it has none itself; a sub-folder that is
+    a link, or a scan found twice (by a link, another spelling or a copy), is refused: one scan is one point."""
     found: list[Path] = []
     for r in runs:
         p = Path(r)
@@ -64,10 +66,15 @@ def scan_files(runs: Sequence[str | Path]) -> list[Path]:
             found.append(p / ScanResult.KIND)
             continue
         subs = sorted(p.glob("*/scan.json")) if p.is_dir() else []
+        if linked := [s.parent for s in subs if s.parent.is_symlink()]:
+            raise HeadlabError(f"{linked[0]} is a link to a folder: give the folder it names itself (results are "
+                               "never read through a link)")
         if not subs:
             raise HeadlabError(f"{p} holds no scan.json, nor do its sub-folders; run headlab scan or headlab claims "
                                "there first")
         found += subs
+    if twice := repeated("runs", [str(f.parent) for f in found]):
+        raise HeadlabError(twice)
     return found
 
 

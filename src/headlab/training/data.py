@@ -35,6 +35,25 @@ from headlab.io import file_sha256, save_tensors, write_json_atomic
 from headlab.nn.tokenizer import load_tokenizer, save_tokenizer, train_bpe
 from headlab.training.config import DataConfig
 
+#: the largest BPE a config may ask for: four times the largest vocabulary of a released model (256k); the BPE
+#: trainer allocates per token before it reads a text, so bpe:1000000000 ended in a 70 GB allocation
+BPE_MAX = 2**20
+BPE_MIN = 256 + 3  # every byte and the three special tokens (headlab.nn.tokenizer.SPECIALS)
+
+
+def bpe_size(spec: str, where: str = "config") -> int | None:
+    """N of a ``bpe:N`` tokenizer (None for any other tokenizer), refused outside [BPE_MIN, BPE_MAX]."""
+    if not spec.startswith("bpe:"):
+        return None
+    try:
+        size = int(spec.split(":", 1)[1])
+    except ValueError:
+        raise HeadlabError(f"{where}: tokenizer {spec!r}: expected bpe:N with N a whole number of tokens") from None
+    if not BPE_MIN <= size <= BPE_MAX:
+        raise HeadlabError(f"{where}: tokenizer {spec!r}: a byte-level BPE takes {BPE_MIN:,} to {BPE_MAX:,} "
+                           f"tokens, not {size:,}; give bpe:N with N in that range")
+    return size
+
 
 @dataclass
 class WindowPool:
@@ -92,11 +111,8 @@ def build_pool(cfg: DataConfig, seed: int, progress: bool) -> tuple[WindowPool, 
         if progress:
             print(f"headlab: {msg} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
 
-    if cfg.tokenizer.startswith("bpe:"):
-        try:
-            size = int(cfg.tokenizer.split(":", 1)[1])
-        except ValueError:
-            raise HeadlabError(f"tokenizer {cfg.tokenizer!r}: expected bpe:N") from None
+    size = bpe_size(cfg.tokenizer)
+    if size is not None:
         texts = _texts(cfg.corpus, cfg.tokenizer_chars)
         if not texts:
             raise HeadlabError(f"the corpus {cfg.corpus} has no text")

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from headlab.distributed import world
+from headlab.distributed import device_for, world
 from headlab.errors import HeadlabError
 from headlab.interrupts import deferred
 from headlab.io import FolderLock, write_text_atomic
@@ -85,7 +85,9 @@ class Trainer:
         self.cfg, self.run, self.progress = cfg, Path(run), progress
         self.callbacks = list(callbacks)
         self._world = world()
-        self.device = torch.device(device if self.world == 1 or device == "cpu" else f"cuda:{self.rank}")
+        # one rule with the scan's: under torchrun each process takes its node's GPU (LOCAL_RANK); the global rank
+        # names a GPU that does not exist on a second node
+        self.device = torch.device(device if self.world == 1 or device == "cpu" else device_for(device, self._world))
         if cfg.optim.batch_size % self.world:
             raise HeadlabError(f"batch_size {cfg.optim.batch_size} is not divisible by {self.world} processes")
         if cfg.optim.threads:
