@@ -415,7 +415,7 @@ ROWS += [
         "scan minilm-l6 --tokenizer {tmp}/no-tok --out {tmp}/o".split(), 2, "does not exist", absent=["o"]),
     Row("--tokenizer of another vocabulary (BERT's word pieces fed to a Llama model, said nothing)",
         "scan smollm2-135m --tokenizer minilm-l6 --out {tmp}/o".split(), 2, "keep their ids in the model's own",
-        absent=["o"]),
+        absent=["o"], model="smollm2-135m"),  # and minilm-l6's tokenizer, installed with it by make
     Row("--threads beyond the machine's cores (4096 crashed torch)",
         "scan minilm-l6 --threads 4096 --out {tmp}/o".split(), 2, "core(s); give 1 to", absent=["o"]),
     Row("--threads of a million (torch ran out of memory)", "scan minilm-l6 --threads 1000000 --out {tmp}/o".split(),

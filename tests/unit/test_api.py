@@ -127,7 +127,7 @@ def test_every_command_that_computes_on_a_device_takes_its_threads(monkeypatch, 
         _the_environment_threads_are_taken_unless_given(monkeypatch, cores)
         main(["top", "nowhere.parquet", "--head", "0.1"])  # top takes no --threads: nothing said
         assert "cores" not in capsys.readouterr().err
-        assert main(["scan", "no-such-model-dir/", "--threads", "0"]) == 2
+        assert main(["scan", "minilm-l6", "--threads", "0"]) == 2  # refused before the model is asked for
         assert "--threads: 0 is below the minimum 1" in capsys.readouterr().err
     finally:
         torch.set_num_threads(before)

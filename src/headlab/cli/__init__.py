@@ -1,6 +1,7 @@
 """The ``headlab`` command line: the parser and ``main`` (:mod:`.entry`), one module per family of subcommands,
 and the option types every subcommand shares (:mod:`.options`). Importing this package is light: a request for
-help that was answered before is printed from :mod:`.helptext` without building the parser."""
+help that was answered before is printed from :mod:`.helptext`, and a model argument that names no model is refused
+by :mod:`.preflight`, without building the parser."""
 
 from __future__ import annotations
 
@@ -21,7 +22,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if text is not None:
         sys.stdout.write(text)
         return 0
-    from headlab.cli.entry import main as run  # deferred: it imports every command and torch (4 s)
+    if not helptext.is_request(args):
+        # deferred past --version and cached help: the check reads the model registry (numpy, ~0.1 s)
+        from headlab.cli import preflight
+        from headlab.errors import HeadlabError
+
+        try:
+            preflight.check(args)
+        except HeadlabError as exc:
+            print(f"headlab: error: {exc}", file=sys.stderr)
+            return 2
+    from headlab.cli.entry import main as run  # deferred: it imports every command and torch (2-4 s)
 
     if not helptext.is_request(args):
         return run(args)

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import difflib
-import functools
 import os
-import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -21,6 +18,7 @@ from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safete
 from headlab.models.integrity import check_finite, check_loading, check_same_vocabulary, check_tokenizer
 from headlab.models.loaded import LoadedModel, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
+from headlab.models.sources import check_missing
 from headlab.settings import DTYPES, RUN
 
 
@@ -189,10 +187,8 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
     """The checks :func:`load` makes before reading any weights (a named model is installed, a path exists
     and is a model): call it for every model of a multi-model command before the first is measured."""
     name = str(name_or_path)
-    spec = NAMED_MODELS.get(name)
-    if spec is not None:
-        if not spec.installed():
-            raise HeadlabError(f"model '{name}' is not installed; run `headlab models install {name}`")
+    check_missing(name)
+    if name in NAMED_MODELS:
         return
     p = Path(name).expanduser()
     if (kind := folder_kind(p)) is not None:
@@ -200,28 +196,6 @@ def check_source(name_or_path: str | os.PathLike[str]) -> None:
     if p.is_dir() and not (p / "config.json").exists():
         raise HeadlabError(f"{p} is not a Hugging Face model directory (it has no config.json) nor a headlab "
                            "training run (no config.toml)")
-    if not p.exists() and _looks_local(name):
-        raise HeadlabError(f"model path {name} does not exist")
-    if not p.exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
-        # deferred: this import loads the hub client (~0.17 s, 112 modules); only hub names need it
-        from huggingface_hub import try_to_load_from_cache
-
-        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
-            raise HeadlabError(f"unknown model '{name}': not a named model (see `headlab models list`), not a "
-                               "directory, and not in the local Hugging Face cache (HF_HUB_OFFLINE=1)")
-
-
-#: file suffixes a hub id never ends with: a name with one is a local file
-LOCAL_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".json")
-
-
-def _looks_local(name: str) -> bool:
-    """A name that can only be a local path (a hub id is ``org/name``): it starts with ``.``, ``/`` or ``~``,
-    ends with ``/``, has more than one ``/``, names a model file, or starts with a folder that exists here
-    (``runs/mdl`` when ``runs/`` does): refused at once when missing, instead of asking the hub for it."""
-    first = name.split("/", 1)[0]
-    return (name.startswith((".", "/", "~")) or name.endswith("/") or name.count("/") > 1
-            or name.lower().endswith(LOCAL_SUFFIXES) or ("/" in name and Path(first).is_dir()))
 
 
 def _resolve_path(name: str) -> str | Path:
@@ -235,38 +209,8 @@ def _resolve_path(name: str) -> str | Path:
         return p
     if p.exists():
         raise HeadlabError(f"{p} is neither a model directory nor a .gguf file")
-    if _looks_local(name):
-        raise HeadlabError(f"model path {name} does not exist")
-    near = difflib.get_close_matches(name, list(NAMED_MODELS), n=1, cutoff=0.8)
-    if near:  # a typo of a named model, not a hub id: said at once, not after the hub's retries
-        raise HeadlabError(f"unknown model '{name}': did you mean {near[0]}? (`headlab models list` names them; a "
-                           "hub id is spelled org/name)")
-    if not _in_hub_cache(name) and not _hub_reachable():
-        raise HeadlabError(f"unknown model '{name}': not a named model (see `headlab models list`), not a "
-                           "directory, not in the local hub cache, and huggingface.co cannot be reached from here")
+    check_missing(name)  # a typo of a named model, a path or a hub id that is nowhere: said before any wait
     return name  # a hub id
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    # deferred: huggingface_hub is imported with transformers, which only loading a model needs
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except ValueError:  # not a valid repository id
-        return False
-
-
-@functools.lru_cache(maxsize=1)
-def _hub_reachable() -> bool:
-    """Whether the hub answers at all: offline, its client retries for about half a minute before failing."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        return False
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=3).close()
-        return True
-    except OSError:
-        return False
 
 
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str | None = None,
