@@ -8,7 +8,7 @@ network under the pretrained model's name, so a load reports the tensors by name
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -59,11 +59,21 @@ def check_loading(path: str, model: Any, info: dict[str, Any]) -> None:
 
 def check_finite(path: str, model: Any) -> None:
     """Refuse weights holding NaN or infinity: every attention pattern downstream of them is undefined."""
-    bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    bad = [name for name, p in _weights(model) if not bool(torch.isfinite(p).all())]
     if bad:
         raise HeadlabError(f"{path}: {len(bad)} weight tensor(s) hold NaN or infinite values ({_named(bad)}); the "
                            "checkpoint is damaged or was saved after training diverged: use an earlier or intact "
                            "one")
+
+
+def _weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every parameter by name; one that a device map left on the disk (on the meta device, its module's
+    accelerate hook holding where it is) is read from there, one at a time."""
+    for prefix, module in model.named_modules():
+        for name, p in module.named_parameters(recurse=False):
+            if p.device.type == "meta" and getattr(module, "_hf_hook", None) is not None:
+                p = module._hf_hook.weights_map[name]
+            yield (f"{prefix}.{name}" if prefix else name), p
 
 
 #: a tokenizer that knows fewer than this share of the model's embedding rows is not the model's: a folder

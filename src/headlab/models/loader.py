@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 
@@ -16,7 +17,7 @@ from headlab.catalog import complete
 from headlab.errors import HeadlabError
 from headlab.models.cache import NO_REMOTE_CODE, check_model_dir, gguf_to_safetensors, remote_code_refusal
 from headlab.models.integrity import check_finite, check_loading, check_same_vocabulary, check_tokenizer
-from headlab.models.loaded import LoadedModel, read_facts
+from headlab.models.loaded import LoadedModel, device_of, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
 from headlab.models.sources import check_missing
 from headlab.settings import DTYPES, RUN
@@ -85,7 +86,8 @@ def folder_kind(name_or_path: str | os.PathLike[str]) -> FolderKind | None:
 
 def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: Any = None,
          device: str = RUN.device, tokenizer: str | os.PathLike[str] | None = None,
-         force_tokenizer: bool = False) -> LoadedModel:
+         force_tokenizer: bool = False, device_map: str | None = None,
+         max_memory: Mapping[int | str, int | str] | None = None) -> LoadedModel:
     """Load a model for attention analysis.
 
     Args:
@@ -101,11 +103,18 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
             Where the model has a tokenizer of its own, one whose vocabulary is not the model's is refused.
         force_tokenizer: use ``tokenizer`` even where its vocabulary is not the model's own; the name records
             it, ``NAME (tokenizer: SOURCE, forced)``.
+        device_map: for a model larger than one device, or than memory: ``"auto"`` (or ``"balanced"``,
+            ``"sequential"``) spreads its layers over the GPUs, then the CPU, then the disk (accelerate's
+            dispatch, capped per device by ``max_memory``, e.g. ``{0: "20GiB", "cpu": "30GiB"}``); layers on the
+            disk are read from the checkpoint when they run. Replaces ``device``. The census hooks see every
+            layer wherever it runs, so the scores are the in-memory ones.
+        max_memory: the cap per device for ``device_map``.
 
     The model is in eval mode with eager attention, so attention probabilities exist.
     """
     dtype = torch_dtype(dtype)  # refused before any weight is read
     name = str(name_or_path)
+    placement = _placement(name, device, device_map, max_memory)
     given = (str(tokenizer), force_tokenizer) if tokenizer is not None else _TOKENIZER.get()
     tok_source, forced = given if given is not None else (None, False)
     if tok_source is not None:
@@ -131,7 +140,8 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
     try:
         model, tok = _from_pretrained(str(path), lm_head=lm_head, dtype=dtype,
                                       tokenizer_at=None if tok_source is None else _tokenizer_path(tok_source),
-                                      foreign=None if tok_source is None or forced else tok_source)
+                                      foreign=None if tok_source is None or forced else tok_source,
+                                      placement=placement)
     except HeadlabError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as exc:
@@ -146,7 +156,12 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
         raise HeadlabError(f"cannot load model from {path}: {first}") from exc
     adapter = adapter_for(model)
     parts(model)  # the family's layout checked once, here, not in the middle of an analysis
-    model.to(_device(device)).eval()
+    if placement is None:
+        model.to(_device(device))
+    elif device_of(model).type == "meta":
+        raise HeadlabError(f"{name}: with max_memory {dict(max_memory or {})} even the first layer went to the disk, "
+                           "where no input can start: raise max_memory so that the embeddings fit in memory")
+    model.eval()
     facts = read_facts(model, tok)
     if tok_source is not None:
         name = f"{name} (tokenizer: {tok_source}{', forced' if forced else ''})"
@@ -213,8 +228,31 @@ def _resolve_path(name: str) -> str | Path:
     return name  # a hub id
 
 
+#: accelerate's placements of a model over the devices, the CPU and the disk
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def _placement(name: str, device: str, device_map: str | None,
+               max_memory: Mapping[int | str, int | str] | None) -> dict[str, Any] | None:
+    """``from_pretrained``'s placement arguments for ``device_map`` (None: the whole model on ``device``), with
+    the folder for layers accelerate must write out (kept as long as the model; a safetensors checkpoint's are
+    read in place); refused before any weight is read where they cannot apply."""
+    if device_map is None:
+        if max_memory is not None:
+            raise HeadlabError("max_memory caps the devices of a device_map: give device_map='auto' as well")
+        return None
+    if device_map not in DEVICE_MAPS:
+        raise HeadlabError(f"unknown device_map {device_map!r}; choose {', '.join(DEVICE_MAPS)}")
+    if device != RUN.device:
+        raise HeadlabError(f"device_map places the layers itself: give device={device!r} or device_map, not both")
+    if folder_kind(name) is not None:
+        raise HeadlabError(f"{name} is a headlab run folder, small enough for one device: leave out device_map")
+    return {"device_map": device_map, "max_memory": dict(max_memory) if max_memory is not None else None,
+            "offload_folder": tempfile.TemporaryDirectory(prefix="headlab-offload-")}
+
+
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str | None = None,
-                     foreign: str | None = None) -> tuple[Any, Any]:
+                     foreign: str | None = None, placement: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """The model and its tokenizer (from ``tokenizer_at`` where given); ``foreign``: the ``--tokenizer`` to compare
     with the model's own before any weight is read (None: not compared)."""
     # deferred: transformers takes ~0.9 s to import and only loading a model needs it
@@ -230,10 +268,13 @@ def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str 
     auto: Any = AutoModel
     if lm_head:
         auto = AutoModelForCausalLM if _names_a_causal_lm(config) else AutoModelForMaskedLM
+    placed = {} if placement is None else {**placement, "offload_folder": placement["offload_folder"].name}
     with _quiet_weight_loading():
         # mismatched tensors are loaded as such only to be named: check_loading refuses them
         model, info = auto.from_pretrained(path, attn_implementation="eager", dtype=dtype, output_loading_info=True,
-                                           ignore_mismatched_sizes=True, **NO_REMOTE_CODE)
+                                           ignore_mismatched_sizes=True, **placed, **NO_REMOTE_CODE)
+    if placement is not None:
+        model.headlab_offload_folder = placement["offload_folder"]  # removed with the model, not before
     check_loading(path, model, info)
     check_finite(path, model)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_at or path, **NO_REMOTE_CODE)
