@@ -132,6 +132,9 @@ class Settings:
 
 #: the dtypes a model's weights can be loaded in, by name (every command's ``--dtype``, every twin's ``dtype=``)
 DTYPES = ("float32", "bfloat16", "float16")
+#: accelerate's placements of a model over the devices, the CPU and the disk (``headlab.load``'s device_map, the
+#: command line's --device-map)
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def dtype_setting() -> Any:

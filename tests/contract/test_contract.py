@@ -413,6 +413,12 @@ ROWS += [
         "scan minilm-l6 --max-offset 10000000 --out {tmp}/o".split(), 2, "give at most 128", absent=["o"]),
     Row("--tokenizer from a folder that does not exist",
         "scan minilm-l6 --tokenizer {tmp}/no-tok --out {tmp}/o".split(), 2, "does not exist", absent=["o"]),
+    Row("--max-memory without --device-map", "scan minilm-l6 --max-memory cpu=1GB --out {tmp}/o".split(), 2,
+        "give --device-map auto as well", absent=["o"]),
+    Row("--max-memory not DEVICE=SIZE", "scan minilm-l6 --device-map auto --max-memory lots --out {tmp}/o".split(), 2,
+        "is not DEVICE=SIZE", absent=["o"]),
+    Row("--device and --device-map together", "scan minilm-l6 --device cuda --device-map auto --out {tmp}/o".split(),
+        2, "not both", absent=["o"]),
     Row("--tokenizer of another vocabulary (BERT's word pieces fed to a Llama model, said nothing)",
         "scan smollm2-135m --tokenizer minilm-l6 --out {tmp}/o".split(), 2, "keep their ids in the model's own",
         absent=["o"], model="smollm2-135m"),  # and minilm-l6's tokenizer, installed with it by make
@@ -646,11 +652,13 @@ def _python_call(argv: list[str]) -> tuple[Callable[..., object], dict[str, obje
 
 
 #: rows a twin cannot take: options that only shape what the CLI prints after the work, and the process settings
-#: --threads (from Python: headlab.distributed.use_threads, tested beside it) and --tokenizer (from Python:
-#: headlab.load(..., tokenizer=...), tests/unit/test_models.py)
+#: --threads (from Python: headlab.distributed.use_threads, tested beside it), --tokenizer (from Python:
+#: headlab.load(..., tokenizer=...), tests/unit/test_models.py) and --device-map (headlab.load(..., device_map=...),
+#: tests/integration/test_device_map.py)
 CLI_ONLY = {"range: scan --top", "--threads beyond the machine's cores (4096 crashed torch)",
             "--threads of a million (torch ran out of memory)", "--tokenizer from a folder that does not exist",
-            "--tokenizer of another vocabulary (BERT's word pieces fed to a Llama model, said nothing)"}
+            "--tokenizer of another vocabulary (BERT's word pieces fed to a Llama model, said nothing)",
+            "--max-memory without --device-map", "--max-memory not DEVICE=SIZE", "--device and --device-map together"}
 REFUSED = [r for r in ROWS if r.rc == 2 and r.name not in CLI_ONLY]
 
 

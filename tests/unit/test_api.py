@@ -39,9 +39,9 @@ TWINS = {
 #: options that only shape what the command prints or checks after the work (no Python counterpart)
 PRINT_ONLY = {"scan": {"top"}, "view": {"check"}, "pattern": {"rows"}}
 #: options the entry point applies as process settings, not twin parameters (--threads, --tokenizer,
-#: --force-tokenizer)
+#: --force-tokenizer, --device-map, --max-memory)
 PARSER_KEYS = {"debug", "cmd", "func", "api", "no_progress", "models_cmd", "monitor_cmd", "retrieval_cmd", "threads",
-               "tokenizer_source", "force_tokenizer"}
+               "tokenizer_source", "force_tokenizer", "device_map", "max_memory"}
 
 
 LEAVES = leaves(build_parser())

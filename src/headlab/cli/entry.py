@@ -21,6 +21,7 @@ from headlab.cli.options import Parser, complete_help
 from headlab.distributed import use_threads
 from headlab.errors import HeadlabError, from_cli
 from headlab.interrupts import Terminated, exit_code, sigterm_as_interrupt
+from headlab.settings import RUN
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"headlab: {said}", file=sys.stderr)
     try:
         with sigterm_as_interrupt(), from_cli(), _tokenizer(getattr(args, "tokenizer_source", None),
-                                                                getattr(args, "force_tokenizer", False)):
+                                                                getattr(args, "force_tokenizer", False)), \
+                _placement(getattr(args, "device_map", None), getattr(args, "max_memory", None),
+                           getattr(args, "device", RUN.device)):
             return int(args.func(args) or 0)
     except HeadlabError as exc:
         if args.debug:
@@ -94,6 +97,21 @@ def _tokenizer(source: str | None, force: bool) -> contextlib.AbstractContextMan
     from headlab.models.loader import tokenizer_from
 
     return tokenizer_from(source, force)
+
+
+def _placement(device_map: str | None, max_memory: dict[int | str, str] | None, device: str
+               ) -> contextlib.AbstractContextManager[None]:
+    """``--device-map``'s process setting (and ``--max-memory``'s), where it is given."""
+    if device_map is None:
+        if max_memory is not None:
+            raise HeadlabError("--max-memory caps the devices of --device-map: give --device-map auto as well")
+        return contextlib.nullcontext()
+    if device != RUN.device:
+        raise HeadlabError(f"--device-map places the layers itself: give --device {device} or --device-map, not both")
+    # deferred, as in _tokenizer
+    from headlab.models.loader import placed_by
+
+    return placed_by(device_map, max_memory)
 
 
 def _quiet_transformers() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from headlab.distributed import check_threads
 from headlab.errors import HeadlabError
-from headlab.settings import RUN_OPTIONS, RunOptions, choices_of
+from headlab.settings import DEVICE_MAPS, RUN_OPTIONS, RunOptions, choices_of
 from headlab.values import RULES
 
 
@@ -179,6 +179,7 @@ def common_options(p: argparse.ArgumentParser, kind: str, seed: bool = True, bat
     threads_option(p)
     run_options(p, *(() if "dtype" in declared else ("dtype",)))
     tokenizer_option(p)
+    placement_option(p)
     run_options(p, "out", "overwrite", "progress", out=f"output folder (default runs/{kind}-MODEL)")
 
 
@@ -231,6 +232,33 @@ def tokenizer_option(p: argparse.ArgumentParser) -> None:
                         "is not the model's own is refused")
     p.add_argument("--force-tokenizer", action="store_true",
                    help="use --tokenizer even where its vocabulary is not the model's own (recorded in the name)")
+
+
+def placement_option(p: argparse.ArgumentParser) -> None:
+    """``--device-map`` and ``--max-memory``: every model the command loads is placed over the devices, the CPU
+    and the disk (a process setting the entry point applies, like ``--tokenizer``; from Python,
+    ``headlab.load(..., device_map=..., max_memory=...)``)."""
+    p.add_argument("--device-map", choices=DEVICE_MAPS, default=None,
+                   help="spread a model larger than one device, or than memory, over the GPUs, the CPU and the disk "
+                        "(accelerate; layers on the disk are read from the checkpoint when they run); replaces "
+                        "--device")
+    p.add_argument("--max-memory", type=_memory, default=None, metavar="DEV=SIZE,...",
+                   help="the cap per device for --device-map, e.g. 0=20GiB,cpu=30GiB (the rest goes to the disk)")
+
+
+def _memory(text: str) -> dict[int | str, str]:
+    """``0=20GiB,cpu=30GiB`` as accelerate's max_memory: a GPU by its index, ``cpu``, or ``mps``."""
+    caps: dict[int | str, str] = {}
+    for part in filter(None, text.split(",")):
+        dev, _, size = part.partition("=")
+        dev = dev.strip()
+        if not size.strip() or not (dev.isdigit() or dev in ("cpu", "mps")) or not size.strip()[0].isdigit():
+            raise argparse.ArgumentTypeError(f"{part!r} is not DEVICE=SIZE (a GPU index, cpu or mps; a size such "
+                                             "as 20GiB or 500MB), e.g. 0=20GiB,cpu=30GiB")
+        caps[int(dev) if dev.isdigit() else dev] = size.strip()
+    if not caps:
+        raise argparse.ArgumentTypeError("give at least one DEVICE=SIZE, e.g. cpu=30GiB")
+    return caps
 
 
 def say_wrote(folder: Any, result: Any, extra: str = "") -> None:

@@ -20,7 +20,7 @@ from headlab.models.integrity import check_finite, check_loading, check_same_voc
 from headlab.models.loaded import LoadedModel, device_of, read_facts
 from headlab.models.registry import NAMED_MODELS, file_digest
 from headlab.models.sources import check_missing
-from headlab.settings import DTYPES, RUN
+from headlab.settings import DEVICE_MAPS, DTYPES, RUN
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,22 @@ def tokenizer_from(source: str | None, force: bool = False) -> Iterator[None]:
         yield
     finally:
         _TOKENIZER.reset(token)
+
+
+#: the placement every load in this context uses where its caller gives none (the CLI's --device-map, --max-memory)
+_PLACEMENT: contextvars.ContextVar[tuple[str, dict[int | str, str]] | None] = contextvars.ContextVar(
+    "placement", default=None)
+
+
+@contextlib.contextmanager
+def placed_by(device_map: str, max_memory: Mapping[int | str, str] | None = None) -> Iterator[None]:
+    """Every :func:`load` inside places its model by ``device_map`` and ``max_memory`` (see :func:`load`): how a
+    command line's ``--device-map`` and ``--max-memory`` reach each model it loads."""
+    token = _PLACEMENT.set((device_map, dict(max_memory or {})))
+    try:
+        yield
+    finally:
+        _PLACEMENT.reset(token)
 
 
 def torch_dtype(dtype: Any) -> Any:
@@ -156,12 +172,7 @@ def load(name_or_path: str | os.PathLike[str], *, lm_head: bool = False, dtype: 
         raise HeadlabError(f"cannot load model from {path}: {first}") from exc
     adapter = adapter_for(model)
     parts(model)  # the family's layout checked once, here, not in the middle of an analysis
-    if placement is None:
-        model.to(_device(device))
-    elif device_of(model).type == "meta":
-        raise HeadlabError(f"{name}: with max_memory {dict(max_memory or {})} even the first layer went to the disk, "
-                           "where no input can start: raise max_memory so that the embeddings fit in memory")
-    model.eval()
+    _place(model, name, device, placement)
     facts = read_facts(model, tok)
     if tok_source is not None:
         name = f"{name} (tokenizer: {tok_source}{', forced' if forced else ''})"
@@ -228,15 +239,14 @@ def _resolve_path(name: str) -> str | Path:
     return name  # a hub id
 
 
-#: accelerate's placements of a model over the devices, the CPU and the disk
-DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-
-
 def _placement(name: str, device: str, device_map: str | None,
                max_memory: Mapping[int | str, int | str] | None) -> dict[str, Any] | None:
     """``from_pretrained``'s placement arguments for ``device_map`` (None: the whole model on ``device``), with
     the folder for layers accelerate must write out (kept as long as the model; a safetensors checkpoint's are
-    read in place); refused before any weight is read where they cannot apply."""
+    read in place); refused before any weight is read where they cannot apply. Without either argument, the
+    placement of the context (:func:`placed_by`), if any."""
+    if device_map is None and max_memory is None and (given := _PLACEMENT.get()) is not None:
+        device_map, max_memory = given[0], given[1] or None
     if device_map is None:
         if max_memory is not None:
             raise HeadlabError("max_memory caps the devices of a device_map: give device_map='auto' as well")
@@ -249,6 +259,17 @@ def _placement(name: str, device: str, device_map: str | None,
         raise HeadlabError(f"{name} is a headlab run folder, small enough for one device: leave out device_map")
     return {"device_map": device_map, "max_memory": dict(max_memory) if max_memory is not None else None,
             "offload_folder": tempfile.TemporaryDirectory(prefix="headlab-offload-")}
+
+
+def _place(model: Any, name: str, device: str, placement: dict[str, Any] | None) -> None:
+    """The loaded model on ``device``, or, placed by a device map, refused where even its first layer is on the
+    disk; in eval mode either way."""
+    if placement is None:
+        model.to(_device(device))
+    elif device_of(model).type == "meta":
+        raise HeadlabError(f"{name}: with max_memory {placement['max_memory']} even the first layer went to the disk, "
+                           "where no input can start: raise max_memory so that the embeddings fit in memory")
+    model.eval()
 
 
 def _from_pretrained(path: str, *, lm_head: bool, dtype: Any, tokenizer_at: str | None = None,
