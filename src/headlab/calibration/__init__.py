@@ -16,7 +16,7 @@ correction (:func:`headlab.rulebook.multiplicity.holm`) with the other ``m - 1``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -202,7 +202,7 @@ def needed(c: Control, family: int, seed: int, draws: int | None = None) -> str:
         return "its evidence has no size to vary"
     for n in c.grid:
         planted, null = c.at(n)
-        sized = Control(c.rule, c.evidence, c.effect, c.nothing, planted, null, c.level, c.draws)
+        sized = replace(c, planted=planted, null=null)
         alone = calibrate(sized, 1, draws, seed)
         within = calibrate(sized, family, draws, seed) if family > 1 else alone
         if min(alone.power, within.power) >= POWER and max(alone.false_positive, within.false_positive) <= ALPHA:
