@@ -62,8 +62,8 @@ def test_a_planted_draw_reads_supported_and_a_null_draw_does_not(rule):
 
 
 def test_the_committed_table_calibrates_the_rules_as_they_are():
-    """Every row was computed on the rule as it is now (its fingerprint), and every rule can reach supported in
-    its family: what `headlab verdicts --record` requires before it declares."""
+    """Every row was computed on the rule as it is now (its fingerprint), and every rule is calibrated at the
+    evidence it declares, in its family: what `headlab verdicts --record` requires before it declares."""
     from headlab.calibration import declarable
     from headlab.rulebook import fingerprints
 
@@ -84,9 +84,12 @@ def test_recording_refuses_a_rule_that_cannot_reach_supported_or_was_calibrated_
     fps = fingerprints()
     unreachable = {**rows["slash.1"], "reachable": "no: its smallest p 0.05 is not below 0.0017", "family": 29}
     stale = {**rows["slash.2"], "fingerprint": "000000000000"}
-    said = declarable(dataclasses.replace(table, rows=[unreachable, stale]), fps)
+    weak = {**rows["slash.8"], "calibrated": False, "power": 0.78, "needs": "500 windows (power 0.86 alone)"}
+    said = declarable(dataclasses.replace(table, rows=[unreachable, stale, weak]), fps)
     assert any(s.startswith("slash.1 cannot reach supported in its family of 29") for s in said)
     assert "slash.2's calibration is of another version of the rule (recalibrate it)" in said
+    assert any(s.startswith("slash.8 is not calibrated at the evidence it declares (power 0.78 alone")
+               and s.endswith("declare the evidence it needs, 500 windows (power 0.86 alone)") for s in said)
     assert "slash.3 has no calibration" in said and len(said) == len(fps)
 
     root = tmp_path / "a-copy"

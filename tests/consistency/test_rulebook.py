@@ -14,7 +14,7 @@ from scipy.stats import fisher_exact, permutation_test
 from headlab.reporting.ledger import recorded
 from headlab.rulebook import BOOK, VERSION, Verdict, fingerprints
 from headlab.rulebook.decide import detectable_rate, exceeds_null, fisher_power, run_probability
-from headlab.rulebook.slash import CONTROL_MINIMUM, KIND_MARGIN, PLACEBO_MINIMUM
+from headlab.rulebook.slash import CONTROL_MINIMUM, KIND_MARGIN, MIN_KIND_DOCUMENTS, PLACEBO_MINIMUM
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,8 +86,15 @@ def test_monitor_kind_needs_a_margin():
     # minilm-l6 on paths: heads 1.000 against the bigram baseline's 0.9988, intervals apart: a tie by the margin
     tie = {"heads": [1.0, 0.99999, 1.0], "baseline": [0.9988, 0.9973, 0.9998], "paired": None}
     assert BOOK["monitor.kind"].judge(tie).reason == "tie"
-    better = {"heads": [0.95, 0.93, 0.97], "baseline": [0.90, 0.88, 0.92], "paired": [0.05, 0.01, 0.08]}
+    better = {"heads": [0.95, 0.93, 0.97], "baseline": [0.90, 0.88, 0.92], "paired": [0.05, 0.01, 0.08],
+              "documents": MIN_KIND_DOCUMENTS}
     assert BOOK["monitor.kind"].judge(better).reason == "heads better"
+    # below the evidence the rule is calibrated at, heads better by the interval is not a support
+    few = BOOK["monitor.kind"].judge({**better, "documents": MIN_KIND_DOCUMENTS - 1})
+    assert few.verdict == Verdict.INCONCLUSIVE and "underpowered" in few.reason
+    assert "unrecorded" in BOOK["monitor.kind"].judge({**better, "documents": None}).reason
+    worse = {**better, "heads": better["baseline"], "baseline": better["heads"], "paired": [-0.05, -0.08, -0.01]}
+    assert BOOK["monitor.kind"].judge({**worse, "documents": 10}).reason == "baseline better"  # a refutation stands
     near = {**better, "paired": [KIND_MARGIN / 2, 0.001, 0.02], "heads": [0.91, 0.9, 0.92]}
     assert BOOK["monitor.kind"].judge(near).reason == "tie"
 
@@ -220,7 +227,9 @@ def test_initialization_rule_can_reach_its_threshold_at_its_minimum():
     apart = BOOK["formation.init"].judge({"a": list(range(10, 10 + n)), "b": list(range(n))})
     assert apart.verdict == Verdict.SUPPORTED
     below = BOOK["formation.init"].judge({"a": list(range(10, 9 + n)), "b": list(range(n - 1))})
-    assert below.verdict == Verdict.INCONCLUSIVE and "smallest reachable 0.100" in below.power
+    assert below.verdict == Verdict.INCONCLUSIVE and below.reason == "underpowered"
+    three = BOOK["formation.init"].judge({"a": [10, 11, 12], "b": [0, 1, 2]})
+    assert "smallest reachable 0.100" in three.power  # why the minimum is never below 4
 
 
 def test_committed_verdicts_follow_from_the_rule_book():

@@ -135,8 +135,10 @@ def test_three_stages_must_beat_the_heads_that_do_not_specialize():
 
 def test_hop_order_excludes_vacuous_runs_and_head_order_needs_three_runs_to_refute():
     assert hops_in_order({"in_order": 12, "runs": 12}).verdict == Verdict.INCONCLUSIVE  # nothing excluded
-    j = hops_in_order({"in_order": 6, "runs": 6, "excluded": {"two hops or fewer solved": 5, "a tie": 1}})
+    j = hops_in_order({"in_order": 8, "runs": 8, "excluded": {"two hops or fewer solved": 5, "a tie": 1}})
     assert j.verdict == Verdict.SUPPORTED and "5 (two hops or fewer solved)" in j.power
+    short = hops_in_order({"in_order": 7, "runs": 7, "excluded": {}})  # in order, but below the calibrated minimum
+    assert short.verdict == Verdict.INCONCLUSIVE and "underpowered: 7 runs, 8 needed" in short.reason
     assert head_order({"cells": {"a": [1, 2]}}).verdict == Verdict.INCONCLUSIVE  # two runs cannot refute
     assert head_order({"cells": {"a": [1, 3]}}).verdict == Verdict.NOT_SUPPORTED
 

@@ -212,8 +212,9 @@ def needed(c: Control, family: int, seed: int, draws: int | None = None) -> str:
 
 def declarable(table: CalibrationResult, fingerprints: Mapping[str, str]) -> list[str]:
     """Why a rule of the book may not be declared on this calibration: it has no row, its row calibrated an earlier
-    version of the rule (another fingerprint), or it cannot reach supported in its family at its evidence (raise its
-    evidence, declare a smaller family or give it a test). Empty when every rule may be."""
+    version of the rule (another fingerprint), it cannot reach supported in its family at its evidence (raise its
+    evidence, declare a smaller family or give it a test), or it can but misses the power or the false-positive rate
+    of a calibrated rule there (declare the evidence the table says it needs). Empty when every rule may be."""
     rows = {r["rule"]: r for r in table.rows}
     out = []
     for rid, fp in fingerprints.items():
@@ -224,6 +225,10 @@ def declarable(table: CalibrationResult, fingerprints: Mapping[str, str]) -> lis
             out.append(f"{rid}'s calibration is of another version of the rule (recalibrate it)")
         elif r["reachable"].startswith("no"):
             out.append(f"{rid} cannot reach supported in its family of {r['family']} ({r['reachable']})")
+        elif not r["calibrated"]:
+            out.append(f"{rid} is not calibrated at the evidence it declares (power {r['power']:.2f} alone, "
+                       f"{r['family_power']:.2f} in its family, false positives {r['false_positive']:.3f}): declare "
+                       f"the evidence it needs, {r.get('needs') or 'not searched'}")
     return out
 
 

@@ -90,7 +90,8 @@ control(Control("formation.prediction", RUNS + "; bootstrap of 100 draws",
                 "the heads that specialize carry 4x the `/` gradient signal from the start",
                 "a 4x signal on heads unrelated to which specialize", lambda r: _prediction(r, True),
                 lambda r: _prediction(r, False), "data", 25, ci=False))
-control(Control("formation.init", f"{MIN_INIT_SEEDS} against {MIN_INIT_SEEDS} runs", "5 against 0.5 specialized "
+control(Control("formation.init", f"{MIN_INIT_SEEDS} against {MIN_INIT_SEEDS} runs (the rule's minimum)",
+                "5 against 0.5 specialized "
                 "heads per run (Poisson)", "2 against 2", lambda r: _init(r, True), lambda r: _init(r, False),
                 "statistics", 500, at=lambda n: (lambda r: _init(r, True, n), lambda r: _init(r, False, n)),
                 unit="runs per arm", grid=(4, 5, 6, 8, 10)))

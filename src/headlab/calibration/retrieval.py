@@ -12,7 +12,7 @@ import numpy as np
 
 from headlab.calibration import Control, Stats, control
 from headlab.retrieval import edge, order
-from headlab.rulebook.retrieval import MIN_ORDER_RUNS, MIN_SEEDS, ORDER_CELLS
+from headlab.rulebook.retrieval import MIN_HOP_RUNS, MIN_ORDER_RUNS, MIN_SEEDS, ORDER_CELLS
 
 LAYERS = (1, 2, 3)
 TRAINED = 16  # the deepest lookup trained: above every bound the law gives these layer counts
@@ -40,7 +40,7 @@ def _curriculum(rng: np.random.Generator, planted: bool, runs: int) -> Stats:
                                                                                    runs]}
 
 
-def _hops(rng: np.random.Generator, planted: bool, runs: int = MIN_ORDER_RUNS) -> Stats:
+def _hops(rng: np.random.Generator, planted: bool, runs: int = MIN_HOP_RUNS) -> Stats:
     """Runs solving four hops: in order (each hop later than the one before) in 95% of runs, or hops solved at
     independent times (in order one time in 24)."""
     in_order = sum(rng.random() < 0.95 if planted else (lambda t: bool(np.all(np.diff(t) > 0)))(rng.random(4))
@@ -96,7 +96,8 @@ for rid, planted, null, evidence, effect, nothing in (
     ("retrieval.curriculum-hops", lambda r: _curriculum(r, True, 6), lambda r: _curriculum(r, False, 6),
      "6 runs per arm", "implicit solves hop 2 in 95% of runs, answer-only never", "both half the time"),
     ("retrieval.hop-order", lambda r: _hops(r, True), lambda r: _hops(r, False),
-     f"{MIN_ORDER_RUNS} runs solving four hops", "hops in order in 95% of runs", "hops at independent times"),
+     f"{MIN_HOP_RUNS} runs solving four hops (the rule's minimum)", "hops in order in 95% of runs",
+     "hops at independent times"),
     ("retrieval.head-order", lambda r: _order(r, True), lambda r: _order(r, False),
      f"2 cells of {MIN_SEEDS} runs, 4 roles", "one order in every run", "a random order per run"),
 ):

@@ -17,12 +17,13 @@ MIN_SEEDS = 3
 MIN_STEPS = 100_000          # the document's third stage starts at 100k steps
 STAGES = (10_000, 100_000)   # the document's stage boundaries
 NEAR = 3.0                   # a boundary within a factor of 3 of the document's (half a decade on a log axis)
-# An exact two-sided permutation test of 3 against 3 runs cannot go below p = 2/20 = 0.1, so it could never reach
-# 0.05; 4 against 4 reaches 2/70 = 0.029.
-MIN_INIT_SEEDS = 4
-# Every seed against none: 3 a side gives p = 0.05, 4 gives 0.014, 5 gives 0.004, the first below Holm's first bound
-# for the induction study's six levers, 0.05 / 6
-MIN_FOSTER_SEEDS = 5
+# The fewest runs at which each rule's calibration (headlab.calibration) reads its planted effect supported in 80% of
+# draws. An exact two-sided permutation test of 3 against 3 runs cannot go below p = 2/20 = 0.1; 4 against 4 reaches
+# 2/70 = 0.029 but supports the planted difference in fewer than 80% of draws; 5 against 5 does.
+MIN_INIT_SEEDS = 5
+# Every seed against none: 5 a side gives p = 0.004, the first below Holm's first bound for the induction study's six
+# levers, 0.05 / 6; but the planted arm then passes Holm's correction in fewer than 80% of draws, and 6 a side does
+MIN_FOSTER_SEEDS = 6
 S, N, I = Verdict.SUPPORTED, Verdict.NOT_SUPPORTED, Verdict.INCONCLUSIVE
 DOCUMENT_TARGET = "slash_mass"  # the document's object: slash-dominance heads, by `/` mass
 TARGETS = {"slash_mass": "SDH", "sink": "sink head", "previous-token": "previous-token head",
@@ -196,7 +197,8 @@ RULES = (
                  "target (SDHs: `/` mass at 0.5) per run under two initializations, same budget and seeds",
                  "exact permutation test of the means, two-sided", "p < 0.05", "ours",
                  "initialization labels exchangeable",
-                 f"≥ {MIN_INIT_SEEDS} seeds per initialization (3 against 3 cannot reach p < 0.05); untestable "
+                 f"≥ {MIN_INIT_SEEDS} seeds per initialization (fewer do not reach 80% power on the calibration's "
+                 "planted effect; 3 against 3 cannot reach p < 0.05); untestable "
                  "where no head of the target forms", initialization,
                  computed_by=(CLAIMS + "formation_claims", CLAIMS + "specialized_counts", STAGES_CODE + "specialized",
                               "headlab.rulebook.formation.untestable"),
@@ -206,7 +208,8 @@ RULES = (
                  "arm against the plain arm at the same seeds and budget", "Fisher's exact test, one-sided",
                  "p < 0.05", "ours, declared after the induction study's runs (the conventional threshold)",
                  "the plain arm: the same training without the lever", f"≥ {MIN_FOSTER_SEEDS} seeds a side (every "
-                 "seed against none then reaches p = 0.004, below Holm's bound for six levers); the count that "
+                 "seed against none then reaches p = 0.001, below Holm's bound for six levers, with 80% power in the "
+                 "family on the calibration's planted effect); the count that "
                  "would reach p < 0.05 is stated", fostered,
                  computed_by=("headlab.formation.induce.study.summarize", "headlab.formation.induce.study.judge_arms",
                               "headlab.formation.induce.measure.measure_run",

@@ -18,6 +18,9 @@ EDGE_CELLS = ((1, 2), (2, 4), (2, 5), (2, 6))
 REACHED = 4                 # floor(3^2 / 2): the most hops two layers may solve under the bound
 PLATEAU = 0.05              # flattened: the last fifth of the logged losses at most this far below the fifth before
 MIN_ORDER_RUNS = 5          # a share of runs in order: 5 of 5 is the fewest whose Wilson lower bound clears 1/2
+# hops in order: 5 of 5 clears 1/2, but runs in order 95% of the time give 5 of 5 in fewer than 80% of draws; from
+# 8 runs one run out of order is allowed, and the calibration's planted order reads supported in 80% of draws
+MIN_HOP_RUNS = 8
 ORDER_CELLS = 2             # the order claim judged in two recipes, so one cell's order is not the document's
 CONCORDANT = 0.8            # a fixed order: at most one strictly ordered run-pair in ten reversed
 NO_ORDER = 0.5              # no shared order: a third or more of the strict run-pairs reversed
@@ -117,8 +120,8 @@ def hops_in_order(s: Mapping[str, Any]) -> Judgement:
     if "excluded" not in s:
         return Judgement(I, "vacuous runs (two hops or fewer, ties) were not excluded", power)
     power += "; left out: " + (", ".join(f"{v} ({w})" for w, v in s["excluded"].items()) or "none")
-    if n < MIN_ORDER_RUNS:
-        return Judgement(I, f"underpowered: {n} runs", power)
+    if n < MIN_HOP_RUNS:
+        return Judgement(I, f"underpowered: {n} runs, {MIN_HOP_RUNS} needed", power)
     return Judgement(share_above(k, n), "", power)
 
 
@@ -204,7 +207,7 @@ RULES = (
     declare(Rule("retrieval.hop-order", DOC, "hops are solved in order (hop k no later than hop k + 1)",
                  "dense runs that solve a lookup whose hops are solved in order", "Wilson 95% interval of the share",
                  "lower bound above 1/2", "ours: more often than not, at 95%", "none",
-                 f"≥ {MIN_ORDER_RUNS} runs that solve three hops or more without a tie", hops_in_order,
+                 f"≥ {MIN_HOP_RUNS} runs that solve three hops or more without a tie", hops_in_order,
                  computed_by=(CODE + "dense_order_stats", CODE + "_hop_roles", CODE + "rows"), data=DATA)),
     declare(Rule("retrieval.head-order", DOC, "the stacked heads emerge in a fixed order (one head order across "
                  "seeds)", "per cell (layers, depth, curriculum), how many successful runs share the most common "

@@ -30,6 +30,11 @@ PLACEBO_MINIMUM = 19        # a count above all of P placebos has rank p 1 / (P 
 CONTROL_MINIMUM = 100       # matched random head sets: the smallest rank p, 1 / 101, is below 0.01
 NON_SDH_TAIL = 0.10         # claims 4-5: the SDHs' statistic beyond nine in ten of the model's other heads
 KIND_MARGIN = 0.02          # claim 9: an AUROC difference smaller than this is a tie
+# The least evidence at which each rule that estimates can say supported: where its calibration's planted effect
+# (headlab.calibration) reads supported in at least 80% of draws. Below it a refutation stands and a support does not.
+MIN_SHARE_HEADS = 400       # claim 2: from 392 heads a share of 17.5%, mid-range, lands in [15%, 20%] in >= 80% (exact)
+MAX_COST_HALF_WIDTH = 0.75  # claim 8, points: a cost of -2.5 lands in the 1-point range in 80% when se <= 0.5 / 1.28
+MIN_KIND_DOCUMENTS = 80     # monitor.kind: the fewest (in steps of 20) at which the planted kind passes in a family
 Z95 = 1.959964              # the normal quantile of a 95% two-sided interval
 HOLM_TIE = "heads better by its interval, not after Holm's correction over"
 NO_SDH = "no SDH"
@@ -95,8 +100,12 @@ def sdhs_exist(s: Mapping[str, Any]) -> Judgement:
 
 def sdh_share(s: Mapping[str, Any]) -> Judgement:
     iv = wilson(s["count"], s["heads"])
-    return Judgement(in_range(iv, *BY_ID[2].bounds), "", f"Wilson 95% upper bound {iv[2]:.3f} of "  # type: ignore[misc]
-                     f"{s['heads']} heads")
+    verdict = in_range(iv, *BY_ID[2].bounds)  # type: ignore[misc]
+    power = f"Wilson 95% upper bound {iv[2]:.3f} of {s['heads']} heads"
+    if verdict == Verdict.SUPPORTED and s["heads"] < MIN_SHARE_HEADS:
+        return Judgement(Verdict.INCONCLUSIVE, f"in the range, but underpowered: {s['heads']} heads, "
+                         f"{MIN_SHARE_HEADS} needed", power)
+    return Judgement(verdict, "", power)
 
 
 def specificity(s: Mapping[str, Any]) -> Judgement:
@@ -152,14 +161,20 @@ def ablation_cost(s: Mapping[str, Any]) -> Judgement:
     lo, hi = BY_ID[8].bounds or (math.nan, math.nan)
     j = against_controls(s["effect"], lo, hi, s["draws"], s["p"], CONTROL_MINIMUM)
     no = no_sdh(s)
-    return j if no is None else Judgement(Verdict.INCONCLUSIVE, no, j.power)
+    if no is not None:
+        return Judgement(Verdict.INCONCLUSIVE, no, j.power)
+    half = (s["effect"][2] - s["effect"][1]) / 2
+    if j.verdict == Verdict.SUPPORTED and not half <= MAX_COST_HALF_WIDTH:
+        return Judgement(Verdict.INCONCLUSIVE, f"underpowered: interval half-width {half:.2f} points, at most "
+                         f"{MAX_COST_HALF_WIDTH} needed", j.power)
+    return j
 
 
 def kind_stats(row: Mapping[str, Any]) -> dict[str, Any]:
     """``monitor.kind``'s statistics from one kind's row of a monitor evaluation (``evaluate.json``): the heads'
     and the best baseline's AUROCs with their intervals, and the paired interval where it was recorded."""
     return {"heads": row["auroc"]["heads"], "baseline": row["auroc"][row["best_baseline"]],
-            "best": row["best_baseline"], "paired": row.get("heads_vs_best")}
+            "best": row["best_baseline"], "paired": row.get("heads_vs_best"), "documents": row.get("documents")}
 
 
 def kind_verdict(s: Mapping[str, Any]) -> Judgement:
@@ -176,6 +191,11 @@ def kind_verdict(s: Mapping[str, Any]) -> Judgement:
     p = paired_p(paired) if paired else None
     power = f"AUROC {h[0]:.4f} vs {b[0]:.4f} ({'paired' if paired else 'marginal'} intervals)"
     if diff >= KIND_MARGIN and apart_up:
+        n = s.get("documents")
+        if n is None or n < MIN_KIND_DOCUMENTS:
+            return Judgement(Verdict.INCONCLUSIVE, f"heads better by its interval, but underpowered: "
+                             f"{'an unrecorded number of' if n is None else n} documents of the kind, "
+                             f"{MIN_KIND_DOCUMENTS} needed", power, p=p)
         return Judgement(Verdict.SUPPORTED, "heads better", power, p=p)
     if -diff >= KIND_MARGIN and apart_down:
         return Judgement(Verdict.NOT_SUPPORTED, "baseline better", power, p=p)
@@ -230,7 +250,8 @@ RULES = (
                  computed_by=(ROWS + "_exist_row",), data=CLAIMS_DATA, family=Family.EVERY)),
     declare(Rule("slash.2", DOC, "SDHs are 15-20% of all heads", "corpus SDH share (Wilson 95%)", "range",
                  "estimate in [0.15, 0.20]; not supported when the interval is outside", "the document",
-                 "none", "the Wilson upper bound is stated", sdh_share,
+                 "none", f"≥ {MIN_SHARE_HEADS} heads to read supported (fewer: an estimate in the range reads "
+                 "inconclusive); the Wilson upper bound is stated", sdh_share,
                  computed_by=(ROWS + "measure",), data=CLAIMS_DATA, family=Family.DESCRIBES)),
     declare(Rule("slash.3", DOC, "5-8x specificity for `/` over other symbols",
                  "median over SDHs of the `/` / control-symbol mass ratio (bootstrap)", "range",
@@ -270,7 +291,8 @@ RULES = (
                  "change beyond matched random head sets (rank test)", "range from the document; p < 0.01 ours "
                  "(p < 0.05 against for not supported)", "the document's range; ours for p",
                  "random head sets matched per layer, never a target head",
-                 f"at least {CONTROL_MINIMUM} control sets (smallest rank p 1 / {CONTROL_MINIMUM + 1})",
+                 f"at least {CONTROL_MINIMUM} control sets (smallest rank p 1 / {CONTROL_MINIMUM + 1}); to read "
+                 f"supported, a 95% interval half-width of at most {MAX_COST_HALF_WIDTH} points",
                  ablation_cost,
                  computed_by=(ROWS + "ablation_row", *ABOUT),
                  data=CLAIMS_DATA, family=Family.EVERY)),
@@ -278,7 +300,8 @@ RULES = (
                  "the best attention-free baseline", "AUROC(heads) − AUROC(best baseline), paired bootstrap",
                  "difference ≥ margin and its interval above zero", f"{KIND_MARGIN} AUROC",
                  "ours: a smaller difference changes no decision a user makes", "the best baseline of "
-                 "characters, loss, gopher, c4 and the word-bigram model", "the documents of the kind",
+                 "characters, loss, gopher, c4 and the word-bigram model", f"≥ {MIN_KIND_DOCUMENTS} documents "
+                 "of the kind to read heads better (fewer: a tie at best)",
                  kind_verdict,
                  computed_by=("headlab.rulebook.slash.kind_stats", KIND_ROW, JUDGED_KINDS), data=MONITOR_DATA)),
     declare(Rule("slash.9", DOC, "abnormal head activity reveals the input's structure",
