@@ -279,3 +279,53 @@ def test_a_claims_table_rerun_on_a_declared_model_stays_exploratory(tmp_path, mo
         assert registration.is_exploratory("slash.2", stats)
     with registration.produced_from(registration.identities("claims.json", reseeded)[:1]):
         assert not registration.is_exploratory("slash.2", stats)
+
+
+def test_a_retrieval_run_rerun_with_its_recipe_and_seed_is_declared_data(tmp_path, monkeypatch):
+    """A retrieval run's identity is its recipe and seed: the same run trained again (every outcome and byte new)
+    is the data a declaration saw; another seed is new data. Each retrieval rule is judged under the runs its data
+    globs match, so a declared run in one study does not make another study's rule exploratory."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from headlab.retrieval.verdicts import run_identities
+
+    run = Path(__file__).resolve().parents[2] / "results/retrieval/depth_edge/L2-D4/L2-D4-dense-s0"
+    committed = json.loads((run / "summary.json").read_text())
+    ids = registration.identities("summary.json", committed)
+    again = {**committed, "final_loss": 0.5, "final_hops": {"1": 0.1}, "eval_n": 7, "checkpoint_every": 3}
+    assert registration.identities("summary.json", again) == ids and len(ids) == 1
+    assert registration.identities("summary.json", {**committed, "seed": 99}) != ids
+
+    root = tmp_path / "results"
+    cell = root / "retrieval" / "depth_edge" / "L2-D4" / run.name
+    cell.mkdir(parents=True)
+    shutil.copy(run / "eval.jsonl", cell / "eval.jsonl")
+    (cell / "summary.json").write_text(json.dumps(again))
+    (root / "retrieval" / "order" / "x").mkdir(parents=True)
+    (root / "retrieval" / "order" / "x" / "analyze.json").write_text("{}")  # no run of its own: no identity
+    found = run_identities(root / "retrieval")
+    assert found["retrieval.depth-edge"] == frozenset(ids) and not found["retrieval.pair-order"]
+
+    monkeypatch.setattr(registration, "declarations", lambda: {
+        "retrieval.depth-edge": registration.Declaration(0, "x", {}, (), {}, (), tuple(ids)),
+        "retrieval.pair-order": registration.Declaration(0, "x", {}, (), {}, (), tuple(ids))})
+    stats = {"cells": {}}
+    with registration.produced_from(found):
+        assert registration.is_exploratory("retrieval.depth-edge", stats)
+        assert not registration.is_exploratory("retrieval.pair-order", stats)  # it judges none of these runs
+
+
+def test_an_induction_study_rerun_with_its_arms_and_seeds_is_declared_data():
+    import json
+    from pathlib import Path
+
+    committed = json.loads((Path(__file__).resolve().parents[2] / "results/induction/induce.json").read_text())
+    s = committed["settings"]
+    ids = registration.identities("induce.json", committed)
+    assert len(set(ids)) == len(s["arms"]) * len(s["seeds"])
+    rerun = {**committed, "summary": {}}  # every outcome new
+    assert registration.identities("induce.json", rerun) == ids
+    more = {**committed, "settings": {**s, "seeds": [*s["seeds"], 9]}}
+    assert set(ids) < set(registration.identities("induce.json", more))  # new seeds add new data beside the old

@@ -80,6 +80,18 @@ class RunSummary(Result):
     published_solved: int | None = None
     curve: list[dict[str, int]] | None = None
 
+    #: what produced a run's data: its task, model, budget and seed (how often it checkpointed, how many sequences
+    #: evaluated it and whether it trained in an ensemble change no weight it reaches)
+    RECIPE: ClassVar[tuple[str, ...]] = ("task", "n_layers", "n_heads", "d_model", "positions", "steps", "seed", "lr",
+                                         "warmup_steps", "batch_size", "init", "untied")
+
+    @classmethod
+    def produced_from(cls, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """One identity: the run's recipe and seed, read as the run reads back (fields it did not record at their
+        defaults), so a rerun of the same recipe and seed is the same data however its files differ."""
+        run = cls.from_json(doc).to_json()
+        return [{k: run.get(k) for k in cls.RECIPE}]
+
     def to_json(self) -> dict[str, Any]:
         """Every field the run has: an optional one left unset (the other task's, or what an older run did not
         record) is left out, as it reads back."""

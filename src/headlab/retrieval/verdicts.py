@@ -14,7 +14,7 @@ from headlab.result import Result, read_json
 from headlab.retrieval.edge import FOLDER, edge_stats
 from headlab.retrieval.order import order_cells
 from headlab.retrieval.record import RunSummary, finished_runs
-from headlab.rulebook import BOOK, VERSION, label
+from headlab.rulebook import BOOK, VERSION, label, registration
 from headlab.rulebook.multiplicity import holm, stated
 from headlab.rulebook.registration import file_digest
 
@@ -231,12 +231,22 @@ class RetrievalVerdictsResult(Result):
         return {r["row"]: (r["rule"], label(r), r["power"]) for r in self.rows}
 
 
+def run_identities(root: Path) -> dict[str, frozenset[str]]:
+    """Per retrieval rule, the identities (recipe and seed) of the runs whose files its data globs match under
+    ``root``: a rerun of a run that existed when the rule was declared is the same data, whatever its bytes."""
+    results = root.resolve().parent
+    return {rid: registration.identities_of_files(results, (f for g in rule.data for f in results.glob(g)),
+                                                  RunSummary.KIND)
+            for rid, rule in BOOK.items() if rid.startswith("retrieval.")}
+
+
 def judge(root: Path) -> RetrievalVerdictsResult:
     """The retrieval verdicts of the results under ``root`` (``results/retrieval``) by the current rule book. The
     files a row names are named from the results root (``results/...``), whatever that folder is called: a copy
     judged elsewhere writes the same text. (Renamed here, after the rows: the functions that compute the rows are
     part of their rules' fingerprints.)"""
-    found = rows(root) + edge_rows(root) + order_rows(root)
+    with registration.produced_from(run_identities(root)):
+        found = rows(root) + edge_rows(root) + order_rows(root)
     mine = f"`{root.resolve().parent.name}/"
     for r in found:
         r["measured"] = r["measured"].replace(mine, "`results/")

@@ -8,9 +8,9 @@ the data that exists at that moment; a rule whose fingerprint is unchanged keeps
 
 A verdict is exploratory when its statistics, or one of the files they were computed from, existed at its rule's
 declaration, or when it judges data whose identity existed then: what produced the data (the ``produced_from`` of
-a result kind that keeps verdicts: the model, the corpus and its seed, the settings), not its bytes, so
-a rerun of a declared experiment stays exploratory however its files differ. A declaration records the identities
-of every result under results/ that declares them; a verdict is judged under the identity of its data by
+its result kind: the model, the corpus and its seed, the settings; a training run's recipe and seed), not its
+bytes, so a rerun of a declared experiment stays exploratory however its files differ. A declaration records the
+identities of every result under results/ that declares them; a verdict is judged under the identity of its data by
 :func:`judged_as_produced`. A rule that has no declaration at all is exploratory on any data. A unit test holds
 the declarations to the book's fingerprints, so a rule cannot change without being declared again.
 """
@@ -115,6 +115,23 @@ def identities(kind: str, doc: Mapping[str, Any]) -> list[str]:
     return [identity(kind, i) for i in said(dict(doc))] if said is not None else []
 
 
+def identities_of_files(root: Path, files: Iterable[Path], kind: str) -> frozenset[str]:
+    """The identities of the results of ``kind`` that hold ``files``: for each file, the nearest folder from it up
+    to ``root`` that has a ``kind`` file (a run's folder holds its summary, analysis and evaluations)."""
+    root, out = root.resolve(), set()
+    for f in files:
+        for folder in Path(f).resolve().parents:
+            if not folder.is_relative_to(root):
+                break
+            if (folder / kind).is_file():
+                try:
+                    out.update(identities(kind, read_json(folder / kind)))
+                except (HeadlabError, KeyError, TypeError, AttributeError):
+                    pass  # unreadable as its kind: its readers refuse it where it is used
+                break
+    return frozenset(out)
+
+
 def identities_under(root: Path) -> tuple[str, ...]:
     """Every identity of the data the results under ``root`` hold; a file that cannot be read as its kind adds
     none (the readers refuse it where it is used)."""
@@ -131,18 +148,26 @@ def identities_under(root: Path) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-#: the identities of the data being judged now (:func:`judged_as_produced`)
-_produced: ContextVar[frozenset[str]] = ContextVar("headlab_produced", default=frozenset())
+#: the identities of the data being judged now (:func:`judged_as_produced`): one set for every rule, or a set per
+#: rule where one table judges several rules on different data (the retrieval table)
+_produced: ContextVar[frozenset[str] | Mapping[str, frozenset[str]]] = ContextVar("headlab_produced",
+                                                                                    default=frozenset())
 
 
 @contextmanager
-def produced_from(ids: Iterable[str]) -> Iterator[None]:
-    """Judge under the identities ``ids``: a rule declared when one of them existed reads exploratory."""
-    token = _produced.set(frozenset(ids))
+def produced_from(ids: Iterable[str] | Mapping[str, Iterable[str]]) -> Iterator[None]:
+    """Judge under the identities ``ids`` (or, given a mapping, each rule under its own): a rule declared when one
+    of them existed reads exploratory."""
+    token = _produced.set({r: frozenset(i) for r, i in ids.items()} if isinstance(ids, Mapping) else frozenset(ids))
     try:
         yield
     finally:
         _produced.reset(token)
+
+
+def _produced_for(rule_id: str) -> frozenset[str]:
+    now = _produced.get()
+    return now.get(rule_id, frozenset()) if isinstance(now, Mapping) else now
 
 
 class Rejudged(Protocol):
@@ -175,7 +200,7 @@ def is_exploratory(rule_id: str, stats: Mapping[str, Any], evidence: Iterable[st
     seen = set(d.files.values())
     if stats_digest(stats) in d.stats or any(e[:16] in seen for e in evidence):
         return True
-    if not _produced.get().isdisjoint(d.identities):
+    if not _produced_for(rule_id).isdisjoint(d.identities):
         return True
     have = set(stats_parts(stats).items())
     return any(set(p.items()) <= have for p in d.parts)

@@ -31,6 +31,7 @@ from headlab.plotting import pyplot, save_figure
 from headlab.result import Result
 from headlab.rulebook import judge, label
 from headlab.rulebook.multiplicity import holm, stated
+from headlab.rulebook.registration import judged_as_produced
 from headlab.training import checkpoint as ckpt
 from headlab.training import from_dict
 from headlab.training.config import config_path, load_config, same_but_vocab
@@ -152,6 +153,14 @@ class InduceResult(Result):
     def markdown(self) -> str:
         return markdown(self.summary, self.settings)
 
+    @classmethod
+    def produced_from(cls, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """One identity per arm and seed: the study's config, the arm, its levers and the seed (the plain arm has
+        none)."""
+        s = doc["settings"]
+        return [{"config": s["config"], "arm": arm, "levers": None if arm == "plain" else s.get("levers"),
+                 "seed": seed} for arm in s["arms"] for seed in s["seeds"]]
+
     def records(self) -> list[dict[str, Any]]:
         return [{"arm": arm, **{k: v for k, v in row.items() if not isinstance(v, (list, dict))}}
                 for arm, row in self.summary.items() if isinstance(row, dict)]
@@ -198,7 +207,8 @@ def run_arms(config: str | Path, out: str | Path, settings: InduceSettings, prog
     records = [run_arm(base, arm, seed, levers, out, draws, progress) for arm in arms for seed in seeds]
     record = {"config": str(config), "arms": list(arms), "seeds": list(seeds), "levers": settings.levers(),
               "draws": draws}
-    result = InduceResult(record, summarize(records))
+    # judged under the identities of its arms and seeds: a rerun of a declared study stays exploratory
+    result = judged_as_produced(InduceResult(record, summarize(records)))
     result.write(out)
     plot(records, out / "induce.png")
     return result
