@@ -99,12 +99,25 @@ def test_an_edited_reading_number_is_caught() -> None:
 #: lines, head names written L.H; typed tables hold definitions and defaults only). The budget only falls.
 TYPED_BUDGET = 16
 _TYPED = re.compile(r"(?<![\w.])[-−+]?\d+(?:\.\d+)?%|(?<![\w.])[-−+]?\d*\.\d+(?![\w.])")
+#: measured integers typed in prose count too: an outcome count ("8 of 9 runs", "0/54") and a wall time ("402 s");
+#: a fraction with numerator 1 or a 0/1 is a definition (a chance line, a smallest p, a mask), not a measurement
+_MEASURED = re.compile(r"(?<![\w.,/^])\d[\d,]* of \d[\d,]*(?![\w.,/])|(?<![\w.,/^])\d+/\d+(?![\w.,/])"
+                       r"|(?<![\w.,])\d[\d,]* (?:s|min|minutes|hours)\b")
+_DEFINITION = re.compile(r"1/\d+|0/1")
 
 
 def typed_numbers(text: str) -> list[str]:
     text = blocks.BLOCK.sub("", text)
     text = _ARXIV.sub("", re.sub(r"```.*?```", "", text, flags=re.S))
-    return _TYPED.findall(re.sub(r"`[^`]*`", "", text))
+    text = re.sub(r"`[^`]*`", "", text)
+    measured = [m for m in _MEASURED.findall(text) if not _DEFINITION.fullmatch(m)]
+    return _TYPED.findall(text) + measured
+
+
+def test_measured_integers_count_as_typed_numbers() -> None:
+    said = typed_numbers("Coverage: 189 of 216 runs, 12,474 s summed; one layer never learns (0/54); chance 1/2; "
+                         "a 0/1 mask; 3,000 steps; `8 of 9`\n| 5 of 6 | a typed table |\n")
+    assert said == ["189 of 216", "12,474 s", "0/54", "5 of 6"]
 
 
 def test_few_numbers_are_typed_in_docs_prose():
