@@ -56,7 +56,7 @@ def test_claims_table_on_one_model(tmp_path):
     (tmp_path / "mon" / "minilm-l6").mkdir(parents=True)
     (tmp_path / "mon" / "minilm-l6" / "evaluate.json").write_text(json.dumps(
         {"kinds": {"paths": {"auroc": {"heads": [0.95, 0.93, 0.97], "characters": [0.8, 0.78, 0.82]},
-                             "best_baseline": "characters", "heads_vs_best": [0.15, 0.12, 0.18],
+                             "best_baseline": "characters", "heads_vs_best": [0.15, 0.12, 0.18], "documents": 90,
                              "verdict": "heads better"}}, "baselines": ["characters"], "fresh_documents": 9}))
     r = claims([named("minilm-l6")], ClaimsSettings(n=2, scan_samples=16, monitor_evaluations=str(tmp_path / "mon")),
                progress=False, device="cpu", out=tmp_path)

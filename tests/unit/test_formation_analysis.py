@@ -33,6 +33,13 @@ def test_roc_auc_and_logistic():
     assert roc_auc(y, np.array([0.1, 0.2, 0.3, 0.4])) == 1.0
     assert roc_auc(y, np.array([0.4, 0.3, 0.2, 0.1])) == 0.0
     assert roc_auc(np.array([1, 1]), np.array([0.1, 0.2])) is None
+    from sklearn.metrics import roc_auc_score  # the rank AUROC is sklearn's value, ties included
+
+    rng = np.random.default_rng(3)
+    for n in (3, 17, 200):
+        labels = np.r_[0, 1, rng.integers(0, 2, n)]
+        for score in (rng.normal(size=n + 2), rng.integers(0, 3, n + 2).astype(float)):
+            assert roc_auc(labels, score) == pytest.approx(roc_auc_score(labels, score), abs=1e-12)
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
     p = predict_proba(fit_logistic(X, y, l2=0.1), X)
     assert p[0] < 0.5 < p[3]

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import binomtest, rankdata
 
 #: a share or statistic with its interval: value, lower, upper
 Interval = tuple[float, float, float]
@@ -100,3 +100,20 @@ def wilson(k: int, n: int, level: float = 0.95) -> Interval:
 
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return (k / n, float(ci.low), float(ci.high))
+
+
+def aucs(neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """AUROC of each row pair, ``neg`` (..., n) against ``pos`` (..., m), as the Mann-Whitney U over mid-ranks:
+    the value sklearn's ``roc_auc_score`` gives (ties count a half), for every bootstrap row in one call, where
+    sklearn's input checks cost ~9 ms a call (80% of a monitor evaluation's wall time, and of the formation
+    prediction's bootstrap)."""
+    n, m = neg.shape[-1], pos.shape[-1]
+    if not n or not m:
+        raise ValueError(f"AUROC needs negatives and positives; got {n} and {m}")
+    ranks = rankdata(np.concatenate([neg, pos], axis=-1), axis=-1)
+    return (ranks[..., n:].sum(-1) - m * (m + 1) / 2) / (n * m)
+
+
+def auc(neg: np.ndarray, pos: np.ndarray) -> float:
+    """The AUROC of one set of negative scores against one of positive scores (:func:`aucs`)."""
+    return float(aucs(np.asarray(neg, dtype=np.float64)[None], np.asarray(pos, dtype=np.float64)[None])[0])

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from headlab.census.stats import auc
 from headlab.formation.tracking import TrackResult
 from headlab.result import Result
 from headlab.rulebook.formation import NULLS
@@ -113,13 +114,11 @@ def predict_proba(model: Model, X: np.ndarray) -> np.ndarray:
 
 
 def roc_auc(y: np.ndarray, score: np.ndarray) -> float | None:
-    """Area under the ROC curve (ties count half); None when one class is absent."""
-    # deferred: scikit-learn takes ~0.5 s to import and only this analysis needs it
-    from sklearn.metrics import roc_auc_score
-
+    """Area under the ROC curve of ``score`` for the labels ``y`` (ties count half: the monitor's AUROC,
+    :func:`headlab.census.stats.auc`); None when one class is absent."""
     if y.min() == y.max():
         return None
-    return float(roc_auc_score(y, score))
+    return auc(score[y == 0], score[y == 1])
 
 
 def _pr(y: np.ndarray, p: np.ndarray) -> tuple[float | None, float | None]:

@@ -9,29 +9,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.stats import rankdata
 
+from headlab.census.stats import auc, aucs
 from headlab.io import write_text_atomic
 from headlab.monitor.baselines import DROPS_AT
 from headlab.result import Result
 from headlab.rulebook import BOOK
 from headlab.rulebook.slash import judge_kinds, kind_stats
-
-
-def _aucs(neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """AUROC of each row pair, ``neg`` (R, n) against ``pos`` (R, m), as the Mann-Whitney U over mid-ranks: the
-    value sklearn's ``roc_auc_score`` gives (ties count a half), for all bootstrap rows in one call, where
-    sklearn's input checks cost ~9 ms a call, 80% of an evaluation's wall time."""
-
-    n, m = neg.shape[-1], pos.shape[-1]
-    if not n or not m:
-        raise ValueError(f"AUROC needs negatives and positives; got {n} and {m}")
-    ranks = rankdata(np.concatenate([neg, pos], axis=-1), axis=-1)
-    return (ranks[..., n:].sum(-1) - m * (m + 1) / 2) / (n * m)
-
-
-def _auc(neg: np.ndarray, pos: np.ndarray) -> float:
-    return float(_aucs(np.asarray(neg, dtype=np.float64)[None], np.asarray(pos, dtype=np.float64)[None])[0])
 
 
 def _draws(n: int, m: int, rng: np.random.Generator, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,8 +28,8 @@ def auroc(neg: np.ndarray, pos: np.ndarray, rng: np.random.Generator, n_boot: in
     """[AUROC, 2.5%, 97.5%]: percentile bootstrap over documents, negatives and positives drawn apart."""
     neg, pos = np.asarray(neg, dtype=np.float64), np.asarray(pos, dtype=np.float64)
     i, j = _draws(len(neg), len(pos), rng, n_boot)
-    lo, hi = np.percentile(_aucs(neg[i], pos[j]), [2.5, 97.5])
-    return [_auc(neg, pos), float(lo), float(hi)]
+    lo, hi = np.percentile(aucs(neg[i], pos[j]), [2.5, 97.5])
+    return [auc(neg, pos), float(lo), float(hi)]
 
 
 def auroc_gain(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], rng: np.random.Generator,
@@ -54,8 +38,8 @@ def auroc_gain(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray
     a paired bootstrap (one draw of documents for both), so what they share does not widen the interval."""
     (na, pa), (nb, pb) = ((np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)) for x, y in (a, b))
     i, j = _draws(len(na), len(pa), rng, n_boot)
-    lo, hi = np.percentile(_aucs(na[i], pa[j]) - _aucs(nb[i], pb[j]), [2.5, 97.5])
-    return [_auc(na, pa) - _auc(nb, pb), float(lo), float(hi)]
+    lo, hi = np.percentile(aucs(na[i], pa[j]) - aucs(nb[i], pb[j]), [2.5, 97.5])
+    return [auc(na, pa) - auc(nb, pb), float(lo), float(hi)]
 
 
 def pvalues(calibration: np.ndarray, scores: np.ndarray) -> np.ndarray:
