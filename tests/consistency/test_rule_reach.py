@@ -55,7 +55,7 @@ def test_each_edit_the_review_made_moves_exactly_the_rules_that_run_it(monkeypat
         "THRESHOLDS": (lambda: monkeypatch.setitem(track_report.THRESHOLDS, "slash_mass", 0.3),
                        {"formation.stages", "formation.prediction", "formation.init"}),
         "kind_row": (lambda: _patch(monkeypatch, comparison, "kind_row", _kind_row_with_min),
-                     {"monitor.kind", "slash.9"}),
+                     {"monitor.kind", "monitor.beats"}),
     }
     for name, (edit, rules) in edits.items():
         edit()

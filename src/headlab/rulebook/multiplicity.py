@@ -47,6 +47,11 @@ def _survivors(records: Sequence[Mapping[str, Any]], members: list[int], alpha: 
     return survives
 
 
+def surviving(ps: Sequence[float | None], alpha: float = ALPHA) -> set[int]:
+    """Which of one family's tests, by their p-values (None: no p), survive Holm's step-down (:func:`holm`'s)."""
+    return _survivors([{"p": p} for p in ps], list(range(len(ps))), alpha)
+
+
 def holm(records: Sequence[Mapping[str, Any]], alpha: float = ALPHA) -> list[dict[str, Any]]:
     """The records (each with ``rule``, ``verdict``, ``reason`` and, where its rule gives one, ``p``) with every
     "supported" that does not survive its rule's family turned inconclusive, its reason saying so; the others
@@ -90,4 +95,4 @@ def _said(kind: Family, n: int) -> str:
     return "Holm's correction at 0.05" if n > 1 else "one test at 0.05"
 
 
-__all__ = ["ALPHA", "family", "family_of", "holm", "stated"]
+__all__ = ["ALPHA", "family", "family_of", "holm", "stated", "surviving"]

@@ -8,10 +8,11 @@ Claims 3-6 and 8 describe SDHs; a model without SDHs gets ``inconclusive`` (reas
 top heads by mass on `/` shown for information. Claim 8 is measured only on request (``ablate``), by
 :func:`headlab.ablation.ablate_experiment` (zero ablation, matched random controls), as the signed change of
 next-token accuracy on targets within 3 tokens after a `/`; encoders have no accuracy, so it is ``n/a`` for them.
-Claim 9 is read from a head-monitor evaluation (``headlab monitor evaluate``,
-``monitor_evaluations/MODEL/evaluate.json``):
-``supported`` when the heads beat the best attention-free baseline on at least one kind of structure and lose on
-none, ``not supported`` when they beat it on none, else ``inconclusive`` (mixed).
+Claims 9 and 10 are read from a head-monitor evaluation (``headlab monitor evaluate``,
+``monitor_evaluations/MODEL/evaluate.json``): claim 9, the document's, ``supported`` when the heads' AUROC is apart
+from chance on at least one kind of structure (``slash.9``); row 10, ours, ``supported`` when the heads beat the best
+attention-free baseline on at least one kind and lose on none, ``not supported`` when they beat it on none, else
+``inconclusive`` (mixed) (``monitor.beats``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ from headlab.rulebook.registration import judged_as_produced
 from headlab.rulebook.slash import CLAIMS
 from headlab.settings import Settings, dtype_setting, setting
 from headlab.study.characterize import CHARACTERIZE, characterize
-from headlab.study.claim_rows import ModelClaims, about_real_sdhs, claim_heads, cross_model, measure, monitor_row
+from headlab.study.claim_rows import (
+    ModelClaims,
+    about_real_sdhs,
+    beats_row,
+    claim_heads,
+    cross_model,
+    measure,
+    monitor_row,
+)
 from headlab.study.claims_parts import ablation_heads, saved_ablation, saved_characterization, saved_scan
 from headlab.study.rope import KAPPA
 from headlab.values import ITEM_BYTES, Rule
@@ -111,7 +120,7 @@ class ClaimsResult(Result):
     def to_json(self) -> dict[str, Any]:
         return {"settings": self.settings, "rulebook": VERSION, "rules": RULES,
                 "models": [{"model": m.model, "kind": m.kind} for m in self.models],
-                "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "rule": f"slash.{c.id}",
+                "claims": [{"id": c.id, "claim": c.text, "claimed": c.claimed, "rule": c.rule,
                             "per_model": {m.model: _json_row(m.rows.get(c.id)) for m in self.models}
                             if c.id != 7 else None,
                             "cross_model": _json_row(self.cross) if c.id == 7 else None} for c in CLAIMS]}
@@ -163,7 +172,7 @@ class ClaimsResult(Result):
                 cells = [f"{m.kind}, claim 1 {m.rows[1]['verdict']}" for m in self.models]
                 row_name = f"{c.id}. {c.text}: **{label(self.cross)}**"
             else:
-                cells = [_cell(m.rows.get(c.id, monitor_row(None))) for m in self.models]
+                cells = [_cell(m.rows.get(c.id, _unread(c.id))) for m in self.models]
                 row_name = f"{c.id}. {c.text}"
             lines.append(f"| {row_name} | {c.claimed} | " + " | ".join(cells) + " |")
         lines += ["", "Details:", ""]
@@ -171,12 +180,17 @@ class ClaimsResult(Result):
             if c.id == 7:
                 lines.append(f"- {c.id}: {_said(self.cross)}")
             for m in self.models if c.id != 7 else []:
-                lines.append(f"- {c.id} {m.model}: {_said(m.rows.get(c.id, monitor_row(None)))}")
+                lines.append(f"- {c.id} {m.model}: {_said(m.rows.get(c.id, _unread(c.id)))}")
         lines += ["", RULES, "", _family(self.models, self.cross)]
         return "\n".join(lines) + "\n"
 
     def write_companions(self, folder: Path) -> None:
         write_text_atomic(folder / "claims.md", self.markdown())
+
+
+def _unread(claim: int) -> dict[str, Any]:
+    """The row of a claim a table has none for: a table older than the claim, read as not measured."""
+    return beats_row(None) if claim == 10 else monitor_row(None)
 
 
 def _cell(row: dict[str, Any]) -> str:
@@ -366,10 +380,11 @@ def reread_monitor(result: ClaimsResult, monitor_dir: str | Path) -> ClaimsResul
 
     for m in result.models:
         try:
-            m.rows[9] = monitor_row(_evaluation(monitor_dir, m.model))
+            evaluation = _evaluation(monitor_dir, m.model)
+            m.rows[9], m.rows[10] = monitor_row(evaluation), beats_row(evaluation)
         except HeadlabError:
             say(f"claim 9 of {m.model}: no {Path(monitor_dir) / folder_name(m.model) / 'evaluate.json'}; "
                 "left not measured")
-            m.rows[9] = monitor_row(None)
+            m.rows[9], m.rows[10] = monitor_row(None), beats_row(None)
     result.settings = {**result.settings, "monitor_dir": shown_path(monitor_dir)}
     return result
