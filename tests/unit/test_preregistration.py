@@ -321,6 +321,8 @@ def test_an_induction_study_rerun_with_its_arms_and_seeds_is_declared_data():
     import json
     from pathlib import Path
 
+    import headlab.formation.induce.study  # noqa: F401 - registers induce.json
+
     committed = json.loads((Path(__file__).resolve().parents[2] / "results/induction/induce.json").read_text())
     s = committed["settings"]
     ids = registration.identities("induce.json", committed)
@@ -329,3 +331,24 @@ def test_an_induction_study_rerun_with_its_arms_and_seeds_is_declared_data():
     assert registration.identities("induce.json", rerun) == ids
     more = {**committed, "settings": {**s, "seeds": [*s["seeds"], 9]}}
     assert set(ids) < set(registration.identities("induce.json", more))  # new seeds add new data beside the old
+
+
+def test_formation_runs_trained_again_from_their_configs_are_declared_data(tmp_path):
+    """A formation claims table's identity is each run's folder and training config: the same configs trained
+    again into other folders are the declared runs; a run of another seed is new data."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from headlab.formation.claims import run_config
+
+    root = Path(__file__).resolve().parents[2]
+    committed = json.loads((root / "results/formation/long/claims/formation_claims.json").read_text())
+    assert committed["produced"] == [run_config(root / r) for r in committed["runs"]]  # what the table records
+    ids = set(registration.identities("formation_claims.json", committed))
+    elsewhere = {**committed, "runs": [str(tmp_path / f"s{i}") for i in range(len(committed["runs"]))], "rows": []}
+    assert not ids.isdisjoint(registration.identities("formation_claims.json", elsewhere))
+    reseeded = copy.deepcopy(elsewhere)
+    for config in reseeded["produced"]:
+        config["optim"]["seed"] = 1000 + config["optim"].get("seed", 0)
+    assert ids.isdisjoint(registration.identities("formation_claims.json", reseeded))

@@ -4,7 +4,8 @@ declared rule in :mod:`headlab.rulebook.formation`; a claim whose runs are missi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,7 +20,7 @@ from headlab.result import Result, found_in
 from headlab.rulebook import judge, label
 from headlab.rulebook.formation import DOCUMENT_TARGET
 from headlab.rulebook.multiplicity import holm, stated
-from headlab.rulebook.registration import file_digest
+from headlab.rulebook.registration import file_digest, judged_as_produced
 from headlab.training.config import load_config
 
 
@@ -57,6 +58,14 @@ class FormationClaimsResult(Result):
     runs: list[str]
     metric: str
     rows: list[dict[str, Any]]
+    #: what produced each run's data: its training config (config.toml: model, data, budget, seed), in run order
+    produced: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def produced_from(cls, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """Per run, its folder and, where recorded, its training config: the same config trained again into
+        another folder is the same data, and so is whatever a declared run's folder holds later."""
+        return [{"run": r} for r in doc["runs"]] + [{"config": c} for c in doc.get("produced") or []]
 
     def markdown(self) -> str:
         lines = [f"Formation claims on {len(self.runs)} run(s); prediction of `{self.metric}`", "",
@@ -101,7 +110,7 @@ class FormationClaimsResult(Result):
         """The claims judged again by the current rule book from the statistics each row keeps."""
         return FormationClaimsResult(self.runs, self.metric,
                                      holm([{"claim": r["claim"], **judge(r["rule"], r["stats"], self.evidence())}
-                                           for r in self.rows]))
+                                           for r in self.rows]), self.produced)
 
 
 def claim_name(claim: str, metric: str) -> str:
@@ -142,6 +151,13 @@ def formation_claims(runs: Sequence[str | Path], metric: str = DOCUMENT_TARGET,
          {"a": list(init_arms[0]), "b": list(init_arms[1]), **formed(tracks, metric, strict),
           "runs": len(init_arms[0]) + len(init_arms[1]), "formed": sum(k > 0 for k in [*init_arms[0], *init_arms[1]])}),
     ]
-    return FormationClaimsResult([str(r) for r in runs], metric,
-                                 holm([{"claim": claim_name(c, metric), **judge(rule, stats, seen)}
-                                       for c, rule, stats in rows]))
+    result = FormationClaimsResult([str(r) for r in runs], metric,
+                                   holm([{"claim": claim_name(c, metric), **judge(rule, stats, seen)}
+                                         for c, rule, stats in rows]), [run_config(r) for r in runs])
+    return judged_as_produced(result)  # a rerun of declared runs reads exploratory however its bytes differ
+
+
+def run_config(run: str | Path) -> dict[str, Any]:
+    """A run's training config as its ``config.toml`` says it (what produced the run), ``{}`` where it has none."""
+    path = Path(run) / "config.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
