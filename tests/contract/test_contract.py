@@ -321,9 +321,17 @@ ROWS += [
         "is not the model the profile was fitted on",
         lambda t: (_file("d.jsonl", '{"id": "a", "text": "x"}\n')(t), _file("p/profile.json", json.dumps({
             "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
-            "covariance": [[1.0]], "threshold": 1.0, "fpr": 0.01, "n_fit": 1, "n_calibration": 1,
+            "covariance": [[1.0]], "threshold": 0.0, "fpr": 0.01, "n_fit": 1, "n_calibration": 1,
             "calibration_flag_rate": 0.0, "calibration_scores": [0.0], "settings": {"max_length": 32},
             "model_identity": "sha256:" + "0" * 32}))(t)), absent=["o/check.json"], model="minilm-l6"),
+    Row("monitor check with a profile whose threshold was raised by hand (its calibration line would be false)",
+        "monitor check {tmp}/p --corpus {tmp}/d.jsonl --out {tmp}/o".split(), 2,
+        "is not the 99% quantile of the profile's own calibration scores",
+        lambda t: (_file("d.jsonl", '{"id": "a", "text": "x"}\n')(t), _file("p/profile.json", json.dumps({
+            "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
+            "covariance": [[1.0]], "threshold": 1e9, "fpr": 0.01, "n_fit": 1, "n_calibration": 3,
+            "calibration_flag_rate": 0.0, "calibration_scores": [0.0, 1.0, 2.0], "settings": {}}))(t)),
+        absent=["o/check.json"]),
     Row("verdicts of a folder that does not exist", "verdicts {tmp}/nothing".split(), 2, "is not a folder"),
     Row("verdicts of a folder that holds no judged result (it said 0 moved)", "verdicts {tmp}/empty".split(), 2,
         "holds no result that keeps verdicts", lambda t: (t / "empty").mkdir()),

@@ -38,6 +38,23 @@ def held_out(doc: str) -> bool:
     return fold(doc) == 0
 
 
+def _check_calibration(prof: "Profile") -> None:
+    """A profile's threshold and calibration line are what its own held-out scores give (the threshold their
+    ``1 − fpr`` quantile, the flag rate their share above it): an edited threshold would flag at another rate while
+    the check still printed the profile's calibration line."""
+    scores = np.asarray(prof.calibration_scores, dtype=np.float64)
+    if not len(scores) or not np.isfinite(scores).all():
+        raise ValueError("calibration_scores are empty or not finite numbers; fit the profile again")
+    q = float(np.quantile(scores, 1.0 - prof.fpr))
+    if not np.isclose(prof.threshold, q, rtol=1e-9, atol=1e-12):
+        raise ValueError(f"threshold {prof.threshold!r} is not the {1 - prof.fpr:.0%} quantile of the profile's own "
+                         f"calibration scores ({q:.6g}): the profile was edited; fit it again")
+    rate = float((scores > prof.threshold).mean())
+    if not np.isclose(prof.calibration_flag_rate, rate, rtol=1e-9, atol=1e-12):
+        raise ValueError(f"calibration_flag_rate {prof.calibration_flag_rate!r} is not the share of the profile's "
+                         f"calibration scores above its threshold ({rate:.6g}): the profile was edited; fit it again")
+
+
 @dataclass
 class Profile(Result):
     """``profile.json``: what ``monitor check`` needs, and how the profile was made."""
@@ -70,6 +87,7 @@ class Profile(Result):
         n = len(prof.features)
         if len(prof.median) != n or len(prof.scale) != n or any(len(row) != n for row in prof.covariance):
             raise ValueError(f"{n} features but medians, scales or covariance of other sizes")
+        _check_calibration(prof)
         return prof
 
     def summary(self) -> str:
