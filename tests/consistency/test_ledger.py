@@ -11,7 +11,7 @@ import pytest
 
 import headlab
 from headlab.errors import HeadlabError
-from headlab.io import SEAL
+from headlab.io import SEAL, sealed
 from headlab.reporting.ledger import VerdictChangesResult, record
 from headlab.reporting.verdicts import REJUDGED, Change
 from headlab.rulebook import VERSION
@@ -107,7 +107,7 @@ def test_a_result_judged_by_a_newer_book_or_an_unknown_rule_is_refused_before_an
     doc = json.loads(claims.read_text())
     row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
     row.update({"rulebook": 99} if damage == "rulebook" else {"rule": "slash.99"})
-    claims.write_text(json.dumps(doc))
+    claims.write_text(json.dumps(sealed(doc)))  # as a newer headlab would write it: sealed
     (root / "retrieval" / "verdicts.md").write_text("stale\n")
     before = _bytes(root)
     with pytest.raises(HeadlabError, match=said):

@@ -472,12 +472,9 @@ ROWS += [
         "compare {tmp}/a {tmp}/b --out {tmp}/c".split(),
         2, "rescan so the models are measured alike", lambda t: _two_scans(t), absent=["c/compare.json"],
         model="minilm-l6"),
-    Row("report of a scan whose score was edited by hand", "report {tmp}/a --out {tmp}/r".split(), 2,
-        "changed after headlab wrote it", lambda t: (_two_scans(t), _edited(t / "a")), absent=["r/report.md"],
-        model="minilm-l6"),
-    Row("compare of a scan whose score was edited by hand", "compare {tmp}/a {tmp}/b --out {tmp}/c".split(), 2,
-        "a/scan.json was changed", lambda t: (_two_scans(t), _edited(t / "a")), absent=["c/compare.json"],
-        model="minilm-l6"),
+    Row("verdicts on a declared depth-law table edited by hand", "verdicts {tmp}/res".split(), 2,
+        "depth_law.json was changed after headlab wrote it", lambda t: _edited_law(t / "res"),
+        absent=["res/retrieval/verdicts.json"]),
     Row("scale of a scan and a folder holding its copy (three rows of one scan)",
         "scale {tmp}/base {tmp}/par --out {tmp}/s".split(), 2, "is a copy of", lambda t: _scan_and_copies(t, False),
         absent=["s/scale.json"]),
@@ -492,6 +489,13 @@ ROWS += [
     Row("repeat share outside [0, 1]", "train {tmp}/bad.toml --out {tmp}/t".split(), 2, "repeat_share",
         _file("bad.toml", "[data]\nrepeat_share = 1.5\n"), absent=["t/data.safetensors"]),
 ]
+#: every reader of a scan, given one whose score was edited by hand, refuses it before it writes anything
+ROWS += [Row(f"{cmd.split()[0]} of a scan whose score was edited by hand", cmd.split(), 2, "a/scan.json was changed "
+             "after headlab wrote it", lambda t: (_two_scans(t), _edited(t / "a")), absent=[out], model="minilm-l6")
+         for cmd, out in (("report {tmp}/a --out {tmp}/r", "r/report.md"),
+                          ("compare {tmp}/a {tmp}/b --out {tmp}/c", "c/compare.json"),
+                          ("view {tmp}/a --out {tmp}/v.html", "v.html"),
+                          ("scale {tmp}/a {tmp}/b --out {tmp}/s", "s/scale.json"))]
 
 
 def _two_scans(tmp: Path) -> None:
@@ -531,6 +535,15 @@ def _edited(folder: Path) -> None:
     scan = json.loads((folder / "scan.json").read_text())
     scan["heads"][0]["scores"]["previous-token"] = 5.0
     (folder / "scan.json").write_text(json.dumps(scan))
+
+
+def _edited_law(root: Path) -> None:
+    """A results folder holding a committed depth-law table with one run's D_max raised to 7 by hand."""
+    law = root / "retrieval/depth_law/depth_law.json"
+    law.parent.mkdir(parents=True)
+    doc = json.loads((Path(__file__).resolve().parents[2] / "results/retrieval/depth_law/depth_law.json").read_text())
+    doc["cells"][0]["d_max"][0] = 7
+    law.write_text(json.dumps(doc))
 
 
 def _truncated_model(folder: Path) -> None:

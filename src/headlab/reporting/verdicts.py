@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Protocol
 from headlab.errors import HeadlabError
 from headlab.formation.claims import FormationClaimsResult
 from headlab.formation.induce.study import InduceResult
+from headlab.integrity import verified
 from headlab.monitor.comparison import EvaluationResult
 from headlab.notices import say
 from headlab.result import linked_folders, read_json
@@ -95,6 +96,7 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
     (this one would judge it by older rules), or when a verdict names a rule the book does not have; a verdict
     that keeps no statistics (written before the rule book) stands as written, and that is said."""
     found: dict[type, list[Path]] = {kind: sorted(base.glob(f"**/{kind.KIND}")) for kind in REJUDGED}
+    refuse_edited(base, [p for paths in found.values() for p in paths])
     for link in linked_folders(base):  # not followed, as by every reader of results
         say(f"verdicts: {link} is a link to {link.resolve()}; not followed (judge that folder itself)")
     outside = [p for paths in found.values() for p in paths if not p.resolve().is_relative_to(base)]
@@ -125,6 +127,20 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
         say(f"verdicts: {len(unjudged)} verdict(s) keep no statistics to judge from and stand as written: "
             f"{', '.join(unjudged[:3])}{' and more' if len(unjudged) > 3 else ''}")
     return found
+
+
+def refuse_edited(base: Path, tables: list[Path]) -> None:
+    """Refused, in one line naming the file, when a table of verdicts or a file of data a rule judges (what its
+    ``data`` globs match) was changed after headlab wrote it: nothing is judged from an edited file. The files that
+    carry no seal (written before results were sealed) read as committed, and how many is said."""
+    files = {p for r in BOOK.values() for g in r.data for p in base.glob(g) if p.is_file()} | set(tables)
+    outside = sorted(p for p in files if not p.resolve().is_relative_to(base))
+    files -= set(outside)  # named by the caller, which refuses them
+    bare = [p for p in sorted(files) if not verified(p, registration.results_path(base, p))]
+    if bare:
+        say(f"verdicts: {len(bare)} file(s) of data carry no seal (written before results were sealed) and are "
+            f"read as committed: {', '.join(registration.results_path(base, p) for p in bare[:2])}"
+            f"{' and more' if len(bare) > 2 else ''}")
 
 
 def verdict_rows(obj: Any, out: list[dict[str, Any]]) -> None:
@@ -200,5 +216,5 @@ def merged(first: list[Change], second: list[Change]) -> list[Change]:
     return [c for c in out.values() if c.old != c.new]
 
 
-__all__ = ["REJUDGED", "Change", "check_declared", "declare_rules", "merged", "refuse_missing", "rejudge_all",
-           "verdict_rows"]
+__all__ = ["REJUDGED", "Change", "check_declared", "declare_rules", "merged", "refuse_edited", "refuse_missing",
+           "rejudge_all", "verdict_rows"]

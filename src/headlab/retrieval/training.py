@@ -30,6 +30,7 @@ import torch
 
 from headlab.attention.padding import pad_right
 from headlab.errors import HeadlabError
+from headlab.integrity import Manifest
 from headlab.io import read_jsonl
 from headlab.nn import Transformer
 from headlab.nn.transformer import ModelConfig
@@ -220,6 +221,7 @@ def summarize(run: Path, task: RetrievalTask, cfg: "TrainConfig", success: float
         final_accuracy=rows[-1]["accuracy"] if rows else {}, final_loss=rows[-1]["loss"] if rows else None,
         final_hops=rows[-1].get("hops", {}) if rows else {}, **extra)
     summary.write(run)
+    Manifest.of(run, ["eval.jsonl"]).write(run)  # the log has no seal of its own; the finished run seals it
     return summary
 
 
