@@ -496,6 +496,13 @@ ROWS += [Row(f"{cmd.split()[0]} of a scan whose score was edited by hand", cmd.s
                           ("compare {tmp}/a {tmp}/b --out {tmp}/c", "c/compare.json"),
                           ("view {tmp}/a --out {tmp}/v.html", "v.html"),
                           ("scale {tmp}/a {tmp}/b --out {tmp}/s", "s/scale.json"))]
+#: a scan edited by hand and sealed again, as headlab's own code would seal it: its numbers are still checked
+ROWS += [Row(f"report of a scan forged and sealed again: {what}", "report {tmp}/a --out {tmp}/r".split(), 2, said,
+             lambda t, change=change: _forged(t / "a", change), absent=["r/report.md"])
+         for what, change, said in (
+             ("a previous-token score of 5.0", ("scores", "previous-token", 5.0), "is outside [0, 1]"),
+             ("a token score of 1.7", ("scores", "token", 1.7), "is outside [0, 1]"),
+             ("an SDH mark on a head with no run above the threshold", ("sdh", None, True), "the strict rule needs 3"))]
 
 
 def _two_scans(tmp: Path) -> None:
@@ -535,6 +542,20 @@ def _edited(folder: Path) -> None:
     scan = json.loads((folder / "scan.json").read_text())
     scan["heads"][0]["scores"]["previous-token"] = 5.0
     (folder / "scan.json").write_text(json.dumps(scan))
+
+
+def _forged(folder: Path, change: tuple[str, str | None, object]) -> None:
+    """The committed quickstart scan with one value of its first head changed, then sealed again."""
+    from headlab.io import sealed
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results/quickstart/scan", folder)
+    scan = json.loads((folder / "scan.json").read_text())
+    key, name, value = change
+    if name is None:
+        scan["heads"][0][key] = value
+    else:
+        scan["heads"][0][key][name] = value
+    (folder / "scan.json").write_text(json.dumps(sealed(scan)))
 
 
 def _edited_law(root: Path) -> None:

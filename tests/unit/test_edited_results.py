@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import typing
 from pathlib import Path
@@ -126,3 +127,20 @@ def test_a_finished_runs_log_is_sealed_by_its_folders_manifest(tmp_path: Path) -
 def test_every_committed_finished_run_log_is_sealed() -> None:
     logs = [p for p in (ROOT / "results").glob("**/eval.jsonl") if (p.parent / "summary.json").is_file()]
     assert logs and all(verified(p) for p in logs)
+
+
+@pytest.mark.parametrize("forge, said", [
+    (lambda d: d.update(n_sdh=5), "n_sdh 5"),
+    (lambda d: d.update(sdh_share=0.25), "sdh_share 0.25"),
+    (lambda d: d["heads"][3]["scores"].update(offset_by_delta=[1.5] * 9), "offset score 1.5 of head 0.3"),
+    (lambda d: d["heads"][1]["scores"].update(sink=-0.2), "sink score -0.2 of head 0.1 is outside [0, 1]"),
+])
+def test_a_scan_forged_and_sealed_again_is_refused_by_its_numbers(forge, said, tmp_path: Path) -> None:
+    from headlab.census.result import ScanResult
+
+    doc = json.loads((ROOT / "results/quickstart/scan/scan.json").read_text())
+    assert ScanResult.from_json(dict(doc)) is not None  # as measured, it reads
+    forge(doc)
+    write_json_atomic(tmp_path / "scan.json", sealed(doc))
+    with pytest.raises(HeadlabError, match=re.escape(said)):
+        ScanResult.read(tmp_path)

@@ -19,6 +19,9 @@ from headlab.values import validate
 
 #: patterns that can explain a head's `/` mass (a previous-token head puts mass on whatever precedes it)
 EXPLAINING = ("previous-token", "sink", "duplicate-token", "induction")
+#: how far a stored mean may stray past its detector's bounds: a probability near 1 rounds to 1 in bfloat16, so masses
+#: summed from bfloat16 probabilities may pass 1 by a few thousandths; a forged score is far outside
+BOUND_SLACK = 1e-2
 #: statistics scan.json derives from the token and offset scores (``_`` names): not scores of a detector
 DERIVED = ("token_std", "token_frac_above", "token_max_run", "offset_delta", "offset_by_delta")
 
@@ -124,7 +127,34 @@ class ScanResult(Result):
             token_frac_above=None if frac is None or np.isnan(frac).all() else frac,
             token_max_run=None if runs is None or np.isnan(runs).all() else runs.astype(int),
             sdh=per_head(heads, L, H, lambda h: h["sdh"]).astype(bool), interrupted=d["interrupted"],
-            warnings=list(d["warnings"]), interrupted_by=d["interrupted_by"])
+            warnings=list(d["warnings"]), interrupted_by=d["interrupted_by"]).consistent(d)
+
+    def consistent(self, doc: dict[str, Any]) -> "ScanResult":
+        """This scan, refused in one line when its numbers are not what a scan can write: a score outside its
+        detector's ``bounds``, an SDH mark that is not the strict rule's reading of the token's longest run, a
+        count that is not its marks' (a forged file sealed again reads as it was, but not as measured)."""
+        for name, mean in self.means.items():
+            lo, hi = getattr(DETECTORS.get(name), "bounds", None) or (-np.inf, np.inf)
+            bad = np.argwhere((mean < lo - BOUND_SLACK) | (mean > hi + BOUND_SLACK))  # NaN (undefined) compares False
+            if bad.size:
+                at = tuple(bad[0])
+                raise HeadlabError(f"scan.json: the {name} score {mean[at]:.6g} of head {head_name(*at[:2])} is "
+                                   f"outside [{lo:g}, {hi:g}], where every {name} score lies: not a measured scan; "
+                                   "scan again")
+        k = self.settings.get("sdh_rule", {}).get("consecutive")
+        runs = self.token_max_run if self.token_max_run is not None else np.zeros_like(self.sdh, dtype=int)
+        marks = runs >= k if isinstance(k, int) else self.sdh
+        if (marks != self.sdh).any():
+            at = tuple(np.argwhere(marks != self.sdh)[0])
+            raise HeadlabError(f"scan.json: head {head_name(*at)} is marked sdh {bool(self.sdh[at])} with a longest "
+                               f"run of {int(runs[at])} samples above the threshold, where the strict rule needs {k}: "
+                               "not a measured scan; scan again")
+        if (runs > self.n_samples_with_target).any() or doc["n_sdh"] != int(self.sdh.sum()) or (
+                doc["sdh_share"] != self.sdh_share):
+            raise HeadlabError(f"scan.json: n_sdh {doc['n_sdh']}, sdh_share {doc['sdh_share']} or a longest run are "
+                               f"not what its {int(self.sdh.sum())} marked head(s) and {self.n_samples_with_target} "
+                               "samples with the target give: not a measured scan; scan again")
+        return self
 
     def stop_if_interrupted(self, what: str) -> None:
         """For a command that needs the whole scan: an interrupted scan stops it as the interrupt did (exit 130 for

@@ -23,10 +23,11 @@ high score is, in words), ``hint`` (what an unusually high score suggests about 
 score at which a head is said to have the pattern, where one is conventional) and ``options`` (a settings
 fragment, :class:`headlab.settings.Settings`, whose fields are its constructor's keywords with their defaults, help
 and allowed values; a scan gives each from its setting of the same name, which it declares with the fragment's
-``field_of``). Register a new detector with ``@register`` on a :class:`Detector` subclass
-(``headlab.register_detector``); ``make(name, **options)`` builds one by name. No if-chains: the scan's choices
-and validation, ``scan.json``, ``heads.csv``, the report, the viewer and the monitor read this registry, so a
-detector registered from outside the package reaches every one of them.
+``field_of``) and, optionally, ``bounds`` (the range every score lies in, :data:`MASS` for a share of attention: a
+reader of ``scan.json`` refuses a score outside it as not measured). Register a new detector with ``@register`` on
+a :class:`Detector` subclass (``headlab.register_detector``); ``make(name, **options)`` builds one by name. No
+if-chains: the scan's choices and validation, ``scan.json``, ``heads.csv``, the report, the viewer and the monitor
+read this registry, so a detector registered from outside the package reaches every one of them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ import torch
 from headlab.detectors.needs import Diagonal, Groups, KeySet, Links, Matches, Needs, token_groups
 from headlab.errors import HeadlabError
 from headlab.settings import Settings
+
+#: the bounds of a share of a query's attention (a detector's ``bounds``)
+MASS = (0.0, 1.0)
 
 
 @dataclass

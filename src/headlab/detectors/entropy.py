@@ -16,6 +16,7 @@ from headlab.detectors.base import Batch, Detector, register
 @register
 class EntropyDetector(Detector):
     name = "entropy"
+    bounds = (0.0, float("inf"))  # nats: 0 for one key, ln(n) spread over n
     summary = "mean attention entropy per query, nats (needs whole rows: chunked or eager route)"
     meaning = "attention entropy"
     hint = "text whose attention is unusually diffuse"

@@ -14,13 +14,14 @@ from typing import Any, Sequence
 
 import torch
 
-from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.base import MASS, Batch, Detector, register
 from headlab.errors import HeadlabError
 
 
 @register
 class LinkedDetector(Detector):
     name = "linked"
+    bounds = MASS
     summary = "attention mass on the (query, key) pairs a constructed probe names, one column per label"
     meaning = "attention on the (query, key) pairs a constructed probe names"
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.base import MASS, Batch, Detector, register
 from headlab.detectors.token import TokenOptions
 from headlab.errors import HeadlabError
 from headlab.settings import Settings
@@ -34,6 +34,7 @@ MARKED = MarkedOptions()
 @register
 class MarkedDetector(Detector):
     name = "marked"
+    bounds = MASS
     summary = "attention mass on the marked target positions of constructed stimuli"
     meaning = "attention on the marked target positions of constructed stimuli"
 

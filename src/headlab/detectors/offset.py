@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.base import MASS, Batch, Detector, register
 from headlab.errors import HeadlabError
 from headlab.settings import Settings, setting
 
@@ -34,6 +34,7 @@ OFFSET = OffsetOptions()
 @register
 class OffsetDetector(Detector):
     name = "offset"
+    bounds = MASS
     summary = "SlashScore(Δ): mean attention on the Δ-th sub-diagonal, Δ = 0..K (Cheng et al. 2026)"
     label = "SlashScore(Δ), best Δ (offset)"
     meaning = "attention along a fixed diagonal (SlashScore at the head's best Δ)"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.base import MASS, Batch, Detector, register
 
 
 def _per_query(total: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -29,6 +29,7 @@ def _per_query(total: torch.Tensor, batch: Batch) -> torch.Tensor:
 @register
 class PreviousTokenDetector(Detector):
     name = "previous-token"
+    bounds = MASS
     summary = "mass on the previous token (TransformerLens 'mul')"
     meaning = "attention to the previous token"
     hint = "text whose tokens are read in fragments (code, markup)"
@@ -44,6 +45,7 @@ class PreviousTokenDetector(Detector):
 @register
 class DuplicateTokenDetector(Detector):
     name = "duplicate-token"
+    bounds = MASS
     summary = "mass on earlier copies of the current token (TransformerLens 'mul')"
     meaning = "attention to earlier copies of the same token"
     hint = "repetitive text or boilerplate"
@@ -58,6 +60,7 @@ class DuplicateTokenDetector(Detector):
 @register
 class InductionDetector(Detector):
     name = "induction"
+    bounds = MASS
     summary = "mass on tokens that followed earlier copies of the current token (TransformerLens 'mul')"
     meaning = "induction (attending to what followed an earlier copy)"
     hint = "repeated passages or boilerplate"

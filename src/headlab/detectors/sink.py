@@ -11,12 +11,13 @@ from typing import Any
 
 import torch
 
-from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.base import MASS, Batch, Detector, register
 
 
 @register
 class SinkDetector(Detector):
     name = "sink"
+    bounds = MASS
     summary = "mass on position 0 and separator tokens ([CLS]/[SEP]/BOS/EOS)"
     label = "sink (first token)"
     meaning = "attention parked on the first token"

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from headlab.detectors.base import Batch, Detector, register
+from headlab.detectors.base import MASS, Batch, Detector, register
 from headlab.errors import HeadlabError
 from headlab.settings import Settings, setting
 
@@ -40,6 +40,7 @@ TOKEN = TokenOptions()
 @register
 class TokenDetector(Detector):
     name = "token"
+    bounds = MASS
     summary = "attention mass on a target token set (default '/')"
     label = "target mass (token)"
     meaning = "attention mass on the target token (`/` by default)"
