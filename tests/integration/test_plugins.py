@@ -118,3 +118,52 @@ def test_a_spec_that_is_not_a_detector_is_refused() -> None:
             assert said in str(exc), (spec, str(exc))
         else:
             raise AssertionError(f"{spec} was loaded")
+
+
+BROKEN = '''
+import torch
+from headlab.detectors import Batch, Detector
+
+
+class _Previous(Detector):
+    summary = meaning = "a detector that breaks its contract"
+
+    def prepare(self, batch: Batch):
+        batch.diagonal_mass("previous:" + self.name, 1, batch.query_mask)
+
+
+class Short(_Previous):
+    name = "short-heads"
+
+    def score(self, batch: Batch):
+        return batch.pair_mass("previous:" + self.name)[:, :-1]
+
+
+class Flat(_Previous):
+    name = "flat-score"
+
+    def score(self, batch: Batch):
+        return batch.pair_mass("previous:" + self.name).reshape(-1)
+
+
+class Infinite(_Previous):
+    name = "infinite-score"
+
+    def score(self, batch: Batch):
+        return batch.pair_mass("previous:" + self.name) * float("inf") + 1
+'''
+
+
+def test_a_detector_that_breaks_its_contract_is_named_before_the_work(tmp_path: Path) -> None:
+    """A score of another shape, flat, or infinite: one line naming the detector, before any sample is scanned."""
+    need("minilm-l6")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "brokenheads.py").write_text(BROKEN)
+    r = run(tmp_path / "site", [["scan", "minilm-l6", "--corpus", "pysrc", "--detectors", f"brokenheads:{cls}",
+                                 "--max-samples", "4", "--out", str(tmp_path / cls), "--no-progress"]
+                                for cls in ("Short", "Flat", "Infinite")])
+    assert [x for x in r.stdout.splitlines() if x.startswith("rc ")] == ["rc 2"] * 3, r.stdout + r.stderr
+    for said in ("detector 'short-heads' fails on a probe text", "detector 'flat-score' fails on a probe text",
+                 "detector 'infinite-score' gives an infinite score at layer 0"):
+        assert said in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not any((tmp_path / c).exists() for c in ("Short", "Flat", "Infinite"))

@@ -107,6 +107,8 @@ def test_interrupted_scan_keeps_partial_statistics_and_cleans_up(tmp_path):
         batches: list = []  # batches seen (a route may score several layers of a batch in one call)
 
         def score(self, batch):
+            if batch.input_ids.shape[0] == 1:  # the probe a detector from outside the package is tried on first
+                return super().score(batch)
             if not any(b is batch for b in Interrupting.batches):
                 Interrupting.batches.append(batch)
             if len(Interrupting.batches) == 3:

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,24 @@ def test_a_round_ends_at_every_checkpoint_mark(size: int, every: int, start: int
     stream = [Sample(i, "d", i, (1, 2)) for i in range(130)]
     ends = [r[-1].index + 1 for r in rounds(stream, size, start, every)]
     assert ends == want
+
+
+@pytest.mark.parametrize("name, value, said", [
+    ("plugin-score", np.inf, "detector 'plugin-score' gave the score inf at layer 1 on sample 7 (doc:b)"),
+    ("previous-token", 1.5, "detector 'previous-token' gave the score 1.5 at layer 1 on sample 7 (doc:b), "
+                            "outside [0, 1]"),
+    ("entropy", -0.5, "outside [0, inf]"),
+])
+def test_a_score_that_is_infinite_or_outside_its_detectors_bounds_is_refused_where_it_is_measured(name, value, said):
+    from headlab.census.accumulator import Census
+    from headlab.corpus import Sample
+    from headlab.errors import HeadlabError
+
+    samples = [Sample(6, "doc:a", 0, (1, 2)), Sample(7, "doc:b", 0, (1, 2))]
+    block = np.full((2, 2, 3), 0.25)
+    block[0, 0, 0] = np.nan  # undefined on a sample: not refused
+    census = Census((2, 3), 0.5, 3)
+    census.add_scores(samples, {name: block.copy()})
+    block[1, 1, 2] = value
+    with pytest.raises(HeadlabError, match=re.escape(said)):
+        census.add_scores(samples, {name: block})

@@ -12,10 +12,26 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from headlab.census.result import BOUND_SLACK
 from headlab.census.stats import ConsecutiveRule, RunningMoments
 from headlab.corpus import Sample
+from headlab.detectors import DETECTORS
+from headlab.errors import HeadlabError
 
 _MOMENT_FIELDS = ("n", "sum", "sumsq", "above")
+
+
+def _check_scores(name: str, block: np.ndarray, samples: Sequence[Sample]) -> None:
+    """Refused, in one line naming the detector, the layer and the sample, when a detector's scores ``(N, L, H[, C])``
+    hold an infinite value or one outside the ``bounds`` it declares (NaN marks an undefined sample)."""
+    lo, hi = getattr(DETECTORS.get(name), "bounds", None) or (-np.inf, np.inf)
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(block) | (block < lo - BOUND_SLACK) | (block > hi + BOUND_SLACK)
+    if bad.any():
+        n, layer = (int(x) for x in np.argwhere(bad)[0][:2])
+        raise HeadlabError(f"detector {name!r} gave the score {block[tuple(np.argwhere(bad)[0])]:.6g} at layer "
+                           f"{layer} on sample {samples[n].index} ({samples[n].doc_id}), outside [{lo:g}, {hi:g}]: a "
+                           "score is finite, within the bounds its detector declares, or NaN where undefined")
 
 
 class Census:
@@ -31,6 +47,7 @@ class Census:
     def add_scores(self, samples: Sequence[Sample], scores: dict[str, np.ndarray]) -> None:
         """This process's share: the moments of ``scores`` (one row per sample) and the sample counts."""
         for name, block in scores.items():
+            _check_scores(name, block, samples)
             if name not in self.moments:
                 self.moments[name] = RunningMoments(block.shape[1:], self.threshold if name == "token" else None)
             self.moments[name].update(block)

@@ -10,14 +10,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from headlab.attention.routes import AUTO
 from headlab.census.accumulator import Census
 from headlab.census.calibration import RoutePicker
-from headlab.census.engine import plan_route
+from headlab.census.engine import plan_route, score_chunk
 from headlab.census.per_sample import PerSampleWriter
 from headlab.census.result import ScanResult
 from headlab.census.settings import DEFAULTS, ScanSettings
 from headlab.census.stream import CKPT_JSON, fingerprint, load_checkpoint, merge_ranks, run
-from headlab.corpus import DEFAULT_CORPUS, Document, Sampler, documents, repeat_probe
+from headlab.corpus import DEFAULT_CORPUS, Document, Sample, Sampler, documents, repeat_probe
 from headlab.detectors import Detector, bind_to, make
 from headlab.detectors.base import options_for
 from headlab.distributed import world
@@ -115,6 +116,8 @@ def _plan(loaded: LoadedModel, s: ScanSettings, texts: Sequence[str] | None, cor
     dets = [_make(d, s) for d in s.detectors]
     choice, route = plan_route(loaded, dets, s.route, s.chunk_mb)
     bind_to(loaded, dets)  # before the sampler (it needs the token's target ids) and the recorded settings
+    _tried(loaded, [d for d in dets if not type(d).__module__.startswith("headlab.")],
+           choice.candidates if choice.route == AUTO else (choice.route,))
     token = next((d for d in dets if d.name == "token"), None)
     if s.target_filter != "any" and token is None:
         raise HeadlabError("--filter needs the token detector (it defines the target)")
@@ -206,6 +209,34 @@ def _result(loaded: LoadedModel, s: ScanSettings, census: Census, record: dict[s
         interrupted=interrupted is not None, warnings=notes,
         interrupted_by=None if interrupted is None else ("SIGTERM" if isinstance(interrupted, Terminated)
                                                          else "SIGINT"))
+
+
+#: what a detector from outside the package is tried on before the work
+PROBE_TEXT = "a / b / c / a / b / c"
+
+
+def _tried(loaded: LoadedModel, detectors: Sequence[Detector], routes: Sequence[str]) -> None:
+    """Each detector registered from outside the package, tried on a short probe on every route the scan may
+    take, before the work: one that fails, or gives a score of another shape than ``(B, H)`` or ``(B, H, C)`` per
+    layer, or an infinite one, is refused in one line naming it (and the layer), not a traceback mid-scan."""
+    L, H = loaded.facts.n_layers, loaded.facts.n_heads
+    ids = loaded.tokenizer(PROBE_TEXT, truncation=True, max_length=loaded.facts.max_length)["input_ids"]
+    probe = Sample(0, "probe", 0, tuple(int(i) for i in ids))
+    for det, route in ((d, r) for d in detectors for r in routes):
+        try:
+            out = score_chunk(loaded, [det], [probe], 1, None, route)[det.name]
+        except (RuntimeError, IndexError, ValueError, TypeError) as exc:
+            raise HeadlabError(f"detector {det.name!r} fails on a probe text ({route} route): {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0]}; its score must be (B, H) or (B, H, C) for each "
+                               "layer, treating the head axis as opaque (see headlab.detectors.base)") from None
+        if out.shape[1:3] != (L, H) or out.ndim not in (3, 4):
+            raise HeadlabError(f"detector {det.name!r} gives scores of shape {tuple(out.shape[1:])} over layers on "
+                               f"a probe text ({route} route), not ({L}, {H}) or ({L}, {H}, C): its score must "
+                               "be (B, H) or (B, H, C) for each layer")
+        if np.isinf(out).any():
+            raise HeadlabError(f"detector {det.name!r} gives an infinite score at layer "
+                               f"{int(np.argwhere(np.isinf(out))[0][1])} on a probe text ({route} route): a score "
+                               "is a finite number, or NaN where it is undefined for a sample")
 
 
 def _recorded(d: Detector) -> dict[str, Any]:
