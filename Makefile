@@ -118,7 +118,7 @@ test: $(STAMP) $(TEST_MODELS) $(GPU_WHEELS) browser corpora
 	$(VENV)/bin/lint-imports --no-cache
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	bash bench/gpu_check.sh --dry-run > /dev/null || { cat runs/gpu-check-dry/report.md; exit 1; }
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=30
 
 bench: $(STAMP)
 	$(PY) bench/scan_throughput.py

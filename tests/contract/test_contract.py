@@ -309,29 +309,16 @@ ROWS += [
         "given twice", absent=["s"]),
     Row("retrieval depth-law over a truncated summary.json", "retrieval depth-law {tmp}/sw".split(), 2,
         "summary.json", _file("sw/L2-D2-chain-s0/summary.json", '{"task": {"depth": 2, "curr')),
-    Row("monitor check with a profile whose threshold is null",
-        "monitor check {tmp}/p --corpus {tmp}/d.jsonl --out {tmp}/o".split(), 2, "profile.json",
-        lambda t: (_file("d.jsonl", '{"id": "a", "text": "x"}\n')(t), _file("p/profile.json", json.dumps({
-            "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
-            "covariance": [[1.0]], "threshold": None, "fpr": 0.01, "n_fit": 1, "n_calibration": 1,
-            "calibration_flag_rate": 0.0, "calibration_scores": [0.0], "settings": {}}))(t)),
-        absent=["o/check.json"]),
-    Row("monitor check with a profile fitted on another model (its identity differs)",
-        "monitor check {tmp}/p --corpus {tmp}/d.jsonl --out {tmp}/o".split(), 2,
-        "is not the model the profile was fitted on",
-        lambda t: (_file("d.jsonl", '{"id": "a", "text": "x"}\n')(t), _file("p/profile.json", json.dumps({
-            "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
-            "covariance": [[1.0]], "threshold": 0.0, "fpr": 0.01, "n_fit": 1, "n_calibration": 1,
-            "calibration_flag_rate": 0.0, "calibration_scores": [0.0], "settings": {"max_length": 32},
-            "model_identity": "sha256:" + "0" * 32}))(t)), absent=["o/check.json"], model="minilm-l6"),
-    Row("monitor check with a profile whose threshold was raised by hand (its calibration line would be false)",
-        "monitor check {tmp}/p --corpus {tmp}/d.jsonl --out {tmp}/o".split(), 2,
-        "is not the 99% quantile of the profile's own calibration scores",
-        lambda t: (_file("d.jsonl", '{"id": "a", "text": "x"}\n')(t), _file("p/profile.json", json.dumps({
-            "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
-            "covariance": [[1.0]], "threshold": 1e9, "fpr": 0.01, "n_fit": 1, "n_calibration": 3,
-            "calibration_flag_rate": 0.0, "calibration_scores": [0.0, 1.0, 2.0], "settings": {}}))(t)),
-        absent=["o/check.json"]),
+    *(Row(f"monitor check with a profile {what}", "monitor check {tmp}/p --corpus {tmp}/d.jsonl --out {tmp}/o".split(),
+          2, said, lambda t, changed=changed: _profile(t, **changed), absent=["o/check.json"], model=model)
+      for what, changed, said, model in (
+          ("whose threshold is null", {"threshold": None}, "profile.json", ""),
+          ("fitted on another model (its identity differs)",
+           {"settings": {"max_length": 32}, "model_identity": "sha256:" + "0" * 32},
+           "is not the model the profile was fitted on", "minilm-l6"),
+          ("whose threshold was raised by hand (its calibration line would be false)",
+           {"threshold": 1e9, "n_calibration": 3, "calibration_scores": [0.0, 1.0, 2.0]},
+           "is not the 99% quantile of the profile's own calibration scores", ""))),
     Row("verdicts of a folder that does not exist", "verdicts {tmp}/nothing".split(), 2, "is not a folder"),
     Row("verdicts of a folder that holds no judged result (it said 0 moved)", "verdicts {tmp}/empty".split(), 2,
         "holds no result that keeps verdicts", lambda t: (t / "empty").mkdir()),
@@ -556,6 +543,15 @@ def _forged(folder: Path, change: tuple[str, str | None, object]) -> None:
     else:
         scan["heads"][0][key][name] = value
     (folder / "scan.json").write_text(json.dumps(sealed(scan)))
+
+
+def _profile(tmp: Path, **changed: object) -> None:
+    """A one-feature profile of minilm-l6 as written by hand (no seal), with ``changed`` fields, and a corpus."""
+    _file("d.jsonl", '{"id": "a", "text": "x"}\n')(tmp)
+    _file("p/profile.json", json.dumps({
+        "model": "minilm-l6", "corpus": ["wiki"], "features": ["a"], "median": [0.0], "scale": [1.0],
+        "covariance": [[1.0]], "threshold": 0.0, "fpr": 0.01, "n_fit": 1, "n_calibration": 1,
+        "calibration_flag_rate": 0.0, "calibration_scores": [0.0], "settings": {}, **changed}))(tmp)
 
 
 def _edited_law(root: Path) -> None:

@@ -234,9 +234,9 @@ class RetrievalVerdictsResult(Result):
 def run_identities(root: Path) -> dict[str, frozenset[str]]:
     """Per retrieval rule, the identities (recipe and seed) of the runs whose files its data globs match under
     ``root``: a rerun of a run that existed when the rule was declared is the same data, whatever its bytes."""
-    results = root.resolve().parent
+    results, memo = root.resolve().parent, {}
     return {rid: registration.identities_of_files(results, (f for g in rule.data for f in results.glob(g)),
-                                                  RunSummary.KIND)
+                                                  RunSummary.KIND, memo)
             for rid, rule in BOOK.items() if rid.startswith("retrieval.")}
 
 

@@ -115,21 +115,29 @@ def identities(kind: str, doc: Mapping[str, Any]) -> list[str]:
     return [identity(kind, i) for i in said(dict(doc))] if said is not None else []
 
 
-def identities_of_files(root: Path, files: Iterable[Path], kind: str) -> frozenset[str]:
+def identities_of_files(root: Path, files: Iterable[Path], kind: str,
+                        memo: dict[Path, list[str]] | None = None) -> frozenset[str]:
     """The identities of the results of ``kind`` that hold ``files``: for each file, the nearest folder from it up
-    to ``root`` that has a ``kind`` file (a run's folder holds its summary, analysis and evaluations)."""
-    root, out = root.resolve(), set()
+    to ``root`` that has a ``kind`` file (a run's folder holds its summary, analysis and evaluations). ``memo``
+    keeps each folder's identities for the next call (several rules read the same runs)."""
+    root, out, memo = root.resolve(), set(), {} if memo is None else memo
     for f in files:
         for folder in Path(f).resolve().parents:
             if not folder.is_relative_to(root):
                 break
             if (folder / kind).is_file():
-                try:
-                    out.update(identities(kind, read_json(folder / kind)))
-                except (HeadlabError, KeyError, TypeError, AttributeError):
-                    pass  # unreadable as its kind: its readers refuse it where it is used
+                if folder not in memo:
+                    memo[folder] = _identities_in(folder / kind, kind)
+                out.update(memo[folder])
                 break
     return frozenset(out)
+
+
+def _identities_in(path: Path, kind: str) -> list[str]:
+    try:
+        return identities(kind, read_json(path))
+    except (HeadlabError, KeyError, TypeError, AttributeError):
+        return []  # unreadable as its kind: its readers refuse it where it is used
 
 
 def identities_under(root: Path) -> tuple[str, ...]:
