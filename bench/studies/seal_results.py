@@ -24,7 +24,7 @@ from headlab.catalog import complete
 from headlab.errors import HeadlabError
 from headlab.integrity import Manifest
 from headlab.io import SEAL, sealed, write_json_atomic
-from headlab.result import RESULTS, read_json
+from headlab.result import RESULTS, Result, read_json
 from headlab.rulebook import BOOK
 
 
@@ -34,9 +34,9 @@ def committed(path: Path) -> bool:
     return tracked and subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(path)]).returncode == 0
 
 
-def candidates(root: Path) -> dict[Path, type | None]:
+def candidates(root: Path) -> dict[Path, type[Result] | None]:
     """Every JSON file to seal, with its result kind (``None``: data a rule reads that is not a result kind)."""
-    out: dict[Path, type | None] = {p: None for r in BOOK.values() for g in r.data for p in root.glob(g)
+    out: dict[Path, type[Result] | None] = {p: None for r in BOOK.values() for g in r.data for p in root.glob(g)
                                     if p.suffix == ".json"}
     for kind, cls in RESULTS.items():
         out.update({p: cls for p in root.glob(f"**/{kind}")})
