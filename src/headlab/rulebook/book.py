@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 from headlab.rulebook import reach, registration
 
 #: bumped in the commit that changes a rule; every claims, verdicts and evaluation file records it
-VERSION = 30
+VERSION = 31
 
 
 class Verdict(str, Enum):

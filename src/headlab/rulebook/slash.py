@@ -251,13 +251,20 @@ def reveal_kind(s: Mapping[str, Any]) -> Judgement:
     return Judgement(Verdict.INCONCLUSIVE, "not apart from chance", power, p=p)
 
 
+def revealed_kinds(kinds: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The kinds :func:`reveal_kind` finds revealed that survive Holm's step-down over all the kinds: what claim 9's
+    verdict counts, and what its row says."""
+    judged = {k: reveal_kind(v) for k, v in kinds.items()}
+    alive = surviving([j.p for j in judged.values()])
+    return [k for i, (k, j) in enumerate(judged.items()) if j.verdict == Verdict.SUPPORTED and i in alive]
+
+
 def reveals(s: Mapping[str, Any]) -> Judgement:
-    """Claim 9, the document's: the heads reveal some kind of structure (:func:`reveal_kind`, corrected over the
+    """Claim 9, the document's: the heads reveal some kind of structure (:func:`revealed_kinds`, corrected over the
     kinds by Holm's step-down); not supported when every kind is at chance."""
     judged = {k: reveal_kind(v) for k, v in s["kinds"].items()}
     names = list(judged)
-    alive = surviving([judged[k].p for k in names])
-    revealed = [k for i, k in enumerate(names) if judged[k].verdict == Verdict.SUPPORTED and i in alive]
+    revealed = revealed_kinds(s["kinds"])
     power = (f"{len(names)} kinds, margin {KIND_MARGIN} AUROC above chance, corrected over the kinds (Holm), "
              f"≥ {MIN_KIND_DOCUMENTS} documents of a kind; revealed: {', '.join(revealed) or 'none'}")
     if revealed:

@@ -15,7 +15,7 @@ from headlab.census.stats import SDH, Interval, wilson
 from headlab.display import count
 from headlab.head import name as head_name
 from headlab.rulebook import BOOK, Verdict
-from headlab.rulebook.slash import NON_SDH_TAIL, judge_kinds, kind_stats, reveal_kind
+from headlab.rulebook.slash import NON_SDH_TAIL, judge_kinds, kind_stats, reveal_kind, revealed_kinds
 from headlab.study.characterize import DEPTH_BINS, CharacterizeResult
 
 
@@ -101,11 +101,14 @@ def monitor_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
     if evaluation is None:
         return judged("slash.9", None, value="not measured", detail=NOT_EVALUATED)
     kinds = {k: kind_stats(r) for k, r in evaluation["kinds"].items()}
+    revealed = revealed_kinds(kinds)
     by_kind = {k: reveal_kind(v).reason.split(":")[0] for k, v in kinds.items()}
-    by = {v: [k for k, r in by_kind.items() if r == v] for v in ("revealed", "at chance")}
+    lost = [k for k, r in by_kind.items() if r == "revealed" and k not in revealed]
+    by = {"revealed after the correction over the kinds": revealed, "apart from chance before it only": lost,
+          "at chance": [k for k, r in by_kind.items() if r == "at chance"]}
     detail = "; ".join(f"{v}: {', '.join(ks) or 'none'}" for v, ks in by.items())
     detail += f" (heads' AUROC against {evaluation['fresh_documents']} fresh reference documents)"
-    return judged("slash.9", {"kinds": kinds}, value=f"{len(by['revealed'])} of {len(kinds)} kinds", detail=detail)
+    return judged("slash.9", {"kinds": kinds}, value=f"{len(revealed)} of {len(kinds)} kinds", detail=detail)
 
 
 def beats_row(evaluation: dict[str, Any] | None) -> dict[str, Any]:
