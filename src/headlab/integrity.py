@@ -58,4 +58,18 @@ def verified(path: str | os.PathLike[str], where: str | None = None) -> bool:
     return manifest.is_file() and Manifest.read(manifest).check(path, where)
 
 
-__all__ = ["Manifest", "verified"]
+def say_unsealed(files: Iterable[str | os.PathLike[str]], who: str) -> list[Path]:
+    """Say, in one line on stderr (and in the result's record), which of ``files`` carry no seal: written before
+    results were sealed, or with the seal removed by hand, so nothing shows they are as headlab wrote them; they
+    are read as they are. A file whose seal no longer matches is refused (:func:`verified`). Returns them."""
+    from headlab.notices import say
+
+    bare = [Path(f) for f in files if Path(f).is_file() and not verified(f)]
+    if bare:
+        say(f"{who}: {len(bare)} result file(s) carry no seal, so nothing shows they are as headlab wrote them "
+            f"(written before results were sealed, or the seal removed): {bare[0]}"
+            f"{' and more' if len(bare) > 1 else ''}; read as they are")
+    return bare
+
+
+__all__ = ["Manifest", "say_unsealed", "verified"]

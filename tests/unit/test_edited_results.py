@@ -144,3 +144,19 @@ def test_a_scan_forged_and_sealed_again_is_refused_by_its_numbers(forge, said, t
     write_json_atomic(tmp_path / "scan.json", sealed(doc))
     with pytest.raises(HeadlabError, match=re.escape(said)):
         ScanResult.read(tmp_path)
+
+
+@pytest.mark.parametrize("reader", ["report", "compare", "scale"])
+def test_a_result_whose_seal_was_removed_is_said_by_its_reader(reader: str, tmp_path: Path, capsys) -> None:
+    """A seal removed by hand (with an edit it would have shown) leaves nothing that shows the file is as headlab
+    wrote it: each reader says so in one line on stderr, and reads it as it is."""
+    import headlab
+
+    shutil.copytree(ROOT / "results/quickstart/scan", tmp_path / "a", ignore=shutil.ignore_patterns("report"))
+    doc = json.loads((tmp_path / "a/scan.json").read_text())
+    doc.pop(SEAL)
+    (tmp_path / "a/scan.json").write_text(json.dumps(doc))
+    given = tmp_path / "a" if reader == "report" else [tmp_path / "a"]  # compare and scale take several
+    getattr(headlab, reader)(given, out=tmp_path / "out", overwrite=False)
+    said = capsys.readouterr().err
+    assert f"{reader}: 1 result file(s) carry no seal" in said and "a/scan.json" in said, said

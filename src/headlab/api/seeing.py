@@ -11,10 +11,12 @@ from headlab.corpus.files import file_documents
 from headlab.corpus.records import jsonl_files
 from headlab.display import Displayable
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.integrity import say_unsealed
 from headlab.io import claim_file, keep_apart, write_text_atomic, writing, writing_files
 from headlab.models.loaded import LoadedModel
 from headlab.reporting import Report
 from headlab.reporting import report as write_report
+from headlab.result import found_in
 from headlab.settings import RUN, takes, takes_run
 from headlab.viewer import build
 from headlab.viewer.page import render
@@ -89,6 +91,8 @@ def view(source: str | Path | LoadedModel, settings: ViewSettings = VIEW, *, tex
     """
 
     keep_apart({"--out": out}, {"--texts-file": texts_file})
+    if not isinstance(source, LoadedModel) and Path(source).is_dir():
+        say_unsealed([Path(source) / kind.KIND for kind in found_in(source)], "view")
     with writing_files([out], overwrite) as (held,):  # claimed and locked before the work, as the command does
         data = build(source, _texts(text, texts_file), device=device, progress=progress, scale=settings.scale,
                      dtype=settings.dtype)

@@ -8,6 +8,7 @@ from typing import Sequence
 
 from headlab.calibration import TABLE_FOLDER, CalibrationResult, declarable
 from headlab.errors import HeadlabError, in_callers_words
+from headlab.integrity import say_unsealed
 from headlab.io import FolderLock, claim_out, keep_apart, saving, write_text_atomic
 from headlab.models import LoadedModel
 from headlab.models.loader import check_source
@@ -15,6 +16,7 @@ from headlab.notices import say
 from headlab.reporting.ledger import VerdictChangesResult, open_ledger
 from headlab.reporting.ledger import record as verdict_record
 from headlab.reporting.verdicts import Change, check_declared, declare_rules, merged, refuse_missing, rejudge_all
+from headlab.result import found_in
 from headlab.rulebook import fingerprints
 from headlab.settings import takes, takes_run
 from headlab.study import claims as claim_study
@@ -70,6 +72,7 @@ def compare(runs: Sequence[str | Path], settings: CompareSettings = COMPARE, *, 
         c.to_pandas(); c.figure()
     """
     keep_apart({"--out": out}, {f"run {r}": r for r in runs})
+    say_unsealed([Path(r) / kind.KIND for r in runs for kind in found_in(r)], "compare")
     with saving(out, CompareResult.files(), overwrite) as folder:
         return comparison.compare(runs, str(folder), settings.kappa)
 
@@ -87,7 +90,7 @@ def scale(runs: Sequence[str | Path], *, out: str | Path = "runs/scale", overwri
         s = headlab.scale(["runs/study-full/claims", "runs/study-full/trained"], out="runs/scale")
         s.to_pandas()[["model", "n_params", "max_slash_mass"]]
     """
-    scan_files(runs)  # every folder is checked before the output folder is claimed
+    say_unsealed(scan_files(runs), "scale")  # every folder is checked before the output folder is claimed
     with saving(out, ScaleResult.files(), overwrite) as folder:
         return scaling.scale(runs, folder)  # type: ignore[arg-type]
 

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from headlab.errors import HeadlabError
 from headlab.head import Head
+from headlab.integrity import say_unsealed
 from headlab.models import LoadedModel, resolve
 from headlab.monitor.fingerprint import MONITOR_DETECTORS, scanned
 from headlab.monitor.profile import Profile
@@ -36,6 +37,8 @@ def claim_work(work: Path, resume: bool, overwrite: bool, remove: bool = True) -
 
 
 def _profile(profile: Profile | str | Path, model: Any) -> Profile:
+    if not isinstance(profile, Profile):
+        say_unsealed([Path(profile) / Profile.KIND], "monitor check")
     prof = profile if isinstance(profile, Profile) else Profile.read(Path(profile) / Profile.KIND)
     given = None if model is None else str(getattr(model, "name", model))
     if given is not None and given != prof.model:  # another model's heads would be flagged for being other heads

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from headlab.display import Displayable, safe_markdown
 from headlab.errors import HeadlabError
+from headlab.integrity import say_unsealed
 from headlab.io import write_text_atomic
 from headlab.notices import say
 from headlab.presenting.sections import SHOWN, Section, ordered
@@ -58,6 +59,7 @@ def collect(run: str | Path, out: str | Path, skipped: list[str] | None = None) 
     found = [(s.kind, folder, s.marker, s.build) for s in sections_known for folder in _folders(run, out)
              if (folder / s.marker).exists()]
     skipped = skipped if skipped is not None else []
+    say_unsealed([folder / kind.KIND for folder in _folders(run, out) for kind in found_in(folder)], "report")
     for link in linked_folders(run):
         why = f"{link}: a link to {link.resolve()}, not followed (give that folder itself)"
         skipped.append(why)
