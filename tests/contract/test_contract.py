@@ -755,8 +755,12 @@ def test_rows_without_a_corpus_package_need_none(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(sources.glob, "glob", lambda pattern, *a, **k: [] if pattern.startswith("/usr/share")
                         else glob.glob(pattern, *a, **k))
-    _keep_outcomes([r for r in ROWS if not r.model or NAMED_MODELS[r.model].installed()], monkeypatch, tmp_path,
-                   capsys)
+    _keep_outcomes([r for r in ROWS if r.argv[0] not in READ_NO_TEXT
+                    and (not r.model or NAMED_MODELS[r.model].installed())], monkeypatch, tmp_path, capsys)
+
+
+#: commands that read results or build their own tasks, never a corpus: their rows cannot meet a missing package
+READ_NO_TEXT = {"report", "compare", "scale", "verdicts", "retrieval", "models", "pattern"}
 
 
 def _keep_outcomes(rows: list[Row], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

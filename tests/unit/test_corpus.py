@@ -62,11 +62,14 @@ def test_sampler_is_seeded_and_filters_targets():
     assert len(list(Sampler(CharTokenizer(), 32, seed=1).samples(docs, max_samples=7))) == 7
 
 
-def test_a_shared_token_cache_changes_no_sample_and_tokenizes_each_text_once():
+def test_a_shared_token_cache_changes_no_sample_and_tokenizes_each_text_once(monkeypatch):
     """Samplers of one tokenizer sharing ``cache`` (a pool's three draws) give exactly the uncached samples, for
     every seed and filter, short texts batched, long ones in pieces and a text repeated; each distinct text or
-    piece reaches the tokenizer once."""
-    from headlab.corpus.samples import PIECE_CHARS
+    piece reaches the tokenizer once. Pieces of 4 KiB instead of 1 MiB: the same paths, 256 times less text."""
+    import headlab.corpus.samples
+
+    monkeypatch.setattr(headlab.corpus.samples, "PIECE_CHARS", 4096)
+    PIECE_CHARS = headlab.corpus.samples.PIECE_CHARS
 
     class Counting(CharTokenizer):
         seen: list[str] = []
