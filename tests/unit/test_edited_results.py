@@ -160,3 +160,32 @@ def test_a_result_whose_seal_was_removed_is_said_by_its_reader(reader: str, tmp_
     getattr(headlab, reader)(given, out=tmp_path / "out", overwrite=False)
     said = capsys.readouterr().err
     assert f"{reader}: 1 result file(s) carry no seal" in said and "a/scan.json" in said, said
+
+
+def _forge_verdicts(obj: Any) -> int:
+    """Every stored verdict in a result's JSON set to "supported" (what a forger who seals the file again writes)."""
+    if isinstance(obj, dict):
+        hit = int("verdict" in obj)  # a claims row, a monitor evaluation's kind
+        if hit:
+            obj["verdict"] = "supported"
+        return hit + sum(_forge_verdicts(v) for v in obj.values())
+    return sum(_forge_verdicts(v) for v in obj) if isinstance(obj, list) else 0
+
+
+@pytest.mark.parametrize("committed", ["results/study/claims/claims.json", "results/monitor/minilm-l6/evaluate.json"])
+def test_a_report_shows_verdicts_judged_again_never_as_stored(committed: str, tmp_path: Path) -> None:
+    """A stored verdict forged and sealed again does not reach the report: its sections judge the statistics."""
+    import headlab
+
+    doc = json.loads((ROOT / committed).read_text())
+    (tmp_path / "r").mkdir()
+    honest = headlab.report(_written_as(doc, tmp_path / "r"), out=tmp_path / "honest", overwrite=False)
+    assert _forge_verdicts(doc) >= 2
+    forged = headlab.report(_written_as(doc, tmp_path / "r"), out=tmp_path / "forged", overwrite=False)
+    assert (forged.folder / "report.md").read_text() == (honest.folder / "report.md").read_text()
+
+
+def _written_as(doc: dict, folder: Path) -> Path:
+    kind = next(k for k, cls in RESULTS.items() if set(doc) - {SEAL} == set(cls.keys()))
+    write_json_atomic(folder / kind, sealed(doc))
+    return folder

@@ -8,6 +8,7 @@ from headlab.monitor.comparison import EvaluationResult
 from headlab.monitor.profile import Profile
 from headlab.monitor.screening import CheckResult
 from headlab.presenting.sections import Section, own_markdown, section
+from headlab.rulebook.registration import judged_as_produced
 
 
 @section("monitor profile", Profile, 110)
@@ -22,4 +23,6 @@ def check_section(folder: Path, figdir: Path, tag: str) -> Section:
 
 @section("monitor evaluation", EvaluationResult, 130)
 def evaluation_section(folder: Path, figdir: Path, tag: str) -> Section:
-    return own_markdown(EvaluationResult, folder, figdir, tag, f"Head monitor evaluation — {folder.name}")
+    # its verdicts as the rule book judges its statistics now, never as stored
+    return own_markdown(EvaluationResult, folder, figdir, tag, f"Head monitor evaluation — {folder.name}",
+                        judged_as_produced)

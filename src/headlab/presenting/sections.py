@@ -71,10 +71,12 @@ def ordered() -> list[Registered]:
     return sorted(SECTIONS.values(), key=lambda s: (s.rank, s.marker))
 
 
-def own_markdown(result: type[Result], folder: Path, figdir: Path, tag: str, title: str) -> Section:
+def own_markdown(result: type[Result], folder: Path, figdir: Path, tag: str, title: str,
+                 shown: Callable[[Any], Result] = lambda r: r) -> Section:
     """A section of the result's own Markdown (its top heading dropped, its sections one level down) and the
-    figures written beside it."""
-    text = result.read(folder).markdown()
+    figures written beside it; ``shown``: the result as the report shows it (a result that keeps verdicts, judged
+    again)."""
+    text = shown(result.read(folder)).markdown()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# ") and "](" not in line)
     figs = [copy_figure(p, figdir, tag) for p in sorted(folder.glob("*.png"))]
     return Section(title, body.replace("\n## ", "\n### ") + "\n\n" + "\n\n".join(img(f, figdir, f.stem)
