@@ -15,6 +15,7 @@ from typing import ClassVar, Iterable
 
 from headlab.errors import HeadlabError
 from headlab.io import SEAL, file_sha256, unsealed
+from headlab.notices import say
 from headlab.result import Result, read_json
 
 
@@ -61,15 +62,21 @@ def verified(path: str | os.PathLike[str], where: str | None = None) -> bool:
 def say_unsealed(files: Iterable[str | os.PathLike[str]], who: str) -> list[Path]:
     """Say, in one line on stderr (and in the result's record), which of ``files`` carry no seal: written before
     results were sealed, or with the seal removed by hand, so nothing shows they are as headlab wrote them; they
-    are read as they are. A file whose seal no longer matches is refused (:func:`verified`). Returns them."""
-    from headlab.notices import say
-
-    bare = [Path(f) for f in files if Path(f).is_file() and not verified(f)]
+    are read as they are. A file that cannot be read, or whose seal no longer matches, is left to its reader, which
+    refuses it by name. Returns the files without a seal."""
+    bare = [Path(f) for f in files if Path(f).is_file() and _bare(Path(f))]
     if bare:
         say(f"{who}: {len(bare)} result file(s) carry no seal, so nothing shows they are as headlab wrote them "
             f"(written before results were sealed, or the seal removed): {bare[0]}"
             f"{' and more' if len(bare) > 1 else ''}; read as they are")
     return bare
+
+
+def _bare(path: Path) -> bool:
+    try:
+        return not verified(path)
+    except HeadlabError:
+        return False  # unreadable or edited: its reader refuses it, naming it
 
 
 __all__ = ["Manifest", "say_unsealed", "verified"]

@@ -115,21 +115,26 @@ def test_a_result_judged_by_a_newer_book_or_an_unknown_rule_is_refused_before_an
     assert _bytes(root) == before
 
 
-def test_a_verdict_without_statistics_is_said_and_an_empty_folder_is_refused(tmp_path):
+def test_a_verdict_without_statistics_is_refused_and_so_is_an_empty_folder(tmp_path):
+    """A row that states a judgement but keeps no statistics (its evidence removed, the seal removed or made again)
+    is refused by verdicts and left out of the report, not re-labelled; nothing is rewritten."""
     import json
-
-    from headlab.notices import recorded
 
     root = _copy(tmp_path, "study/claims")
     claims = root / "study" / "claims" / "claims.json"
     doc = json.loads(claims.read_text())
-    row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and "verdict" in r)
+    row = next(r for c in doc["claims"] for r in (c["per_model"] or {}).values() if r and r.get("stats"))
     del row["stats"]
-    doc.pop(SEAL)  # a table written before results were sealed (and before the rule book kept statistics)
-    claims.write_text(json.dumps(doc))
-    with recorded() as said:
-        headlab.verdicts(root)
-    assert any("1 verdict(s) keep no statistics" in s for s in said)
+    row["verdict"] = "supported"
+    for written in (json.dumps({k: v for k, v in doc.items() if k != SEAL}), json.dumps(sealed(doc))):
+        claims.write_text(written)
+        before = _bytes(root)
+        with pytest.raises(HeadlabError, match=f"a {row['rule']} verdict \\('supported'\\) keeps no statistics"):
+            headlab.verdicts(root)
+        assert _bytes(root) == before
+    report = headlab.report(claims.parent, out=tmp_path / "report", overwrite=False)
+    assert "Claims table" not in (report.folder / "report.md").read_text() and any(
+        "keeps no statistics" in s for s in report.left_out)
     (tmp_path / "empty").mkdir()
     with pytest.raises(HeadlabError, match="holds no result that keeps verdicts"):
         headlab.verdicts(tmp_path / "empty")

@@ -165,7 +165,8 @@ def test_a_result_whose_seal_was_removed_is_said_by_its_reader(reader: str, tmp_
 def _forge_verdicts(obj: Any) -> int:
     """Every stored verdict in a result's JSON set to "supported" (what a forger who seals the file again writes)."""
     if isinstance(obj, dict):
-        hit = int("verdict" in obj)  # a claims row, a monitor evaluation's kind
+        # a claims row, a monitor evaluation's kind (a row that measured nothing: tests/consistency/test_ledger.py)
+        hit = int("verdict" in obj and obj["verdict"] != "not measured")
         if hit:
             obj["verdict"] = "supported"
         return hit + sum(_forge_verdicts(v) for v in obj.values())

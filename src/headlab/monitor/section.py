@@ -8,7 +8,7 @@ from headlab.monitor.comparison import EvaluationResult
 from headlab.monitor.profile import Profile
 from headlab.monitor.screening import CheckResult
 from headlab.presenting.sections import Section, own_markdown, section
-from headlab.rulebook.registration import judged_as_produced
+from headlab.rulebook.registration import judged_from_evidence
 
 
 @section("monitor profile", Profile, 110)
@@ -25,4 +25,4 @@ def check_section(folder: Path, figdir: Path, tag: str) -> Section:
 def evaluation_section(folder: Path, figdir: Path, tag: str) -> Section:
     # its verdicts as the rule book judges its statistics now, never as stored
     return own_markdown(EvaluationResult, folder, figdir, tag, f"Head monitor evaluation — {folder.name}",
-                        judged_as_produced)
+                        lambda r: judged_from_evidence(r, str(folder / EvaluationResult.KIND)))

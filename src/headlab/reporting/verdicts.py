@@ -20,6 +20,7 @@ from headlab.retrieval import verdicts as retrieval_verdicts
 from headlab.retrieval.verdicts import RetrievalVerdictsResult
 from headlab.rulebook import BOOK, VERSION, registration
 from headlab.rulebook.book import now
+from headlab.rulebook.registration import verdict_rows
 from headlab.rulebook.slash import kind_stats
 from headlab.study.claims import ClaimsResult
 
@@ -94,7 +95,8 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
     """Every result under ``base`` that keeps verdicts, by kind, each checked before any is rewritten: refused
     when none is there (nothing to re-judge is not "no verdict moved"), when one was judged by a newer rule book
     (this one would judge it by older rules), or when a verdict names a rule the book does not have; a verdict
-    that keeps no statistics (written before the rule book) stands as written, and that is said."""
+    that states a judgement without the statistics it was judged from is refused (:func:`~headlab.rulebook.registration.
+    refuse_without_evidence`)."""
     found: dict[type, list[Path]] = {kind: sorted(base.glob(f"**/{kind.KIND}")) for kind in REJUDGED}
     refuse_edited(base, [p for paths in found.values() for p in paths])
     for link in linked_folders(base):  # not followed, as by every reader of results
@@ -108,11 +110,11 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
     if not files and not (base / "retrieval").is_dir():
         raise HeadlabError(f"verdicts: {base} holds no result that keeps verdicts "
                            f"({', '.join(k.KIND for k in REJUDGED)}, retrieval/); give the results folder")
-    unjudged = []
     for path in files:
         rows: list[dict[str, Any]] = []
         verdict_rows(read_json(path), rows)
         where = registration.results_path(base, path)
+        registration.refuse_without_evidence(rows, where)
         for row in rows:
             if isinstance(row.get("rulebook"), int) and row["rulebook"] > VERSION:
                 raise HeadlabError(f"verdicts: {where} was judged by rule book version {row['rulebook']}, newer than "
@@ -121,11 +123,6 @@ def _judged_files(base: Path) -> dict[type, list[Path]]:
             if row["rule"] not in BOOK:
                 raise HeadlabError(f"verdicts: {where} has a verdict by rule {row['rule']!r}, which rule book "
                                    f"version {VERSION} does not have: restore the file, or the rule")
-            if "stats" not in row:
-                unjudged.append(f"{where} ({row['rule']})")
-    if unjudged:
-        say(f"verdicts: {len(unjudged)} verdict(s) keep no statistics to judge from and stand as written: "
-            f"{', '.join(unjudged[:3])}{' and more' if len(unjudged) > 3 else ''}")
     return found
 
 
@@ -141,18 +138,6 @@ def refuse_edited(base: Path, tables: list[Path]) -> None:
         say(f"verdicts: {len(bare)} file(s) of data carry no seal (written before results were sealed) and are "
             f"read as committed: {', '.join(registration.results_path(base, p) for p in bare[:2])}"
             f"{' and more' if len(bare) > 2 else ''}")
-
-
-def verdict_rows(obj: Any, out: list[dict[str, Any]]) -> None:
-    """Every verdict a result's JSON keeps: the objects with a ``rule`` and a ``verdict``."""
-    if isinstance(obj, dict):
-        if isinstance(obj.get("rule"), str) and "verdict" in obj:
-            out.append(obj)
-        for v in obj.values():
-            verdict_rows(v, out)
-    elif isinstance(obj, list):
-        for v in obj:
-            verdict_rows(v, out)
 
 
 def _judged_stats(obj: Any, out: dict[str, list[Any]]) -> None:

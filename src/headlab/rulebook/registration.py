@@ -103,6 +103,30 @@ def read(path: Path = DECLARED) -> dict[str, Declaration]:
             for rid, d in raw.items()}
 
 
+def verdict_rows(obj: Any, out: list[dict[str, Any]]) -> None:
+    """Every verdict a result's JSON keeps: the objects with a ``rule`` and a ``verdict``."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("rule"), str) and "verdict" in obj:
+            out.append(obj)
+        for v in obj.values():
+            verdict_rows(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            verdict_rows(v, out)
+
+
+def refuse_without_evidence(rows: Iterable[Mapping[str, Any]], where: str) -> None:
+    """Refused, in one line naming ``where`` and the rule, when a verdict row states a judgement but keeps no
+    statistics to judge it from: only a row that measured nothing ("not measured") has none. A stored verdict
+    is never taken as written, so a row without its evidence is not re-labelled either."""
+    bare = [r for r in rows if r.get("verdict") != "not measured" and not isinstance(r.get("stats"), Mapping)]
+    if bare:
+        raise HeadlabError(f"{where}: a {bare[0]['rule']} verdict ({bare[0]['verdict']!r}) keeps no statistics to "
+                           f"judge it from{f' (and {len(bare) - 1} more)' if len(bare) > 1 else ''}: a verdict without "
+                           "its evidence is not trusted; restore the file, or measure it again with the command that "
+                           "made it")
+
+
 def identity(kind: str, inputs: Mapping[str, Any]) -> str:
     """The identity of data: the result kind that holds it and the inputs it was produced from (sha256, 16 hex
     digits, prefixed ``id:`` so it is never taken for a file's digest)."""
@@ -191,6 +215,15 @@ def judged_as_produced(result: Rejudged) -> Any:
     ``headlab verdicts`` write, so a verdict's pre-registration follows what produced its data."""
     with produced_from(identities(result.KIND, result.to_json())):
         return result.rejudged()
+
+
+def judged_from_evidence(result: Rejudged, where: str) -> Any:
+    """``result`` as a reader shows it: refused when a verdict keeps no statistics (:func:`refuse_without_evidence`),
+    else every verdict judged again from its statistics (:func:`judged_as_produced`), never taken as stored."""
+    rows: list[dict[str, Any]] = []
+    verdict_rows(result.to_json(), rows)
+    refuse_without_evidence(rows, where)
+    return judged_as_produced(result)
 
 
 @lru_cache(maxsize=1)

@@ -9,7 +9,7 @@ from typing import Any
 from headlab.display import count
 from headlab.presenting import figures
 from headlab.presenting.sections import Section, fmt, img, section
-from headlab.rulebook.registration import judged_as_produced
+from headlab.rulebook.registration import judged_from_evidence
 from headlab.study.characterize import CharacterizeResult
 from headlab.study.claims import ClaimsResult
 
@@ -62,6 +62,7 @@ def _unspecific(head: dict[str, Any]) -> str:
 
 @section("claims", ClaimsResult, 30)
 def claims_section(folder: Path, figdir: Path, tag: str) -> Section:
-    text = judged_as_produced(ClaimsResult.read(folder)).markdown()  # its verdicts judged now, never as stored
+    # its verdicts judged now from their statistics, never as stored
+    text = judged_from_evidence(ClaimsResult.read(folder), str(folder / ClaimsResult.KIND)).markdown()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("# "))
     return Section("Claims table", body.replace("\n## ", "\n### "))
