@@ -190,3 +190,19 @@ def _written_as(doc: dict, folder: Path) -> Path:
     kind = next(k for k, cls in RESULTS.items() if set(doc) - {SEAL} == set(cls.keys()))
     write_json_atomic(folder / kind, sealed(doc))
     return folder
+
+
+@pytest.mark.parametrize("forge, said", [
+    (lambda k: k["auroc"].update(heads=[1.7, 1.6, 1.8]), "the heads AUROC [1.7, 1.6, 1.8] is not a share"),
+    (lambda k: k["auroc"].update(heads=[0.9, 0.95, 0.99]), "the heads AUROC [0.9, 0.95, 0.99] is not a share"),
+    (lambda k: k["recall_at_fpr"].update(heads=-0.1), "the heads recall [-0.1] is not a share"),
+])
+def test_a_monitor_evaluation_forged_and_sealed_again_is_refused_by_its_numbers(forge, said, tmp_path) -> None:
+    """Its kinds are judged from these numbers: an AUROC outside [0, 1], or outside its own interval, is refused."""
+    from headlab.monitor.comparison import EvaluationResult
+
+    doc = json.loads((ROOT / "results/monitor/minilm-l6/evaluate.json").read_text())
+    forge(next(iter(doc["kinds"].values())))
+    write_json_atomic(tmp_path / EvaluationResult.KIND, sealed(doc))
+    with pytest.raises(HeadlabError, match=re.escape(said)):
+        EvaluationResult.read(tmp_path)

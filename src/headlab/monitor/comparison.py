@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from headlab.census.stats import auc, aucs
+from headlab.errors import HeadlabError
 from headlab.io import write_text_atomic
 from headlab.monitor.baselines import DROPS_AT
 from headlab.result import Result
@@ -159,6 +160,16 @@ def markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _share_interval(v: Any) -> bool:
+    """Whether ``v`` is a share, or a share with its interval ``[point, low, high]``, in [0, 1], low <= point <= high
+    (None or NaN stand for undefined)."""
+    x = np.asarray([np.nan if e is None else e for e in v], dtype=float)
+    x = x[~np.isnan(x)]
+    ok = bool(((x >= 0) & (x <= 1)).all())
+    return ok and (len(v) != 3 or None in v or np.isnan(np.asarray(v, dtype=float)).any()
+                   or v[1] - 1e-12 <= v[0] <= v[2] + 1e-12)
+
+
 @dataclass
 class EvaluationResult(Result):
     """``evaluate.json`` of ``headlab monitor evaluate``: the reference profile (``model``, ``reference``,
@@ -191,6 +202,22 @@ class EvaluationResult(Result):
         detectors, the dtype and the kind."""
         same = {k: doc.get(k) for k in ("model", "reference", "reference_documents", "fpr", "detectors", "dtype")}
         return [{**same, "kind": k} for k in doc["kinds"]]
+
+    @classmethod
+    def decode(cls, d: dict[str, Any]) -> "EvaluationResult":
+        """The evaluation, refused when a number is not one an evaluation can write: an AUROC, a recall or a share
+        outside [0, 1], an interval that does not hold its point (a forged file sealed again reads as it was, but
+        its verdicts are judged from these numbers)."""
+        for k, r in d["kinds"].items():
+            shares = {f"{n} AUROC": v for n, v in r["auroc"].items()} | {"combined AUROC": r.get("combined")}
+            shares |= {f"{n} recall": [v] for n, v in r.get("recall_at_fpr", {}).items()}
+            for name, v in shares.items():
+                if v is not None and not _share_interval(v):
+                    raise HeadlabError(f"{cls.KIND}: kind {k}: the {name} {v} is not a share in [0, 1] (with its "
+                                       "interval around it): not a measured evaluation; evaluate again")
+        if not all(_share_interval([v]) for v in d["fresh_dropped"].values()):
+            raise HeadlabError(f"{cls.KIND}: fresh_dropped {d['fresh_dropped']} holds a share outside [0, 1]")
+        return super().decode(d)
 
     def markdown(self) -> str:
         return markdown(self.to_json())
