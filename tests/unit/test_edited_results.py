@@ -206,3 +206,19 @@ def test_a_monitor_evaluation_forged_and_sealed_again_is_refused_by_its_numbers(
     write_json_atomic(tmp_path / EvaluationResult.KIND, sealed(doc))
     with pytest.raises(HeadlabError, match=re.escape(said)):
         EvaluationResult.read(tmp_path)
+
+
+def test_a_training_track_forged_and_sealed_again_is_refused_by_its_numbers(tmp_path: Path) -> None:
+    """The formation rules judge a run's track: a share of attention above 1 is not a measured score."""
+    from headlab.formation.tracking import TrackResult
+
+    doc = json.loads((ROOT / "results/formation/long/encoder/s0/track/track.json").read_text())
+    doc["scores"]["slash_mass"][-1][0][1] = 1.5
+    write_json_atomic(tmp_path / TrackResult.KIND, sealed(doc))
+    with pytest.raises(HeadlabError, match=re.escape(f"the slash_mass score 1.5 of head 0.1 at step "
+                                                     f"{doc['steps'][-1]} is outside [0, 1]")):
+        TrackResult.read(tmp_path)
+    doc["scores"]["offset_delta"][-1][0][1] = 7  # a diagonal index, not a share
+    doc["scores"]["slash_mass"][-1][0][1] = 0.5
+    write_json_atomic(tmp_path / TrackResult.KIND, sealed(doc))
+    assert TrackResult.read(tmp_path).scores["offset_delta"][-1, 0, 1] == 7

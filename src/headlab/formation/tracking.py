@@ -24,7 +24,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from headlab.census.result import BOUND_SLACK
 from headlab.corpus import Sample, repeat_probe
+from headlab.detectors.base import MASS
 from headlab.errors import HeadlabError
 from headlab.head import name as head_name
 from headlab.io import read_jsonl, write_text_atomic
@@ -41,6 +43,8 @@ from headlab.training.data import load_pool
 from headlab.training.run_model import load_checkpoint_model
 
 METRICS = ("slash_mass", "slash_mass_stimuli", "offset", "offset_delta", "previous-token", "induction", "sink")
+#: the range each metric's scores lie in: every one but the diagonal index is a share of attention
+BOUNDS = {m: MASS for m in METRICS if not m.endswith("_delta")}
 
 
 @dataclass
@@ -93,8 +97,16 @@ class TrackResult(Result):
 
     @classmethod
     def decode(cls, d: dict[str, Any]) -> "TrackResult":
-        return TrackResult(d["run"], d["steps"], d["n_layers"], d["n_heads"],
-                           {m: np.array(a, dtype=float) for m, a in d["scores"].items()},
+        scores = {m: np.array(a, dtype=float) for m, a in d["scores"].items()}
+        for m, a in scores.items():
+            lo, hi = BOUNDS.get(m, (-np.inf, np.inf))
+            bad = np.argwhere((a < lo - BOUND_SLACK) | (a > hi + BOUND_SLACK))  # NaN (undefined) compares False
+            if bad.size:
+                i, layer, h = (int(x) for x in bad[0][:3])
+                raise HeadlabError(f"{cls.KIND}: the {m} score {a[i, layer, h]:.6g} of head {layer}.{h} at step "
+                                   f"{d['steps'][i]} is outside [{lo:g}, {hi:g}], where every {m} score lies: not "
+                                   "a measured track; track the run again")
+        return TrackResult(d["run"], d["steps"], d["n_layers"], d["n_heads"], scores,
                            {int(k): v for k, v in d["loss"].items()}, d["probes"])
 
     def write_companions(self, folder: Path) -> None:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 from headlab.rulebook import reach, registration
 
 #: bumped in the commit that changes a rule; every claims, verdicts and evaluation file records it
-VERSION = 31
+VERSION = 32
 
 
 class Verdict(str, Enum):
