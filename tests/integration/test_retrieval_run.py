@@ -48,6 +48,14 @@ def test_train_sweep_and_analyze_a_small_run_end_to_end(tmp_path):
     assert 0 <= a["ablation"]["accuracy_base"] <= 1 and a["emergence"]["steps"]
     assert sorted(a["ablation"]["single_head"]) == [f"0.{h}" for h in range(4)]
     assert all(0 <= v <= 1 for v in a["ablation"]["single_head"].values())
+    ab, labelled = a["ablation"], any(x != "-" for row in a["labels"] for x in row)
+    if ab["control_draws"]:  # the comparison from per-example answers agrees with the one from the accuracies
+        c = ab["control"]
+        assert c["draws"] == ab["control_draws"] and c["p_value"] == pytest.approx(ab["p_value"])
+        assert c["delta_target"] == pytest.approx(ab["accuracy_labelled_ablated"] - ab["accuracy_base"])
+        assert c["interval"][0] <= c["interval"][1] and c["matched"]
+    else:  # no control is said, never printed as None
+        assert ab["control"] is None and (ab["control_note"] if labelled else not ab["control_note"])
     assert main(["retrieval", "analyze", str(tmp_path)]) == 2  # not a retrieval run
     from headlab.notices import recorded
     from headlab.retrieval.training import checkpoint_models

@@ -12,24 +12,21 @@ positions and summed over kinds of *key* positions (ours, automatic from the att
 
 A head's label is ``reader→key`` for its largest mean mass, if that mass is at least ``min_mass`` (0.3),
 else ``-``. The circuit is the table of labelled heads by layer. The ablation check zero-ablates the labelled
-heads and, over ``draws`` draws, as many random unlabelled heads per layer, and compares full-depth accuracy.
+heads and, over ``draws`` draws, as many random heads per layer (:mod:`headlab.retrieval.controls` says which), and
+compares full-depth accuracy, with ``headlab ablate``'s interval and permutation p.
 Emergence: over the run's checkpoints, the first step from which each labelled head's label mass stays at or
 above ``min_mass``; the order of emergence is the heads sorted by that step.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.ablation.experiment import matched_controls
-from headlab.ablation.heads import ablated
 from headlab.attention.routes import AUTO
-from headlab.errors import HeadlabError
 from headlab.formation.emergence import EmergenceResult, emergence_table
 from headlab.formation.phases import emergence_step
 from headlab.head import Head
@@ -38,10 +35,11 @@ from headlab.io import read_jsonl, write_text_atomic
 from headlab.nn import Transformer
 from headlab.plotting import new_figure, save_figure
 from headlab.result import Result
+from headlab.retrieval.controls import circuit_ablation
 from headlab.retrieval.hops import hop_analysis, hops_markdown, per_step
 from headlab.retrieval.probes import link_sample, pooled_mass
 from headlab.retrieval.settings import AnalyzeSettings
-from headlab.retrieval.training import RetrievalTask, accuracy, checkpoint_models, eval_set, load_run
+from headlab.retrieval.training import RetrievalTask, checkpoint_models, eval_set, load_run
 
 READERS = ("query", "ref", "var")
 KEYS = ("def-var", "def-ref", "prev", "bos")
@@ -133,13 +131,6 @@ def circuit_of(profile: np.ndarray, labels: list[list[str]]) -> list[dict[str, A
     ]
 
 
-def _ablated_accuracy(
-    model: Transformer, task: RetrievalTask, heads: dict[int, list[int]], exs: list[dict[str, Any]]
-) -> float:
-    with ablated(model, model.cfg.n_layers, model.cfg.n_heads, heads):
-        return accuracy(model, task, exs)
-
-
 @dataclass
 class AnalyzeResult(Result):
     """``analyze.json``: head labels from attention maps, the circuit, the ablation check, the emergence steps."""
@@ -175,38 +166,14 @@ def analyze(run: str | Path, settings: AnalyzeSettings, seed: int = PROBE_SEED) 
     probes = probe_examples(task, n, seed)
     prof = head_profile(model, task, probes)
     labels = labels_of(prof, min_mass)
-    L, H = model.cfg.n_layers, model.cfg.n_heads
-    labelled = {l: [h for h in range(H) if labels[l][h] != "-"] for l in range(L)}
-    labelled = {l: hs for l, hs in labelled.items() if hs}
     test = eval_set(task, 256, seed + 3 * 10**6, task.depth)
-    base = accuracy(model, task, test)
-    abl = _ablated_accuracy(model, task, labelled, test) if labelled else base
-    try:  # the draws of headlab ablate: distinct matched sets, all of them where fewer exist
-        sets = matched_controls(labelled, H, draws, random.Random(seed)) if labelled else []
-    except HeadlabError:  # a layer with fewer unlabelled than labelled heads has no matched control
-        sets = []
-    ctrl = [_ablated_accuracy(model, task, pick, test) for pick in sets]
-    # every head alone: a control that exists even when a layer's heads are all labelled
-    single = {f"{l}.{h}": _ablated_accuracy(model, task, {l: [h]}, test) for l in range(L) for h in range(H)}
-    circuit = circuit_of(prof, labels)
     return AnalyzeResult(
         run=str(run),
         task=task.to_json(),
         labels=labels,
-        circuit=circuit,
+        circuit=circuit_of(prof, labels),
         profile={"readers": READERS, "keys": KEYS, "mass": prof.round(4).tolist()},
-        ablation={
-            "accuracy_base": base,
-            "accuracy_labelled_ablated": abl,
-            "control_draws": len(ctrl),
-            "accuracy_control_mean": float(np.mean(ctrl)) if ctrl else None,
-            # permutation p, as headlab ablate's: that a matched set of random heads costs as much accuracy
-            "p_value": (1 + sum(c <= abl for c in ctrl)) / (1 + len(ctrl)) if ctrl else None,
-            "control_note": None
-            if ctrl or not labelled
-            else "no matched control: a layer has fewer unlabelled than labelled heads",
-            "single_head": single,
-        },
+        ablation=circuit_ablation(model, task, labels, test, draws, seed),
         emergence=emergence(run, model, task, labels, probes[:16], min_mass),
         hops=hop_analysis(run, model, task, probes, test, draws, min_lift, seed) if task.curriculum == "dense"
         else None,

@@ -23,14 +23,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from headlab.ablation.experiment import matched_controls
 from headlab.ablation.heads import ablated
 from headlab.attention.routes import AUTO
-from headlab.errors import HeadlabError
 from headlab.formation.phases import emergence_step
 from headlab.head import name as head_name
 from headlab.io import read_jsonl
 from headlab.nn import Transformer
+from headlab.retrieval.controls import WHOLE, control_sets
 from headlab.retrieval.probes import link_sample, pooled_mass
 from headlab.retrieval.stack import hop_stack, stack_markdown, stacked_labels
 from headlab.retrieval.training import RetrievalTask, checkpoint_models, hop_accuracy
@@ -107,7 +106,8 @@ def _ablated_hops(model: Transformer, heads: dict[int, list[int]], exs: list[dic
 
 def hop_ablation(model: Transformer, labels: list[list[str]], exs: list[dict[str, Any]], draws: int,
                  seed: int) -> dict[str, Any]:
-    """Per label, per-hop accuracy with its heads zeroed, and the mean over ``draws`` matched random sets."""
+    """Per label, per-hop accuracy with its heads zeroed, and the mean over ``draws`` random sets of as many heads
+    per layer (:func:`headlab.retrieval.controls.control_sets`: which ones, recorded)."""
     H = model.cfg.n_heads
     rng = random.Random(seed)
     rows = {}
@@ -116,14 +116,12 @@ def hop_ablation(model: Transformer, labels: list[list[str]], exs: list[dict[str
         for layer, row in enumerate(labels):
             if lab in row:
                 heads[layer] = [h for h, x in enumerate(row) if x == lab]
-        try:  # distinct matched sets, as headlab ablate draws them
-            ctrl = [_ablated_hops(model, pick, exs) for pick in matched_controls(heads, H, draws, rng)]
-        except HeadlabError:  # a layer with too few other heads: no matched control
-            ctrl = []
+        sets, matched = control_sets(heads, model.cfg.n_layers, H, draws, rng)
+        ctrl = [_ablated_hops(model, pick, exs) for pick in sets]
         rows[lab] = {"heads": [head_name(l, h) for l, hs in heads.items() for h in hs],
                      "ablated": _ablated_hops(model, heads, exs),
                      "control": {k: float(np.mean([c[k] for c in ctrl])) for k in ctrl[0]} if ctrl else None,
-                     "control_draws": len(ctrl)}
+                     "control_draws": len(ctrl), "control_matched": matched if ctrl else WHOLE}
     return {"base": hop_accuracy(model, exs), "by_label": rows}
 
 

@@ -93,13 +93,13 @@ class SweepSettings(DecoderSettings):
 @dataclass(frozen=True)
 class AnalyzeSettings(Settings):
     """How a run's heads are labelled: ``n`` probe examples, a role's ``min_mass``, a hop label's ``min_lift``;
-    ``draws`` matched random sets in the ablation check."""
+    ``draws`` random head sets in the ablation check (:mod:`headlab.retrieval.controls`)."""
 
     FAMILY: ClassVar[str] = "retrieval analyze"
 
     n: int = setting(64, "probe examples")
-    draws: int = setting(10, "matched random head sets in the ablation check (distinct sets: all of them where "
-                         "fewer exist)", rule=Rule("whole", 1))
+    draws: int = setting(10, "random head sets of the circuit's size per layer in the ablation check (matched "
+                         "where the layers allow; distinct sets: all of them where fewer exist)", rule=Rule("whole", 1))
     min_mass: float = setting(0.3, "attention mass a role needs")
     min_lift: float = setting(0.2, "dense runs: a hop label's attention above even attention over the visible "
                               "keys")

@@ -26,6 +26,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+import numpy as np
 import torch
 
 from headlab.attention.padding import pad_right
@@ -106,9 +107,16 @@ def accuracy(
     model: torch.nn.Module, task: RetrievalTask, examples: list[dict[str, Any]], batch_size: int = 256
 ) -> float:
     """Share of examples whose final answer is right (greedy over the chain under ``chain``)."""
+    return float(correct(model, task, examples, batch_size).mean()) if examples else 0.0
+
+
+def correct(
+    model: torch.nn.Module, task: RetrievalTask, examples: list[dict[str, Any]], batch_size: int = 256
+) -> np.ndarray:
+    """(n,) bool: whether each example's final answer is right (greedy over the chain under ``chain``)."""
     was = model.training
     model.eval()
-    right = 0
+    right = []
     try:
         for i in range(0, len(examples), batch_size):
             chunk = examples[i : i + batch_size]
@@ -117,10 +125,10 @@ def accuracy(
             for _ in range(steps):
                 nxt = model(ids).logits[:, -1].argmax(-1)
                 ids = torch.cat([ids, nxt[:, None]], 1)
-            right += int((ids[:, -1] == torch.tensor([ex["answer"] for ex in chunk])).sum())
+            right.append((ids[:, -1] == torch.tensor([ex["answer"] for ex in chunk])).numpy())
     finally:
         model.train(was)
-    return right / max(1, len(examples))
+    return np.concatenate(right) if right else np.zeros(0, bool)
 
 
 def score_hops(examples: list[dict[str, Any]], predictions: list[torch.Tensor]) -> dict[str, float]:

@@ -1,0 +1,170 @@
+"""Controls for every committed retrieval circuit: each analyzed run trained again from its own record, its committed
+circuit ablated there against control sets (``analyze/controls.json`` beside the committed ``analyze.json``).
+
+The committed runs kept no weights (their checkpoints were not committed), and their analyses had no control
+where a layer had fewer unlabelled heads than labelled ones. A replica trains the run's recipe again (its
+summary's shape, budget, seed and task; one member, where the run was trained in an ensemble of several, so the
+arithmetic differs in the last bits), into a scratch folder. Its evaluation log is compared with the committed
+one, evaluation by evaluation; the committed labels are then ablated in the replica on the analysis's own test
+set (``headlab.retrieval.controls.circuit_ablation``, the code ``headlab retrieval analyze`` runs), with 100 control
+draws (an analysis's default is 10; a replica's evaluations are cheap beside its training, and 100 sets let the
+permutation p reach 1/101 where that many exist). A replica keeps its final weights in the scratch folder
+(git-ignored), so its controls can be measured again without training. Nothing committed is rewritten; a run
+with a ``controls.json`` is kept; cheapest runs first; an analysis with no labelled head is said and skipped (no
+circuit to control).
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/studies/circuit_controls.py [--jobs 2] [--scratch DIR] [RESULTS]
+    .venv/bin/python bench/studies/circuit_controls.py --table results/retrieval/controls.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from headlab.io import write_text_atomic
+
+ROOT = Path(__file__).resolve().parents[2]
+DRAWS = 100  # control sets where that many exist: the smallest permutation p is then 1/101
+
+
+def _cost(analysis: Path) -> float:
+    s = json.loads((analysis.parents[1] / "summary.json").read_text())
+    return s["steps"] * s["n_layers"] * s["d_model"] ** 2
+
+
+def _agreement(committed: Path, replica: Path) -> dict[str, Any]:
+    a = [json.loads(x) for x in committed.read_text().splitlines() if x.strip()]
+    b = [json.loads(x) for x in replica.read_text().splitlines() if x.strip()]
+    same_steps = [x["step"] for x in a] == [x["step"] for x in b]
+    diffs = [abs(x["accuracy"][k] - y["accuracy"][k]) for x, y in zip(a, b) for k in x["accuracy"]]
+    equal = sum(x["accuracy"] == y["accuracy"] for x, y in zip(a, b))
+    worst = max(diffs, default=float("nan"))
+    return {"evaluations": len(a), "same_steps": same_steps, "equal_evaluations": equal,
+            "max_accuracy_difference": worst,
+            "agreement": (f"{equal} of {len(a)} evaluations give the committed accuracies at every depth; the largest "
+                          f"difference {worst:.3f}")}
+
+
+def replicate(analysis: Path, scratch: Path) -> str:
+    try:
+        return _replicate(analysis, scratch)
+    except Exception as exc:  # one failed replica is said; the others go on
+        return f"{analysis}: FAILED {type(exc).__name__}: {exc}"
+
+
+def _replicate(analysis: Path, scratch: Path) -> str:
+    from headlab.retrieval.analysis import PROBE_SEED as SEED
+    from headlab.retrieval.analysis import AnalyzeResult
+    from headlab.retrieval.controls import CircuitControls, circuit_ablation
+    from headlab.retrieval.task import RetrievalTask
+    from headlab.retrieval.training import eval_set, load_run
+    from headlab.retrieval.training_group import GroupMember, train_group
+
+    t0 = time.perf_counter()
+    run = analysis.parents[1]
+    s = json.loads((run / "summary.json").read_text())
+    first = json.loads((run / "eval.jsonl").read_text().splitlines()[0])["step"]
+    task = RetrievalTask(**s["task"])
+    copy = scratch / run.relative_to(ROOT)
+    if not (copy / "summary.json").exists():
+        if copy.exists():
+            shutil.rmtree(copy)  # an unfinished replica starts over: its batches are seeded
+        train_group([GroupMember(task, copy, seed=s["seed"], lr=s["lr"], warmup_steps=s["warmup_steps"])],
+                    n_layers=s["n_layers"], n_heads=s["n_heads"], d_model=s["d_model"], steps=s["steps"],
+                    batch_size=s["batch_size"], positions=s["positions"], init=s.get("init", "default"),
+                    untied=s.get("untied", False), eval_every=first, eval_n=s.get("eval_n", 96),
+                    checkpoint_every=s["checkpoint_every"], progress=False)
+        for old in sorted((copy / "checkpoints").glob("step-*"))[:-1]:
+            shutil.rmtree(old)  # the replica keeps its final weights (git-ignored), to be controlled again
+    committed = AnalyzeResult.read(analysis)
+    model, _ = load_run(copy)
+    test = eval_set(task, 256, SEED + 3 * 10**6, task.depth)
+    replica = _agreement(run / "eval.jsonl", copy / "eval.jsonl")
+    replica.update(trained_s=round(time.perf_counter() - t0, 1),
+                   accuracy_base_committed=committed["ablation"]["accuracy_base"],
+                   accuracy_labelled_ablated_committed=committed["ablation"]["accuracy_labelled_ablated"])
+    ablation = circuit_ablation(model, task, committed["labels"], test, DRAWS, SEED)
+    CircuitControls(str(run.relative_to(ROOT)), committed["labels"], replica, ablation).write(analysis.parent)
+    c = ablation["control"]
+    said = f"p {c['p_value']:.3g}, {c['draws']} sets" if c else ablation["control_note"]
+    return f"{run.relative_to(ROOT)}: {replica['agreement']}; {said} ({time.perf_counter() - t0:.0f} s)"
+
+
+def table(root: Path) -> str:
+    """Every committed circuit and its controls (``controls.json``), or why it has none yet: a Markdown table."""
+    from headlab.retrieval.controls import SHORT, CircuitControls
+
+    rows, waiting, beats, weak = [], [], 0, 0
+    for analysis in sorted(root.glob("**/analyze/analyze.json")):
+        run = analysis.parents[1].relative_to(ROOT)
+        labels = json.loads(analysis.read_text())["labels"]
+        per_layer = "/".join(str(sum(x != "-" for x in row)) for row in labels)
+        if not (analysis.parent / "controls.json").exists():
+            if any(x != "-" for row in labels for x in row):
+                waiting.append(f"`{run}`")
+            continue
+        c = CircuitControls.read(analysis.parent)
+        a, ctl, rep = c.ablation, c.ablation["control"], c.replica
+        kind = "–" if ctl is None else SHORT.get(ctl["matched"], ctl["matched"])
+        said = (a["control_note"] or "–") if ctl is None else (
+            f"{kind}, {ctl['draws']} | {a['accuracy_control_mean']:.2f} | {ctl['difference']:+.2f} "
+            f"[{ctl['interval'][0]:+.2f}, {ctl['interval'][1]:+.2f}] | {ctl['p_value']:.3f} "
+            f"(≥ {1 / (ctl['draws'] + 1):.3f})")
+        if ctl is None:
+            said += " | – | – | –"
+        else:
+            beats += ctl["p_value"] < 0.05 and ctl["interval"][1] < 0
+            weak += 1 / (ctl["draws"] + 1) >= 0.05
+        rows.append(f"| `{run}` | {per_layer} | {rep['equal_evaluations']}/{rep['evaluations']}, "
+                    f"{rep['max_accuracy_difference']:.3f} | {rep['accuracy_base_committed']:.2f} → "
+                    f"{a['accuracy_base']:.2f} | {rep['accuracy_labelled_ablated_committed']:.2f} → "
+                    f"{a['accuracy_labelled_ablated']:.2f} | {said} |")
+    head = ["| run | labelled heads per layer | replica: evaluations equal, largest difference | accuracy "
+            "(committed → replica) | circuit ablated (committed → replica) | controls: how, sets | control mean "
+            "| circuit − controls [95%] | permutation p (its smallest possible) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    tail = [f"\n{len(rows)} circuits controlled; {beats} of them cost more than their controls (permutation p < 0.05 "
+            f"and the interval below zero); {weak} have fewer than 19 control sets, too few for p < 0.05; "
+            f"{len(waiting)} not yet replicated"
+            + (": " + ", ".join(waiting) if waiting else "") + "."]
+    return "\n".join(head + rows + tail) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results", nargs="?", default=str(ROOT / "results/retrieval"))
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--scratch", default=str(ROOT / ".replicas"))
+    ap.add_argument("--max-cost", type=float, default=float("inf"), help="skip runs costlier than this")
+    ap.add_argument("--table", help="only write the table of every circuit's controls to this file")
+    args = ap.parse_args()
+    if args.table:
+        write_text_atomic(Path(args.table), table(Path(args.results).resolve()))
+        return 0
+    todo = []
+    for analysis in sorted(Path(args.results).resolve().glob("**/analyze/analyze.json")):
+        if (analysis.parent / "controls.json").exists():
+            continue
+        labels = json.loads(analysis.read_text())["labels"]
+        if not any(x != "-" for row in labels for x in row):
+            print(f"{analysis.parents[1].relative_to(ROOT)}: no labelled head, no circuit to control", file=sys.stderr)
+            continue
+        if _cost(analysis) <= args.max_cost:
+            todo.append(analysis)
+    todo.sort(key=_cost)
+    print(f"{len(todo)} circuits to control", file=sys.stderr, flush=True)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for line in pool.map(replicate, todo, [Path(args.scratch)] * len(todo)):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
