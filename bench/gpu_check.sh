@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # The GPU check, for the accelerator machine this project is sometimes lent (no network; its own Python 3.12 with
 # torch, transformers, accelerate, scipy, scikit-learn, pyarrow, matplotlib, markdown and pytest; not gguf).
-# One call, under 8 minutes (the stages' timeouts add up to 7.5), every stage under a hard timeout, its output
-# appended to $OUT/log.txt; five files come back in all (the device returns at most 8):
+# One call, under 9.5 minutes (the stages' timeouts add up to 8.75), every stage under a hard timeout, its output
+# appended to $OUT/log.txt; six files come back in all (the device returns at most 8):
 #
 #   stage         what                                                                 timeout  writes
 #   setup         the carried wheels (.whl-gpu, from bench/gpu_wheels.sh) into a         60 s  log.txt
 #                 throwaway target with --no-index; headlab from src/ on PYTHONPATH
 #   device        torch, the CUDA device, transformers; import headlab                   30 s  log.txt
-#   parity        the capture routes' parity tests (fused and chunked against eager       90 s  log.txt
-#                 on tiny models of every family) with HEADLAB_TEST_DEVICE
+#   parity        the capture routes' parity tests (fused and chunked against eager      120 s  log.txt
+#                 on tiny models of every family, and the Triton kernel's) on the device
 #   census        a Llama-3-8B-shaped decoder (bf16, random weights) at T = 2k, 8k and   150 s  census-8b.json
 #                 32k, batch 1: census, plain SDPA forward and eager output_attentions,
 #                 time and peak GPU memory as ratios to the plain forward
 #   census-batch  the same shape at T = 2k, batch 4                                       60 s  census-8b-b4.json
 #   shapes        BERT-base, smollm2-135m and gemma3-270m shapes at T = 512, 2k, 8k       60 s  census-shapes.json
+#   kernel        one Llama-3-8B-shaped attention layer (bf16) at T = 2k, 8k, 32k: the      45 s  kernel-8b.json
+#                 Triton one-pass census route against SDPA flash and materialized
+#                 probabilities (bench/gpu_kernel.py); its parity tests run in parity, compiled
 #   report        every stage's exit code and time, the parity line, the tables                 report.md
 #
-# On the device:  run(command="bash bench/gpu_check.sh", carry=[".whl-gpu"], timeout_s=540); OUT is set there.
+# On the device:  run(command="bash bench/gpu_check.sh", carry=[".whl-gpu"], timeout_s=580); OUT is set there.
 # Here, in make test:  bash bench/gpu_check.sh --dry-run  (CPU, tiny shapes, T <= 1024, the .venv's Python, the
 # wheels installed the same way with --no-index, no network): every line but the CUDA calls runs before a device
 # is lent. Run from the repository root.
@@ -66,23 +69,37 @@ export PYTHONPATH="$site:$PWD/src"
 stage device 30 "$PY" -c "
 import sys, torch, transformers, headlab, gguf
 cuda = torch.cuda.is_available()
+try:
+    import triton
+    tv = triton.__version__
+except ImportError:
+    tv = 'absent (the triton route cannot run)'
 print('python', sys.version.split()[0], '| torch', torch.__version__, '| transformers', transformers.__version__,
-      '| headlab', headlab.__version__, 'from', headlab.__file__, '| gguf', gguf.__file__)
+      '| headlab', headlab.__version__, 'from', headlab.__file__, '| gguf', gguf.__file__, '| triton', tv)
 print('device:', torch.cuda.get_device_name(0) if cuda else 'cpu', '|',
       f'{torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB' if cuda else '')
 sys.exit(0 if cuda or '$DEVICE' == 'cpu' else 'torch sees no CUDA device')
 " || { tail -3 "$OUT/log.txt"; exit 2; }
 failed=0
-HEADLAB_TEST_DEVICE=$DEVICE stage parity 90 "$PY" -m pytest -q -p no:cacheprovider \
-    tests/unit/test_routes.py tests/unit/test_capture.py || failed=1
+# the Triton kernel is compiled on the device and interpreted on the CPU (the flag is read when triton is imported)
+INTERPRET=$([ $DEVICE = cpu ] && echo 1 || echo 0)
+HEADLAB_TEST_DEVICE=$DEVICE TRITON_INTERPRET=$INTERPRET stage parity 120 "$PY" -m pytest -q -p no:cacheprovider \
+    tests/unit/test_routes.py tests/unit/test_capture.py tests/unit/test_triton_census.py || failed=1
 parity=$(sed -n '/^== parity/,$p' "$OUT/log.txt" | grep -E "passed|failed|error" | tail -1)
 census() {  # stage limit json: bench/gpu_census.py with the rest of the arguments, its table into the report
     local name=$1 limit=$2 json=$3
     shift 3
     (cd bench && stage "$name" "$limit" "$PY" gpu_census.py "$@" --json "$OUT/$json" --markdown "$tables/$name.md")
 }
+kernel() {  # stage limit json: bench/gpu_kernel.py with the rest of the arguments, its table into the report
+    local name=$1 limit=$2 json=$3
+    shift 3
+    (cd bench && TRITON_INTERPRET=$INTERPRET stage "$name" "$limit" "$PY" gpu_kernel.py "$@" --json "$OUT/$json" \
+        --markdown "$tables/$name.md")
+}
 if [ $DRY = 1 ]; then
     census census 120 census.json --dry-run || failed=1
+    kernel kernel 60 kernel.json --dry-run || failed=1
 else
     census census 150 census-8b.json --device cuda --shapes llama3-8b --lengths 2048 8192 32768 --batches 1 \
         || failed=1
@@ -90,6 +107,7 @@ else
         --rounds 2 || failed=1
     census shapes 60 census-shapes.json --device cuda --shapes bert-base smollm2-135m gemma3-270m \
         --lengths 512 2048 8192 --rounds 2 || failed=1
+    kernel kernel 45 kernel-8b.json --device cuda --shapes llama3-8b --lengths 2048 8192 32768 || failed=1
 fi
 {
     echo
