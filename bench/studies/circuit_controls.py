@@ -10,8 +10,8 @@ set (``headlab.retrieval.controls.circuit_ablation``, the code ``headlab retriev
 draws (an analysis's default is 10; a replica's evaluations are cheap beside its training, and 100 sets let the
 permutation p reach 1/101 where that many exist). A replica keeps its final weights in the scratch folder
 (git-ignored), so its controls can be measured again without training. Nothing committed is rewritten; a run
-with a ``controls.json`` is kept; cheapest runs first; an analysis with no labelled head is said and skipped (no
-circuit to control).
+with a ``controls.json`` is kept; cheapest runs first; an analysis with no labelled head (no circuit) or whose
+circuit is every head of the model (no other set of its size exists) is said and not replicated.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/studies/circuit_controls.py [--jobs 2] [--scratch DIR] [RESULTS]
     .venv/bin/python bench/studies/circuit_controls.py --table results/retrieval/controls.md
@@ -99,15 +99,18 @@ def _replicate(analysis: Path, scratch: Path) -> str:
 
 def table(root: Path) -> str:
     """Every committed circuit and its controls (``controls.json``), or why it has none yet: a Markdown table."""
-    from headlab.retrieval.controls import SHORT, CircuitControls
+    from headlab.retrieval.controls import SHORT, WHOLE, CircuitControls
 
-    rows, waiting, beats, weak = [], [], 0, 0
+    rows, waiting, beats, weak, controlled, whole = [], [], 0, 0, 0, 0
     for analysis in sorted(root.glob("**/analyze/analyze.json")):
         run = analysis.parents[1].relative_to(ROOT)
         labels = json.loads(analysis.read_text())["labels"]
         per_layer = "/".join(str(sum(x != "-" for x in row)) for row in labels)
         if not (analysis.parent / "controls.json").exists():
-            if any(x != "-" for row in labels for x in row):
+            if all(x != "-" for row in labels for x in row):  # not replicated: no set could be drawn
+                whole += 1
+                rows.append(f"| `{run}` | {per_layer} | not replicated | – | – | {WHOLE} | – | – | – |")
+            elif any(x != "-" for row in labels for x in row):
                 waiting.append(f"`{run}`")
             continue
         c = CircuitControls.read(analysis.parent)
@@ -119,7 +122,9 @@ def table(root: Path) -> str:
             f"(≥ {1 / (ctl['draws'] + 1):.3f})")
         if ctl is None:
             said += " | – | – | –"
+            whole += 1
         else:
+            controlled += 1
             beats += ctl["p_value"] < 0.05 and ctl["interval"][1] < 0
             weak += 1 / (ctl["draws"] + 1) >= 0.05
         rows.append(f"| `{run}` | {per_layer} | {rep['equal_evaluations']}/{rep['evaluations']}, "
@@ -130,7 +135,8 @@ def table(root: Path) -> str:
             "(committed → replica) | circuit ablated (committed → replica) | controls: how, sets | control mean "
             "| circuit − controls [95%] | permutation p (its smallest possible) |",
             "|---|---|---|---|---|---|---|---|---|"]
-    tail = [f"\n{len(rows)} circuits controlled; {beats} of them cost more than their controls (permutation p < 0.05 "
+    tail = [f"\n{len(rows) + len(waiting)} circuits: {whole} are the whole model, with no control possible; "
+            f"{controlled} controlled, {beats} of them cost more than their controls (permutation p < 0.05 "
             f"and the interval below zero); {weak} have fewer than 19 control sets, too few for p < 0.05; "
             f"{len(waiting)} not yet replicated"
             + (": " + ", ".join(waiting) if waiting else "") + "."]
@@ -155,6 +161,10 @@ def main() -> int:
         labels = json.loads(analysis.read_text())["labels"]
         if not any(x != "-" for row in labels for x in row):
             print(f"{analysis.parents[1].relative_to(ROOT)}: no labelled head, no circuit to control", file=sys.stderr)
+            continue
+        if all(x != "-" for row in labels for x in row):
+            print(f"{analysis.parents[1].relative_to(ROOT)}: the circuit is the whole model, no control can exist",
+                  file=sys.stderr)
             continue
         if _cost(analysis) <= args.max_cost:
             todo.append(analysis)
