@@ -84,7 +84,9 @@ failed=0
 # the Triton kernel is compiled on the device and interpreted on the CPU (the flag is read when triton is imported)
 INTERPRET=$([ $DEVICE = cpu ] && echo 1 || echo 0)
 HEADLAB_TEST_DEVICE=$DEVICE TRITON_INTERPRET=$INTERPRET stage parity 120 "$PY" -m pytest -q -p no:cacheprovider \
-    tests/unit/test_routes.py tests/unit/test_capture.py tests/unit/test_triton_census.py || failed=1
+    tests/unit/test_routes.py tests/unit/test_capture.py tests/unit/test_triton_census.py \
+    tests/unit/test_triton_route.py \
+    || failed=1
 parity=$(sed -n '/^== parity/,$p' "$OUT/log.txt" | grep -E "passed|failed|error" | tail -1)
 census() {  # stage limit json: bench/gpu_census.py with the rest of the arguments, its table into the report
     local name=$1 limit=$2 json=$3

@@ -57,7 +57,7 @@ def _ways(x: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     return {
         "flash": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=g > 1),
         "census": lambda: census_attention(q, k, v, scale=scale, causal=causal, keys=x["keys"], band=8,
-                                           ids=x["ids"], shifts=(0, 1), block=64 if q.is_cuda else 16),
+                                           ids=x["ids"], shifts=(0, 1)),
         "probs": probs,
     }
 

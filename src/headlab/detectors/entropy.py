@@ -28,5 +28,9 @@ class EntropyDetector(Detector):
         w = batch.query_mask[:, q0:q0 + p.shape[2]]
         return torch.einsum("bhc,bc->bh", ent, w)
 
+    def reduce_plogp(self, plogp: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """The row sum from each query's Σ_j p_ij ln p_ij (B, H, T), as a one-pass kernel accumulates it."""
+        return -torch.einsum("bht,bt->bh", plogp.float(), batch.query_mask)
+
     def score(self, batch: Batch) -> torch.Tensor:
         return batch.row_sum(self.name) / batch.query_mask.sum(-1).clamp_min(1)[:, None]

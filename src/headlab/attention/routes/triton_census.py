@@ -53,9 +53,10 @@ if triton is not None:
     @triton.jit
     def _census_fwd(  # type: ignore[no-untyped-def]
         Q, K, V, O, KEYS, IDS, VALID, SHIFTS, KS_OUT, BAND_OUT, MATCH_OUT, PLOGP_OUT,
-        T, H, GROUP, M_SETS, N_SHIFTS, scale, window,
+        T, H, GROUP, M_SETS, N_SHIFTS, scale, window, softcap,
         sq_b, sq_h, sq_t, sk_b, sk_h, sk_t, sv_b, sv_h, sv_t, so_b, so_h, so_t,
-        CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+        CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, D: tl.constexpr,
+        BLOCK_D: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, M_PAD: tl.constexpr, BAND: tl.constexpr,
         B_PAD: tl.constexpr, S_PAD: tl.constexpr, PRECISION: tl.constexpr,
     ):
@@ -86,11 +87,15 @@ if triton is not None:
             k = tl.load(K + b * sk_b + kvh * sk_h + cols[:, None] * sk_t + dims[None, :],
                         mask=(cols[:, None] < T) & (dims[None, :] < D), other=0.0)
             s = tl.dot(q, tl.trans(k), input_precision=PRECISION).to(tl.float32) * scale  # (BLOCK_M, BLOCK_N)
+            if HAS_SOFTCAP:  # softcap · tanh(s / softcap), tanh from exp (no tanh in every triton backend)
+                s = softcap * (1.0 - 2.0 / (tl.exp(2.0 * s / softcap) + 1.0))
             keep = col_ok[None, :] & row_ok[:, None]
             if CAUSAL:
                 keep = keep & (cols[None, :] <= rows[:, None])
             if HAS_WINDOW:
                 keep = keep & (rows[:, None] - cols[None, :] < window)
+            # a query always sees itself (AttentionSpec's rule): a padded query's row is never empty
+            keep = keep | ((rows[:, None] == cols[None, :]) & row_ok[:, None])
             s = tl.where(keep, s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, 1))
             m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet
@@ -142,12 +147,17 @@ def census_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float, causal: bool = True,
     valid: torch.Tensor | None = None, window: int | None = None, keys: torch.Tensor | None = None,
     band: int | None = None, ids: torch.Tensor | None = None, shifts: tuple[int, ...] = (),
-    block: int = 16,
+    softcap: float | None = None, block: int = 64,
 ) -> tuple[torch.Tensor, CensusSums]:
     """q (B, H, T, D), k and v (B, H_kv, T, D) with H a multiple of H_kv → the output (B, H, T, D) in q's dtype,
-    and the declared sums (:class:`CensusSums`). ``valid`` (B, T) bool: real keys (padding: False); ``window``:
-    a key more than ``window − 1`` positions before its query is masked; ``keys`` (B, T, m) 0/1 key sets;
-    ``band``: the largest Δ of the diagonals; ``ids`` (B, T) token ids with ``shifts`` for the token matches."""
+    and the declared sums (:class:`CensusSums`).
+
+    ``valid`` (B, T) bool: real keys (padding: False; a query always sees itself, as
+    :class:`~headlab.attention.routes.spec.AttentionSpec` says); ``window``: a key more than ``window − 1``
+    positions before its query is masked; ``softcap``: logits become ``softcap · tanh(s / softcap)`` before the
+    masks; ``keys`` (B, T, m) 0/1 key sets; ``band``: the largest Δ of the diagonals; ``ids`` (B, T) token ids
+    with ``shifts`` for the token matches; ``block``: query and key rows of a tile (a power of two, 16 or more).
+    """
     if triton is None:
         raise RuntimeError("the triton route needs triton (pip install triton==3.7.1)")
     B, H, T, D = q.shape
@@ -172,10 +182,11 @@ def census_attention(
     grid = (triton.cdiv(T, block), B * H)
     _census_fwd[grid](
         q, k, v, out, keys_f, ids_i, valid_i.contiguous(), sh, ks, bd, mt, pl,
-        T, H, H // Hkv, max(1, m_sets), len(shifts), scale, window or 0,
+        T, H, H // Hkv, max(1, m_sets), len(shifts), scale, window or 0, softcap or 1.0,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2), out.stride(0), out.stride(1), out.stride(2),
-        CAUSAL=causal, HAS_WINDOW=window is not None, D=D, BLOCK_D=_pad(D, 16), BLOCK_M=block, BLOCK_N=block,
+        CAUSAL=causal, HAS_WINDOW=window is not None, HAS_SOFTCAP=softcap is not None, D=D, BLOCK_D=_pad(D, 16),
+        BLOCK_M=block, BLOCK_N=block,
         M_PAD=M_PAD, BAND=n_band, B_PAD=B_PAD, S_PAD=S_PAD,
         # fp32 inputs are multiplied as fp32 (a GPU's default, tf32, keeps 10 bits); half inputs as they are
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
