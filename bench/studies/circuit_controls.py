@@ -3,9 +3,11 @@ circuit ablated there against control sets (``analyze/controls.json`` beside the
 
 The committed runs kept no weights (their checkpoints were not committed), and their analyses had no control
 where a layer had fewer unlabelled heads than labelled ones. A replica trains the run's recipe again (its
-summary's shape, budget, seed and task; one member, where the run was trained in an ensemble of several, so the
-arithmetic differs in the last bits), into a scratch folder. Its evaluation log is compared with the committed
-one, evaluation by evaluation; the committed labels are then ablated in the replica on the analysis's own test
+summary's shape, budget, seed and task) into a scratch folder, in the same ensemble as the committed run
+(:func:`group_of`): trained alone, a member's arithmetic differs from its ensemble's in the last bits, which the
+short chain runs absorbed (every evaluation equal) and the long dense runs did not (few evaluations equal): another
+model, whose heads need not be the committed ones. Its evaluation log is compared with the committed one,
+evaluation by evaluation; the committed labels are then ablated in the replica on the analysis's own test
 set (``headlab.retrieval.controls.circuit_ablation``, the code ``headlab retrieval analyze`` runs), with 100 control
 draws (an analysis's default is 10; a replica's evaluations are cheap beside its training, and 100 sets let the
 permutation p reach 1/101 where that many exist). A replica keeps its final weights in the scratch folder
@@ -34,9 +36,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DRAWS = 100  # control sets where that many exist: the smallest permutation p is then 1/101
 
 
-def _cost(analysis: Path) -> float:
-    s = json.loads((analysis.parents[1] / "summary.json").read_text())
+def _cost_of(run: Path) -> float:
+    s = json.loads((run / "summary.json").read_text())
     return s["steps"] * s["n_layers"] * s["d_model"] ** 2
+
+
+def _cost(analysis: Path) -> float:
+    return _cost_of(analysis.parents[1])
 
 
 def _agreement(committed: Path, replica: Path) -> dict[str, Any]:
@@ -52,49 +58,86 @@ def _agreement(committed: Path, replica: Path) -> dict[str, Any]:
                           f"difference {worst:.3f}")}
 
 
-def replicate(analysis: Path, scratch: Path) -> str:
+def group_of(run: Path) -> list[Path]:
+    """The runs ``run`` was trained with, in the order their ensemble held them (one model, where it was trained
+    alone): the ensemble's arithmetic depends on its members, and over a long dense run a last-bit difference
+    grows into another model, so a replica trains the same ensemble again. Members share their folder, shape,
+    depth and ensemble wall time; their order is the sweep's (curricula as its grid lists them, then seeds)."""
+    s = json.loads((run / "summary.json").read_text())
+    n = int(str(s.get("trained_with", "ensemble of 1")).rsplit(" ", 1)[-1])
+    key = (s["n_layers"], s["task"]["depth"], s.get("ensemble_wall_s"), s.get("trained_with"))
+    found = []
+    for other in sorted(run.parent.glob("*/summary.json")):
+        o = json.loads(other.read_text())
+        if (o["n_layers"], o["task"]["depth"], o.get("ensemble_wall_s"), o.get("trained_with")) == key:
+            found.append((other.parent, o))
+    sweep = run.parent / "sweep.json"
+    curricula = json.loads(sweep.read_text())["grid"]["curricula"] if sweep.exists() else []
+    rank = {c: i for i, c in enumerate(curricula)}
+    found.sort(key=lambda x: (rank.get(x[1]["task"]["curriculum"], len(rank)), x[1]["seed"]))
+    return [p for p, _ in found] if len(found) == n else [run]
+
+
+def replicate(group: list[Path], scratch: Path) -> list[str]:
     try:
-        return _replicate(analysis, scratch)
+        return _replicate(group, scratch)
     except Exception as exc:  # one failed replica is said; the others go on
-        return f"{analysis}: FAILED {type(exc).__name__}: {exc}"
+        return [f"{group[0]}: FAILED {type(exc).__name__}: {exc}"]
 
 
-def _replicate(analysis: Path, scratch: Path) -> str:
+def _train(group: list[Path], scratch: Path) -> list[Path]:
+    """Each run of ``group`` trained again, together, into ``scratch`` (kept where a replica finished)."""
+    from headlab.retrieval.task import RetrievalTask
+    from headlab.retrieval.training_group import GroupMember, train_group
+
+    copies = [scratch / run.relative_to(ROOT) for run in group]
+    if all((c / "summary.json").exists() for c in copies):
+        return copies
+    for c in copies:
+        if c.exists():
+            shutil.rmtree(c)  # an unfinished replica starts over: its batches are seeded
+    s = [json.loads((run / "summary.json").read_text()) for run in group]
+    first = json.loads((group[0] / "eval.jsonl").read_text().splitlines()[0])["step"]
+    members = [GroupMember(RetrievalTask(**x["task"]), c, seed=x["seed"], lr=x["lr"], warmup_steps=x["warmup_steps"])
+               for x, c in zip(s, copies)]
+    a = s[0]
+    train_group(members, n_layers=a["n_layers"], n_heads=a["n_heads"], d_model=a["d_model"], steps=a["steps"],
+                batch_size=a["batch_size"], positions=a["positions"], init=a.get("init", "default"),
+                untied=a.get("untied", False), eval_every=first, eval_n=a.get("eval_n", 96),
+                checkpoint_every=a["checkpoint_every"], progress=False)
+    for c in copies:
+        for old in sorted((c / "checkpoints").glob("step-*"))[:-1]:
+            shutil.rmtree(old)  # a replica keeps its final weights (git-ignored), to be controlled again
+    return copies
+
+
+def _replicate(group: list[Path], scratch: Path) -> list[str]:
     from headlab.retrieval.analysis import PROBE_SEED as SEED
     from headlab.retrieval.analysis import AnalyzeResult
     from headlab.retrieval.controls import CircuitControls, circuit_ablation
-    from headlab.retrieval.task import RetrievalTask
     from headlab.retrieval.training import eval_set, load_run
-    from headlab.retrieval.training_group import GroupMember, train_group
 
     t0 = time.perf_counter()
-    run = analysis.parents[1]
-    s = json.loads((run / "summary.json").read_text())
-    first = json.loads((run / "eval.jsonl").read_text().splitlines()[0])["step"]
-    task = RetrievalTask(**s["task"])
-    copy = scratch / run.relative_to(ROOT)
-    if not (copy / "summary.json").exists():
-        if copy.exists():
-            shutil.rmtree(copy)  # an unfinished replica starts over: its batches are seeded
-        train_group([GroupMember(task, copy, seed=s["seed"], lr=s["lr"], warmup_steps=s["warmup_steps"])],
-                    n_layers=s["n_layers"], n_heads=s["n_heads"], d_model=s["d_model"], steps=s["steps"],
-                    batch_size=s["batch_size"], positions=s["positions"], init=s.get("init", "default"),
-                    untied=s.get("untied", False), eval_every=first, eval_n=s.get("eval_n", 96),
-                    checkpoint_every=s["checkpoint_every"], progress=False)
-        for old in sorted((copy / "checkpoints").glob("step-*"))[:-1]:
-            shutil.rmtree(old)  # the replica keeps its final weights (git-ignored), to be controlled again
-    committed = AnalyzeResult.read(analysis)
-    model, _ = load_run(copy)
-    test = eval_set(task, 256, SEED + 3 * 10**6, task.depth)
-    replica = _agreement(run / "eval.jsonl", copy / "eval.jsonl")
-    replica.update(trained_s=round(time.perf_counter() - t0, 1),
-                   accuracy_base_committed=committed["ablation"]["accuracy_base"],
-                   accuracy_labelled_ablated_committed=committed["ablation"]["accuracy_labelled_ablated"])
-    ablation = circuit_ablation(model, task, committed["labels"], test, DRAWS, SEED)
-    CircuitControls(str(run.relative_to(ROOT)), committed["labels"], replica, ablation).write(analysis.parent)
-    c = ablation["control"]
-    said = f"p {c['p_value']:.3g}, {c['draws']} sets" if c else ablation["control_note"]
-    return f"{run.relative_to(ROOT)}: {replica['agreement']}; {said} ({time.perf_counter() - t0:.0f} s)"
+    copies = _train(group, scratch)
+    trained = round(time.perf_counter() - t0, 1)
+    said = []
+    for run, copy in zip(group, copies):
+        analysis = run / "analyze" / "analyze.json"
+        if not analysis.exists() or (analysis.parent / "controls.json").exists():
+            continue
+        committed = AnalyzeResult.read(analysis)
+        model, task = load_run(copy)
+        test = eval_set(task, 256, SEED + 3 * 10**6, task.depth)
+        replica = _agreement(run / "eval.jsonl", copy / "eval.jsonl")
+        replica.update(trained_s=trained, trained_with=f"ensemble of {len(group)}",
+                       accuracy_base_committed=committed["ablation"]["accuracy_base"],
+                       accuracy_labelled_ablated_committed=committed["ablation"]["accuracy_labelled_ablated"])
+        ablation = circuit_ablation(model, task, committed["labels"], test, DRAWS, SEED)
+        CircuitControls(str(run.relative_to(ROOT)), committed["labels"], replica, ablation).write(analysis.parent)
+        c = ablation["control"]
+        end = f"p {c['p_value']:.3g}, {c['draws']} sets" if c else ablation["control_note"]
+        said.append(f"{run.relative_to(ROOT)}: {replica['agreement']}; {end} ({time.perf_counter() - t0:.0f} s)")
+    return said
 
 
 def table(root: Path) -> str:
@@ -168,11 +211,15 @@ def main() -> int:
             continue
         if _cost(analysis) <= args.max_cost:
             todo.append(analysis)
-    todo.sort(key=_cost)
-    print(f"{len(todo)} circuits to control", file=sys.stderr, flush=True)
+    groups: dict[tuple[Path, ...], None] = {}
+    for analysis in todo:
+        groups.setdefault(tuple(group_of(analysis.parents[1])), None)
+    work = sorted(groups, key=lambda g: sum(_cost(r / "analyze" / "analyze.json") if (r / "analyze").exists()
+                                            else _cost_of(r) for r in g))
+    print(f"{len(todo)} circuits to control, in {len(work)} ensembles", file=sys.stderr, flush=True)
     with ProcessPoolExecutor(args.jobs) as pool:
-        for line in pool.map(replicate, todo, [Path(args.scratch)] * len(todo)):
-            print(line, flush=True)
+        for lines in pool.map(replicate, [list(g) for g in work], [Path(args.scratch)] * len(work)):
+            print("\n".join(lines), flush=True)
     return 0
 
 
