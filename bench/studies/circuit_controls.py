@@ -144,7 +144,7 @@ def table(root: Path) -> str:
     """Every committed circuit and its controls (``controls.json``), or why it has none yet: a Markdown table."""
     from headlab.retrieval.controls import SHORT, WHOLE, CircuitControls
 
-    rows, waiting, beats, weak, controlled, whole = [], [], 0, 0, 0, 0
+    rows, waiting, beats, weak, controlled, whole, diverged = [], [], 0, 0, 0, 0, 0
     for analysis in sorted(root.glob("**/analyze/analyze.json")):
         run = analysis.parents[1].relative_to(ROOT)
         labels = json.loads(analysis.read_text())["labels"]
@@ -166,6 +166,9 @@ def table(root: Path) -> str:
         if ctl is None:
             said += " | – | – | –"
             whole += 1
+        elif rep["equal_evaluations"] < rep["evaluations"]:  # another model: its heads need not be the circuit's
+            said = f"diverged replica, not a control of the committed circuit ({said.split(' | ', 1)[0]}) | – | – | –"
+            diverged += 1
         else:
             controlled += 1
             beats += ctl["p_value"] < 0.05 and ctl["interval"][1] < 0
@@ -179,7 +182,8 @@ def table(root: Path) -> str:
             "| circuit − controls [95%] | permutation p (its smallest possible) |",
             "|---|---|---|---|---|---|---|---|---|"]
     tail = [f"\n{len(rows) + len(waiting)} circuits: {whole} are the whole model, with no control possible; "
-            f"{controlled} controlled, {beats} of them cost more than their controls (permutation p < 0.05 "
+            f"{diverged} replicas diverged from their runs; {controlled} controlled, {beats} of them cost more than "
+            f"their controls (permutation p < 0.05 "
             f"and the interval below zero); {weak} have fewer than 19 control sets, too few for p < 0.05; "
             f"{len(waiting)} not yet replicated"
             + (": " + ", ".join(waiting) if waiting else "") + "."]

@@ -58,7 +58,7 @@ if triton is not None:
         CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr, HAS_SOFTCAP: tl.constexpr, D: tl.constexpr,
         BLOCK_D: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, M_PAD: tl.constexpr, BAND: tl.constexpr,
-        B_PAD: tl.constexpr, S_PAD: tl.constexpr, PRECISION: tl.constexpr,
+        B_PAD: tl.constexpr, S_PAD: tl.constexpr, IEEE: tl.constexpr,
     ):
         bh = tl.program_id(1)
         b, h = bh // H, bh % H
@@ -86,7 +86,10 @@ if triton is not None:
             col_ok = (cols < T) & (tl.load(VALID + b * T + cols, mask=cols < T, other=0) != 0)
             k = tl.load(K + b * sk_b + kvh * sk_h + cols[:, None] * sk_t + dims[None, :],
                         mask=(cols[:, None] < T) & (dims[None, :] < D), other=0.0)
-            s = tl.dot(q, tl.trans(k), input_precision=PRECISION).to(tl.float32) * scale  # (BLOCK_M, BLOCK_N)
+            if IEEE:  # fp32 inputs multiplied as fp32 (a GPU's default, tf32, keeps 10 bits of the mantissa)
+                s = tl.dot(q, tl.trans(k), input_precision="ieee").to(tl.float32) * scale  # (BLOCK_M, BLOCK_N)
+            else:
+                s = tl.dot(q, tl.trans(k)).to(tl.float32) * scale
             if HAS_SOFTCAP:  # softcap · tanh(s / softcap), tanh from exp (no tanh in every triton backend)
                 s = softcap * (1.0 - 2.0 / (tl.exp(2.0 * s / softcap) + 1.0))
             keep = col_ok[None, :] & row_ok[:, None]
@@ -105,7 +108,10 @@ if triton is not None:
             e_i = e_i * alpha + tl.sum(p * tl.where(keep, s, 0.0), 1)
             v = tl.load(V + b * sv_b + kvh * sv_h + cols[:, None] * sv_t + dims[None, :],
                         mask=(cols[:, None] < T) & (dims[None, :] < D), other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION).to(tl.float32)
+            if IEEE:
+                acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v).to(tl.float32)
             ind = tl.load(KEYS + (b * T + cols[:, None]) * M_SETS + sets[None, :],
                           mask=(cols[:, None] < T) & (sets[None, :] < M_SETS), other=0.0)
             ks_acc = ks_acc * alpha[:, None] + tl.dot(p, ind, input_precision="ieee")
@@ -188,8 +194,7 @@ def census_attention(
         CAUSAL=causal, HAS_WINDOW=window is not None, HAS_SOFTCAP=softcap is not None, D=D, BLOCK_D=_pad(D, 16),
         BLOCK_M=block, BLOCK_N=block,
         M_PAD=M_PAD, BAND=n_band, B_PAD=B_PAD, S_PAD=S_PAD,
-        # fp32 inputs are multiplied as fp32 (a GPU's default, tf32, keeps 10 bits); half inputs as they are
-        PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        IEEE=q.dtype == torch.float32,
     )
     return out, CensusSums(ks[..., :m_sets] if keys is not None else None, bd[..., :n_band] if band is not None
                            else None, mt[..., :len(shifts)] if shifts else None, pl)
