@@ -8,6 +8,9 @@ shape, length T and batch B, interleaved rounds of:
   plain     the model's SDPA forward (flash where torch picks it): the floor;
   census    headlab's default detectors on the ``fused`` capture route (``auto``'s choice wherever it can
             serve; --route to force another);
+  triton    (with --configs ... triton) the same census with every layer computed by the one-pass Triton kernel
+            (headlab.attention.routes.triton_route's handler on the chunked route's seam): what the census will
+            cost once the route is wired in;
   attn      the eager forward with ``output_attentions=True`` (what TransformerLens, nnsight and bertviz read),
             its tensors kept, as a peer keeps them; "out of memory" where it does not fit.
 Time is the median over rounds, memory the peak allocated (CUDA) or resident (CPU) during the call; ratios are
@@ -26,8 +29,9 @@ import json
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -59,7 +63,7 @@ SHAPES: dict[str, tuple[str, dict[str, Any], bool]] = {
     "tiny-bert": ("BertConfig", dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                      num_attention_heads=4, max_position_embeddings=512), False),
 }
-CONFIGS = ("plain", "census", "attn")
+CONFIGS = ("plain", "census", "attn")  # and "triton", asked for by --configs
 
 
 class _Tokenizer:
@@ -103,6 +107,25 @@ def _memory(device: str) -> Callable[[], Any]:
     return lambda: (mem.__exit__(), mem.peak)[1]
 
 
+@contextmanager
+def _triton_pass(lm: LoadedModel, dets: list[Any]) -> Iterator[str | None]:
+    """Every layer of a census computed by the Triton kernel (the route's handler on the kernel seam), or why it
+    cannot be."""
+    from headlab.attention import routes
+    from headlab.attention.routes.triton_route import blocked, handler
+
+    reason = blocked(lm.model, dets)
+    if reason:
+        yield reason
+        return
+    kept = routes.LayerScorer.kernel
+    routes.LayerScorer.kernel = lambda self, route: handler(self)  # type: ignore[method-assign]
+    try:
+        yield None
+    finally:
+        routes.LayerScorer.kernel = kept  # type: ignore[method-assign]
+
+
 def cell(lm: LoadedModel, config: str, windows: list[tuple[int, ...]], device: str, limit: float,
          route: str = "fused") -> dict[str, Any]:
     """One timed call of ``config``: seconds and peak MB, or the reason it could not run."""
@@ -125,6 +148,12 @@ def cell(lm: LoadedModel, config: str, windows: list[tuple[int, ...]], device: s
                                 output_attentions=True).attentions
                 out["attention_gb"] = round(sum(a.numel() * a.element_size() for a in kept) / 2**30, 2)
                 del kept
+            elif config == "triton":
+                lm.model.set_attn_implementation("eager")
+                with _triton_pass(lm, dets) as reason:
+                    if reason:
+                        return {"error": reason}
+                    list(score_batches(lm, dets, [batch], "chunked"))
             else:
                 lm.model.set_attn_implementation("eager")
                 list(score_batches(lm, dets, [batch], route))
@@ -146,7 +175,8 @@ def cell(lm: LoadedModel, config: str, windows: list[tuple[int, ...]], device: s
 
 
 def run_shape(shape: str, lengths: list[int], batches: list[int], device: str, dtype: torch.dtype, rounds: int,
-              limit: float, route: str, done: Callable[[list[dict[str, Any]]], None]) -> list[dict[str, Any]]:
+              limit: float, route: str, done: Callable[[list[dict[str, Any]]], None],
+              configs: tuple[str, ...] = CONFIGS) -> list[dict[str, Any]]:
     """Every (batch, T) cell of one shape; ``done`` gets the rows so far after each (a stage stopped by its
     timeout keeps what it measured)."""
     t0 = time.perf_counter()
@@ -159,10 +189,10 @@ def run_shape(shape: str, lengths: list[int], batches: list[int], device: str, d
         for T in lengths:
             windows = zipf_ids(lm.facts.vocab_size, T, B)
             cell(lm, "plain", windows, device, limit, route)  # warm-up: kernels chosen, memory pools grown
-            got: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+            got: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
             stopped: dict[str, str] = {}
             for _ in range(rounds):
-                for c in CONFIGS:
+                for c in configs:
                     if c in stopped:
                         continue
                     r = cell(lm, c, windows, device, limit, route)
@@ -172,7 +202,7 @@ def run_shape(shape: str, lengths: list[int], batches: list[int], device: str, d
             plain = [r for r in got["plain"] if "seconds" in r]
             base_s = statistics.median(r["seconds"] for r in plain) if plain else None
             base_mb = max(r["peak_mb"] for r in plain) if plain else None
-            for c in CONFIGS:
+            for c in configs:
                 ok = [r for r in got[c] if "seconds" in r]
                 row: dict[str, Any] = {"shape": shape, "T": T, "batch": B, "config": c, "device": device,
                                        "dtype": str(dtype).removeprefix("torch."), "rounds": len(ok)}
@@ -220,6 +250,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cell-seconds", type=float, default=60.0, help="a config slower than this runs once")
     ap.add_argument("--route", default="fused", choices=("fused", "chunked", "eager"))
+    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=(*CONFIGS, "triton"),
+                    help="what is timed beside plain (plain always runs first)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--markdown", default=None)
     a = ap.parse_args(argv)
@@ -239,8 +271,9 @@ def main(argv: list[str]) -> int:
 
     for shape in a.shapes:
         lengths = [T for T in a.lengths if T <= SHAPES[shape][1]["max_position_embeddings"]]
+        configs = ("plain", *dict.fromkeys(c for c in a.configs if c != "plain"))
         rows += run_shape(shape, lengths, a.batches, a.device, getattr(torch, a.dtype), a.rounds, a.cell_seconds,
-                          a.route, save)
+                          a.route, save, configs)
         save([])
     return 0
 

@@ -11,7 +11,8 @@
 #   parity        the capture routes' parity tests (fused and chunked against eager      120 s  log.txt
 #                 on tiny models of every family, and the Triton kernel's) on the device
 #   census        a Llama-3-8B-shaped decoder (bf16, random weights) at T = 2k, 8k and   150 s  census-8b.json
-#                 32k, batch 1: census, plain SDPA forward and eager output_attentions,
+#                 32k, batch 1: census (fused, and every layer by the Triton kernel),
+#                 plain SDPA forward and eager output_attentions,
 #                 time and peak GPU memory as ratios to the plain forward
 #   census-batch  the same shape at T = 2k, batch 4                                       60 s  census-8b-b4.json
 #   shapes        BERT-base, smollm2-135m and gemma3-270m shapes at T = 512, 2k, 8k       60 s  census-shapes.json
@@ -104,7 +105,7 @@ if [ $DRY = 1 ]; then
     kernel kernel 60 kernel.json --dry-run || failed=1
 else
     census census 150 census-8b.json --device cuda --shapes llama3-8b --lengths 2048 8192 32768 --batches 1 \
-        || failed=1
+        --configs census triton attn || failed=1
     census census-batch 60 census-8b-b4.json --device cuda --shapes llama3-8b --lengths 2048 --batches 4 \
         --rounds 2 || failed=1
     census shapes 60 census-shapes.json --device cuda --shapes bert-base smollm2-135m gemma3-270m \

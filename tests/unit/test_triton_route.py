@@ -13,7 +13,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # read when triton is first impo
 pytest.importorskip("triton")
 
 import headlab.attention.routes as routes  # noqa: E402
-from headlab.attention.routes.triton_route import blocked, layer_sums  # noqa: E402
+from headlab.attention.routes.triton_route import blocked, handler  # noqa: E402
 from headlab.detectors import make  # noqa: E402
 from headlab.errors import HeadlabError  # noqa: E402
 
@@ -21,14 +21,8 @@ from .test_routes import ALL, _assert_same, _model, _samples, _scores  # noqa: E
 
 
 def _on_triton(self, route):
-    """LayerScorer's kernel handler with every layer computed by the Triton pass, its sums emitted with the
-    eager route's reduced layers."""
-    def handle(layer, q, k, v, spec):
-        out, sums, rows = layer_sums(self.batch, self.detectors, q, k, v, spec)
-        self.reduced.append((layer, q.shape[1], sums, rows))
-        return out
-
-    return handle
+    """LayerScorer's kernel handler with every layer computed by the Triton pass (the route's own handler)."""
+    return handler(self)
 
 
 # batches of 8 pad every sample to the longest; llama once more unpadded, one sample a batch (the interpreter's

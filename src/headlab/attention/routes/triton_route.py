@@ -13,7 +13,7 @@ the fused, chunked and eager routes read them); a ``rows`` detector is served wh
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
@@ -60,3 +60,16 @@ def layer_sums(batch: Batch, detectors: Sequence[Detector], q: torch.Tensor, k: 
     rows = {d.name: d.reduce_plogp(per_query.plogp, batch)  # type: ignore[attr-defined]
             for d in detectors if d.needs == "rows"}
     return out, sums, rows
+
+
+def handler(scorer: Any) -> Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, AttentionSpec], torch.Tensor]:
+    """The kernel-seam handler of a :class:`~headlab.attention.routes.LayerScorer` (its ``batch``, ``detectors``
+    and ``reduced`` list) that computes each layer in one pass and hands its sums on with the reduced layers, so
+    they are scored with the others at the scorer's flush."""
+
+    def handle(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, spec: AttentionSpec) -> torch.Tensor:
+        out, sums, rows = layer_sums(scorer.batch, scorer.detectors, q, k, v, spec)
+        scorer.reduced.append((layer, q.shape[1], sums, rows))
+        return out
+
+    return handle
