@@ -196,6 +196,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--scratch", default=str(ROOT / ".replicas"))
     ap.add_argument("--max-cost", type=float, default=float("inf"), help="skip runs costlier than this")
+    ap.add_argument("--skip", nargs="*", default=[], metavar="GLOB",
+                    help="leave out the runs whose path under the results folder matches (e.g. 'depth_law*/*')")
     ap.add_argument("--table", help="only write the table of every circuit's controls to this file")
     args = ap.parse_args()
     if args.table:
@@ -212,6 +214,8 @@ def main() -> int:
         if all(x != "-" for row in labels for x in row):
             print(f"{analysis.parents[1].relative_to(ROOT)}: the circuit is the whole model, no control can exist",
                   file=sys.stderr)
+            continue
+        if any(analysis.parents[1].relative_to(Path(args.results).resolve()).match(g) for g in args.skip):
             continue
         if _cost(analysis) <= args.max_cost:
             todo.append(analysis)
