@@ -3,7 +3,7 @@
 Where every layer of a circuit keeps as many unlabelled heads as it has labelled ones, the sets are ``headlab
 ablate``'s (:func:`headlab.ablation.experiment.matched_controls`: as many random heads per layer, never a labelled
 one). The retrieval models have 4 heads a layer and their analyses label 3 or 4 of them in most layers, where no
-such set exists (40 of the 46 committed analyses). There the sets keep the same number of heads per layer but are
+such set exists (most committed analyses). There the sets keep the same number of heads per layer but are
 drawn from every head of that layer, labelled ones included, and are never the circuit itself: a weaker control (a
 set shares heads with the circuit), recorded as such with its own words. Where every layer of the circuit is
 labelled whole, no other set of those sizes per layer exists: the sets are then as many heads in all from every
