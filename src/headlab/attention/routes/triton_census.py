@@ -51,6 +51,33 @@ def available() -> bool:
 if triton is not None:
 
     @triton.jit
+    def _band(acc, p, rows, cols, bands, BAND: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Column d of ``acc`` += the tile's p[i, i − d], for d < BAND."""
+        diff = rows[:, None] - cols[None, :]
+        for d in tl.static_range(BAND):
+            hit = tl.sum(tl.where(diff == d, p, 0.0), 1)
+            acc = tl.where(bands[None, :] == d, acc + hit[:, None], acc)
+        return acc
+
+    @triton.jit
+    def _matches(acc, p, rows, cols, shifts, ids_q, IDS, VALID, SHIFTS, b, T, N_SHIFTS):  # type: ignore[no-untyped-def]
+        """Column t of ``acc`` += the tile's mass on keys j + s_t whose key j holds the query's token, j < i."""
+        for t in range(N_SHIFTS):
+            sh = tl.load(SHIFTS + t)
+            src = cols - sh  # the key whose token is compared: key j + sh is attended for a match at j
+            ids_k = tl.load(IDS + b * T + src, mask=(src >= 0) & (src < T), other=-2)
+            ok_k = tl.load(VALID + b * T + src, mask=(src >= 0) & (src < T), other=0) != 0
+            same = (ids_k[None, :] == ids_q[:, None]) & ok_k[None, :] & (src[None, :] < rows[:, None])
+            hit = tl.sum(tl.where(same, p, 0.0), 1)
+            acc = tl.where(shifts[None, :] == t, acc + hit[:, None], acc)
+        return acc
+
+    @triton.jit
+    def _store(OUT, base, cols, values, row_ok, WIDTH: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Rows ``base`` of a (rows, WIDTH) float32 output."""
+        tl.store(OUT + base[:, None] * WIDTH + cols[None, :], values, mask=row_ok[:, None])
+
+    @triton.jit
     def _census_fwd(  # type: ignore[no-untyped-def]
         Q, K, V, O, KEYS, IDS, VALID, SHIFTS, KS_OUT, BAND_OUT, MATCH_OUT, PLOGP_OUT,
         T, H, GROUP, M_SETS, N_SHIFTS, scale, window, softcap,
@@ -115,20 +142,9 @@ if triton is not None:
             ind = tl.load(KEYS + (b * T + cols[:, None]) * M_SETS + sets[None, :],
                           mask=(cols[:, None] < T) & (sets[None, :] < M_SETS), other=0.0)
             ks_acc = ks_acc * alpha[:, None] + tl.dot(p, ind, input_precision="ieee")
-            band_acc = band_acc * alpha[:, None]
-            diff = rows[:, None] - cols[None, :]
-            for d in tl.static_range(BAND):
-                hit = tl.sum(tl.where(diff == d, p, 0.0), 1)
-                band_acc = tl.where(bands[None, :] == d, band_acc + hit[:, None], band_acc)
-            match_acc = match_acc * alpha[:, None]
-            for t in range(N_SHIFTS):
-                sh = tl.load(SHIFTS + t)
-                src = cols - sh  # the key whose token is compared: key j + sh is attended for a match at j
-                ids_k = tl.load(IDS + b * T + src, mask=(src >= 0) & (src < T), other=-2)
-                ok_k = tl.load(VALID + b * T + src, mask=(src >= 0) & (src < T), other=0) != 0
-                same = (ids_k[None, :] == ids_q[:, None]) & ok_k[None, :] & (src[None, :] < rows[:, None])
-                hit = tl.sum(tl.where(same, p, 0.0), 1)
-                match_acc = tl.where(shifts[None, :] == t, match_acc + hit[:, None], match_acc)
+            band_acc = _band(band_acc * alpha[:, None], p, rows, cols, bands, BAND)
+            match_acc = _matches(match_acc * alpha[:, None], p, rows, cols, shifts, ids_q, IDS, VALID, SHIFTS,
+                                 b, T, N_SHIFTS)
             m_i = m_new
         inv = tl.where(l_i > 0, 1.0 / tl.where(l_i > 0, l_i, 1.0), 0.0)
         m_fin = tl.where(m_i == float("-inf"), 0.0, m_i)
@@ -136,10 +152,9 @@ if triton is not None:
         tl.store(O + b * so_b + h * so_h + rows[:, None] * so_t + dims[None, :], out.to(O.dtype.element_ty),
                  mask=row_ok[:, None] & (dims[None, :] < D))
         base = (b * H + h) * T + rows
-        tl.store(KS_OUT + base[:, None] * M_PAD + sets[None, :], ks_acc * inv[:, None], mask=row_ok[:, None])
-        tl.store(BAND_OUT + base[:, None] * B_PAD + bands[None, :], band_acc * inv[:, None], mask=row_ok[:, None])
-        tl.store(MATCH_OUT + base[:, None] * S_PAD + shifts[None, :], match_acc * inv[:, None],
-                 mask=row_ok[:, None])
+        _store(KS_OUT, base, sets, ks_acc * inv[:, None], row_ok, M_PAD)
+        _store(BAND_OUT, base, bands, band_acc * inv[:, None], row_ok, B_PAD)
+        _store(MATCH_OUT, base, shifts, match_acc * inv[:, None], row_ok, S_PAD)
         # Σ p log p = Σ p (s − m − log l) = e / l − m − log l
         plogp = tl.where(l_i > 0, e_i * inv - m_fin - tl.log(tl.where(l_i > 0, l_i, 1.0)), 0.0)
         tl.store(PLOGP_OUT + base, plogp, mask=row_ok)
