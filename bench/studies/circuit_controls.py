@@ -36,13 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DRAWS = 100  # control sets where that many exist: the smallest permutation p is then 1/101
 
 
-def _cost_of(run: Path) -> float:
+def _cost(run: Path) -> float:
     s = json.loads((run / "summary.json").read_text())
     return s["steps"] * s["n_layers"] * s["d_model"] ** 2
-
-
-def _cost(analysis: Path) -> float:
-    return _cost_of(analysis.parents[1])
 
 
 def _agreement(committed: Path, replica: Path) -> dict[str, Any]:
@@ -217,13 +213,12 @@ def main() -> int:
             continue
         if any(analysis.parents[1].relative_to(Path(args.results).resolve()).match(g) for g in args.skip):
             continue
-        if _cost(analysis) <= args.max_cost:
+        if _cost(analysis.parents[1]) <= args.max_cost:
             todo.append(analysis)
     groups: dict[tuple[Path, ...], None] = {}
     for analysis in todo:
         groups.setdefault(tuple(group_of(analysis.parents[1])), None)
-    work = sorted(groups, key=lambda g: sum(_cost(r / "analyze" / "analyze.json") if (r / "analyze").exists()
-                                            else _cost_of(r) for r in g))
+    work = sorted(groups, key=lambda g: sum(map(_cost, g)))
     print(f"{len(todo)} circuits to control, in {len(work)} ensembles", file=sys.stderr, flush=True)
     with ProcessPoolExecutor(args.jobs) as pool:
         for lines in pool.map(replicate, [list(g) for g in work], [Path(args.scratch)] * len(work)):

@@ -21,7 +21,7 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Hashable, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from headlab.retrieval.training import RetrievalTask, correct
 
 #: a control set: layer -> heads
 Picked = dict[int, list[int]]
+K = TypeVar("K", bound=Hashable)
 #: how each kind of control set is drawn, as a result records it
 MATCHED = "same number of random heads per layer, never a labelled head"
 OVERLAPPING = ("same number of random heads per layer, drawn from every head of the layer (labelled ones too), "
@@ -61,9 +62,12 @@ def control_sets(heads: HeadSet, n_layers: int, n_heads: int, draws: int, rng: r
     sets = _overlapping(heads, n_heads, draws, rng)
     if sets:
         return sets, OVERLAPPING
-    flat = {(l, h) for l, hs in heads.items() for h in hs}
+    flat = frozenset((l, h) for l, hs in heads.items() for h in hs)
     pool = [(l, h) for l in range(n_layers) for h in range(n_heads)]
-    return [_by_layer(pick) for pick in _distinct(pool, len(flat), frozenset(flat), draws, rng)], ANYWHERE
+    picks = _distinct(math.comb(len(pool), len(flat)),
+                      lambda: [frozenset(c) for c in itertools.combinations(pool, len(flat))],
+                      lambda: frozenset(rng.sample(pool, len(flat))), flat, draws, rng)
+    return [_by_layer(pick) for pick in picks], ANYWHERE
 
 
 def _by_layer(pick: frozenset[tuple[int, int]]) -> Picked:
@@ -73,17 +77,17 @@ def _by_layer(pick: frozenset[tuple[int, int]]) -> Picked:
     return out
 
 
-def _distinct(pool: list[tuple[int, int]], size: int, target: frozenset[tuple[int, int]], draws: int,
-              rng: random.Random) -> list[frozenset[tuple[int, int]]]:
-    """Up to ``draws`` distinct subsets of ``pool`` of ``size``, never ``target``: all of them, shuffled, where
-    fewer exist."""
-    if math.comb(len(pool), size) - 1 <= draws:
-        every = [frozenset(c) for c in itertools.combinations(pool, size) if frozenset(c) != target]
-        rng.shuffle(every)
-        return every
+def _distinct(count: int, every: Callable[[], list[K]], draw: Callable[[], K], target: K, draws: int,
+              rng: random.Random) -> list[K]:
+    """Up to ``draws`` distinct sets, never ``target``: all ``every()`` of them (``count`` sets, ``target``
+    among them), shuffled, where at most ``draws`` others exist; else ``draw()`` until that many are distinct."""
+    if count - 1 <= draws:
+        found = [pick for pick in every() if pick != target]
+        rng.shuffle(found)
+        return found
     seen, out = {target}, []
     while len(out) < draws:
-        pick = frozenset(rng.sample(pool, size))
+        pick = draw()
         if pick not in seen:
             seen.add(pick)
             out.append(pick)
@@ -94,21 +98,13 @@ def _overlapping(heads: HeadSet, n_heads: int, draws: int, rng: random.Random) -
     """Distinct sets of ``len(heads[l])`` heads of each layer ``l`` drawn from all ``n_heads``, never ``heads``
     itself: every one of them in a random order where at most ``draws`` exist."""
     layers = sorted(heads)
-    sizes = {layer: len(set(heads[layer])) for layer in layers}
+    sizes = [len(set(heads[layer])) for layer in layers]
     target = tuple(tuple(sorted(set(heads[layer]))) for layer in layers)
-    if math.prod(math.comb(n_heads, sizes[layer]) for layer in layers) - 1 <= draws:
-        every = [pick for pick in itertools.product(*(itertools.combinations(range(n_heads), sizes[layer])
-                                                      for layer in layers)) if pick != target]
-        rng.shuffle(every)
-        return [dict(zip(layers, map(list, pick))) for pick in every]
-    seen = {target}
-    out: list[Picked] = []
-    while len(out) < draws:
-        pick = tuple(tuple(sorted(rng.sample(range(n_heads), sizes[layer]))) for layer in layers)
-        if pick not in seen:
-            seen.add(pick)
-            out.append(dict(zip(layers, map(list, pick))))
-    return out
+    picks = _distinct(
+        math.prod(math.comb(n_heads, k) for k in sizes),
+        lambda: list(itertools.product(*(itertools.combinations(range(n_heads), k) for k in sizes))),
+        lambda: tuple(tuple(sorted(rng.sample(range(n_heads), k))) for k in sizes), target, draws, rng)
+    return [dict(zip(layers, map(list, pick))) for pick in picks]
 
 
 def compared(base: np.ndarray, target: np.ndarray, controls: list[np.ndarray], matched: str,
